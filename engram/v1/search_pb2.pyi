@@ -1,0 +1,179 @@
+import datetime
+
+from engram.v1 import common_pb2 as _common_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class RerankMode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    RERANK_MODE_UNSPECIFIED: _ClassVar[RerankMode]
+    RERANK_MODE_ON: _ClassVar[RerankMode]
+    RERANK_MODE_OFF: _ClassVar[RerankMode]
+RERANK_MODE_UNSPECIFIED: RerankMode
+RERANK_MODE_ON: RerankMode
+RERANK_MODE_OFF: RerankMode
+
+class SearchFilter(_message.Message):
+    __slots__ = ("tags", "owner_agent", "memory_types", "created_after", "created_before", "topics", "statuses", "conversation_id", "project")
+    TAGS_FIELD_NUMBER: _ClassVar[int]
+    OWNER_AGENT_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_TYPES_FIELD_NUMBER: _ClassVar[int]
+    CREATED_AFTER_FIELD_NUMBER: _ClassVar[int]
+    CREATED_BEFORE_FIELD_NUMBER: _ClassVar[int]
+    TOPICS_FIELD_NUMBER: _ClassVar[int]
+    STATUSES_FIELD_NUMBER: _ClassVar[int]
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    PROJECT_FIELD_NUMBER: _ClassVar[int]
+    tags: _containers.RepeatedScalarFieldContainer[str]
+    owner_agent: str
+    memory_types: _containers.RepeatedScalarFieldContainer[_common_pb2.MemoryType]
+    created_after: _timestamp_pb2.Timestamp
+    created_before: _timestamp_pb2.Timestamp
+    topics: _containers.RepeatedScalarFieldContainer[str]
+    statuses: _containers.RepeatedScalarFieldContainer[_common_pb2.Status]
+    conversation_id: str
+    project: str
+    def __init__(self, tags: _Optional[_Iterable[str]] = ..., owner_agent: _Optional[str] = ..., memory_types: _Optional[_Iterable[_Union[_common_pb2.MemoryType, str]]] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., topics: _Optional[_Iterable[str]] = ..., statuses: _Optional[_Iterable[_Union[_common_pb2.Status, str]]] = ..., conversation_id: _Optional[str] = ..., project: _Optional[str] = ...) -> None: ...
+
+class SearchMemoriesRequest(_message.Message):
+    __slots__ = ("caller", "query", "limit", "filter", "min_seq", "explain", "rerank")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    QUERY_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    MIN_SEQ_FIELD_NUMBER: _ClassVar[int]
+    EXPLAIN_FIELD_NUMBER: _ClassVar[int]
+    RERANK_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallContext
+    query: str
+    limit: int
+    filter: SearchFilter
+    min_seq: int
+    explain: bool
+    rerank: RerankMode
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., filter: _Optional[_Union[SearchFilter, _Mapping]] = ..., min_seq: _Optional[int] = ..., explain: _Optional[bool] = ..., rerank: _Optional[_Union[RerankMode, str]] = ...) -> None: ...
+
+class StageRank(_message.Message):
+    __slots__ = ("stage", "rank", "score")
+    STAGE_FIELD_NUMBER: _ClassVar[int]
+    RANK_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    stage: str
+    rank: int
+    score: float
+    def __init__(self, stage: _Optional[str] = ..., rank: _Optional[int] = ..., score: _Optional[float] = ...) -> None: ...
+
+class SearchHit(_message.Message):
+    __slots__ = ("memory", "score", "explain")
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    SCORE_FIELD_NUMBER: _ClassVar[int]
+    EXPLAIN_FIELD_NUMBER: _ClassVar[int]
+    memory: _common_pb2.Memory
+    score: float
+    explain: _containers.RepeatedCompositeFieldContainer[StageRank]
+    def __init__(self, memory: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ..., score: _Optional[float] = ..., explain: _Optional[_Iterable[_Union[StageRank, _Mapping]]] = ...) -> None: ...
+
+class SearchMemoriesResponse(_message.Message):
+    __slots__ = ("hits", "applied_seq", "reranked", "rerank_note")
+    HITS_FIELD_NUMBER: _ClassVar[int]
+    APPLIED_SEQ_FIELD_NUMBER: _ClassVar[int]
+    RERANKED_FIELD_NUMBER: _ClassVar[int]
+    RERANK_NOTE_FIELD_NUMBER: _ClassVar[int]
+    hits: _containers.RepeatedCompositeFieldContainer[SearchHit]
+    applied_seq: int
+    reranked: bool
+    rerank_note: str
+    def __init__(self, hits: _Optional[_Iterable[_Union[SearchHit, _Mapping]]] = ..., applied_seq: _Optional[int] = ..., reranked: _Optional[bool] = ..., rerank_note: _Optional[str] = ...) -> None: ...
+
+class GetMemoryRequest(_message.Message):
+    __slots__ = ("caller", "id", "min_seq")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    MIN_SEQ_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallContext
+    id: str
+    min_seq: int
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., id: _Optional[str] = ..., min_seq: _Optional[int] = ...) -> None: ...
+
+class GetMemoryResponse(_message.Message):
+    __slots__ = ("memory",)
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    memory: _common_pb2.Memory
+    def __init__(self, memory: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ...) -> None: ...
+
+class ListMemoriesRequest(_message.Message):
+    __slots__ = ("caller", "limit", "filter", "page_token", "min_seq")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    MIN_SEQ_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallContext
+    limit: int
+    filter: SearchFilter
+    page_token: str
+    min_seq: int
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., limit: _Optional[int] = ..., filter: _Optional[_Union[SearchFilter, _Mapping]] = ..., page_token: _Optional[str] = ..., min_seq: _Optional[int] = ...) -> None: ...
+
+class ListMemoriesResponse(_message.Message):
+    __slots__ = ("memories", "next_page_token")
+    MEMORIES_FIELD_NUMBER: _ClassVar[int]
+    NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    memories: _containers.RepeatedCompositeFieldContainer[_common_pb2.Memory]
+    next_page_token: str
+    def __init__(self, memories: _Optional[_Iterable[_Union[_common_pb2.Memory, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+
+class GetHistoryRequest(_message.Message):
+    __slots__ = ("caller", "id")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallContext
+    id: str
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., id: _Optional[str] = ...) -> None: ...
+
+class GetHistoryResponse(_message.Message):
+    __slots__ = ("versions",)
+    VERSIONS_FIELD_NUMBER: _ClassVar[int]
+    versions: _containers.RepeatedCompositeFieldContainer[_common_pb2.MemoryVersion]
+    def __init__(self, versions: _Optional[_Iterable[_Union[_common_pb2.MemoryVersion, _Mapping]]] = ...) -> None: ...
+
+class GetMemoryAtRequest(_message.Message):
+    __slots__ = ("caller", "id", "at")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    AT_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallContext
+    id: str
+    at: _timestamp_pb2.Timestamp
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., id: _Optional[str] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class GetMemoryAtResponse(_message.Message):
+    __slots__ = ("memory",)
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    memory: _common_pb2.Memory
+    def __init__(self, memory: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ...) -> None: ...
+
+class GetStatsRequest(_message.Message):
+    __slots__ = ("caller",)
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallContext
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ...) -> None: ...
+
+class GetStatsResponse(_message.Message):
+    __slots__ = ("memories", "applied_seq", "embedding_model", "reranker_model")
+    MEMORIES_FIELD_NUMBER: _ClassVar[int]
+    APPLIED_SEQ_FIELD_NUMBER: _ClassVar[int]
+    EMBEDDING_MODEL_FIELD_NUMBER: _ClassVar[int]
+    RERANKER_MODEL_FIELD_NUMBER: _ClassVar[int]
+    memories: int
+    applied_seq: int
+    embedding_model: str
+    reranker_model: str
+    def __init__(self, memories: _Optional[int] = ..., applied_seq: _Optional[int] = ..., embedding_model: _Optional[str] = ..., reranker_model: _Optional[str] = ...) -> None: ...

@@ -1,0 +1,1 @@
+"""Engram services, one package each (mapped from services/)."""
