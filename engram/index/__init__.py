@@ -1,0 +1,69 @@
+"""The index port: where memories are stored for search, derived from the log and rebuildable from it."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from engram.embed.sparse import SparseVector
+from engram.model import SearchFilter
+
+DENSE = "dense"
+SPARSE = "bm25"
+QUESTIONS = "questions"
+
+
+@dataclass(slots=True)
+class IndexPoint:
+    """One memory version as the index stores it: its JSON form plus its vectors."""
+
+    id: str
+    payload: dict[str, Any]  # Memory.to_dict() plus the index-only fields below
+    dense: list[float]
+    sparse: SparseVector
+    questions: list[list[float]] = field(default_factory=list)
+
+
+@dataclass(slots=True)
+class Scored:
+    id: str
+    score: float
+    payload: dict[str, Any]
+
+
+@dataclass(slots=True)
+class SearchRequest:
+    namespace: str
+    filter: SearchFilter
+    limit: int
+    dense: list[float] | None = None
+    sparse: SparseVector | None = None
+    questions: list[float] | None = None
+
+
+class MemoryIndex(Protocol):
+    """Implemented by the Qdrant Edge adapter (embedded, edge) and the Qdrant server adapter (cluster)."""
+
+    def upsert(self, points: list[IndexPoint]) -> None: ...
+
+    def retrieve(self, namespace: str, ids: list[str]) -> list[dict[str, Any]]: ...
+
+    def search(self, request: SearchRequest) -> dict[str, list[Scored]]:
+        """One ranked list per vector given in the request, keyed by vector name."""
+        ...
+
+    def recent(
+        self, namespace: str, flt: SearchFilter, limit: int, before: float | None = None
+    ) -> list[dict[str, Any]]: ...
+
+    def count(self, namespace: str, flt: SearchFilter | None = None) -> int: ...
+
+    def applied_seq(self) -> int: ...
+
+    def set_applied_seq(self, seq: int) -> None: ...
+
+    def reset(self) -> None: ...
+
+    def flush(self) -> None: ...
+
+    def close(self) -> None: ...

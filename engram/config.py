@@ -1,0 +1,124 @@
+"""Typed settings, read once from ENGRAM_* variables and command-line flags, then passed down."""
+
+from __future__ import annotations
+
+import dataclasses
+import ipaddress
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+DEFAULT_HOST = "127.0.0.1"
+DEFAULT_PORT = 8765
+DEFAULT_GRPC_LISTEN = "127.0.0.1:0"
+DEFAULT_STREAM = "ENGRAM"
+DEFAULT_MAX_CONTENT_BYTES = 32 * 1024
+DEFAULT_MAX_METADATA_BYTES = 16 * 1024
+DEFAULT_READ_WAIT_SECONDS = 5.0
+DEFAULT_SEARCH_LIMIT = 10
+MAX_SEARCH_LIMIT = 100
+
+
+class SettingsError(ValueError):
+    """A setting has a value Engram cannot use; the message names the variable."""
+
+
+@dataclass(frozen=True, slots=True)
+class Settings:
+    """Everything configurable about a node or a single service. See the README's configuration table."""
+
+    home: Path = field(default_factory=lambda: Path.home() / ".engram")
+    host: str = DEFAULT_HOST
+    port: int = DEFAULT_PORT
+    nats_url: str | None = None  # None in embedded mode: start a private nats-server
+    grpc_listen: str = DEFAULT_GRPC_LISTEN
+    ingest_addr: str | None = None
+    search_addr: str | None = None
+    consolidation_addr: str | None = None
+    sync_addr: str | None = None
+    stream: str = DEFAULT_STREAM
+    dev_mode: bool | None = None  # None: on when bound to loopback
+    keys_file: Path | None = None
+    agent_id: str | None = None  # stdio clients: who the agent is when the client does not say
+    api_key: str | None = None  # stdio clients: the key to act with
+    device: str = field(default_factory=socket.gethostname)
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
+    max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES
+    max_metadata_bytes: int = DEFAULT_MAX_METADATA_BYTES
+    read_wait_seconds: float = DEFAULT_READ_WAIT_SECONDS
+    qdrant_url: str | None = None
+    log_level: str = "INFO"
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """Reads ENGRAM_<FIELD> variables, then applies non-None overrides (command-line flags)."""
+        env = os.environ if env is None else env
+        values: dict[str, Any] = {}
+        for f in dataclasses.fields(cls):
+            raw = env.get(f"ENGRAM_{f.name.upper()}")
+            if raw is not None and raw != "":
+                values[f.name] = _parse(f.name, str(f.type), raw)
+        values.update({k: v for k, v in overrides.items() if v is not None})
+        if "home" in values:
+            values["home"] = Path(values["home"]).expanduser()
+        settings = cls(**values)
+        settings.validate()
+        return settings
+
+    def validate(self) -> None:
+        """Raises SettingsError for values that cannot work."""
+        if not 0 <= self.port <= 65535:
+            raise SettingsError(f"ENGRAM_PORT must be 0-65535, got {self.port}")
+        if self.max_content_bytes <= 0 or self.read_wait_seconds < 0:
+            raise SettingsError("ENGRAM_MAX_CONTENT_BYTES must be > 0 and ENGRAM_READ_WAIT_SECONDS >= 0")
+
+    @property
+    def loopback(self) -> bool:
+        """True when the gateway only listens on a loopback address."""
+        return is_loopback(self.host)
+
+    @property
+    def dev(self) -> bool:
+        """Dev mode (anonymous callers allowed): only ever on a loopback bind."""
+        return self.loopback and self.dev_mode is not False
+
+    @property
+    def keys_path(self) -> Path:
+        return self.keys_file or self.home / "keys.json"
+
+    def replace(self, **changes: Any) -> Settings:
+        return dataclasses.replace(self, **changes)
+
+
+def is_loopback(host: str) -> bool:
+    """True for localhost and loopback IPs."""
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def _parse(name: str, type_name: str, raw: str) -> Any:
+    try:
+        if "bool" in type_name:
+            lowered = raw.strip().lower()
+            if lowered not in {"1", "0", "true", "false", "yes", "no", "on", "off"}:
+                raise ValueError(raw)
+            return lowered in {"1", "true", "yes", "on"}
+        if type_name.startswith("int"):
+            return int(raw)
+        if type_name.startswith("float"):
+            return float(raw)
+        if type_name.startswith("tuple"):
+            return tuple(part.strip() for part in raw.split(",") if part.strip())
+        if type_name.startswith("Path"):
+            return Path(raw).expanduser()
+        return raw
+    except ValueError as e:
+        raise SettingsError(f"ENGRAM_{name.upper()}={raw!r} is not a valid {type_name}") from e

