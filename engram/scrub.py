@@ -160,7 +160,8 @@ def _bearer(m: re.Match[str]) -> _Span | None:
 # Generic assignments: `api_key=...`, `"apiKey": "..."`, `DB_PASSWORD: ...`, `password => '...'`,
 # `secret: str = "..."`. The key is a whole identifier (lookbehind) that *ends* in one of the cores, so
 # OPENAI_API_KEY and client_secret match while password_hash and token_count don't.
-_API_KEY_CORE = r"api[_-]?key|(?:access|auth|refresh|session|private|bot)?[_-]?token"
+# "token" covers GITHUB_TOKEN, HF_TOKEN, access_token, x-auth-token through the prefix.
+_API_KEY_CORE = r"api[_-]?key|token"
 _PASSWORD_CORE = r"pass(?:word|wd|phrase)|secret(?:[_-]?(?:access[_-]?)?key)?"
 _KEY_PREFIX = r"[A-Za-z0-9_.-]{0,40}?"
 _ASSIGNMENT_TAIL = (
@@ -178,10 +179,10 @@ def _assignment_pattern(core: str) -> re.Pattern[str]:
     )
 
 
-_PLACEHOLDERS = frozenset({"none", "null", "nil", "true", "false", "undefined", "redacted", "changeme_later"})
+_PLACEHOLDERS = frozenset({"none", "null", "nil", "true", "false", "undefined"})
 _DOTTED_IDENTIFIER = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 _CONSTANT_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
-_MASKED = re.compile(r"[*xX.•]+")
+_MASKED = re.compile(r"[*xX.]+")
 
 
 def _assignment(m: re.Match[str]) -> _Span | None:
@@ -199,14 +200,16 @@ def _assignment(m: re.Match[str]) -> _Span | None:
     # Unquoted values are ambiguous: they may be code rather than a literal.
     key_name = re.split(r"[.\-]", m.group("key"))[-1]
     if (
-        _DOTTED_IDENTIFIER.fullmatch(value)  # password=args.password, api_key=os.environ
+        m.string[m.end() : m.end() + 1] in ("(", "[")  # password=get_password(), key=keys[0]
+        or _DOTTED_IDENTIFIER.fullmatch(value)  # password=args.password, api_key=os.environ
         or _CONSTANT_NAME.fullmatch(value)  # api_key=OPENAI_API_KEY
         or value.lower() == key_name.lower()  # password=password
     ):
         return None
     if m.group("sep") == ":" and value.isalpha():
         # "Password: the one we discussed" is prose; "password: hunter" alone on its line (YAML) is not.
-        rest = m.string[m.end() : m.string.find("\n", m.end()) % (len(m.string) + 1)].strip()
+        line_end = m.string.find("\n", m.end())
+        rest = m.string[m.end() : line_end if line_end >= 0 else len(m.string)].strip()
         if rest and not rest.startswith("#"):
             return None
     return m.span(group)

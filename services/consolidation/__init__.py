@@ -1,0 +1,1 @@
+"""Consolidation: background and on-demand jobs."""

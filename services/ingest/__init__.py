@@ -1,0 +1,1 @@
+"""Ingest: every write — validate, scrub secrets, embed, append to the log."""

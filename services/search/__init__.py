@@ -1,0 +1,1 @@
+"""Search: the indexer (log → index) and every read."""

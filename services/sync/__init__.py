@@ -1,0 +1,1 @@
+"""Sync: edge devices push and pull changes."""

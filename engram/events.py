@@ -1,0 +1,61 @@
+"""Event names and bodies: the public contract of docs/events.md, shared by writers and readers of the log."""
+
+from __future__ import annotations
+
+import base64
+from typing import Any
+
+import numpy as np
+
+from engram.embed.sparse import SparseVector
+from engram.model import Caller, Memory, format_time
+
+MEMORY_SAVED = "memory_saved"
+MEMORY_UPDATED = "memory_updated"
+MEMORY_DELETED = "memory_deleted"
+MEMORY_SUPERSEDED = "memory_superseded"
+MEMORY_EXPIRED = "memory_expired"
+CONSOLIDATION_COMPLETE = "consolidation_complete"
+CONTRADICTION_DETECTED = "contradiction_detected"
+HANDOFF_CREATED = "handoff_created"
+HANDOFF_ACCEPTED = "handoff_accepted"
+HANDOFF_COMPLETED = "handoff_completed"
+
+EVENTS = (
+    MEMORY_SAVED, MEMORY_UPDATED, MEMORY_DELETED, MEMORY_SUPERSEDED, MEMORY_EXPIRED, CONSOLIDATION_COMPLETE,
+    CONTRADICTION_DETECTED, HANDOFF_CREATED, HANDOFF_ACCEPTED, HANDOFF_COMPLETED,
+)  # fmt: skip
+MEMORY_STATE_EVENTS = (MEMORY_SAVED, MEMORY_UPDATED, MEMORY_DELETED, MEMORY_SUPERSEDED, MEMORY_EXPIRED)
+SCHEMA_VERSION = 1
+
+
+def event_body(event: str, memory: Memory, caller: Caller, *, vectors: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The JSON body of an event about one memory; the log adds `seq` when it appends."""
+    body: dict[str, Any] = {
+        "schema": SCHEMA_VERSION,
+        "event": event,
+        "namespace": memory.namespace,
+        "agent": caller.agent_id,
+        "source": caller.source,
+        "memory_id": memory.id,
+        "version": memory.version,
+        "memory_type": memory.memory_type,
+        "topics": memory.topics,
+        "tags": memory.tags,
+        "importance": memory.importance,
+        "time": format_time(memory.updated_at),
+        "memory": memory.to_dict(),
+    }
+    if vectors is not None:
+        body["vectors"] = vectors
+    return body
+
+
+def decode_dense(vectors: dict[str, Any]) -> list[float]:
+    """The dense vector of an event body (little-endian float32, base64)."""
+    return np.frombuffer(base64.b64decode(vectors["dense"]), dtype="<f4").tolist()
+
+
+def decode_sparse(vectors: dict[str, Any]) -> SparseVector:
+    sparse = vectors.get("sparse") or {}
+    return SparseVector(list(sparse.get("indices", [])), [float(v) for v in sparse.get("values", [])])

@@ -1,0 +1,105 @@
+"""gRPC plumbing shared by every service: error translation, health, channels, and the UNIMPLEMENTED answer."""
+
+from __future__ import annotations
+
+import functools
+import logging
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+import grpc
+from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+
+from engram import errors
+
+log = logging.getLogger(__name__)
+
+_CODES: dict[str, grpc.StatusCode] = {
+    "invalid_argument": grpc.StatusCode.INVALID_ARGUMENT,
+    "not_found": grpc.StatusCode.NOT_FOUND,
+    "unauthenticated": grpc.StatusCode.UNAUTHENTICATED,
+    "permission_denied": grpc.StatusCode.PERMISSION_DENIED,
+    "failed_precondition": grpc.StatusCode.FAILED_PRECONDITION,
+    "unavailable": grpc.StatusCode.UNAVAILABLE,
+    "unimplemented": grpc.StatusCode.UNIMPLEMENTED,
+    "internal": grpc.StatusCode.INTERNAL,
+}
+_ERRORS: dict[grpc.StatusCode, type[errors.EngramError]] = {
+    grpc.StatusCode.UNAUTHENTICATED: errors.Unauthenticated,
+    grpc.StatusCode.PERMISSION_DENIED: errors.PermissionDenied,
+    grpc.StatusCode.UNAVAILABLE: errors.Unavailable,
+    grpc.StatusCode.DEADLINE_EXCEEDED: errors.Unavailable,
+}
+
+Method = TypeVar("Method", bound=Callable[..., Awaitable[Any]])
+
+
+def translate_errors(method: Method) -> Method:
+    """Turns kernel errors raised by a servicer method into gRPC status codes, once, at the edge."""
+
+    @functools.wraps(method)
+    async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> Any:
+        try:
+            return await method(self, request, context)
+        except errors.EngramError as e:
+            await context.abort(_CODES.get(e.code, grpc.StatusCode.INTERNAL), str(e))
+        except ValueError as e:
+            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+
+    return wrapper  # type: ignore[return-value]
+
+
+async def unimplemented(context: grpc.aio.ServicerContext, what: str) -> Any:
+    """The answer of every RPC in the contract that a later release builds."""
+    await context.abort(grpc.StatusCode.UNIMPLEMENTED, str(errors.NotImplementedYet(what)))
+
+
+def error_from_rpc(e: grpc.aio.AioRpcError) -> errors.EngramError:
+    """The inverse of translate_errors, for gRPC clients (the gateway)."""
+    details = e.details() or e.code().name
+    code = e.code()
+    if code == grpc.StatusCode.INVALID_ARGUMENT:
+        field, _, problem = details.partition(": ")
+        return errors.InvalidArgument(field, problem) if problem else errors.InvalidArgument("request", details)
+    if code == grpc.StatusCode.NOT_FOUND:
+        error: errors.EngramError = errors.EngramError(details)
+        error.code = "not_found"  # type: ignore[misc]
+        return error
+    if code == grpc.StatusCode.UNIMPLEMENTED:
+        error = errors.EngramError(details)
+        error.code = "unimplemented"  # type: ignore[misc]
+        return error
+    if code == grpc.StatusCode.FAILED_PRECONDITION:
+        error = errors.EngramError(details)
+        error.code = "failed_precondition"  # type: ignore[misc]
+        return error
+    return _ERRORS.get(code, errors.EngramError)(details)
+
+
+def add_health(server: grpc.aio.Server) -> health.aio.HealthServicer:
+    """Registers the standard gRPC health service; mark_serving flips it once the services are ready."""
+    servicer = health.aio.HealthServicer()
+    health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
+    return servicer
+
+
+async def mark_serving(servicer: health.aio.HealthServicer, services: list[str]) -> None:
+    for name in ["", *services]:
+        await servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
+
+
+def channel(address: str) -> grpc.aio.Channel:
+    """An insecure channel to a service on the private network (loopback in embedded mode)."""
+    return grpc.aio.insecure_channel(
+        address,
+        options=[("grpc.max_receive_message_length", 16 * 1024 * 1024), ("grpc.enable_retries", 1)],
+    )
+
+
+def bind(server: grpc.aio.Server, listen: str) -> str:
+    """Binds server to host:port (port 0 picks one) and returns the address actually bound."""
+    host = listen.rpartition(":")[0]
+    bound = server.add_insecure_port(listen)
+    if bound == 0:
+        raise OSError(f"cannot listen on {listen} for gRPC")
+    return f"{host}:{bound}"

@@ -1,0 +1,158 @@
+"""The gateway's view of the services: async gRPC clients that speak the domain model and kernel errors."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from typing import Any
+
+import grpc
+
+from engram import errors, wire
+from engram.model import Caller, Memory, MemoryInput, SearchFilter
+from engram.rpc import channel, error_from_rpc
+from engram.scrub import Redaction
+from engram.v1 import ingest_pb2, ingest_pb2_grpc, search_pb2, search_pb2_grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
+
+DEFAULT_RPC_TIMEOUT = 30.0
+
+
+@dataclass(frozen=True, slots=True)
+class SaveOutcome:
+    memory: Memory
+    seq: int
+    redactions: list[Redaction]
+
+
+@dataclass(frozen=True, slots=True)
+class Hit:
+    memory: Memory
+    score: float
+    explain: dict[str, dict[str, float]] = field(default_factory=dict)  # stage -> {"rank", "score"}
+
+
+@dataclass(frozen=True, slots=True)
+class SearchOutcome:
+    hits: list[Hit]
+    applied_seq: int
+    reranked: bool
+    rerank_note: str
+
+
+@dataclass(frozen=True, slots=True)
+class ListOutcome:
+    memories: list[Memory]
+    next_page_token: str
+
+
+class Backend:
+    """Calls ingest and search over gRPC; raises EngramError subclasses with the services' messages."""
+
+    def __init__(self, *, ingest_addr: str, search_addr: str, timeout: float = DEFAULT_RPC_TIMEOUT) -> None:
+        self._ingest_channel = channel(ingest_addr)
+        self._search_channel = channel(search_addr) if search_addr != ingest_addr else self._ingest_channel
+        self._ingest = ingest_pb2_grpc.IngestStub(self._ingest_channel)
+        self._search = search_pb2_grpc.SearchStub(self._search_channel)
+        self._timeout = timeout
+
+    async def save(self, caller: Caller, draft: MemoryInput) -> SaveOutcome:
+        request = ingest_pb2.SaveMemoryRequest(caller=wire.caller_to_proto(caller), memory=wire.input_to_proto(draft))
+        response = await self._call(self._ingest.SaveMemory, request)
+        return SaveOutcome(
+            memory=wire.memory_from_proto(response.memory),
+            seq=response.seq,
+            redactions=[Redaction(r.kind, r.count) for r in response.redactions],
+        )
+
+    async def search(
+        self,
+        caller: Caller,
+        query: str,
+        *,
+        limit: int,
+        flt: SearchFilter,
+        min_seq: int = 0,
+        explain: bool = False,
+        rerank: bool | None = None,
+    ) -> SearchOutcome:
+        mode = search_pb2.RERANK_MODE_UNSPECIFIED if rerank is None else (
+            search_pb2.RERANK_MODE_ON if rerank else search_pb2.RERANK_MODE_OFF
+        )
+        request = search_pb2.SearchMemoriesRequest(
+            caller=wire.caller_to_proto(caller), query=query, limit=limit, filter=wire.filter_to_proto(flt),
+            min_seq=min_seq, explain=explain, rerank=mode,
+        )  # fmt: skip
+        response = await self._call(self._search.SearchMemories, request)
+        hits = [
+            Hit(
+                memory=wire.memory_from_proto(h.memory),
+                score=h.score,
+                explain={s.stage: {"rank": s.rank, "score": s.score} for s in h.explain},
+            )
+            for h in response.hits
+        ]
+        return SearchOutcome(hits, response.applied_seq, response.reranked, response.rerank_note)
+
+    async def get(self, caller: Caller, memory_id: str, *, min_seq: int = 0) -> Memory:
+        request = search_pb2.GetMemoryRequest(caller=wire.caller_to_proto(caller), id=memory_id, min_seq=min_seq)
+        response = await self._call(self._search.GetMemory, request)
+        return wire.memory_from_proto(response.memory)
+
+    async def list(
+        self, caller: Caller, *, limit: int, flt: SearchFilter, page_token: str = "", min_seq: int = 0
+    ) -> ListOutcome:
+        request = search_pb2.ListMemoriesRequest(
+            caller=wire.caller_to_proto(caller), limit=limit, filter=wire.filter_to_proto(flt),
+            page_token=page_token, min_seq=min_seq,
+        )  # fmt: skip
+        response = await self._call(self._search.ListMemories, request)
+        return ListOutcome([wire.memory_from_proto(m) for m in response.memories], response.next_page_token)
+
+    async def stats(self, caller: Caller) -> dict[str, Any]:
+        response = await self._call(
+            self._search.GetStats, search_pb2.GetStatsRequest(caller=wire.caller_to_proto(caller))
+        )
+        return {
+            "memories": response.memories,
+            "applied_seq": response.applied_seq,
+            "embedding_model": response.embedding_model,
+            "reranker_model": response.reranker_model or None,
+        }
+
+    async def ready(self) -> dict[str, bool]:
+        """Health of each service, by the standard gRPC health check."""
+        result = {}
+        for name, chan in (("ingest", self._ingest_channel), ("search", self._search_channel)):
+            service = f"engram.v1.{name.capitalize()}"
+            try:
+                reply = await health_pb2_grpc.HealthStub(chan).Check(
+                    health_pb2.HealthCheckRequest(service=service), timeout=2.0
+                )
+                result[name] = reply.status == health_pb2.HealthCheckResponse.SERVING
+            except grpc.aio.AioRpcError:
+                result[name] = False
+        return result
+
+    async def close(self) -> None:
+        await self._ingest_channel.close()
+        if self._search_channel is not self._ingest_channel:
+            await self._search_channel.close()
+
+    async def _call(self, method: Any, request: Any) -> Any:
+        try:
+            return await method(request, timeout=self._timeout)
+        except grpc.aio.AioRpcError as e:
+            raise error_from_rpc(e) from e
+
+
+def redactions_json(redactions: list[Redaction]) -> list[dict[str, Any]]:
+    return [{"kind": r.kind, "count": r.count} for r in redactions]
+
+
+def metadata_json(metadata: dict[str, Any] | None) -> str:
+    """Metadata travels as JSON text so it comes back exactly as given (numbers stay integers)."""
+    return json.dumps(metadata, ensure_ascii=False) if metadata else ""
+
+
+__all__ = ["Backend", "Hit", "ListOutcome", "SaveOutcome", "SearchOutcome", "errors"]

@@ -1,0 +1,104 @@
+"""Checks a MemoryInput before anything is stored: required fields, sizes, types and allowed values."""
+
+from __future__ import annotations
+
+import json
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+from engram.errors import InvalidArgument
+from engram.model import CONFIDENCES, IMPORTANCES, MEMORY_TYPES, SENSITIVITIES, MemoryInput
+
+MAX_LIST_ITEMS = 32
+MAX_LABEL_CHARS = 64
+MAX_SUMMARY_CHARS = 2000
+MAX_FIELD_CHARS = 256
+
+
+@dataclass(slots=True)
+class Limits:
+    max_content_bytes: int
+    max_metadata_bytes: int
+
+
+@dataclass(slots=True)
+class CleanInput:
+    """A validated input: enums resolved to their defaults, labels normalised, metadata parsed."""
+
+    draft: MemoryInput
+    metadata: dict[str, Any] = field(default_factory=dict)
+
+
+def validate(draft: MemoryInput, limits: Limits) -> CleanInput:
+    """Returns the cleaned input or raises InvalidArgument naming the field and what to fix."""
+    content = draft.content.strip() if isinstance(draft.content, str) else ""
+    if not content:
+        raise InvalidArgument("content", "is required: the text of the memory, e.g. 'The API uses OAuth2'.")
+    size = len(content.encode())
+    if size > limits.max_content_bytes:
+        raise InvalidArgument(
+            "content",
+            f"is {size} bytes; the limit is {limits.max_content_bytes}. Split it into several memories "
+            "or put the details in a summary.",
+        )
+    if len(draft.summary) > MAX_SUMMARY_CHARS:
+        raise InvalidArgument("summary", f"is longer than {MAX_SUMMARY_CHARS} characters.")
+    draft.content = content
+    draft.memory_type = _choice("memory_type", draft.memory_type, MEMORY_TYPES, "general")
+    draft.confidence = _choice("confidence", draft.confidence, CONFIDENCES, "stated")
+    draft.importance = _choice("importance", draft.importance, IMPORTANCES, "normal")
+    draft.sensitivity = _choice("sensitivity", draft.sensitivity, SENSITIVITIES, "normal")
+    draft.tags = _labels("tags", draft.tags)
+    draft.topics = _labels("topics", draft.topics)
+    for name in ("team", "project", "conversation_id", "handoff_target"):
+        value = getattr(draft, name)
+        if len(value) > MAX_FIELD_CHARS:
+            raise InvalidArgument(name, f"is longer than {MAX_FIELD_CHARS} characters.")
+    for name in ("valid_at", "invalid_at", "expires_at"):
+        value = getattr(draft, name)
+        if value is not None and not math.isfinite(value):
+            raise InvalidArgument(name, "must be an RFC 3339 time, e.g. 2026-01-31T12:00:00Z.")
+    if draft.valid_at is not None and draft.invalid_at is not None and draft.invalid_at < draft.valid_at:
+        raise InvalidArgument("invalid_at", "is earlier than valid_at.")
+    return CleanInput(draft=draft, metadata=_metadata(draft.metadata_json, limits.max_metadata_bytes))
+
+
+def _choice(name: str, value: str, allowed: tuple[str, ...], default: str) -> str:
+    value = (value or "").strip().lower().replace("_", "-")
+    if not value:
+        return default
+    if value not in allowed:
+        raise InvalidArgument(name, f"'{value}' is not one of: {', '.join(allowed)}.")
+    return value
+
+
+def _labels(name: str, values: list[str]) -> list[str]:
+    if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
+        raise InvalidArgument(name, "must be a list of strings.")
+    cleaned: list[str] = []
+    for value in values:
+        value = value.strip()
+        if not value:
+            continue
+        if len(value) > MAX_LABEL_CHARS:
+            raise InvalidArgument(name, f"'{value[:20]}…' is longer than {MAX_LABEL_CHARS} characters.")
+        if value not in cleaned:
+            cleaned.append(value)
+    if len(cleaned) > MAX_LIST_ITEMS:
+        raise InvalidArgument(name, f"has {len(cleaned)} items; at most {MAX_LIST_ITEMS} are allowed.")
+    return cleaned
+
+
+def _metadata(raw: str, limit: int) -> dict[str, Any]:
+    if not raw:
+        return {}
+    if len(raw.encode()) > limit:
+        raise InvalidArgument("metadata", f"is larger than {limit} bytes as JSON.")
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError as e:
+        raise InvalidArgument("metadata", f"is not valid JSON ({e.msg}).") from e
+    if not isinstance(value, dict):
+        raise InvalidArgument("metadata", "must be a JSON object of key-value pairs.")
+    return value
