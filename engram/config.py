@@ -51,6 +51,7 @@ class Settings:
     max_metadata_bytes: int = DEFAULT_MAX_METADATA_BYTES
     read_wait_seconds: float = DEFAULT_READ_WAIT_SECONDS
     qdrant_url: str | None = None
+    model_cache: Path | None = None  # where built ONNX models are kept; default <home>/models
     log_level: str = "INFO"
 
     @classmethod
@@ -89,6 +90,10 @@ class Settings:
     @property
     def keys_path(self) -> Path:
         return self.keys_file or self.home / "keys.json"
+
+    @property
+    def model_cache_dir(self) -> Path:
+        return self.model_cache or self.home / "models"
 
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **changes)

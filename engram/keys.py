@@ -86,7 +86,8 @@ class KeyStore:
     an exclusive ``flock`` of a sidecar ``<file>.lock`` and replace the file atomically, so concurrent CLI
     processes never lose each other's keys and readers never see a half-written file. Readers reload the file
     whenever it changed on disk, so a key created or revoked by the CLI takes effect in a running server
-    without a restart. A missing file means no keys.
+    without a restart. A missing file means no keys; a file that can't be parsed raises KeyStoreError from
+    every method (failing closed rather than treating it as "no keys, auth off").
     """
 
     def __init__(self, path: Path) -> None:

@@ -56,7 +56,7 @@ class Resources:
             if self._embedder is None:
                 from engram.embed import OnnxEmbedder
 
-                cache = self.settings.home / "models"
+                cache = self.settings.model_cache_dir
                 self._embedder = await asyncio.to_thread(OnnxEmbedder.from_package, cache)
             return self._embedder
 

@@ -219,13 +219,14 @@ def test_all_at_once_matches_one_by_one() -> None:
 
 
 def test_scrub_value_recurses_and_keeps_structure() -> None:
+    notes: list[object] = [f"deploy with {GHP}", {"deep": f"auth Bearer {OPAQUE}", "n": 7}]
     metadata = {
         "source": "chat",
         "count": 3,
         "ratio": 0.5,
         "ok": True,
         "missing": None,
-        "notes": [f"deploy with {GHP}", {"deep": f"auth Bearer {OPAQUE}", "n": 7}],
+        "notes": notes,
         "pair": ("plain", f"{AWS}"),
         f"{SK_PROJ}-as-key": "keys are kept",
     }
@@ -248,7 +249,7 @@ def test_scrub_value_recurses_and_keeps_structure() -> None:
         Redaction("bearer_token", 1),
         Redaction("github_token", 1),
     ]
-    assert metadata["notes"][0] == f"deploy with {GHP}"  # input not modified
+    assert notes[0] == f"deploy with {GHP}"  # input not modified
 
 
 def test_scrub_value_merges_counts_across_strings() -> None:

@@ -1,0 +1,209 @@
+"""The `engram` command: serve, mcp, run <service>, keys."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from engram.config import Settings, SettingsError
+
+SERVICES = ("ingest", "search", "consolidation", "sync", "gateway")
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="engram", description="Engram: shared memory for AI agents.")
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    def home(p: argparse.ArgumentParser) -> None:
+        p.add_argument("--home", help="data dir (ENGRAM_HOME, default ~/.engram)")
+
+    serve = sub.add_parser("serve", help="run the embedded node: NATS, all services, MCP/REST gateway")
+    home(serve)
+    serve.add_argument("--host", help="gateway bind address (ENGRAM_HOST, default 127.0.0.1)")
+    serve.add_argument("--port", type=int, help="gateway port (ENGRAM_PORT, default 8765; 0 picks one)")
+    serve.add_argument("--idle-exit", action="store_true", help=argparse.SUPPRESS)  # set by `engram mcp`
+    serve.add_argument("--quiet", action="store_true", help="do not print the connection banner")
+
+    mcp = sub.add_parser("mcp", help="MCP over stdio, using (or starting) the node of the data dir")
+    home(mcp)
+
+    run = sub.add_parser("run", help="run one service alone (cluster topology)")
+    run.add_argument("service", choices=SERVICES)
+    home(run)
+    run.add_argument("--nats-url", help="NATS address (ENGRAM_NATS_URL)")
+    run.add_argument("--listen", help="gRPC listen address host:port (ENGRAM_GRPC_LISTEN)")
+    run.add_argument("--ingest-addr", help="gateway: ingest service address (ENGRAM_INGEST_ADDR)")
+    run.add_argument("--search-addr", help="gateway: search service address (ENGRAM_SEARCH_ADDR)")
+    run.add_argument("--host", help="gateway: HTTP bind address (ENGRAM_HOST)")
+    run.add_argument("--port", type=int, help="gateway: HTTP port (ENGRAM_PORT)")
+
+    keys = sub.add_parser("keys", help="manage API keys")
+    keys_sub = keys.add_subparsers(dest="keys_command", required=True)
+    create = keys_sub.add_parser("create", help="create a key (printed once)")
+    home(create)
+    create.add_argument("--namespace", required=True)
+    create.add_argument("--agent", required=True)
+    create.add_argument("--scopes", default="read,write", help="comma-separated: read, write, admin")
+    listing = keys_sub.add_parser("list", help="list keys (never their secrets)")
+    home(listing)
+    revoke = keys_sub.add_parser("revoke", help="revoke a key by id")
+    home(revoke)
+    revoke.add_argument("key_id")
+
+    sub.add_parser("version", help="print the version")
+    return parser
+
+
+def _settings(args: argparse.Namespace) -> Settings:
+    overrides: dict[str, Any] = {
+        "home": getattr(args, "home", None),
+        "host": getattr(args, "host", None),
+        "port": getattr(args, "port", None),
+        "nats_url": getattr(args, "nats_url", None),
+        "grpc_listen": getattr(args, "listen", None),
+        "ingest_addr": getattr(args, "ingest_addr", None),
+        "search_addr": getattr(args, "search_addr", None),
+    }
+    return Settings.from_env(**overrides)
+
+
+def _logging(settings: Settings) -> None:
+    logging.basicConfig(
+        level=settings.log_level.upper(), stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = _parser().parse_args(argv)
+    try:
+        settings = _settings(args)
+    except SettingsError as e:
+        print(f"engram: {e}", file=sys.stderr)
+        return 2
+    try:
+        return _dispatch(args, settings)
+    except KeyboardInterrupt:
+        return 130
+    except Exception as e:  # the top of the process: one clear line, details in the log
+        from engram.errors import EngramError
+        from engram.launcher import NodeStartError
+        from engram.natsd import NatsServerError
+        from engram.node import NodeRunningError
+
+        if isinstance(e, EngramError | NodeRunningError | NodeStartError | NatsServerError | SettingsError | ValueError):
+            print(f"engram: {e}", file=sys.stderr)
+            return 1
+        raise
+
+
+def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
+    if args.command == "version":
+        from engram.node import VERSION
+
+        print(VERSION)
+        return 0
+    if args.command == "keys":
+        return _keys(args, settings)
+    _logging(settings)
+    if args.command == "serve":
+        from engram.node import run_node
+
+        asyncio.run(run_node(settings, idle_exit=args.idle_exit, announce=not args.quiet))
+        return 0
+    if args.command == "mcp":
+        asyncio.run(_mcp(settings))
+        return 0
+    asyncio.run(_run_service(args.service, settings))
+    return 0
+
+
+def _keys(args: argparse.Namespace, settings: Settings) -> int:
+    from engram.keys import KeyStore
+
+    store = KeyStore(settings.keys_path)
+    if args.keys_command == "create":
+        scopes = [s.strip() for s in args.scopes.split(",") if s.strip()]
+        record, secret = store.create(namespace=args.namespace, agent=args.agent, scopes=scopes)
+        print(secret)
+        print(
+            f"Key {record.key_id} for namespace '{record.namespace}', agent '{record.agent}', "
+            f"scopes {','.join(sorted(record.scopes))}. It is shown only now: store it safely.",
+            file=sys.stderr,
+        )
+        return 0
+    if args.keys_command == "list":
+        for record in store.list():
+            print(f"{record.key_id}\t{record.namespace}\t{record.agent}\t{','.join(sorted(record.scopes))}")
+        return 0
+    if store.revoke(args.key_id):
+        print(f"revoked {args.key_id}")
+        return 0
+    print(f"engram: no key with id {args.key_id}", file=sys.stderr)
+    return 1
+
+
+async def _mcp(settings: Settings) -> None:
+    from engram.launcher import attached, find_or_start
+    from engram.services.gateway.backend import Backend
+    from engram.services.gateway.stdio import serve_stdio
+
+    info = await find_or_start(settings.home)
+    async with attached(info, client=f"engram mcp (pid {os.getpid()})"):
+        backend = Backend(ingest_addr=info.grpc_address, search_addr=info.grpc_address)
+        try:
+            await serve_stdio(settings, backend)
+        finally:
+            await backend.close()
+
+
+async def _run_service(name: str, settings: Settings) -> None:
+    from engram.node import install_stop_signals
+
+    stop = asyncio.Event()
+    install_stop_signals(stop)
+    if name == "gateway":
+        await _run_gateway(settings, stop)
+        return
+    from importlib import import_module
+
+    from engram.runtime import Resources
+
+    module = import_module(f"engram.services.{name}.server")
+    resources = Resources(settings)
+    running = await module.build_server(settings, resources)
+    print(f"engram {name} ready at {running.address}", flush=True)
+    try:
+        await stop.wait()
+    finally:
+        await running.stop(grace=1.0)
+        await resources.close()
+
+
+async def _run_gateway(settings: Settings, stop: asyncio.Event) -> None:
+    from engram.keys import KeyStore
+    from engram.node import start_http, stop_http
+    from engram.services.gateway.app import build_app
+    from engram.services.gateway.backend import Backend
+    from engram.services.gateway.identity import check_bind
+
+    if not settings.ingest_addr or not settings.search_addr:
+        raise SettingsError("The gateway needs --ingest-addr and --search-addr (ENGRAM_INGEST_ADDR, ENGRAM_SEARCH_ADDR).")
+    keys = KeyStore(settings.keys_path)
+    check_bind(settings, keys)
+    backend = Backend(ingest_addr=settings.ingest_addr, search_addr=settings.search_addr)
+    server, task, url = await start_http(build_app(settings, backend, keys), settings.host, settings.port)
+    print(f"engram gateway ready at {url} (MCP at {url}/mcp)", flush=True)
+    try:
+        await stop.wait()
+    finally:
+        await stop_http(server, task)
+        await backend.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,266 @@
+"""The embedded node: a private nats-server, all five services on one loopback gRPC server, and the gateway."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import fcntl
+import json
+import logging
+import os
+import signal
+import time
+from collections.abc import AsyncIterator, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+import grpc
+import uvicorn
+
+from engram.config import Settings
+from engram.natsd import NatsServer
+from engram.runtime import Resources, RunningServer, serve
+from engram.v1 import gateway_pb2, gateway_pb2_grpc
+
+log = logging.getLogger(__name__)
+
+VERSION = "0.1.0"
+NODE_FILE = "node.json"
+LOCK_FILE = "node.lock"
+DEFAULT_IDLE_GRACE = 3.0
+DEFAULT_FIRST_CLIENT_WAIT = 60.0
+
+
+class NodeRunningError(RuntimeError):
+    """Another process already owns this data dir."""
+
+
+@dataclass(frozen=True, slots=True)
+class NodeInfo:
+    """What node.json says about the running node of a data dir."""
+
+    pid: int
+    http_url: str
+    grpc_address: str
+    home: str
+
+    @property
+    def mcp_url(self) -> str:
+        return f"{self.http_url}/mcp"
+
+
+def read_node_info(home: Path) -> NodeInfo | None:
+    """The node recorded for this data dir, if its process is still alive."""
+    try:
+        data = json.loads((home / NODE_FILE).read_text())
+        info = NodeInfo(int(data["pid"]), data["http_url"], data["grpc_address"], data["home"])
+    except (OSError, ValueError, KeyError):
+        return None
+    try:
+        os.kill(info.pid, 0)
+    except ProcessLookupError:
+        return None
+    except PermissionError:
+        pass
+    return info
+
+
+@contextlib.contextmanager
+def owner_lock(home: Path) -> Iterator[IO[str]]:
+    """One data dir has exactly one owner process: an exclusive lock held for the node's lifetime."""
+    home.mkdir(parents=True, exist_ok=True)
+    handle = open(home / LOCK_FILE, "a+")  # noqa: SIM115 - held until the context exits
+    try:
+        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except BlockingIOError as e:
+        handle.close()
+        running = read_node_info(home)
+        where = f" (pid {running.pid}, MCP at {running.mcp_url})" if running else ""
+        raise NodeRunningError(
+            f"An Engram node already runs for {home}{where}. Use it, stop it, or pass --home for another data dir."
+        ) from e
+    try:
+        yield handle
+    finally:
+        fcntl.flock(handle, fcntl.LOCK_UN)
+        handle.close()
+
+
+class NodeControl(gateway_pb2_grpc.NodeServicer):
+    """Counts attached stdio clients; a node started for them stops when the last one leaves."""
+
+    name = "engram.v1.Node"
+
+    def __init__(self, *, home: Path, idle_exit: bool, stop: asyncio.Event, grace: float = DEFAULT_IDLE_GRACE):
+        self._home = home
+        self._idle_exit = idle_exit
+        self._stop = stop
+        self._grace = grace
+        self._attached = 0
+        self._idle_task: asyncio.Task[None] | None = None
+        self.http_url = ""
+        self.grpc_address = ""
+
+    def register(self, server: grpc.aio.Server) -> None:
+        gateway_pb2_grpc.add_NodeServicer_to_server(self, server)
+
+    async def start(self) -> None:
+        if self._idle_exit:
+            self._schedule_idle_stop(DEFAULT_FIRST_CLIENT_WAIT)
+
+    async def stop(self) -> None:
+        if self._idle_task is not None:
+            self._idle_task.cancel()
+
+    async def Attach(
+        self, request: gateway_pb2.AttachRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[gateway_pb2.AttachResponse]:
+        self._attached += 1
+        if self._idle_task is not None:
+            self._idle_task.cancel()
+            self._idle_task = None
+        log.info("client attached: %s (pid %d); %d attached", request.client, request.pid, self._attached)
+        try:
+            yield gateway_pb2.AttachResponse(attached=self._attached)
+            await self._stop.wait()  # the stream stays open until the client leaves or the node stops
+        finally:
+            self._attached -= 1
+            log.info("client detached: %s; %d attached", request.client, self._attached)
+            if self._idle_exit and self._attached == 0:
+                self._schedule_idle_stop(self._grace)
+
+    async def GetNodeInfo(
+        self, request: gateway_pb2.GetNodeInfoRequest, context: grpc.aio.ServicerContext
+    ) -> gateway_pb2.GetNodeInfoResponse:
+        return gateway_pb2.GetNodeInfoResponse(
+            pid=os.getpid(), home=str(self._home), http_url=self.http_url, grpc_address=self.grpc_address,
+            version=VERSION, attached=self._attached,
+        )  # fmt: skip
+
+    def _schedule_idle_stop(self, delay: float) -> None:
+        async def stop_when_still_idle() -> None:
+            await asyncio.sleep(delay)
+            if self._attached == 0:
+                log.info("no clients attached for %.0fs: stopping", delay)
+                self._stop.set()
+
+        self._idle_task = asyncio.create_task(stop_when_still_idle())
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn without its own signal handling: the node owns SIGINT/SIGTERM and stops everything in order."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+async def start_http(app: Any, host: str, port: int) -> tuple[_Uvicorn, asyncio.Task[None], str]:
+    """Starts uvicorn for app and returns it once it listens, with its URL (port 0 picks one)."""
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", access_log=False)
+    server = _Uvicorn(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        if task.done():
+            task.result()  # raises the startup error
+            raise OSError(f"the HTTP server did not start on {host}:{port}")
+        await asyncio.sleep(0.01)
+    bound = server.servers[0].sockets[0].getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    return server, task, f"http://{shown}:{bound}"
+
+
+async def stop_http(server: _Uvicorn, task: asyncio.Task[None]) -> None:
+    server.should_exit = True
+    with contextlib.suppress(asyncio.CancelledError):
+        await task
+
+
+def install_stop_signals(stop: asyncio.Event) -> None:
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+
+
+async def run_node(settings: Settings, *, idle_exit: bool = False, announce: bool = True) -> None:
+    """Runs the embedded node until SIGINT/SIGTERM (or, with idle_exit, until no stdio client is attached)."""
+    from engram.keys import KeyStore
+    from engram.services.consolidation.server import build_service as build_consolidation
+    from engram.services.gateway.app import build_app
+    from engram.services.gateway.backend import Backend
+    from engram.services.gateway.identity import check_bind
+    from engram.services.ingest.server import build_service as build_ingest
+    from engram.services.search.server import build_service as build_search
+    from engram.services.sync.server import build_service as build_sync
+
+    started = time.monotonic()
+    home = settings.home
+    keys = KeyStore(settings.keys_path)
+    check_bind(settings, keys)
+    stop = asyncio.Event()
+    install_stop_signals(stop)
+    with owner_lock(home):
+        nats = NatsServer.start(home)
+        resources: Resources | None = None
+        grpc_server: RunningServer | None = None
+        backend: Backend | None = None
+        http: tuple[_Uvicorn, asyncio.Task[None], str] | None = None
+        try:
+            settings = settings.replace(nats_url=nats.url)
+            resources = Resources(settings)
+            control = NodeControl(home=home, idle_exit=idle_exit, stop=stop)
+            services = [
+                await build_ingest(settings, resources),
+                await build_search(settings, resources),
+                await build_consolidation(settings, resources),
+                await build_sync(settings, resources),
+            ]
+            grpc_server = await serve(services, "127.0.0.1:0", extra=[control])
+            backend = Backend(ingest_addr=grpc_server.address, search_addr=grpc_server.address)
+            http = await start_http(build_app(settings, backend, keys), settings.host, settings.port)
+            control.http_url, control.grpc_address = http[2], grpc_server.address
+            info = NodeInfo(os.getpid(), http[2], grpc_server.address, str(home))
+            _write_node_file(home, info)
+            if announce:
+                print(banner(settings, info, time.monotonic() - started), flush=True)
+            log.info("node ready in %.2fs", time.monotonic() - started)
+            await stop.wait()
+            log.info("stopping")
+        finally:
+            (home / NODE_FILE).unlink(missing_ok=True)
+            if http is not None:
+                await stop_http(http[0], http[1])
+            if grpc_server is not None:
+                await grpc_server.stop(grace=1.0)
+            if backend is not None:
+                await backend.close()
+            if resources is not None:
+                await resources.close()
+            nats.stop()
+
+
+def _write_node_file(home: Path, info: NodeInfo) -> None:
+    tmp = home / f"{NODE_FILE}.tmp"
+    tmp.write_text(json.dumps({"pid": info.pid, "http_url": info.http_url, "grpc_address": info.grpc_address,
+                               "home": info.home, "mcp_url": info.mcp_url}))  # fmt: skip
+    os.replace(tmp, home / NODE_FILE)
+
+
+def banner(settings: Settings, info: NodeInfo, seconds: float) -> str:
+    mode = "dev mode: anonymous callers allowed on loopback" if settings.dev else "API keys required"
+    return "\n".join(
+        [
+            f"Engram {VERSION} is running (started in {seconds:.1f}s).",
+            f"  MCP (streamable HTTP)  {info.mcp_url}",
+            f"  REST API               {info.http_url}/v1   (docs: {info.http_url}/docs)",
+            f"  Data dir               {info.home}",
+            f"  Auth                   {mode}",
+            "",
+            "Connect a client:",
+            f"  Claude Code (HTTP)     claude mcp add --transport http engram {info.mcp_url}",
+            f"  Claude Code (stdio)    claude mcp add engram -- engram mcp --home {info.home}",
+            f'  Cursor                 ~/.cursor/mcp.json: {{"mcpServers": {{"engram": {{"url": "{info.mcp_url}"}}}}}}',
+            "Press Ctrl-C to stop.",
+        ]
+    )

@@ -1,0 +1,122 @@
+"""Shared fixtures: real nats-server, real embedded nodes (subprocesses), keys, and an async test backend."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+
+from engram.config import Settings
+from engram.keys import KeyStore
+from engram.natsd import NatsServer
+
+NODE_START_TIMEOUT = 120.0
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+@pytest.fixture(scope="session")
+def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """One ONNX build per test session, shared by every node the tests start."""
+    return tmp_path_factory.mktemp("models")
+
+
+@pytest.fixture
+def nats_server(tmp_path: Path) -> Iterator[NatsServer]:
+    """A real nats-server with JetStream on a random loopback port and a temp store."""
+    server = NatsServer.start(tmp_path / "nats-home")
+    yield server
+    server.stop()
+
+
+def engram_env(model_cache: Path, **extra: str) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
+    env.update({"ENGRAM_MODEL_CACHE": str(model_cache), "ENGRAM_LOG_LEVEL": "WARNING", **extra})
+    return env
+
+
+@dataclass
+class NodeHandle:
+    """A running `engram serve` subprocess."""
+
+    home: Path
+    process: subprocess.Popen[bytes]
+    http_url: str = ""
+    grpc_address: str = ""
+    settings: Settings = field(default_factory=Settings)
+
+    @property
+    def mcp_url(self) -> str:
+        return f"{self.http_url}/mcp"
+
+    @property
+    def pid(self) -> int:
+        return self.process.pid
+
+    def create_key(self, namespace: str, agent: str, scopes: tuple[str, ...] = ("read", "write")) -> str:
+        _, secret = KeyStore(self.settings.keys_path).create(namespace=namespace, agent=agent, scopes=scopes)
+        return secret
+
+    def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
+        if self.process.poll() is None:
+            self.process.send_signal(sig)
+        return self.process.wait(timeout)
+
+
+def start_node(home: Path, model_cache: Path, *, port: int = 0, **env: str) -> NodeHandle:
+    """Starts `engram serve` on a free port and waits until /readyz answers 200."""
+    home.mkdir(parents=True, exist_ok=True)
+    log = open(home / "serve.log", "ab")  # noqa: SIM115 - the child writes it
+    process = subprocess.Popen(
+        [sys.executable, "-m", "engram.cli", "serve", "--home", str(home), "--port", str(port), "--quiet"],
+        env=engram_env(model_cache, **env),
+        stdin=subprocess.DEVNULL,
+        stdout=log,
+        stderr=log,
+    )
+    log.close()
+    node = NodeHandle(home=home, process=process, settings=Settings.from_env({}, home=home))
+    deadline = time.monotonic() + NODE_START_TIMEOUT
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"engram serve exited with {process.returncode}:\n{(home / 'serve.log').read_text()}")
+        try:
+            info = json.loads((home / "node.json").read_text())
+        except (OSError, ValueError):
+            time.sleep(0.05)
+            continue
+        if info.get("pid") == process.pid:
+            node.http_url, node.grpc_address = info["http_url"], info["grpc_address"]
+            if httpx.get(f"{node.http_url}/readyz", timeout=5).status_code == 200:
+                return node
+        time.sleep(0.05)
+    process.kill()
+    raise RuntimeError(f"engram serve did not become ready:\n{(home / 'serve.log').read_text()}")
+
+
+@pytest.fixture(scope="module")
+def node(tmp_path_factory: pytest.TempPathFactory, model_cache: Path) -> Iterator[NodeHandle]:
+    """A real embedded node in dev mode (anonymous callers allowed on loopback)."""
+    handle = start_node(tmp_path_factory.mktemp("node"), model_cache)
+    yield handle
+    assert handle.stop() == 0
+
+
+@pytest.fixture(scope="module")
+def secured_node(tmp_path_factory: pytest.TempPathFactory, model_cache: Path) -> Iterator[NodeHandle]:
+    """A real embedded node with dev mode off: every request needs an API key."""
+    handle = start_node(tmp_path_factory.mktemp("secured"), model_cache, ENGRAM_DEV_MODE="false")
+    yield handle
+    assert handle.stop() == 0
