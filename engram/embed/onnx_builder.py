@@ -128,17 +128,15 @@ class _Graph:
     def ints(self, name: str, values: list[int]) -> str:
         return self.const(name, np.asarray(values, dtype=np.int64))
 
-    def op(self, op_type: str, inputs: list[str], n_out: int = 1, **attrs: Any) -> str | list[str]:
+    def op_n(self, op_type: str, inputs: list[str], n_out: int, **attrs: Any) -> list[str]:
         self._counter += 1
         stem = f"{op_type}_{self._counter}"
-        outputs = [stem] if n_out == 1 else [f"{stem}_{i}" for i in range(n_out)]
+        outputs = [f"{stem}_{i}" for i in range(n_out)] if n_out > 1 else [stem]
         self.nodes.append(helper.make_node(op_type, inputs, outputs, name=stem, **attrs))
-        return outputs[0] if n_out == 1 else outputs
+        return outputs
 
     def op1(self, op_type: str, inputs: list[str], **attrs: Any) -> str:
-        out = self.op(op_type, inputs, **attrs)
-        assert isinstance(out, str)
-        return out
+        return self.op_n(op_type, inputs, 1, **attrs)[0]
 
     def rename_last(self, name: str) -> str:
         """Give the last node's output a public graph-output name."""
@@ -148,12 +146,10 @@ class _Graph:
 
     # -- layers -----------------------------------------------------------------------------
 
-    def linear(self, x: str, prefix: str, scale: float = 1.0) -> str:
+    def linear(self, x: str, prefix: str) -> str:
         """torch.nn.Linear: the weight is stored pre-transposed so MatMul needs no Transpose node."""
-        weight = self.param(f"{prefix}.weight").T * np.float32(scale)
-        bias = self.param(f"{prefix}.bias") * np.float32(scale)
-        w = self.const(f"{prefix}.weight_t", weight)
-        b = self.const(f"{prefix}.bias", bias)
+        w = self.const(f"{prefix}.weight_t", self.param(f"{prefix}.weight").T)
+        b = self.const(f"{prefix}.bias", self.param(f"{prefix}.bias"))
         return self.op1("Add", [self.op1("MatMul", [x, w]), b])
 
     def layer_norm(self, x: str, prefix: str) -> str:
@@ -176,7 +172,8 @@ class _Graph:
 
     def embeddings(self, input_ids: str, token_type_ids: str | None) -> str:
         """Word + position (+ token type) embeddings followed by LayerNorm."""
-        words = self.const("embeddings.word_embeddings.weight", self.param("embeddings.word_embeddings.weight"))
+        word_key = "embeddings.word_embeddings.weight"
+        words = self.const(word_key, self.param(word_key))
         positions = self.param("embeddings.position_embeddings.weight")
         types = self.param("embeddings.token_type_embeddings.weight")
         if token_type_ids is None:
@@ -208,20 +205,16 @@ class _Graph:
         """Multi-head self-attention with one fused QKV MatMul and 1/sqrt(d) folded into Q."""
         cfg = self.config
         h, heads, d = cfg.hidden_size, cfg.num_attention_heads, cfg.head_dim
-        scale = np.float32(1.0 / math.sqrt(d))
+        # Scaling Q's projection by 1/sqrt(d) is exact algebra and removes a Mul per layer.
+        scales = {"query": np.float32(1.0 / math.sqrt(d)), "key": np.float32(1), "value": np.float32(1)}
         qkv_w = np.concatenate(
-            [self.param(f"{prefix}.self.{n}.weight").T * (scale if n == "query" else 1) for n in ("query", "key", "value")],
-            axis=1,
+            [self.param(f"{prefix}.self.{n}.weight").T * s for n, s in scales.items()], axis=1
         )
-        qkv_b = np.concatenate(
-            [self.param(f"{prefix}.self.{n}.bias") * (scale if n == "query" else 1) for n in ("query", "key", "value")]
-        )
-        qkv = self.op1(
-            "Add",
-            [self.op1("MatMul", [x, self.const(f"{prefix}.qkv.weight_t", qkv_w)]), self.const(f"{prefix}.qkv.bias", qkv_b)],
-        )
+        qkv_b = np.concatenate([self.param(f"{prefix}.self.{n}.bias") * s for n, s in scales.items()])
+        w = self.const(f"{prefix}.qkv.weight_t", qkv_w)
+        qkv = self.op1("Add", [self.op1("MatMul", [x, w]), self.const(f"{prefix}.qkv.bias", qkv_b)])
         split = self.ints(f"{prefix}.qkv.split", [h, h, h])
-        q, k, v = self.op("Split", [qkv, split], n_out=3, axis=-1)
+        q, k, v = self.op_n("Split", [qkv, split], 3, axis=-1)
         head_shape = self.ints(f"{prefix}.head_shape", [0, 0, heads, d])
 
         def heads_of(t: str, perm: list[int]) -> str:
@@ -322,7 +315,8 @@ def build_sentence_embedding_model(
     else:
         g.op1("Identity", [pooled])
     name = g.rename_last("embeddings")
-    return g.model(inputs, (name, [_BATCH, config.hidden_size]), f"BERT sentence embedding, {pooling} pooling")
+    doc = f"BERT sentence embedding, {pooling} pooling"
+    return g.model(inputs, (name, [_BATCH, config.hidden_size]), doc)
 
 
 def build_sequence_classifier_model(weights: Mapping[str, np.ndarray], config: BertConfig) -> onnx.ModelProto:

@@ -34,7 +34,10 @@ class RequestIdentity:
 
     @classmethod
     def from_http(
-        cls, headers: Mapping[str, str] | None, query: Mapping[str, str] | None, client_name: str | None = None
+        cls,
+        headers: Mapping[str, str] | None,
+        query: Mapping[str, str] | None,
+        client_name: str | None = None,
     ) -> RequestIdentity:
         """Reads the credential and agent hints of an HTTP request (headers must be case-insensitive)."""
         headers = headers or {}
@@ -54,8 +57,7 @@ def bearer_token(authorization: str | None) -> str | None:
     scheme, _, token = authorization.strip().partition(" ")
     if scheme.lower() != "bearer" or not token.strip():
         raise Unauthenticated(
-            "The Authorization header must be 'Bearer <API key>'. "
-            f"Create a key with `{CREATE_KEY_HINT}`."
+            f"The Authorization header must be 'Bearer <API key>'. Create a key with `{CREATE_KEY_HINT}`."
         )
     return token.strip()
 

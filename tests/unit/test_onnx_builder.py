@@ -52,7 +52,9 @@ def assert_close(actual: np.ndarray, expected: np.ndarray) -> None:
     assert actual.shape == expected.shape
     assert np.abs(actual - expected).max() < ATOL
     if actual.shape[-1] > 1:
-        cos = (actual * expected).sum(-1) / (np.linalg.norm(actual, axis=-1) * np.linalg.norm(expected, axis=-1))
+        cos = (actual * expected).sum(-1) / (
+            np.linalg.norm(actual, axis=-1) * np.linalg.norm(expected, axis=-1)
+        )
         assert cos.min() > 0.9999
 
 
@@ -82,7 +84,9 @@ def test_sentence_embedding_matches_numpy(embedding_dir: Path, rng: np.random.Ge
 
 def test_padding_does_not_change_embedding(embedding_dir: Path, rng: np.random.Generator) -> None:
     weights = load_bert_weights(embedding_dir / "model.safetensors")
-    sess = session(build_sentence_embedding_model(weights, BertConfig.from_json(embedding_dir / "config.json")))
+    sess = session(
+        build_sentence_embedding_model(weights, BertConfig.from_json(embedding_dir / "config.json"))
+    )
     ids, mask = batch(rng, [4, 11])
 
     (padded,) = sess.run(["embeddings"], {"input_ids": ids, "attention_mask": mask})
@@ -94,7 +98,9 @@ def test_padding_does_not_change_embedding(embedding_dir: Path, rng: np.random.G
 def test_unnormalised_cls_pooling_and_token_type_input(embedding_dir: Path, rng: np.random.Generator) -> None:
     weights = load_bert_weights(embedding_dir / "model.safetensors")
     config = BertConfig.from_json(embedding_dir / "config.json")
-    model = build_sentence_embedding_model(weights, config, pooling="cls", normalize=False, token_type_input=True)
+    model = build_sentence_embedding_model(
+        weights, config, pooling="cls", normalize=False, token_type_input=True
+    )
     ids, mask = batch(rng, [7, 3])
     types = np.zeros_like(ids)
 
@@ -159,7 +165,7 @@ def test_missing_parameter_is_named(embedding_dir: Path) -> None:
 
 def test_classifier_requires_classifier_weights(embedding_dir: Path) -> None:
     weights = load_bert_weights(embedding_dir / "model.safetensors")
-    with pytest.raises(KeyError, match="classifier.weight"):
+    with pytest.raises(KeyError, match=r"classifier\.weight"):
         build_sequence_classifier_model(weights, BertConfig.from_dict(TINY_CONFIG))
 
 

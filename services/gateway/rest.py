@@ -1,0 +1,244 @@
+"""The REST API under /v1 (used by the CLI and the web console) and its HTTP problem responses."""
+
+# No `from __future__ import annotations`: FastAPI resolves route annotations against module globals, and
+# the routes below use a dependency alias local to build_router.
+
+from collections.abc import Awaitable, Callable
+from http import HTTPStatus
+from typing import Annotated, Any, get_args
+
+from engram.services.gateway.identity import REST_SOURCE, RequestIdentity, Resolver
+from engram.services.gateway.tools import (
+    DEFAULT_LIST_LIMIT,
+    ConversationId,
+    CreatedAfter,
+    CreatedBefore,
+    Filters,
+    FilterTags,
+    FilterTopics,
+    ListRequest,
+    ListResult,
+    MemoryOut,
+    MemoryTypeName,
+    MinSeq,
+    Operations,
+    OwnerAgent,
+    PageToken,
+    Project,
+    SaveRequest,
+    SaveResult,
+    SearchRequest,
+    SearchResult,
+    TypeFilter,
+)
+from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPBearer
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from engram.config import MAX_SEARCH_LIMIT
+from engram.errors import EngramError
+from engram.model import Caller
+
+PROBLEM_MEDIA_TYPE = "application/problem+json"
+PROBLEM_TYPE_PREFIX = "urn:engram:problem:"
+
+# EngramError.code -> HTTP status. Codes the kernel may add later ("already_exists", "aborted") are mapped
+# ahead of time so a new service error never turns into a 500.
+STATUS_BY_CODE: dict[str, int] = {
+    "invalid_argument": 400,
+    "unauthenticated": 401,
+    "permission_denied": 403,
+    "not_found": 404,
+    "already_exists": 409,
+    "aborted": 409,
+    "failed_precondition": 412,
+    "internal": 500,
+    "unimplemented": 501,
+    "unavailable": 503,
+}
+_CODE_BY_STATUS = {
+    400: "invalid_argument",
+    401: "unauthenticated",
+    403: "permission_denied",
+    404: "not_found",
+}
+
+
+class Problem(BaseModel):
+    """An RFC 9457 problem: what went wrong and, in ``detail``, what to do about it."""
+
+    type: str = Field(description="A URI naming the kind of problem, e.g. urn:engram:problem:not_found.")
+    title: str
+    status: int
+    detail: str
+    code: str = Field(description="Engram's error code, the same over gRPC, MCP and REST.")
+
+
+def problem(
+    status: int, detail: str, *, code: str | None = None, headers: dict[str, str] | None = None
+) -> Response:
+    """An ``application/problem+json`` response."""
+    code = code or _CODE_BY_STATUS.get(status, "internal" if status >= 500 else "http_error")
+    body = Problem(
+        type=PROBLEM_TYPE_PREFIX + code,
+        title=HTTPStatus(status).phrase,
+        status=status,
+        detail=detail,
+        code=code,
+    )
+    return JSONResponse(body.model_dump(), status_code=status, headers=headers, media_type=PROBLEM_MEDIA_TYPE)
+
+
+def unauthenticated(detail: str) -> Response:
+    """A 401 problem that tells HTTP clients which scheme to use."""
+    return problem(401, detail, code="unauthenticated", headers={"WWW-Authenticate": 'Bearer realm="engram"'})
+
+
+def error_response(error: EngramError) -> Response:
+    """The HTTP form of a service error."""
+    if error.code == "unauthenticated":
+        return unauthenticated(str(error))
+    return problem(STATUS_BY_CODE.get(error.code, 500), str(error), code=error.code)
+
+
+def add_error_handlers(app: FastAPI) -> None:
+    """Every error of the app, including FastAPI's own, answers as a problem document."""
+    app.add_exception_handler(EngramError, _on_engram_error)
+    app.add_exception_handler(RequestValidationError, _on_validation_error)
+    app.add_exception_handler(StarletteHTTPException, _on_http_error)
+
+
+async def _on_engram_error(request: Request, error: Exception) -> Response:
+    assert isinstance(error, EngramError)
+    return error_response(error)
+
+
+async def _on_validation_error(request: Request, error: Exception) -> Response:
+    assert isinstance(error, RequestValidationError)
+    return problem(400, _describe_validation(error), code="invalid_argument")
+
+
+async def _on_http_error(request: Request, error: Exception) -> Response:
+    assert isinstance(error, StarletteHTTPException)
+    return problem(error.status_code, str(error.detail), headers=dict(error.headers or {}))
+
+
+def _describe_validation(error: RequestValidationError) -> str:
+    """'body.limit: Input should be less than or equal to 100; ...' — field first, like InvalidArgument."""
+    parts = []
+    for item in error.errors():
+        location = ".".join(str(p) for p in item.get("loc", ()))
+        parts.append(f"{location}: {item.get('msg', 'is invalid')}")
+    return "; ".join(parts) or "The request is invalid."
+
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": Problem, "content": {PROBLEM_MEDIA_TYPE: {}}, "description": HTTPStatus(status).phrase}
+    for status in (400, 401, 403, 503)
+}
+_NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {
+        "model": Problem,
+        "content": {PROBLEM_MEDIA_TYPE: {}},
+        "description": "No such memory in your namespace",
+    }
+}
+
+_bearer = HTTPBearer(
+    auto_error=False,
+    scheme_name="EngramApiKey",
+    description="An Engram API key (`engram keys create`). Optional in dev mode (loopback bind).",
+)
+
+
+def _description(alias: Any) -> str | None:
+    """The description of one of the shared argument types of tools.py, reused for query parameters."""
+    return next((m.description for m in get_args(alias)[1:] if hasattr(m, "description")), None)
+
+
+def _query(alias: Any) -> Any:
+    return Query(description=_description(alias))
+
+
+def caller_dependency(resolver: Resolver) -> Callable[..., Awaitable[Caller]]:
+    """A FastAPI dependency resolving the caller of a REST request (documented in OpenAPI)."""
+
+    async def current_caller(
+        request: Request,
+        _credentials: Annotated[Any, Depends(_bearer)],
+        x_engram_agent_id: Annotated[
+            str | None,
+            Header(alias="X-Engram-Agent-ID", description="The agent acting; defaults to the key's agent."),
+        ] = None,
+        agent_id: Annotated[
+            str | None, Query(description="The agent acting, when a header is impractical.")
+        ] = None,
+    ) -> Caller:
+        # The raw header, not the HTTPBearer result: a non-Bearer scheme must be refused, not ignored.
+        identity = RequestIdentity(
+            authorization=request.headers.get("authorization"),
+            agent_header=x_engram_agent_id,
+            agent_query=agent_id,
+        )
+        return resolver.resolve(identity, default_source=REST_SOURCE)
+
+    return current_caller
+
+
+def build_router(ops: Operations, resolver: Resolver) -> APIRouter:
+    """Routes /v1/memories (save, list), /v1/memories/{id} (get) and /v1/memories:search."""
+    router = APIRouter(prefix="/v1", tags=["memories"], responses=_ERRORS)
+    CurrentCaller = Annotated[Caller, Depends(caller_dependency(resolver))]
+
+    @router.post("/memories", status_code=201, response_model=SaveResult, summary="Save a memory")
+    async def save_memory(body: SaveRequest, caller: CurrentCaller, response: Response) -> SaveResult:
+        """Saves a memory; secrets are redacted first and listed in `redactions`."""
+        result = await ops.save(caller, body)
+        response.headers["Location"] = f"/v1/memories/{result.id}"
+        return result
+
+    @router.get(
+        "/memories/{memory_id}", response_model=MemoryOut, responses=_NOT_FOUND, summary="Get a memory"
+    )
+    async def get_memory(
+        memory_id: str,
+        caller: CurrentCaller,
+        min_seq: Annotated[int | None, Query(ge=0, description=_description(MinSeq))] = None,
+    ) -> MemoryOut:
+        """One memory of the caller's namespace, with its history."""
+        return await ops.get(caller, memory_id, min_seq=min_seq)
+
+    @router.get("/memories", response_model=ListResult, summary="List memories, most recent first")
+    async def list_memories(
+        caller: CurrentCaller,
+        limit: Annotated[int, Query(ge=1, le=MAX_SEARCH_LIMIT, description="Number of memories (1-100).")] = (
+            DEFAULT_LIST_LIMIT
+        ),
+        tags: Annotated[list[str] | None, _query(FilterTags)] = None,
+        topics: Annotated[list[str] | None, _query(FilterTopics)] = None,
+        memory_type: Annotated[list[MemoryTypeName] | None, _query(TypeFilter)] = None,
+        owner_agent: Annotated[str | None, _query(OwnerAgent)] = None,
+        project: Annotated[str | None, _query(Project)] = None,
+        conversation_id: Annotated[str | None, _query(ConversationId)] = None,
+        created_after: Annotated[str | None, _query(CreatedAfter)] = None,
+        created_before: Annotated[str | None, _query(CreatedBefore)] = None,
+        page_token: Annotated[str | None, _query(PageToken)] = None,
+        min_seq: Annotated[int | None, Query(ge=0, description=_description(MinSeq))] = None,
+    ) -> ListResult:
+        """Recent memories of the caller's namespace, filtered; page with `next_page_token`."""
+        filters = Filters(
+            tags=tags, topics=topics, memory_type=memory_type, owner_agent=owner_agent, project=project,
+            conversation_id=conversation_id, created_after=created_after, created_before=created_before,
+        )  # fmt: skip
+        request = ListRequest(limit=limit, filters=filters, page_token=page_token, min_seq=min_seq)
+        return await ops.list(caller, request)
+
+    @router.post("/memories:search", response_model=SearchResult, summary="Search memories")
+    async def search_memories(body: SearchRequest, caller: CurrentCaller) -> SearchResult:
+        """Hybrid (semantic + keyword) search of the caller's namespace."""
+        return await ops.search(caller, body)
+
+    return router

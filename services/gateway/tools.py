@@ -1,0 +1,613 @@
+"""The gateway's memory operations and the MCP server that exposes them as tools."""
+
+from __future__ import annotations
+
+import contextlib
+import importlib.metadata
+import logging
+import threading
+from collections.abc import Iterator
+from typing import Annotated, Any, Literal
+
+from engram.services.gateway.backend import Backend, redactions_json
+from engram.services.gateway.backend import metadata_json as encode_metadata
+from engram.services.gateway.identity import MCP_SOURCE, RequestIdentity, Resolver, require_scope
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError
+from mcp.types import ToolAnnotations
+from pydantic import BaseModel, ConfigDict, Field
+
+from engram.config import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, Settings
+from engram.errors import EngramError, InvalidArgument
+from engram.model import (
+    CONFIDENCES,
+    IMPORTANCES,
+    MEMORY_TYPES,
+    SENSITIVITIES,
+    Caller,
+    Memory,
+    MemoryInput,
+    SearchFilter,
+    parse_time,
+)
+
+log = logging.getLogger(__name__)
+
+try:
+    ENGRAM_VERSION = importlib.metadata.version("engram")
+except importlib.metadata.PackageNotFoundError:  # running from a source tree that was never installed
+    ENGRAM_VERSION = "0.0.0+unknown"
+
+DEFAULT_LIST_LIMIT = 20
+_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+
+INSTRUCTIONS = """\
+Engram is shared long-term memory for AI agents. What any agent saves here, every agent working for the same \
+person or team (the same namespace) can recall later, from any client, device or session.
+
+- Call search_memory at the start of a task, and before answering questions about the user, their \
+preferences, the project, or decisions made in the past. Prior agents may already know the answer.
+- Call save_memory whenever you learn something worth keeping: a fact, a preference, a decision and its \
+reason, a finding, a blocker, an action item, or a handoff for another agent. Save one self-contained \
+statement per memory, written so that a reader without this conversation understands it.
+- Never save secrets: API keys, tokens and passwords are redacted before storage.
+- Use get_memory for one memory by id, list_memories for the most recent ones, ping to check the connection.
+"""
+
+# Enum values come from the model, so the published schemas can never drift from what ingest accepts.
+MemoryTypeName = Literal[MEMORY_TYPES]  # type: ignore[valid-type]
+ImportanceName = Literal[IMPORTANCES]  # type: ignore[valid-type]
+SensitivityName = Literal[SENSITIVITIES]  # type: ignore[valid-type]
+ConfidenceName = Literal[CONFIDENCES]  # type: ignore[valid-type]
+
+# --- argument types shared by the MCP tools and the REST bodies -------------------------------------------
+
+Content = Annotated[
+    str,
+    Field(
+        min_length=1,
+        description="The memory itself: one self-contained statement, e.g. 'The user prefers tabs over spaces.'",
+    ),
+]
+Tags = Annotated[list[str] | None, Field(description="Short labels for filtering, e.g. ['billing', 'api'].")]
+Topics = Annotated[
+    list[str] | None, Field(description="Subjects the memory is about, e.g. ['authentication'].")
+]
+MemoryTypeArg = Annotated[MemoryTypeName | None, Field(description="Kind of memory; default 'general'.")]
+ImportanceArg = Annotated[ImportanceName | None, Field(description="How much it matters; default 'normal'.")]
+SensitivityArg = Annotated[
+    SensitivityName | None,
+    Field(
+        description="'private' stays in the namespace; 'secret' never leaves this device. Default 'normal'."
+    ),
+]
+ConfidenceArg = Annotated[
+    ConfidenceName | None,
+    Field(description="'stated' (the user said so, the default) or 'inferred' (your conclusion)."),
+]
+Summary = Annotated[str | None, Field(description="Optional one-line summary of a long memory.")]
+Metadata = Annotated[
+    dict[str, Any] | None,
+    Field(description="Free key-value data, returned exactly as given (any JSON object)."),
+]
+Team = Annotated[str | None, Field(description="Team the memory belongs to.")]
+Project = Annotated[str | None, Field(description="Project the memory belongs to.")]
+ConversationId = Annotated[str | None, Field(description="Conversation or session the memory came from.")]
+ValidAt = Annotated[str | None, Field(description="RFC 3339 time from which the memory is true.")]
+InvalidAt = Annotated[str | None, Field(description="RFC 3339 time from which the memory is no longer true.")]
+ExpiresAt = Annotated[str | None, Field(description="RFC 3339 time after which the memory is expired.")]
+HandoffTarget = Annotated[
+    str | None, Field(description="Agent id this memory hands work over to (makes it a pending handoff).")
+]
+Query = Annotated[str, Field(min_length=1, description="What to look for, in natural language or keywords.")]
+SearchLimit = Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Number of hits (1-100).")]
+ListLimit = Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Number of memories (1-100).")]
+FilterTags = Annotated[list[str] | None, Field(description="Only memories that have all of these tags.")]
+FilterTopics = Annotated[list[str] | None, Field(description="Only memories about any of these topics.")]
+OwnerAgent = Annotated[str | None, Field(description="Only memories saved by this agent id.")]
+TypeFilter = Annotated[
+    MemoryTypeName | list[MemoryTypeName] | None,
+    Field(description="Only memories of this type (or any of these)."),
+]
+CreatedAfter = Annotated[str | None, Field(description="Only memories created after this RFC 3339 time.")]
+CreatedBefore = Annotated[str | None, Field(description="Only memories created before this RFC 3339 time.")]
+Explain = Annotated[bool, Field(description="Add each ranking stage's rank and score to every hit.")]
+Rerank = Annotated[
+    bool | None, Field(description="Force the cross-encoder reranker on or off; omit for the server default.")
+]
+MinSeq = Annotated[
+    int | None,
+    Field(ge=0, description="Wait until the index has applied this log sequence (a `seq` from save_memory)."),
+]
+PageToken = Annotated[
+    str | None, Field(description="next_page_token of the previous page; omit for the first.")
+]
+MemoryId = Annotated[str, Field(min_length=1, description="The memory's id, as returned by save or search.")]
+
+
+# --- results ------------------------------------------------------------------------------------------------
+
+
+class MemoryVersionOut(BaseModel):
+    """An earlier version of a memory."""
+
+    version: int
+    content: str
+    summary: str = ""
+    agent_id: str = ""
+    source: str = ""
+    updated_at: str | None = None
+    seq: int = 0
+    conflict: bool = False
+
+
+class RelationOut(BaseModel):
+    kind: str
+    memory_id: str
+    note: str = ""
+
+
+class HandoffOut(BaseModel):
+    target_agent: str
+    status: str = "pending"
+    updated_at: str | None = None
+
+
+class OriginOut(BaseModel):
+    device: str = ""
+    source_id: str = ""
+
+
+class MemoryOut(BaseModel):
+    """A memory as every API shows it (``Memory.to_dict()``): RFC 3339 times, metadata exactly as saved."""
+
+    # Fields added to the model later pass through instead of being dropped.
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    namespace: str
+    content: str
+    owner_agent: str
+    summary: str = ""
+    memory_type: str = "general"
+    confidence: str = "stated"
+    topics: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    importance: str = "normal"
+    source: str = ""
+    team: str = ""
+    project: str = ""
+    conversation_id: str = ""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    sensitivity: str = "normal"
+    created_at: str | None = None
+    updated_at: str | None = None
+    valid_at: str | None = None
+    invalid_at: str | None = None
+    expires_at: str | None = None
+    version: int = 1
+    history: list[MemoryVersionOut] = Field(default_factory=list)
+    status: str = "active"
+    superseded_by: str = ""
+    relations: list[RelationOut] = Field(default_factory=list)
+    handoff: HandoffOut | None = None
+    questions: list[str] = Field(default_factory=list)
+    access_count: int = 0
+    origin: OriginOut = Field(default_factory=OriginOut)
+    seq: int = 0
+
+    @classmethod
+    def of(cls, memory: Memory) -> MemoryOut:
+        return cls.model_validate(memory.to_dict())
+
+
+class RedactionOut(BaseModel):
+    kind: str = Field(description="What kind of secret was removed, e.g. 'api_key'.")
+    count: int
+
+
+class SaveResult(BaseModel):
+    """What save_memory answers: the stored memory and what was redacted from it."""
+
+    id: str
+    version: int
+    seq: int = Field(description="Log sequence of the write; pass it as min_seq to read it back anywhere.")
+    memory: MemoryOut
+    redactions: list[RedactionOut] = Field(description="Secrets removed before storing; empty if none.")
+
+
+class StageRank(BaseModel):
+    rank: int
+    score: float
+
+
+class HitOut(BaseModel):
+    score: float = Field(description="Relevance; higher is better. Only comparable within one search.")
+    memory: MemoryOut
+    explain: dict[str, StageRank] | None = Field(
+        default=None, exclude_if=lambda v: v is None, description="Per-stage rank and score (explain=true)."
+    )
+
+
+class SearchResult(BaseModel):
+    hits: list[HitOut]
+    applied_seq: int = Field(description="Log sequence the index had applied when it answered.")
+    reranked: bool
+    rerank_note: str | None = Field(default=None, exclude_if=lambda v: not v)
+
+
+class ListResult(BaseModel):
+    memories: list[MemoryOut] = Field(description="Most recent first.")
+    next_page_token: str | None = Field(
+        description="Pass it as page_token for the next page; null at the end."
+    )
+
+
+class PingResult(BaseModel):
+    ok: bool
+    agent: str = Field(description="The agent id your memories are saved under.")
+    namespace: str
+    source: str
+    scopes: list[str]
+    version: str
+
+
+# --- requests (REST bodies; the MCP tools take the same fields flat) --------------------------------------
+
+
+class SaveRequest(BaseModel):
+    """A memory to save."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: Content
+    tags: Tags = None
+    topics: Topics = None
+    memory_type: MemoryTypeArg = None
+    importance: ImportanceArg = None
+    summary: Summary = None
+    metadata: Metadata = None
+    team: Team = None
+    project: Project = None
+    conversation_id: ConversationId = None
+    sensitivity: SensitivityArg = None
+    confidence: ConfidenceArg = None
+    valid_at: ValidAt = None
+    invalid_at: InvalidAt = None
+    expires_at: ExpiresAt = None
+    handoff_target: HandoffTarget = None
+
+
+class Filters(BaseModel):
+    """Constraints shared by search and list; omitted fields do not constrain."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tags: FilterTags = None
+    topics: FilterTopics = None
+    owner_agent: OwnerAgent = None
+    memory_type: TypeFilter = None
+    project: Project = None
+    conversation_id: ConversationId = None
+    created_after: CreatedAfter = None
+    created_before: CreatedBefore = None
+
+
+class SearchRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: Query
+    limit: SearchLimit = DEFAULT_SEARCH_LIMIT
+    filters: Filters = Field(default_factory=Filters)
+    explain: Explain = False
+    rerank: Rerank = None
+    min_seq: MinSeq = None
+
+
+class ListRequest(BaseModel):
+    limit: ListLimit = DEFAULT_LIST_LIMIT
+    filters: Filters = Field(default_factory=Filters)
+    page_token: PageToken = None
+    min_seq: MinSeq = None
+
+
+# --- operations ---------------------------------------------------------------------------------------------
+
+
+class CursorTracker:
+    """The highest log sequence this gateway process acknowledged per namespace.
+
+    Reads ask the index to have applied at least this much, so a read through this gateway sees every
+    write this gateway acknowledged before it (read-your-writes across agents of a namespace).
+    """
+
+    def __init__(self) -> None:
+        self._seqs: dict[str, int] = {}
+        self._lock = threading.Lock()  # stdio and HTTP may share one tracker across threads
+
+    def observe(self, namespace: str, seq: int) -> None:
+        """Records an acknowledged write."""
+        with self._lock:
+            if seq > self._seqs.get(namespace, 0):
+                self._seqs[namespace] = seq
+
+    def get(self, namespace: str) -> int:
+        """The highest acknowledged sequence of ``namespace`` (0 if none)."""
+        return self._seqs.get(namespace, 0)
+
+    def min_seq(self, namespace: str, requested: int | None = None) -> int:
+        """What a read must wait for: the caller's own ``min_seq`` or this gateway's cursor, whichever is later."""
+        return max(self.get(namespace), requested or 0)
+
+
+class Operations:
+    """Save, search, get and list for an already resolved caller; shared by the MCP tools and REST."""
+
+    def __init__(self, backend: Backend, cursors: CursorTracker) -> None:
+        self._backend = backend
+        self._cursors = cursors
+
+    async def save(self, caller: Caller, request: SaveRequest) -> SaveResult:
+        require_scope(caller, "write")
+        outcome = await self._backend.save(caller, _draft(request))
+        self._cursors.observe(caller.namespace, outcome.seq)
+        return SaveResult(
+            id=outcome.memory.id,
+            version=outcome.memory.version,
+            seq=outcome.seq,
+            memory=MemoryOut.of(outcome.memory),
+            redactions=[RedactionOut(**r) for r in redactions_json(outcome.redactions)],
+        )
+
+    async def search(self, caller: Caller, request: SearchRequest) -> SearchResult:
+        require_scope(caller, "read")
+        outcome = await self._backend.search(
+            caller,
+            request.query,
+            limit=request.limit,
+            flt=_filter(request.filters),
+            min_seq=self._cursors.min_seq(caller.namespace, request.min_seq),
+            explain=request.explain,
+            rerank=request.rerank,
+        )
+        hits = [
+            HitOut(
+                score=hit.score,
+                memory=MemoryOut.of(hit.memory),
+                explain={stage: StageRank(**values) for stage, values in hit.explain.items()}
+                if request.explain
+                else None,
+            )
+            for hit in outcome.hits
+        ]
+        return SearchResult(
+            hits=hits,
+            applied_seq=outcome.applied_seq,
+            reranked=outcome.reranked,
+            rerank_note=outcome.rerank_note,
+        )
+
+    async def get(self, caller: Caller, memory_id: str, *, min_seq: int | None = None) -> MemoryOut:
+        require_scope(caller, "read")
+        memory = await self._backend.get(
+            caller, memory_id, min_seq=self._cursors.min_seq(caller.namespace, min_seq)
+        )
+        return MemoryOut.of(memory)
+
+    async def list(self, caller: Caller, request: ListRequest) -> ListResult:
+        require_scope(caller, "read")
+        outcome = await self._backend.list(
+            caller,
+            limit=request.limit,
+            flt=_filter(request.filters),
+            page_token=request.page_token or "",
+            min_seq=self._cursors.min_seq(caller.namespace, request.min_seq),
+        )
+        return ListResult(
+            memories=[MemoryOut.of(m) for m in outcome.memories],
+            next_page_token=outcome.next_page_token or None,
+        )
+
+
+def _draft(request: SaveRequest) -> MemoryInput:
+    return MemoryInput(
+        content=request.content,
+        summary=request.summary or "",
+        memory_type=request.memory_type or "",
+        confidence=request.confidence or "",
+        topics=list(request.topics or []),
+        tags=list(request.tags or []),
+        importance=request.importance or "",
+        team=request.team or "",
+        project=request.project or "",
+        conversation_id=request.conversation_id or "",
+        metadata_json=encode_metadata(request.metadata),
+        sensitivity=request.sensitivity or "",
+        valid_at=_time("valid_at", request.valid_at),
+        invalid_at=_time("invalid_at", request.invalid_at),
+        expires_at=_time("expires_at", request.expires_at),
+        handoff_target=request.handoff_target or "",
+    )
+
+
+def _filter(filters: Filters) -> SearchFilter:
+    types = filters.memory_type
+    return SearchFilter(
+        tags=list(filters.tags or []),
+        topics=list(filters.topics or []),
+        owner_agent=filters.owner_agent or "",
+        memory_types=[types] if isinstance(types, str) else list(types or []),
+        project=filters.project or "",
+        conversation_id=filters.conversation_id or "",
+        created_after=_time("created_after", filters.created_after),
+        created_before=_time("created_before", filters.created_before),
+    )
+
+
+def _time(field: str, value: str | None) -> float | None:
+    try:
+        return parse_time(value)
+    except ValueError as e:
+        raise InvalidArgument(
+            field, f"{value!r} is not an RFC 3339 time; use e.g. 2026-01-31T12:00:00Z."
+        ) from e
+
+
+# --- MCP ---------------------------------------------------------------------------------------------------
+
+_READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+_WRITE = ToolAnnotations(
+    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
+)
+
+SAVE_DESCRIPTION = """\
+Save a memory that you or other agents should be able to recall later. Use it whenever you learn something \
+worth keeping: a fact about the user or the project, a preference, a decision and why it was made, a finding, \
+a blocker, an action item, or a handoff of unfinished work to another agent. Save one self-contained \
+statement per call, understandable without this conversation. Secrets are redacted before storage and \
+listed in `redactions`. Returns the stored memory with its id and the log `seq` of the write."""
+
+SEARCH_DESCRIPTION = """\
+Search the shared memory of your namespace (hybrid semantic + keyword search). Use it at the start of every \
+task, and before answering questions about the user, their preferences, the project or past decisions: \
+other agents may already have recorded the answer. Returns the best hits with a relevance score and the \
+full memory; filters narrow by tags, type, owner agent, topics, project and creation time."""
+
+GET_DESCRIPTION = """\
+Fetch one memory by id, with its full history. Use it when a search hit, a handoff or another memory \
+refers to an id and you need its complete, current content."""
+
+LIST_DESCRIPTION = """\
+List memories of your namespace, most recent first, optionally filtered. Use it to see what was saved \
+lately (e.g. to catch up at the start of a session) or to browse by tag or type when you have no query; \
+use search_memory when you are looking for something specific."""
+
+PING_DESCRIPTION = """\
+Check that Engram is reachable and see who you are to it: your agent id, namespace and scopes. Use it when \
+a memory tool fails unexpectedly, or to confirm which agent id your memories are saved under."""
+
+
+@contextlib.contextmanager
+def _tool_errors() -> Iterator[None]:
+    """Service errors become tool errors, whose message tells the agent what to do next."""
+    try:
+        yield
+    except EngramError as e:
+        raise ToolError(str(e)) from e
+
+
+def _request_identity(ctx: Context) -> RequestIdentity:
+    """The caller's hints: HTTP headers and query (None over stdio) and MCP clientInfo.name."""
+    context = ctx.request_context
+    request = context.request
+    params = getattr(context.session, "client_params", None)
+    client_name = params.client_info.name if params is not None and params.client_info else None
+    return RequestIdentity.from_http(
+        getattr(request, "headers", None), getattr(request, "query_params", None), client_name
+    )
+
+
+def build_mcp(backend: Backend, resolver: Resolver, cursors: CursorTracker, settings: Settings) -> MCPServer:
+    """The Engram MCP server: save_memory, search_memory, get_memory, list_memories and ping."""
+    server: MCPServer = MCPServer(
+        name="engram",
+        title="Engram shared memory",
+        instructions=INSTRUCTIONS,
+        version=ENGRAM_VERSION,
+        log_level=settings.log_level.upper() if settings.log_level.upper() in _LOG_LEVELS else "WARNING",
+    )
+    ops = Operations(backend, cursors)
+
+    def caller(ctx: Context) -> Caller:
+        return resolver.resolve(_request_identity(ctx), default_source=MCP_SOURCE)
+
+    @server.tool(description=SAVE_DESCRIPTION, annotations=_WRITE)
+    async def save_memory(
+        content: Content,
+        ctx: Context,
+        tags: Tags = None,
+        topics: Topics = None,
+        memory_type: MemoryTypeArg = None,
+        importance: ImportanceArg = None,
+        summary: Summary = None,
+        metadata: Metadata = None,
+        team: Team = None,
+        project: Project = None,
+        conversation_id: ConversationId = None,
+        sensitivity: SensitivityArg = None,
+        confidence: ConfidenceArg = None,
+        valid_at: ValidAt = None,
+        invalid_at: InvalidAt = None,
+        expires_at: ExpiresAt = None,
+        handoff_target: HandoffTarget = None,
+    ) -> SaveResult:
+        request = SaveRequest(
+            content=content, tags=tags, topics=topics, memory_type=memory_type, importance=importance,
+            summary=summary, metadata=metadata, team=team, project=project, conversation_id=conversation_id,
+            sensitivity=sensitivity, confidence=confidence, valid_at=valid_at, invalid_at=invalid_at,
+            expires_at=expires_at, handoff_target=handoff_target,
+        )  # fmt: skip
+        with _tool_errors():
+            return await ops.save(caller(ctx), request)
+
+    @server.tool(description=SEARCH_DESCRIPTION, annotations=_READ)
+    async def search_memory(
+        query: Query,
+        ctx: Context,
+        limit: SearchLimit = DEFAULT_SEARCH_LIMIT,
+        tags: FilterTags = None,
+        topics: FilterTopics = None,
+        owner_agent: OwnerAgent = None,
+        memory_type: TypeFilter = None,
+        project: Project = None,
+        conversation_id: ConversationId = None,
+        created_after: CreatedAfter = None,
+        created_before: CreatedBefore = None,
+        explain: Explain = False,
+        rerank: Rerank = None,
+        min_seq: MinSeq = None,
+    ) -> SearchResult:
+        filters = Filters(
+            tags=tags, topics=topics, owner_agent=owner_agent, memory_type=memory_type, project=project,
+            conversation_id=conversation_id, created_after=created_after, created_before=created_before,
+        )  # fmt: skip
+        request = SearchRequest(
+            query=query, limit=limit, filters=filters, explain=explain, rerank=rerank, min_seq=min_seq
+        )
+        with _tool_errors():
+            return await ops.search(caller(ctx), request)
+
+    @server.tool(description=GET_DESCRIPTION, annotations=_READ)
+    async def get_memory(id: MemoryId, ctx: Context) -> MemoryOut:
+        with _tool_errors():
+            return await ops.get(caller(ctx), id)
+
+    @server.tool(description=LIST_DESCRIPTION, annotations=_READ)
+    async def list_memories(
+        ctx: Context,
+        limit: ListLimit = DEFAULT_LIST_LIMIT,
+        tags: FilterTags = None,
+        memory_type: TypeFilter = None,
+        owner_agent: OwnerAgent = None,
+        topics: FilterTopics = None,
+        project: Project = None,
+        page_token: PageToken = None,
+    ) -> ListResult:
+        filters = Filters(
+            tags=tags, memory_type=memory_type, owner_agent=owner_agent, topics=topics, project=project
+        )
+        with _tool_errors():
+            return await ops.list(
+                caller(ctx), ListRequest(limit=limit, filters=filters, page_token=page_token)
+            )
+
+    @server.tool(description=PING_DESCRIPTION, annotations=_READ)
+    async def ping(ctx: Context) -> PingResult:
+        with _tool_errors():
+            who = caller(ctx)
+        return PingResult(
+            ok=True, agent=who.agent_id, namespace=who.namespace, source=who.source,
+            scopes=sorted(who.scopes), version=ENGRAM_VERSION,
+        )  # fmt: skip
+
+    return server

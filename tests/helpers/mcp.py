@@ -1,0 +1,52 @@
+"""MCP SDK clients for tests: streamable HTTP (with auth headers) and stdio (`engram mcp`)."""
+
+from __future__ import annotations
+
+import contextlib
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import httpx2
+from mcp import Client, StdioServerParameters
+from mcp.client.streamable_http import streamable_http_client
+from mcp.types import Implementation
+
+
+@contextlib.asynccontextmanager
+async def http_client(
+    url: str, *, key: str | None = None, agent: str | None = None, name: str = "pytest", mode: str = "auto"
+) -> AsyncIterator[Client]:
+    headers = {}
+    if key:
+        headers["Authorization"] = f"Bearer {key}"
+    if agent:
+        headers["X-Engram-Agent-ID"] = agent
+    async with (
+        httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60, read=300)) as http,
+        Client(
+            streamable_http_client(url, http_client=http),
+            client_info=Implementation(name=name, version="1.0"),
+            mode=mode,  # type: ignore[arg-type]
+        ) as client,
+    ):
+        yield client
+
+
+@contextlib.asynccontextmanager
+async def stdio_client(home: Path, env: dict[str, str], *, name: str = "pytest-stdio") -> AsyncIterator[Client]:
+    params = StdioServerParameters(
+        command=sys.executable, args=["-m", "engram.cli", "mcp", "--home", str(home)], env=env
+    )
+    async with Client(params, client_info=Implementation(name=name, version="1.0")) as client:
+        yield client
+
+
+async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
+    """Calls a tool and returns its structured content, failing the test on a tool error."""
+    result = await client.call_tool(tool, arguments)
+    if result.is_error:
+        raise AssertionError(f"{tool} failed: {result.content}")
+    assert result.structured_content is not None
+    return result.structured_content

@@ -1,0 +1,156 @@
+"""The log (real JetStream) and the index (real Qdrant Edge): ordering, dedup, idempotent catch-up, filters."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from engram.embed.sparse import Bm25Encoder
+from engram.events import MEMORY_SAVED, event_body
+from engram.ids import uuid7
+from engram.index import IndexPoint, SearchRequest
+from engram.index.edge import EdgeIndex
+from engram.log import EventLog
+from engram.model import Caller, Memory, SearchFilter
+from engram.natsd import NatsServer
+from engram.services.search.indexer import Indexer
+
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+DIM = 4
+BM25 = Bm25Encoder()
+
+
+def _vectors(text: str, dense: list[float]) -> dict:
+    import base64
+
+    import numpy as np
+
+    sparse = BM25.document(text)
+    return {
+        "dense": base64.b64encode(np.asarray(dense, dtype="<f4").tobytes()).decode(),
+        "sparse": {"indices": sparse.indices, "values": sparse.values},
+    }
+
+
+async def _save(log: EventLog, text: str, *, namespace: str = "ns", version: int = 1, memory_id: str = "",
+                tags: list[str] | None = None, dense: list[float] | None = None) -> tuple[str, int]:  # fmt: skip
+    memory = Memory(id=memory_id or uuid7(), namespace=namespace, content=text, owner_agent="a", version=version,
+                    tags=tags or [], created_at=1.0, updated_at=1.0)  # fmt: skip
+    body = event_body(MEMORY_SAVED, memory, Caller(namespace, "a"), vectors=_vectors(text, dense or [1, 0, 0, 0]))
+    return memory.id, await log.append(namespace, MEMORY_SAVED, body, msg_id=f"{memory.id}:{version}")
+
+
+async def test_append_returns_consecutive_sequences_and_dedups_by_msg_id(nats_server: NatsServer) -> None:
+    log = await EventLog.connect(nats_server.url)
+    try:
+        first = await log.append("ns", "memory_saved", {"x": 1}, msg_id="m1")
+        second = await log.append("ns", "memory_saved", {"x": 2}, msg_id="m2")
+        again = await log.append("ns", "memory_saved", {"x": 1}, msg_id="m1")
+        entry = await log.read(second)
+    finally:
+        await log.close()
+    assert (first, second, again) == (1, 2, 1)
+    assert entry is not None and entry.body == {"x": 2, "seq": 2} and entry.event == "memory_saved"
+
+
+async def test_two_writers_never_reuse_a_sequence(nats_server: NatsServer) -> None:
+    a, b = await EventLog.connect(nats_server.url), await EventLog.connect(nats_server.url)
+    try:
+        seqs = await asyncio.gather(*(w.append("ns", "e", {"i": i}, msg_id=f"w{i}") for i, w in enumerate([a, b] * 20)))
+        bodies = [await a.read(s) for s in seqs]
+    finally:
+        await a.close()
+        await b.close()
+    assert sorted(seqs) == list(range(1, 41))
+    assert all(body is not None and body.body["seq"] == s for body, s in zip(bodies, seqs, strict=True))
+
+
+async def test_indexer_catches_up_from_its_last_applied_sequence(nats_server: NatsServer, tmp_path: Path) -> None:
+    log = await EventLog.connect(nats_server.url)
+    try:
+        first_id, _ = await _save(log, "alpha memory")
+        index = EdgeIndex(tmp_path / "index", dim=DIM)
+        indexer = Indexer(log, index)
+        await indexer.start()
+        await indexer.stop()
+        index.close()
+        _, last = await _save(log, "beta memory")  # written while the search service was down
+
+        index = EdgeIndex(tmp_path / "index", dim=DIM)
+        assert index.applied_seq() == 1
+        indexer = Indexer(log, index)
+        await indexer.start()  # returns once caught up
+        assert indexer.applied_seq == last
+        assert index.count("ns") == 2
+        await _save(log, "alpha memory", memory_id=first_id, version=1)  # a replayed copy: still one point
+        _, newest = await _save(log, "gamma memory")
+        await indexer.wait_for(newest, timeout=5)
+        assert index.count("ns") == 3
+        await indexer.stop()
+        index.close()
+    finally:
+        await log.close()
+
+
+async def test_older_version_never_overwrites_newer(nats_server: NatsServer, tmp_path: Path) -> None:
+    log = await EventLog.connect(nats_server.url)
+    index = EdgeIndex(tmp_path / "index", dim=DIM)
+    indexer = Indexer(log, index)
+    await indexer.start()
+    try:
+        memory_id, _ = await _save(log, "version two", version=2)
+        _, seq = await _save(log, "version one", memory_id=memory_id, version=1)
+        await indexer.wait_for(seq, timeout=5)
+        assert index.retrieve("ns", [memory_id])[0]["content"] == "version two"
+    finally:
+        await indexer.stop()
+        index.close()
+        await log.close()
+
+
+async def test_wait_for_a_sequence_that_never_comes_is_bounded(nats_server: NatsServer, tmp_path: Path) -> None:
+    from engram.errors import Unavailable
+
+    log = await EventLog.connect(nats_server.url)
+    index = EdgeIndex(tmp_path / "index", dim=DIM)
+    indexer = Indexer(log, index)
+    await indexer.start()
+    try:
+        with pytest.raises(Unavailable, match="not caught up"):
+            await indexer.wait_for(99, timeout=0.2)
+    finally:
+        await indexer.stop()
+        index.close()
+        await log.close()
+
+
+def test_index_filters_by_namespace_tags_owner_type_and_time(tmp_path: Path) -> None:
+    index = EdgeIndex(tmp_path / "index", dim=DIM)
+
+    def point(namespace: str, text: str, *, tags: list[str], owner: str, kind: str, ts: float) -> IndexPoint:
+        memory_id = uuid7()
+        payload = {"id": memory_id, "namespace": namespace, "content": text, "tags": tags, "owner_agent": owner,
+                   "memory_type": kind, "status": "active", "_created_ts": ts}  # fmt: skip
+        return IndexPoint(memory_id, payload, [1, 0, 0, 0], BM25.document(text))
+
+    index.upsert([
+        point("a", "deploy notes", tags=["ops", "prod"], owner="x", kind="fact", ts=10),
+        point("a", "deploy plan", tags=["ops"], owner="y", kind="decision", ts=20),
+        point("b", "deploy secret", tags=["ops", "prod"], owner="x", kind="fact", ts=30),
+    ])  # fmt: skip
+
+    def contents(flt: SearchFilter, namespace: str = "a") -> set[str]:
+        lists = index.search(SearchRequest(namespace, flt, 10, dense=[1, 0, 0, 0], sparse=BM25.query("deploy")))
+        return {s.payload["content"] for ranked in lists.values() for s in ranked}
+
+    assert contents(SearchFilter()) == {"deploy notes", "deploy plan"}
+    assert contents(SearchFilter(tags=["ops", "prod"])) == {"deploy notes"}
+    assert contents(SearchFilter(owner_agent="y")) == {"deploy plan"}
+    assert contents(SearchFilter(memory_types=["decision", "preference"])) == {"deploy plan"}
+    assert contents(SearchFilter(created_after=15)) == {"deploy plan"}
+    assert contents(SearchFilter(created_before=15)) == {"deploy notes"}
+    assert contents(SearchFilter(), namespace="b") == {"deploy secret"}
+    assert [p["content"] for p in index.recent("a", SearchFilter(), 10)] == ["deploy plan", "deploy notes"]
+    index.close()
