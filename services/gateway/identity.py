@@ -115,7 +115,7 @@ class Resolver:
         )
 
     def _agent(self, request: RequestIdentity, key: ApiKey | None) -> str:
-        # DESIGN.md order: header, query parameter, the key's agent, clientInfo.name, ENGRAM_AGENT_ID, anonymous.
+        # DESIGN.md order: header, query parameter, key's agent, clientInfo.name, ENGRAM_AGENT_ID, anonymous.
         explicit = (
             ("X-Engram-Agent-ID", _present(request.agent_header)),
             ("agent_id", _present(request.agent_query)),

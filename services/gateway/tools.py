@@ -7,7 +7,7 @@ import importlib.metadata
 import logging
 import threading
 from collections.abc import Iterator
-from typing import Annotated, Any, Literal
+from typing import Annotated, Any, Literal, get_args
 
 from engram.services.gateway.backend import Backend, redactions_json
 from engram.services.gateway.backend import metadata_json as encode_metadata
@@ -39,7 +39,7 @@ except importlib.metadata.PackageNotFoundError:  # running from a source tree th
     ENGRAM_VERSION = "0.0.0+unknown"
 
 DEFAULT_LIST_LIMIT = 20
-_LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
+_LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
 INSTRUCTIONS = """\
 Engram is shared long-term memory for AI agents. What any agent saves here, every agent working for the same \
@@ -66,7 +66,7 @@ Content = Annotated[
     str,
     Field(
         min_length=1,
-        description="The memory itself: one self-contained statement, e.g. 'The user prefers tabs over spaces.'",
+        description="The memory: one self-contained statement, e.g. 'The user prefers tabs over spaces.'",
     ),
 ]
 Tags = Annotated[list[str] | None, Field(description="Short labels for filtering, e.g. ['billing', 'api'].")]
@@ -336,7 +336,7 @@ class CursorTracker:
         return self._seqs.get(namespace, 0)
 
     def min_seq(self, namespace: str, requested: int | None = None) -> int:
-        """What a read must wait for: the caller's own ``min_seq`` or this gateway's cursor, whichever is later."""
+        """What a read waits for: the caller's ``min_seq`` or this gateway's cursor, whichever is later."""
         return max(self.get(namespace), requested or 0)
 
 
@@ -461,11 +461,12 @@ _WRITE = ToolAnnotations(
 )
 
 SAVE_DESCRIPTION = """\
-Save a memory that you or other agents should be able to recall later. Use it whenever you learn something \
-worth keeping: a fact about the user or the project, a preference, a decision and why it was made, a finding, \
-a blocker, an action item, or a handoff of unfinished work to another agent. Save one self-contained \
-statement per call, understandable without this conversation. Secrets are redacted before storage and \
-listed in `redactions`. Returns the stored memory with its id and the log `seq` of the write."""
+Save a memory that you or other agents should be able to recall later. Use it whenever you learn \
+something worth keeping: a fact about the user or the project, a preference, a decision and why it was made, \
+a finding, a blocker, an action item, or a handoff of unfinished work to another agent. Save one \
+self-contained statement per call, understandable without this conversation. Secrets are redacted \
+before storage and listed in `redactions`. Returns the stored memory with its id and the log `seq` \
+of the write."""
 
 SEARCH_DESCRIPTION = """\
 Search the shared memory of your namespace (hybrid semantic + keyword search). Use it at the start of every \
@@ -507,6 +508,12 @@ def _request_identity(ctx: Context) -> RequestIdentity:
     )
 
 
+def _mcp_log_level(level: str) -> _LogLevel:
+    # MCPServer configures the root logger with this level; keep it the node's level.
+    upper = level.upper()
+    return upper if upper in get_args(_LogLevel) else "WARNING"  # type: ignore[return-value]
+
+
 def build_mcp(backend: Backend, resolver: Resolver, cursors: CursorTracker, settings: Settings) -> MCPServer:
     """The Engram MCP server: save_memory, search_memory, get_memory, list_memories and ping."""
     server: MCPServer = MCPServer(
@@ -514,7 +521,7 @@ def build_mcp(backend: Backend, resolver: Resolver, cursors: CursorTracker, sett
         title="Engram shared memory",
         instructions=INSTRUCTIONS,
         version=ENGRAM_VERSION,
-        log_level=settings.log_level.upper() if settings.log_level.upper() in _LOG_LEVELS else "WARNING",
+        log_level=_mcp_log_level(settings.log_level),
     )
     ops = Operations(backend, cursors)
 

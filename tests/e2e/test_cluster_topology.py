@@ -13,7 +13,7 @@ import pytest
 from engram.natsd import NatsServer
 from tests.conftest import engram_env
 from tests.helpers.mcp import call, http_client
-from tests.helpers.procs import wait_line
+from tests.helpers.procs import stop_process, wait_line
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 
@@ -53,8 +53,6 @@ async def test_separate_processes_save_and_search_through_mcp(tmp_path: Path, mo
         assert found["hits"][0]["memory"]["id"] == saved["id"]
         assert found["hits"][0]["memory"]["owner_agent"]
     finally:
-        for process in reversed(processes):
-            process.send_signal(signal.SIGTERM)
-        codes = [process.wait(30) for process in processes]
+        codes = [stop_process(process, signal.SIGTERM) for process in reversed(processes)]
         nats.stop()
     assert codes == [0, 0, 0]

@@ -11,7 +11,7 @@ import httpx
 import pytest
 
 from tests.conftest import engram_env, start_node
-from tests.helpers.procs import wait_gone
+from tests.helpers.procs import stop_process, wait_gone, wait_line
 
 pytestmark = pytest.mark.e2e
 
@@ -36,15 +36,12 @@ def test_banner_says_where_mcp_listens_and_how_to_connect(tmp_path: Path, model_
         stderr=subprocess.DEVNULL,
         text=True,
     )
-    from tests.helpers.procs import wait_line
-
     try:
         line = wait_line(process, "MCP (streamable HTTP)")
         assert line.endswith("/mcp")
         assert "claude mcp add" in wait_line(process, "Claude Code (HTTP)")
     finally:
-        process.send_signal(signal.SIGINT)
-        assert process.wait(30) == 0
+        assert stop_process(process, signal.SIGINT) == 0
 
 
 def test_non_loopback_bind_without_keys_refuses_to_start(tmp_path: Path, model_cache: Path) -> None:

@@ -3,30 +3,64 @@
 from __future__ import annotations
 
 import os
-import selectors
+import queue
 import subprocess
+import threading
 import time
+
+_readers: dict[int, queue.Queue[str | None]] = {}
+_threads: dict[int, threading.Thread] = {}
+
+
+def _lines(process: subprocess.Popen[str]) -> queue.Queue[str | None]:
+    """A queue of the process's stdout lines, filled by a daemon thread (None marks the end)."""
+    if process.pid not in _readers:
+        lines: queue.Queue[str | None] = queue.Queue()
+        assert process.stdout is not None
+        stdout = process.stdout
+
+        def pump() -> None:
+            for line in stdout:
+                lines.put(line)
+            lines.put(None)
+
+        thread = threading.Thread(target=pump, daemon=True)
+        thread.start()
+        _readers[process.pid] = lines
+        _threads[process.pid] = thread
+    return _readers[process.pid]
 
 
 def wait_line(process: subprocess.Popen[str], marker: str, timeout: float = 120.0) -> str:
     """Reads the process's stdout until a line containing marker arrives; returns that line."""
-    assert process.stdout is not None
-    selector = selectors.DefaultSelector()
-    selector.register(process.stdout, selectors.EVENT_READ)
+    lines = _lines(process)
     deadline = time.monotonic() + timeout
     seen = []
-    while time.monotonic() < deadline:
-        if not selector.select(timeout=0.2):
-            if process.poll() is not None:
-                break
-            continue
-        line = process.stdout.readline()
-        if not line:
+    while (left := deadline - time.monotonic()) > 0:
+        try:
+            line = lines.get(timeout=left)
+        except queue.Empty:
+            break
+        if line is None:
             break
         seen.append(line)
         if marker in line:
             return line.strip()
     raise AssertionError(f"no line with {marker!r} within {timeout}s; exit={process.poll()}; output={''.join(seen)}")
+
+
+def stop_process(process: subprocess.Popen[str], sig: int, timeout: float = 30.0) -> int:
+    """Signals the process, waits for it, and closes its stdout pipe; returns its exit code."""
+    if process.poll() is None:
+        process.send_signal(sig)
+    code = process.wait(timeout)
+    thread = _threads.pop(process.pid, None)
+    if thread is not None:
+        thread.join(timeout)
+    _readers.pop(process.pid, None)
+    if process.stdout is not None:
+        process.stdout.close()
+    return code
 
 
 def pid_alive(pid: int) -> bool:

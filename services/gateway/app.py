@@ -1,0 +1,181 @@
+"""The gateway's HTTP app: MCP streamable HTTP at /mcp, REST at /v1, health and readiness probes."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import AsyncIterator, Iterable
+from typing import Any
+
+from engram.services.gateway.backend import Backend
+from engram.services.gateway.identity import Resolver
+from engram.services.gateway.rest import add_error_handlers, build_router, problem, unauthenticated
+from engram.services.gateway.tools import ENGRAM_VERSION, CursorTracker, Operations, build_mcp
+from fastapi import FastAPI
+from fastapi.responses import JSONResponse
+from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
+from mcp.server.transport_security import TransportSecuritySettings
+from starlette.datastructures import Headers
+from starlette.types import ASGIApp, Receive, Scope, Send
+
+from engram.config import Settings, is_loopback
+from engram.errors import Unauthenticated
+from engram.keys import KeyStore
+
+MCP_PATH = "/mcp"
+# Probes are answered whatever the Host: orchestrators call them by pod IP, and they reveal nothing.
+UNGUARDED_PATHS = frozenset({"/healthz", "/readyz"})
+LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "[::1]")
+ANY_HOST = "*"
+
+DESCRIPTION = """\
+Shared memory for AI agents. MCP clients connect to `/mcp` (streamable HTTP); the CLI and the web console
+use this REST API. Authenticate with `Authorization: Bearer <API key>` (create one with `engram keys create`);
+on a loopback bind in dev mode, requests without a key act anonymously in the `default` namespace."""
+
+
+def build_app(settings: Settings, backend: Backend, keys: KeyStore) -> FastAPI:
+    """The gateway app. The caller owns ``backend`` and closes it after the app has stopped."""
+    resolver = Resolver(settings, keys)
+    cursors = CursorTracker()
+    mcp = build_mcp(backend, resolver, cursors, settings)
+    guard = HostGuard.from_settings(settings)
+    # Stateful sessions, so clientInfo from `initialize` is known on every later request of a session.
+    mcp.streamable_http_app(stateless_http=False, transport_security=guard.transport_security())
+    sessions = mcp.session_manager
+
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        # FastAPI never runs a mounted app's lifespan, so the session manager is run here.
+        async with sessions.run():
+            yield
+
+    app = FastAPI(title="Engram", version=ENGRAM_VERSION, description=DESCRIPTION, lifespan=lifespan)
+    add_error_handlers(app)
+    app.include_router(build_router(Operations(backend, cursors), resolver))
+    # A Route whose endpoint is not a function is called as a raw ASGI app (all methods: POST, GET, DELETE).
+    mcp_endpoint: Any = RequireKey(StreamableHTTPASGIApp(sessions), resolver)
+    app.add_route(MCP_PATH, mcp_endpoint, include_in_schema=False)
+    _add_probes(app, backend)
+    app.add_middleware(HostGuardMiddleware, guard=guard)
+    return app
+
+
+def _add_probes(app: FastAPI, backend: Backend) -> None:
+    @app.get("/healthz", tags=["probes"], summary="Liveness: the process is up")
+    async def healthz() -> dict[str, str]:
+        return {"status": "ok"}
+
+    @app.get("/readyz", tags=["probes"], summary="Readiness: every service answers its health check")
+    async def readyz() -> JSONResponse:
+        services = await backend.ready()
+        down = sorted(name for name, ok in services.items() if not ok)
+        body: dict[str, Any] = {
+            "status": "unavailable" if down else "ready",
+            "services": {name: "serving" if ok else "down" for name, ok in services.items()},
+            "rerank": "off",
+        }
+        if down:
+            body["detail"] = f"Not serving: {', '.join(down)}. Check the node's log; retry shortly."
+        return JSONResponse(body, status_code=503 if down else 200)
+
+
+class RequireKey:
+    """ASGI wrapper refusing unauthenticated /mcp requests with a 401 before the MCP layer sees them.
+
+    Tools resolve the full caller again per request (headers may differ between requests of one session),
+    so a session never carries a credential over to a request that lacks one.
+    """
+
+    def __init__(self, app: ASGIApp, resolver: Resolver) -> None:
+        self._app = app
+        self._resolver = resolver
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http":
+            try:
+                self._resolver.authenticate(Headers(scope=scope).get("authorization"))
+            except Unauthenticated as e:
+                await unauthenticated(str(e))(scope, receive, send)
+                return
+        await self._app(scope, receive, send)
+
+
+class HostGuard:
+    """DNS-rebinding protection: only known Host and Origin values may reach the API.
+
+    A web page that rebinds its own domain to 127.0.0.1 could otherwise drive a keyless dev-mode node
+    from the user's browser. ``*`` in allowed hosts turns the check off (e.g. behind a proxy that checks).
+    """
+
+    def __init__(self, hosts: Iterable[str], origins: Iterable[str], *, enabled: bool = True) -> None:
+        self.hosts = _with_port_variants(hosts)
+        self.origins = _with_port_variants(origins)
+        self.enabled = enabled
+
+    @classmethod
+    def from_settings(cls, settings: Settings) -> HostGuard:
+        """Loopback names on any port, the bind address if it is a specific one, plus the configured ones."""
+        hosts = [*LOOPBACK_HOSTS, *settings.allowed_hosts]
+        if not is_loopback(settings.host) and settings.host not in ("0.0.0.0", "::", ""):
+            hosts.append(f"[{settings.host}]" if ":" in settings.host else settings.host)
+        origins = [f"{scheme}://{host}" for host in LOOPBACK_HOSTS for scheme in ("http", "https")]
+        origins += settings.allowed_origins
+        return cls(hosts, origins, enabled=ANY_HOST not in settings.allowed_hosts)
+
+    def transport_security(self) -> TransportSecuritySettings:
+        """The same policy for the MCP SDK's own check (defence in depth: it guards /mcp if mounted alone)."""
+        return TransportSecuritySettings(
+            enable_dns_rebinding_protection=self.enabled,
+            allowed_hosts=sorted(self.hosts),
+            allowed_origins=sorted(self.origins),
+        )
+
+    def host_allowed(self, host: str | None) -> bool:
+        return not self.enabled or (bool(host) and _matches(host or "", self.hosts))
+
+    def origin_allowed(self, origin: str | None) -> bool:
+        # Browsers send Origin on cross-site requests; its absence means a non-browser client or same origin.
+        return not self.enabled or not origin or _matches(origin, self.origins)
+
+
+class HostGuardMiddleware:
+    """Applies a HostGuard to every request except the probes: 421 for a bad Host, 403 for a bad Origin."""
+
+    def __init__(self, app: ASGIApp, guard: HostGuard) -> None:
+        self._app = app
+        self._guard = guard
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] == "http" and scope["path"] not in UNGUARDED_PATHS:
+            headers = Headers(scope=scope)
+            host, origin = headers.get("host"), headers.get("origin")
+            if not self._guard.host_allowed(host):
+                detail = (
+                    f"Host {host!r} is not allowed. Connect through 127.0.0.1 or localhost, or add the name "
+                    "to ENGRAM_ALLOWED_HOSTS."
+                )
+                await problem(421, detail, code="invalid_host")(scope, receive, send)
+                return
+            if not self._guard.origin_allowed(origin):
+                detail = f"Origin {origin!r} is not allowed. Add it to ENGRAM_ALLOWED_ORIGINS to allow it."
+                await problem(403, detail, code="invalid_origin")(scope, receive, send)
+                return
+        await self._app(scope, receive, send)
+
+
+def _with_port_variants(values: Iterable[str]) -> frozenset[str]:
+    """Each value both bare and as "value:*" (any port), matching how the MCP SDK reads patterns."""
+    out: set[str] = set()
+    for value in values:
+        bare = value.removesuffix(":*").rstrip("/")
+        if bare:
+            out.update({bare, f"{bare}:*"})
+    return frozenset(out)
+
+
+def _matches(value: str, patterns: frozenset[str]) -> bool:
+    if value in patterns:
+        return True
+    base, sep, port = value.rpartition(":")
+    # "host:port" matches "host:*"; an IPv6 literal's own colons sit inside brackets, before the last ":".
+    return bool(sep) and port.isdigit() and f"{base}:*" in patterns

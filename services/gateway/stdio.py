@@ -1,0 +1,36 @@
+"""The MCP tools over stdio, for clients that spawn `engram mcp`: identity comes from ENGRAM_* settings."""
+
+from __future__ import annotations
+
+import logging
+
+from engram.services.gateway.backend import Backend
+from engram.services.gateway.identity import Resolver
+from engram.services.gateway.tools import CursorTracker, build_mcp
+
+from engram.config import Settings
+from engram.errors import EngramError
+from engram.keys import KeyStore
+
+log = logging.getLogger(__name__)
+
+
+async def serve_stdio(settings: Settings, backend: Backend, *, keys: KeyStore | None = None) -> None:
+    """Serves MCP on stdin/stdout until stdin closes. The caller owns ``backend`` and closes it afterwards.
+
+    Acts with ``settings.api_key`` (ENGRAM_API_KEY); without one, only in dev mode, anonymously in the
+    ``default`` namespace. Nothing may be printed to stdout here: it is the protocol channel.
+    """
+    resolver = Resolver(settings, keys or KeyStore(settings.keys_path), stdio=True)
+    _warn_if_unusable(resolver)
+    server = build_mcp(backend, resolver, CursorTracker(), settings)
+    await server.run_stdio_async()
+
+
+def _warn_if_unusable(resolver: Resolver) -> None:
+    # Refusing to start would only show the user "server disconnected"; every tool call reports the problem
+    # with instructions instead, and stderr (the client's server log) gets it once up front.
+    try:
+        resolver.authenticate(None)
+    except EngramError as e:
+        log.warning("engram mcp: %s", e)

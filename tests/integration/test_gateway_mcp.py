@@ -1,0 +1,354 @@
+"""The MCP surface of the gateway against a real node: streamable HTTP (both protocol eras) and stdio."""
+
+from __future__ import annotations
+
+import uuid
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.conftest import NodeHandle
+from tests.helpers.mcp import call, http_client, stdio_client
+
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+
+MODES = ["legacy", "auto"]  # legacy = initialize handshake (Claude Code, Cursor...); auto = 2026-07-28
+READ_TOOLS = {"search_memory", "get_memory", "list_memories", "ping"}
+METADATA = {"n": 5, "nested": {"a": [1, 2]}, "ratio": 0.5, "flag": True, "none": None}
+INITIALIZE = {
+    "jsonrpc": "2.0",
+    "id": 1,
+    "method": "initialize",
+    "params": {
+        "protocolVersion": "2025-11-25",
+        "capabilities": {},
+        "clientInfo": {"name": "raw-test", "version": "1"},
+    },
+}
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def unique(prefix: str = "t") -> str:
+    return f"{prefix}{uuid.uuid4().hex[:10]}"
+
+
+async def tool_error(client: Any, tool: str, **arguments: Any) -> str:
+    """Calls a tool that must fail and returns the error text the agent sees."""
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error, f"{tool} unexpectedly succeeded: {result.structured_content}"
+    return str(result.content[0].text)
+
+
+# --- dev-mode node ------------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_tools_are_listed_with_when_to_use_descriptions_and_output_schemas(
+    node: NodeHandle, mode: str
+) -> None:
+    async with http_client(node.mcp_url, mode=mode) as client:
+        tools = {t.name: t for t in (await client.list_tools()).tools}
+        instructions = client.instructions
+    assert set(tools) == {"save_memory", "search_memory", "get_memory", "list_memories", "ping"}
+    for tool in tools.values():
+        assert tool.description and len(tool.description) > 80, tool.name
+        assert tool.output_schema is not None, tool.name
+        assert tool.annotations is not None
+        assert tool.annotations.read_only_hint is (tool.name in READ_TOOLS), tool.name
+    assert "start of every task" in (tools["search_memory"].description or "")
+    assert "worth keeping" in (tools["save_memory"].description or "")
+    assert instructions and "search_memory" in instructions and "save_memory" in instructions
+    schema = tools["save_memory"].input_schema
+    assert schema["required"] == ["content"]
+    assert "ctx" not in schema["properties"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_save_then_search_returns_structured_hit_with_metadata_exactly_as_given(
+    node: NodeHandle, mode: str
+) -> None:
+    tag = unique()
+    async with http_client(node.mcp_url, mode=mode, name="claude-code") as client:
+        saved = await call(
+            client,
+            "save_memory",
+            content=f"The billing service retries webhooks three times ({tag}).",
+            tags=[tag, "billing"],
+            topics=["webhooks"],
+            memory_type="decision",
+            importance="high",
+            metadata=METADATA,
+            valid_at="2026-01-31T12:00:00Z",
+        )
+        # No min_seq and no wait: the gateway's cursor makes the search wait for its own acknowledged write.
+        found = await call(
+            client, "search_memory", query="How often are billing webhooks retried?", tags=[tag]
+        )
+    assert saved["id"] == saved["memory"]["id"] and saved["version"] == 1 and saved["seq"] > 0
+    assert saved["redactions"] == []
+    assert found["applied_seq"] >= saved["seq"]
+    assert isinstance(found["reranked"], bool)
+    [hit] = found["hits"]
+    assert isinstance(hit["score"], float)
+    assert "explain" not in hit
+    memory = hit["memory"]
+    assert memory["id"] == saved["id"]
+    assert memory["content"] == f"The billing service retries webhooks three times ({tag})."
+    assert memory["metadata"] == METADATA
+    assert memory["tags"] == [tag, "billing"]
+    assert memory["topics"] == ["webhooks"]
+    assert (memory["memory_type"], memory["importance"]) == ("decision", "high")
+    assert memory["valid_at"] == "2026-01-31T12:00:00.000Z"
+    assert memory["namespace"] == "default"
+    assert memory["source"] == "claude-code"
+
+
+async def test_search_without_filters_finds_a_memory_saved_just_before(node: NodeHandle) -> None:
+    word = unique("quokka")
+    async with http_client(node.mcp_url) as client:
+        saved = await call(client, "save_memory", content=f"The staging cluster is named {word}.")
+        found = await call(client, "search_memory", query=f"staging cluster {word}", limit=10)
+    assert saved["id"] in [h["memory"]["id"] for h in found["hits"]]
+
+
+async def test_explain_adds_per_stage_ranks(node: NodeHandle) -> None:
+    tag = unique()
+    async with http_client(node.mcp_url) as client:
+        await call(client, "save_memory", content=f"Deploys happen on Tuesdays {tag}", tags=[tag])
+        found = await call(client, "search_memory", query="when do deploys happen", tags=[tag], explain=True)
+    [hit] = found["hits"]
+    assert hit["explain"], hit
+    for stage in hit["explain"].values():
+        assert set(stage) == {"rank", "score"}
+
+
+async def test_get_returns_the_memory_and_list_is_most_recent_first(node: NodeHandle) -> None:
+    tag = unique()
+    async with http_client(node.mcp_url) as client:
+        ids = [
+            (await call(client, "save_memory", content=f"step {i} of {tag}", tags=[tag]))["id"]
+            for i in range(3)
+        ]
+        got = await call(client, "get_memory", id=ids[1])
+        listed = await call(client, "list_memories", tags=[tag])
+        first_page = await call(client, "list_memories", tags=[tag], limit=2)
+    assert got["id"] == ids[1] and got["content"] == f"step 1 of {tag}"
+    assert [m["id"] for m in listed["memories"]] == ids[::-1]
+    assert listed["next_page_token"] is None
+    assert [m["id"] for m in first_page["memories"]] == ids[:0:-1]
+
+
+async def test_list_pages_through_all_memories_with_the_token(node: NodeHandle) -> None:
+    tag = unique()
+    async with http_client(node.mcp_url) as client:
+        ids = [
+            (await call(client, "save_memory", content=f"page item {i} {tag}", tags=[tag]))["id"]
+            for i in range(3)
+        ]
+        first = await call(client, "list_memories", tags=[tag], limit=2)
+        assert first["next_page_token"]
+        second = await call(client, "list_memories", tags=[tag], limit=2, page_token=first["next_page_token"])
+    assert [m["id"] for m in first["memories"] + second["memories"]] == ids[::-1]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_ping_says_who_the_caller_is(node: NodeHandle, mode: str) -> None:
+    async with http_client(node.mcp_url, agent="claude@laptop", name="claude-code", mode=mode) as client:
+        pong = await call(client, "ping")
+    assert pong["ok"] is True
+    assert (pong["agent"], pong["namespace"], pong["source"]) == ("claude@laptop", "default", "claude-code")
+    assert pong["version"]
+
+
+@pytest.mark.parametrize("mode", MODES)
+async def test_agent_id_header_becomes_owner_agent(node: NodeHandle, mode: str) -> None:
+    async with http_client(node.mcp_url, agent="gemini-cli@box", name="gemini", mode=mode) as client:
+        saved = await call(client, "save_memory", content=f"Owner comes from the header {unique()}")
+        got = await call(client, "get_memory", id=saved["id"])
+    assert saved["memory"]["owner_agent"] == got["owner_agent"] == "gemini-cli@box"
+    assert got["source"] == "gemini"
+
+
+async def test_without_agent_header_the_client_name_is_the_agent(node: NodeHandle) -> None:
+    async with http_client(node.mcp_url, name="cursor") as client:
+        saved = await call(client, "save_memory", content=f"Anonymous dev caller {unique()}")
+    assert saved["memory"]["owner_agent"] == "cursor"
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field"),
+    [
+        ({"content": "x", "importance": "urgent"}, "importance"),
+        ({"content": "x", "memory_type": "rumour"}, "memory_type"),
+        ({"content": "x", "valid_at": "yesterday"}, "valid_at"),
+        ({"content": "x", "metadata": [1, 2]}, "metadata"),
+        ({"content": "   "}, "content"),
+        ({}, "content"),
+    ],
+)
+async def test_invalid_save_arguments_are_tool_errors_naming_the_field(
+    node: NodeHandle, arguments: dict[str, Any], field: str
+) -> None:
+    async with http_client(node.mcp_url) as client:
+        message = await tool_error(client, "save_memory", **arguments)
+    assert field in message
+
+
+@pytest.mark.parametrize(
+    ("arguments", "field"),
+    [
+        ({"query": "q", "limit": 1000}, "limit"),
+        ({"query": "q", "created_after": "last week"}, "created_after"),
+    ],
+)
+async def test_invalid_search_arguments_are_tool_errors_naming_the_field(
+    node: NodeHandle, arguments: dict[str, Any], field: str
+) -> None:
+    async with http_client(node.mcp_url) as client:
+        message = await tool_error(client, "search_memory", **arguments)
+    assert field in message
+
+
+async def test_unknown_id_is_a_tool_error_saying_what_to_do(node: NodeHandle) -> None:
+    async with http_client(node.mcp_url) as client:
+        message = await tool_error(client, "get_memory", id=str(uuid.uuid4()))
+    assert "search_memory" in message
+
+
+async def test_bad_agent_id_header_is_a_tool_error_naming_the_header(node: NodeHandle) -> None:
+    async with http_client(node.mcp_url, agent="no spaces allowed") as client:
+        message = await tool_error(client, "ping")
+    assert "X-Engram-Agent-ID" in message
+
+
+async def test_secrets_in_content_are_redacted_and_listed(node: NodeHandle) -> None:
+    secret = "sk-proj-" + "a1B2c3D4e5" * 4
+    tag = unique()
+    async with http_client(node.mcp_url) as client:
+        saved = await call(
+            client, "save_memory", content=f"Use OPENAI_API_KEY={secret} for the eval runs {tag}", tags=[tag]
+        )
+        found = await call(client, "search_memory", query="eval runs key", tags=[tag])
+    assert secret not in saved["memory"]["content"]
+    assert "[REDACTED:api_key]" in saved["memory"]["content"]
+    assert saved["redactions"] == [{"kind": "api_key", "count": 1}]
+    assert secret not in found["hits"][0]["memory"]["content"]
+
+
+async def test_memory_type_filter_accepts_one_or_several_types(node: NodeHandle) -> None:
+    tag = unique()
+    async with http_client(node.mcp_url) as client:
+        fact = await call(client, "save_memory", content=f"Fact {tag}", tags=[tag], memory_type="fact")
+        pref = await call(
+            client, "save_memory", content=f"Preference {tag}", tags=[tag], memory_type="preference"
+        )
+        only_facts = await call(client, "search_memory", query=tag, tags=[tag], memory_type="fact")
+        both = await call(client, "list_memories", tags=[tag], memory_type=["fact", "preference"])
+    assert [h["memory"]["id"] for h in only_facts["hits"]] == [fact["id"]]
+    assert {m["id"] for m in both["memories"]} == {fact["id"], pref["id"]}
+
+
+async def test_stdio_server_saves_and_searches_with_client_name_as_agent(node: NodeHandle) -> None:
+    tag = unique()
+    env = {"ENGRAM_LOG_LEVEL": "WARNING", "ENGRAM_AGENT_ID": "robot-7"}
+    async with stdio_client(node.home, env, name="cursor") as client:
+        pong = await call(client, "ping")
+        saved = await call(client, "save_memory", content=f"Saved over stdio {tag}", tags=[tag])
+        found = await call(client, "search_memory", query="saved over stdio", tags=[tag])
+    assert (pong["agent"], pong["namespace"], pong["source"]) == ("cursor", "default", "cursor")
+    assert [h["memory"]["id"] for h in found["hits"]] == [saved["id"]]
+    assert saved["memory"]["owner_agent"] == "cursor"
+    # Another gateway (HTTP) sees it too once it asks for the write's sequence.
+    async with http_client(node.mcp_url) as client:
+        seen = await call(client, "search_memory", query="saved over stdio", tags=[tag], min_seq=saved["seq"])
+    assert [h["memory"]["id"] for h in seen["hits"]] == [saved["id"]]
+
+
+# --- secured node (dev mode off) ----------------------------------------------------------------------------
+
+
+def test_mcp_without_a_key_is_refused_with_401_before_the_mcp_layer(secured_node: NodeHandle) -> None:
+    response = httpx.post(secured_node.mcp_url, json=INITIALIZE, headers=MCP_HEADERS)
+    assert response.status_code == 401
+    assert response.headers["www-authenticate"].startswith("Bearer")
+    assert response.headers["content-type"].startswith("application/problem+json")
+    assert "engram keys create" in response.json()["detail"]
+
+
+def test_mcp_with_a_wrong_key_is_refused_with_401(secured_node: NodeHandle) -> None:
+    headers = {**MCP_HEADERS, "Authorization": "Bearer engram_00000000_" + "A" * 43}
+    assert httpx.post(secured_node.mcp_url, json=INITIALIZE, headers=headers).status_code == 401
+
+
+def test_mcp_with_a_key_but_a_foreign_host_is_refused(secured_node: NodeHandle) -> None:
+    key = secured_node.create_key("host-ns", "alice")
+    headers = {**MCP_HEADERS, "Authorization": f"Bearer {key}"}
+    foreign_host = httpx.post(
+        secured_node.mcp_url, json=INITIALIZE, headers={**headers, "Host": "evil.example"}
+    )
+    foreign_origin = httpx.post(
+        secured_node.mcp_url, json=INITIALIZE, headers={**headers, "Origin": "http://evil.example"}
+    )
+    allowed = httpx.post(secured_node.mcp_url, json=INITIALIZE, headers=headers)
+    assert foreign_host.status_code == 421
+    assert foreign_origin.status_code == 403
+    assert allowed.status_code == 200
+
+
+async def test_keys_keep_namespaces_apart_over_mcp(secured_node: NodeHandle) -> None:
+    ns_a, ns_b, tag = unique("a"), unique("b"), unique()
+    key_a = secured_node.create_key(ns_a, "alice")
+    key_b = secured_node.create_key(ns_b, "bob")
+    async with http_client(secured_node.mcp_url, key=key_a) as alice:
+        saved_a = await call(alice, "save_memory", content=f"Alice's plan {tag}", tags=[tag])
+        pong = await call(alice, "ping")
+    async with http_client(secured_node.mcp_url, key=key_b) as bob:
+        found = await call(bob, "search_memory", query=f"plan {tag}", tags=[tag], min_seq=saved_a["seq"])
+        listed = await call(bob, "list_memories", tags=[tag])
+        not_found = await tool_error(bob, "get_memory", id=saved_a["id"])
+        saved_b = await call(bob, "save_memory", content=f"Bob's plan {tag}", tags=[tag])
+    async with http_client(secured_node.mcp_url, key=key_a) as alice:
+        alice_sees = await call(
+            alice, "search_memory", query=f"plan {tag}", tags=[tag], min_seq=saved_b["seq"]
+        )
+    assert (pong["namespace"], pong["agent"]) == (ns_a, "alice")
+    assert saved_a["memory"]["namespace"] == ns_a and saved_a["memory"]["owner_agent"] == "alice"
+    assert found["hits"] == [] and listed["memories"] == []
+    assert "No memory with id" in not_found
+    assert saved_b["memory"]["namespace"] == ns_b
+    assert [h["memory"]["id"] for h in alice_sees["hits"]] == [saved_a["id"]]
+
+
+async def test_read_only_key_cannot_save(secured_node: NodeHandle) -> None:
+    key = secured_node.create_key(unique("ro"), "reader", scopes=("read",))
+    async with http_client(secured_node.mcp_url, key=key) as client:
+        message = await tool_error(client, "save_memory", content="should not be stored")
+        listed = await call(client, "list_memories")
+    assert "'write' scope" in message
+    assert listed["memories"] == []
+
+
+async def test_stdio_acts_with_engram_api_key_on_a_secured_node(secured_node: NodeHandle) -> None:
+    namespace = unique("stdio")
+    key = secured_node.create_key(namespace, "ci-bot")
+    env = {"ENGRAM_LOG_LEVEL": "WARNING", "ENGRAM_API_KEY": key, "ENGRAM_DEV_MODE": "false"}
+    async with stdio_client(secured_node.home, env, name="codex") as client:
+        pong = await call(client, "ping")
+        saved = await call(client, "save_memory", content=f"From the CI bot {unique()}")
+    assert (pong["namespace"], pong["agent"], pong["source"]) == (namespace, "ci-bot", "codex")
+    assert saved["memory"]["namespace"] == namespace
+
+
+async def test_stdio_without_a_key_on_a_secured_setup_explains_engram_api_key(
+    secured_node: NodeHandle,
+) -> None:
+    env = {"ENGRAM_LOG_LEVEL": "ERROR", "ENGRAM_DEV_MODE": "false"}
+    async with stdio_client(secured_node.home, env) as client:
+        message = await tool_error(client, "ping")
+    assert "ENGRAM_API_KEY" in message and "engram keys create" in message
