@@ -85,6 +85,7 @@ class Memory:
     origin_device: str = ""
     origin_source_id: str = ""
     seq: int = 0
+    context: str = ""  # situates the memory (e.g. the preceding turn); searched, not part of content
 
     def to_dict(self) -> dict[str, Any]:
         """The public JSON form (MCP, REST, events): RFC 3339 times, omitted empties for optional parts."""
@@ -158,6 +159,7 @@ class MemoryInput:
     invalid_at: float | None = None
     expires_at: float | None = None
     handoff_target: str = ""
+    context: str = ""
 
 
 @dataclass(slots=True)

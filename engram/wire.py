@@ -74,6 +74,7 @@ def memory_to_proto(memory: model.Memory) -> pb.Memory:
         access_count=memory.access_count,
         origin=pb.Origin(device=memory.origin_device, source_id=memory.origin_source_id),
         seq=memory.seq,
+        context=memory.context,
     )
     for name in model.TIME_FIELDS:
         set_ts(out, name, getattr(memory, name))
@@ -120,6 +121,7 @@ def memory_from_proto(message: pb.Memory) -> model.Memory:
         origin_device=message.origin.device,
         origin_source_id=message.origin.source_id,
         seq=message.seq,
+        context=message.context,
     )
     for name in model.TIME_FIELDS:
         setattr(memory, name, ts_to_epoch(message, name))
@@ -157,6 +159,7 @@ def input_to_proto(draft: model.MemoryInput) -> pb.MemoryInput:
         metadata_json=draft.metadata_json,
         sensitivity=str_to_enum("SENSITIVITY", draft.sensitivity),
         handoff_target=draft.handoff_target,
+        context=draft.context,
     )
     for name in ("valid_at", "invalid_at", "expires_at"):
         set_ts(out, name, getattr(draft, name))
@@ -181,6 +184,7 @@ def input_from_proto(message: pb.MemoryInput) -> model.MemoryInput:
         invalid_at=ts_to_epoch(message, "invalid_at"),
         expires_at=ts_to_epoch(message, "expires_at"),
         handoff_target=message.handoff_target,
+        context=message.context,
     )
 
 

@@ -172,7 +172,7 @@ class MemoryVersion(_message.Message):
     def __init__(self, version: _Optional[int] = ..., content: _Optional[str] = ..., summary: _Optional[str] = ..., agent_id: _Optional[str] = ..., source: _Optional[str] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., seq: _Optional[int] = ..., conflict: _Optional[bool] = ...) -> None: ...
 
 class Memory(_message.Message):
-    __slots__ = ("id", "namespace", "content", "summary", "memory_type", "confidence", "topics", "tags", "importance", "owner_agent", "source", "team", "project", "conversation_id", "metadata_json", "sensitivity", "created_at", "updated_at", "valid_at", "invalid_at", "expires_at", "version", "history", "status", "superseded_by", "relations", "handoff", "questions", "access_count", "origin", "seq")
+    __slots__ = ("id", "namespace", "content", "summary", "memory_type", "confidence", "topics", "tags", "importance", "owner_agent", "source", "team", "project", "conversation_id", "metadata_json", "sensitivity", "created_at", "updated_at", "valid_at", "invalid_at", "expires_at", "version", "history", "status", "superseded_by", "relations", "handoff", "questions", "access_count", "origin", "seq", "context")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     CONTENT_FIELD_NUMBER: _ClassVar[int]
@@ -204,6 +204,7 @@ class Memory(_message.Message):
     ACCESS_COUNT_FIELD_NUMBER: _ClassVar[int]
     ORIGIN_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_FIELD_NUMBER: _ClassVar[int]
     id: str
     namespace: str
     content: str
@@ -235,10 +236,11 @@ class Memory(_message.Message):
     access_count: int
     origin: Origin
     seq: int
-    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., content: _Optional[str] = ..., summary: _Optional[str] = ..., memory_type: _Optional[_Union[MemoryType, str]] = ..., confidence: _Optional[_Union[Confidence, str]] = ..., topics: _Optional[_Iterable[str]] = ..., tags: _Optional[_Iterable[str]] = ..., importance: _Optional[_Union[Importance, str]] = ..., owner_agent: _Optional[str] = ..., source: _Optional[str] = ..., team: _Optional[str] = ..., project: _Optional[str] = ..., conversation_id: _Optional[str] = ..., metadata_json: _Optional[str] = ..., sensitivity: _Optional[_Union[Sensitivity, str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., invalid_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., version: _Optional[int] = ..., history: _Optional[_Iterable[_Union[MemoryVersion, _Mapping]]] = ..., status: _Optional[_Union[Status, str]] = ..., superseded_by: _Optional[str] = ..., relations: _Optional[_Iterable[_Union[Relation, _Mapping]]] = ..., handoff: _Optional[_Union[Handoff, _Mapping]] = ..., questions: _Optional[_Iterable[str]] = ..., access_count: _Optional[int] = ..., origin: _Optional[_Union[Origin, _Mapping]] = ..., seq: _Optional[int] = ...) -> None: ...
+    context: str
+    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., content: _Optional[str] = ..., summary: _Optional[str] = ..., memory_type: _Optional[_Union[MemoryType, str]] = ..., confidence: _Optional[_Union[Confidence, str]] = ..., topics: _Optional[_Iterable[str]] = ..., tags: _Optional[_Iterable[str]] = ..., importance: _Optional[_Union[Importance, str]] = ..., owner_agent: _Optional[str] = ..., source: _Optional[str] = ..., team: _Optional[str] = ..., project: _Optional[str] = ..., conversation_id: _Optional[str] = ..., metadata_json: _Optional[str] = ..., sensitivity: _Optional[_Union[Sensitivity, str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., invalid_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., version: _Optional[int] = ..., history: _Optional[_Iterable[_Union[MemoryVersion, _Mapping]]] = ..., status: _Optional[_Union[Status, str]] = ..., superseded_by: _Optional[str] = ..., relations: _Optional[_Iterable[_Union[Relation, _Mapping]]] = ..., handoff: _Optional[_Union[Handoff, _Mapping]] = ..., questions: _Optional[_Iterable[str]] = ..., access_count: _Optional[int] = ..., origin: _Optional[_Union[Origin, _Mapping]] = ..., seq: _Optional[int] = ..., context: _Optional[str] = ...) -> None: ...
 
 class MemoryInput(_message.Message):
-    __slots__ = ("content", "summary", "memory_type", "confidence", "topics", "tags", "importance", "team", "project", "conversation_id", "metadata_json", "sensitivity", "valid_at", "invalid_at", "expires_at", "handoff_target")
+    __slots__ = ("content", "summary", "memory_type", "confidence", "topics", "tags", "importance", "team", "project", "conversation_id", "metadata_json", "sensitivity", "valid_at", "invalid_at", "expires_at", "handoff_target", "context")
     CONTENT_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
     MEMORY_TYPE_FIELD_NUMBER: _ClassVar[int]
@@ -255,6 +257,7 @@ class MemoryInput(_message.Message):
     INVALID_AT_FIELD_NUMBER: _ClassVar[int]
     EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
     HANDOFF_TARGET_FIELD_NUMBER: _ClassVar[int]
+    CONTEXT_FIELD_NUMBER: _ClassVar[int]
     content: str
     summary: str
     memory_type: MemoryType
@@ -271,7 +274,8 @@ class MemoryInput(_message.Message):
     invalid_at: _timestamp_pb2.Timestamp
     expires_at: _timestamp_pb2.Timestamp
     handoff_target: str
-    def __init__(self, content: _Optional[str] = ..., summary: _Optional[str] = ..., memory_type: _Optional[_Union[MemoryType, str]] = ..., confidence: _Optional[_Union[Confidence, str]] = ..., topics: _Optional[_Iterable[str]] = ..., tags: _Optional[_Iterable[str]] = ..., importance: _Optional[_Union[Importance, str]] = ..., team: _Optional[str] = ..., project: _Optional[str] = ..., conversation_id: _Optional[str] = ..., metadata_json: _Optional[str] = ..., sensitivity: _Optional[_Union[Sensitivity, str]] = ..., valid_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., invalid_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., handoff_target: _Optional[str] = ...) -> None: ...
+    context: str
+    def __init__(self, content: _Optional[str] = ..., summary: _Optional[str] = ..., memory_type: _Optional[_Union[MemoryType, str]] = ..., confidence: _Optional[_Union[Confidence, str]] = ..., topics: _Optional[_Iterable[str]] = ..., tags: _Optional[_Iterable[str]] = ..., importance: _Optional[_Union[Importance, str]] = ..., team: _Optional[str] = ..., project: _Optional[str] = ..., conversation_id: _Optional[str] = ..., metadata_json: _Optional[str] = ..., sensitivity: _Optional[_Union[Sensitivity, str]] = ..., valid_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., invalid_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., handoff_target: _Optional[str] = ..., context: _Optional[str] = ...) -> None: ...
 
 class Redaction(_message.Message):
     __slots__ = ("kind", "count")

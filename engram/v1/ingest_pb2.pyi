@@ -114,23 +114,65 @@ class UpdateHandoffResponse(_message.Message):
     def __init__(self, memory: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ..., seq: _Optional[int] = ...) -> None: ...
 
 class ImportMemoriesRequest(_message.Message):
-    __slots__ = ("caller", "memory", "line")
+    __slots__ = ("caller", "memory", "line", "source_id")
     CALLER_FIELD_NUMBER: _ClassVar[int]
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     LINE_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_ID_FIELD_NUMBER: _ClassVar[int]
     caller: _common_pb2.CallContext
     memory: _common_pb2.MemoryInput
     line: int
-    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., memory: _Optional[_Union[_common_pb2.MemoryInput, _Mapping]] = ..., line: _Optional[int] = ...) -> None: ...
+    source_id: str
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., memory: _Optional[_Union[_common_pb2.MemoryInput, _Mapping]] = ..., line: _Optional[int] = ..., source_id: _Optional[str] = ...) -> None: ...
 
-class ImportMemoriesResponse(_message.Message):
-    __slots__ = ("line", "id", "seq", "error")
+class ImportedItem(_message.Message):
+    __slots__ = ("line", "id", "seq")
     LINE_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
-    ERROR_FIELD_NUMBER: _ClassVar[int]
     line: int
     id: str
     seq: int
-    error: str
-    def __init__(self, line: _Optional[int] = ..., id: _Optional[str] = ..., seq: _Optional[int] = ..., error: _Optional[str] = ...) -> None: ...
+    def __init__(self, line: _Optional[int] = ..., id: _Optional[str] = ..., seq: _Optional[int] = ...) -> None: ...
+
+class ImportRejection(_message.Message):
+    __slots__ = ("line", "reason")
+    LINE_FIELD_NUMBER: _ClassVar[int]
+    REASON_FIELD_NUMBER: _ClassVar[int]
+    line: int
+    reason: str
+    def __init__(self, line: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
+
+class ImportMemoriesResponse(_message.Message):
+    __slots__ = ("imported", "rejected", "last_line", "last_seq", "items", "redactions")
+    IMPORTED_FIELD_NUMBER: _ClassVar[int]
+    REJECTED_FIELD_NUMBER: _ClassVar[int]
+    LAST_LINE_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    ITEMS_FIELD_NUMBER: _ClassVar[int]
+    REDACTIONS_FIELD_NUMBER: _ClassVar[int]
+    imported: int
+    rejected: _containers.RepeatedCompositeFieldContainer[ImportRejection]
+    last_line: int
+    last_seq: int
+    items: _containers.RepeatedCompositeFieldContainer[ImportedItem]
+    redactions: _containers.RepeatedCompositeFieldContainer[_common_pb2.Redaction]
+    def __init__(self, imported: _Optional[int] = ..., rejected: _Optional[_Iterable[_Union[ImportRejection, _Mapping]]] = ..., last_line: _Optional[int] = ..., last_seq: _Optional[int] = ..., items: _Optional[_Iterable[_Union[ImportedItem, _Mapping]]] = ..., redactions: _Optional[_Iterable[_Union[_common_pb2.Redaction, _Mapping]]] = ...) -> None: ...
+
+class EnrichMemoryRequest(_message.Message):
+    __slots__ = ("caller", "id", "questions", "model")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    QUESTIONS_FIELD_NUMBER: _ClassVar[int]
+    MODEL_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallContext
+    id: str
+    questions: _containers.RepeatedScalarFieldContainer[str]
+    model: str
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., id: _Optional[str] = ..., questions: _Optional[_Iterable[str]] = ..., model: _Optional[str] = ...) -> None: ...
+
+class EnrichMemoryResponse(_message.Message):
+    __slots__ = ("seq",)
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    seq: int
+    def __init__(self, seq: _Optional[int] = ...) -> None: ...

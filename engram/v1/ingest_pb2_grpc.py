@@ -59,10 +59,15 @@ class IngestStub:
                 request_serializer=engram_dot_v1_dot_ingest__pb2.UpdateHandoffRequest.SerializeToString,
                 response_deserializer=engram_dot_v1_dot_ingest__pb2.UpdateHandoffResponse.FromString,
                 _registered_method=True)
-        self.ImportMemories = channel.stream_stream(
+        self.ImportMemories = channel.stream_unary(
                 '/engram.v1.Ingest/ImportMemories',
                 request_serializer=engram_dot_v1_dot_ingest__pb2.ImportMemoriesRequest.SerializeToString,
                 response_deserializer=engram_dot_v1_dot_ingest__pb2.ImportMemoriesResponse.FromString,
+                _registered_method=True)
+        self.EnrichMemory = channel.unary_unary(
+                '/engram.v1.Ingest/EnrichMemory',
+                request_serializer=engram_dot_v1_dot_ingest__pb2.EnrichMemoryRequest.SerializeToString,
+                response_deserializer=engram_dot_v1_dot_ingest__pb2.EnrichMemoryResponse.FromString,
                 _registered_method=True)
 
 
@@ -100,7 +105,16 @@ class IngestServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ImportMemories(self, request_iterator, context):
-        """Missing associated documentation comment in .proto file."""
+        """Client-streaming bulk import: items are validated, embedded in batches and appended in order; the answer
+        says what was imported and what was rejected (and why). Resume after the returned last_line.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def EnrichMemory(self, request, context):
+        """Adds reverse-HyDE questions (questions the memory answers) to a memory's index entry; used by enrichment.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -133,10 +147,15 @@ def add_IngestServicer_to_server(servicer, server):
                     request_deserializer=engram_dot_v1_dot_ingest__pb2.UpdateHandoffRequest.FromString,
                     response_serializer=engram_dot_v1_dot_ingest__pb2.UpdateHandoffResponse.SerializeToString,
             ),
-            'ImportMemories': grpc.stream_stream_rpc_method_handler(
+            'ImportMemories': grpc.stream_unary_rpc_method_handler(
                     servicer.ImportMemories,
                     request_deserializer=engram_dot_v1_dot_ingest__pb2.ImportMemoriesRequest.FromString,
                     response_serializer=engram_dot_v1_dot_ingest__pb2.ImportMemoriesResponse.SerializeToString,
+            ),
+            'EnrichMemory': grpc.unary_unary_rpc_method_handler(
+                    servicer.EnrichMemory,
+                    request_deserializer=engram_dot_v1_dot_ingest__pb2.EnrichMemoryRequest.FromString,
+                    response_serializer=engram_dot_v1_dot_ingest__pb2.EnrichMemoryResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -295,12 +314,39 @@ class Ingest:
             wait_for_ready=None,
             timeout=None,
             metadata=None):
-        return grpc.experimental.stream_stream(
+        return grpc.experimental.stream_unary(
             request_iterator,
             target,
             '/engram.v1.Ingest/ImportMemories',
             engram_dot_v1_dot_ingest__pb2.ImportMemoriesRequest.SerializeToString,
             engram_dot_v1_dot_ingest__pb2.ImportMemoriesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def EnrichMemory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/engram.v1.Ingest/EnrichMemory',
+            engram_dot_v1_dot_ingest__pb2.EnrichMemoryRequest.SerializeToString,
+            engram_dot_v1_dot_ingest__pb2.EnrichMemoryResponse.FromString,
             options,
             channel_credentials,
             insecure,

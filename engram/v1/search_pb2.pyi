@@ -43,7 +43,7 @@ class SearchFilter(_message.Message):
     def __init__(self, tags: _Optional[_Iterable[str]] = ..., owner_agent: _Optional[str] = ..., memory_types: _Optional[_Iterable[_Union[_common_pb2.MemoryType, str]]] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., topics: _Optional[_Iterable[str]] = ..., statuses: _Optional[_Iterable[_Union[_common_pb2.Status, str]]] = ..., conversation_id: _Optional[str] = ..., project: _Optional[str] = ...) -> None: ...
 
 class SearchMemoriesRequest(_message.Message):
-    __slots__ = ("caller", "query", "limit", "filter", "min_seq", "explain", "rerank")
+    __slots__ = ("caller", "query", "limit", "filter", "min_seq", "explain", "rerank", "sources")
     CALLER_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
@@ -51,6 +51,7 @@ class SearchMemoriesRequest(_message.Message):
     MIN_SEQ_FIELD_NUMBER: _ClassVar[int]
     EXPLAIN_FIELD_NUMBER: _ClassVar[int]
     RERANK_FIELD_NUMBER: _ClassVar[int]
+    SOURCES_FIELD_NUMBER: _ClassVar[int]
     caller: _common_pb2.CallContext
     query: str
     limit: int
@@ -58,7 +59,8 @@ class SearchMemoriesRequest(_message.Message):
     min_seq: int
     explain: bool
     rerank: RerankMode
-    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., filter: _Optional[_Union[SearchFilter, _Mapping]] = ..., min_seq: _Optional[int] = ..., explain: _Optional[bool] = ..., rerank: _Optional[_Union[RerankMode, str]] = ...) -> None: ...
+    sources: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., filter: _Optional[_Union[SearchFilter, _Mapping]] = ..., min_seq: _Optional[int] = ..., explain: _Optional[bool] = ..., rerank: _Optional[_Union[RerankMode, str]] = ..., sources: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class StageRank(_message.Message):
     __slots__ = ("stage", "rank", "score")
