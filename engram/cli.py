@@ -55,6 +55,17 @@ def _parser() -> argparse.ArgumentParser:
     home(revoke)
     revoke.add_argument("key_id")
 
+    importing = sub.add_parser("import", help="bulk-import a JSON-lines file (one save_memory object per line)")
+    home(importing)
+    importing.add_argument("file", help="the .jsonl file")
+    importing.add_argument("--url", help="gateway URL (default: the running node of --home, else http://127.0.0.1:8765)")
+    importing.add_argument("--restart", action="store_true", help="ignore saved progress and start at line 1")
+    importing.add_argument("--chunk", type=int, default=500, help="lines per request (default 500)")
+
+    from engram import models_cli
+
+    models_cli.add_parser(sub)
+
     sub.add_parser("version", help="print the version")
     return parser
 
@@ -109,6 +120,14 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         return 0
     if args.command == "keys":
         return _keys(args, settings)
+    if args.command == "import":
+        return _import(args, settings)
+    if args.command == "models":
+        from engram import models_cli
+
+        return models_cli.run(
+            args, settings.model_cache_dir, endpoint=settings.hf_endpoint, token=settings.hf_token
+        )
     _logging(settings)
     if args.command == "serve":
         from engram.node import run_node
@@ -147,12 +166,43 @@ def _keys(args: argparse.Namespace, settings: Settings) -> int:
     return 1
 
 
+def _import(args: argparse.Namespace, settings: Settings) -> int:
+    from pathlib import Path
+
+    import httpx
+
+    from engram.importer import ImportFailed, print_summary, run_import
+    from engram.node import read_node_info
+
+    source = Path(args.file)
+    if not source.is_file():
+        print(f"engram: no such file: {source}", file=sys.stderr)
+        return 2
+    url = args.url
+    if url is None:
+        info = read_node_info(settings.home)
+        url = info.http_url if info else f"http://127.0.0.1:{settings.port}"
+    try:
+        report = run_import(source, url, api_key=settings.api_key, restart=args.restart, chunk_lines=args.chunk)
+    except ImportFailed as e:
+        print_summary(e.report)
+        print(f"engram: {e}", file=sys.stderr)
+        return 1
+    except httpx.TransportError as e:
+        print(f"engram: cannot reach Engram at {url}: {e}. Is the node running (engram serve)?", file=sys.stderr)
+        return 1
+    print_summary(report)
+    return 0 if not report.rejected else 3
+
+
 async def _mcp(settings: Settings) -> None:
     from engram.launcher import attached, find_or_start
     from engram.services.gateway.backend import Backend
     from engram.services.gateway.stdio import serve_stdio
 
     info = await find_or_start(settings.home)
+    if not info.dev:
+        settings = settings.replace(dev_mode=False)  # the node's policy holds for its stdio clients too
     async with attached(info, client=f"engram mcp (pid {os.getpid()})"):
         backend = Backend(ingest_addr=info.grpc_address, search_addr=info.grpc_address)
         try:

@@ -52,6 +52,22 @@ class Settings:
     read_wait_seconds: float = DEFAULT_READ_WAIT_SECONDS
     qdrant_url: str | None = None
     model_cache: Path | None = None  # where built ONNX models are kept; default <home>/models
+    qdrant_api_key: str | None = None
+    qdrant_collection: str = "engram_memories"
+    llm_url: str | None = None  # OpenAI-compatible base URL, e.g. http://localhost:11434/v1
+    llm_model: str = "gpt-4o-mini"
+    llm_api_key: str | None = None
+    llm_timeout_seconds: float = 30.0
+    enrich_retry_base_seconds: float = 2.0  # first retry delay of a failed enrichment; doubles each time
+    enrich_max_attempts: int = 6
+    rrf_k: float = 60.0
+    weight_dense: float = 1.0
+    weight_bm25: float = 1.0
+    weight_questions: float = 1.0
+    rerank: bool = True  # rerank by default when a reranker is installed
+    rerank_top_n: int = 20
+    hf_endpoint: str = "https://huggingface.co"
+    hf_token: str | None = None
     log_level: str = "INFO"
 
     @classmethod

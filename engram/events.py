@@ -20,10 +20,11 @@ CONTRADICTION_DETECTED = "contradiction_detected"
 HANDOFF_CREATED = "handoff_created"
 HANDOFF_ACCEPTED = "handoff_accepted"
 HANDOFF_COMPLETED = "handoff_completed"
+MEMORY_ENRICHED = "memory_enriched"  # reverse-HyDE questions were added to a memory's index entry
 
 EVENTS = (
     MEMORY_SAVED, MEMORY_UPDATED, MEMORY_DELETED, MEMORY_SUPERSEDED, MEMORY_EXPIRED, CONSOLIDATION_COMPLETE,
-    CONTRADICTION_DETECTED, HANDOFF_CREATED, HANDOFF_ACCEPTED, HANDOFF_COMPLETED,
+    CONTRADICTION_DETECTED, HANDOFF_CREATED, HANDOFF_ACCEPTED, HANDOFF_COMPLETED, MEMORY_ENRICHED,
 )  # fmt: skip
 MEMORY_STATE_EVENTS = (MEMORY_SAVED, MEMORY_UPDATED, MEMORY_DELETED, MEMORY_SUPERSEDED, MEMORY_EXPIRED)
 SCHEMA_VERSION = 1
@@ -54,6 +55,10 @@ def event_body(event: str, memory: Memory, caller: Caller, *, vectors: dict[str,
 def decode_dense(vectors: dict[str, Any]) -> list[float]:
     """The dense vector of an event body (little-endian float32, base64)."""
     return np.frombuffer(base64.b64decode(vectors["dense"]), dtype="<f4").tolist()
+
+
+def decode_questions(vectors: dict[str, Any]) -> list[list[float]]:
+    return [np.frombuffer(base64.b64decode(q), dtype="<f4").tolist() for q in vectors.get("questions", [])]
 
 
 def decode_sparse(vectors: dict[str, Any]) -> SparseVector:

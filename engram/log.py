@@ -36,6 +36,14 @@ def subject(namespace: str, event: str) -> str:
 
 
 @dataclass(frozen=True, slots=True)
+class Appended:
+    """Where an append landed; duplicate means JetStream had already stored this Nats-Msg-Id at seq."""
+
+    seq: int
+    duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
 class LogEntry:
     """One mutation read back from the log."""
 
@@ -100,7 +108,7 @@ class EventLog:
         info = await self._js.stream_info(self._stream)
         return int(info.state.last_seq)
 
-    async def append(self, namespace: str, event: str, body: dict[str, Any], *, msg_id: str) -> int:
+    async def append(self, namespace: str, event: str, body: dict[str, Any], *, msg_id: str) -> Appended:
         """Appends one mutation and returns its sequence once JetStream has stored it.
 
         `msg_id` makes retries idempotent: JetStream drops a second copy within the duplicate window.
@@ -136,7 +144,7 @@ class EventLog:
                     await asyncio.sleep(min(0.05 * 2**failures, 1.0))
                     continue
                 self._last = None if ack.duplicate else int(ack.seq)
-                return int(ack.seq)
+                return Appended(int(ack.seq), bool(ack.duplicate))
         raise Unavailable("The log did not acknowledge the write after retries; nothing was saved. Retry later.")
 
     async def read(self, seq: int) -> LogEntry | None:

@@ -87,6 +87,10 @@ class Memory:
     seq: int = 0
     context: str = ""  # situates the memory (e.g. the preceding turn); searched, not part of content
 
+    def search_text(self) -> str:
+        """The text that is embedded, BM25-indexed and reranked: the content, preceded by its context."""
+        return f"{self.context}\n{self.content}" if self.context else self.content
+
     def to_dict(self) -> dict[str, Any]:
         """The public JSON form (MCP, REST, events): RFC 3339 times, omitted empties for optional parts."""
         data = dataclasses.asdict(self)

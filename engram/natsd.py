@@ -84,7 +84,7 @@ class NatsServer:
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,
-            preexec_fn=_die_with_parent,  # noqa: PLW1509 - no threads use it concurrently
+            preexec_fn=_die_with_parent,
             close_fds=True,
         )
         log.close()

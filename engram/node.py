@@ -45,6 +45,7 @@ class NodeInfo:
     grpc_address: str
     home: str
     nats_url: str = ""
+    dev: bool = True
 
     @property
     def mcp_url(self) -> str:
@@ -55,7 +56,10 @@ def read_node_info(home: Path) -> NodeInfo | None:
     """The node recorded for this data dir, if its process is still alive."""
     try:
         data = json.loads((home / NODE_FILE).read_text())
-        info = NodeInfo(int(data["pid"]), data["http_url"], data["grpc_address"], data["home"], data.get("nats_url", ""))
+        info = NodeInfo(
+            int(data["pid"]), data["http_url"], data["grpc_address"], data["home"], data.get("nats_url", ""),
+            bool(data.get("dev", False)),
+        )  # fmt: skip
     except (OSError, ValueError, KeyError):
         return None
     try:
@@ -211,17 +215,22 @@ async def run_node(settings: Settings, *, idle_exit: bool = False, announce: boo
             settings = settings.replace(nats_url=nats.url)
             resources = Resources(settings)
             control = NodeControl(home=home, idle_exit=idle_exit, stop=stop)
+            consolidation = await build_consolidation(settings, resources)
             services = [
                 await build_ingest(settings, resources),
                 await build_search(settings, resources),
-                await build_consolidation(settings, resources),
+                consolidation,
                 await build_sync(settings, resources),
             ]
-            grpc_server = await serve(services, "127.0.0.1:0", extra=[control])
+
+            def bound(address: str) -> None:
+                consolidation.ingest_addr = address  # enrichment writes go through ingest, here in-process
+
+            grpc_server = await serve(services, "127.0.0.1:0", extra=[control], on_bound=bound)
             backend = Backend(ingest_addr=grpc_server.address, search_addr=grpc_server.address)
             http = await start_http(build_app(settings, backend, keys), settings.host, settings.port)
             control.http_url, control.grpc_address = http[2], grpc_server.address
-            info = NodeInfo(os.getpid(), http[2], grpc_server.address, str(home), nats.url)
+            info = NodeInfo(os.getpid(), http[2], grpc_server.address, str(home), nats.url, settings.dev)
             _write_node_file(home, info)
             if announce:
                 print(banner(settings, info, time.monotonic() - started), flush=True)
@@ -244,7 +253,7 @@ async def run_node(settings: Settings, *, idle_exit: bool = False, announce: boo
 def _write_node_file(home: Path, info: NodeInfo) -> None:
     tmp = home / f"{NODE_FILE}.tmp"
     tmp.write_text(json.dumps({"pid": info.pid, "http_url": info.http_url, "grpc_address": info.grpc_address,
-                               "home": info.home, "mcp_url": info.mcp_url, "nats_url": info.nats_url}))  # fmt: skip
+                               "home": info.home, "mcp_url": info.mcp_url, "nats_url": info.nats_url, "dev": info.dev}))  # fmt: skip
     os.replace(tmp, home / NODE_FILE)
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Protocol
 
@@ -82,14 +83,26 @@ class RunningServer:
             await service.stop()
 
 
-async def serve(services: list[Service], listen: str, *, extra: list[Service] | None = None) -> RunningServer:
-    """Starts the services, then one gRPC server hosting all of them plus the health service."""
+async def serve(
+    services: list[Service],
+    listen: str,
+    *,
+    extra: list[Service] | None = None,
+    on_bound: Callable[[str], None] | None = None,
+) -> RunningServer:
+    """Starts the services, then one gRPC server hosting all of them plus the health service.
+
+    on_bound receives the bound address before any service starts (the embedded node's services call each
+    other through it).
+    """
     server = grpc.aio.server(options=[("grpc.max_receive_message_length", 16 * 1024 * 1024)])
     health = add_health(server)
     everything = [*services, *(extra or [])]
     for service in everything:
         service.register(server)
     address = bind(server, listen)
+    if on_bound is not None:
+        on_bound(address)
     started: list[Service] = []
     try:
         for service in everything:

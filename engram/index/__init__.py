@@ -48,6 +48,10 @@ class MemoryIndex(Protocol):
 
     def retrieve(self, namespace: str, ids: list[str]) -> list[dict[str, Any]]: ...
 
+    def update_questions(self, namespace: str, id: str, questions: list[list[float]], texts: list[str]) -> bool:
+        """Sets a memory's question vectors and their texts; False when the memory is not in namespace."""
+        ...
+
     def search(self, request: SearchRequest) -> dict[str, list[Scored]]:
         """One ranked list per vector given in the request, keyed by vector name."""
         ...

@@ -69,6 +69,14 @@ class EdgeIndex:
             records = self._shard.retrieve(ids, with_payload=True, with_vector=False)
         return [r.payload for r in records if r.payload and r.payload.get("namespace") == namespace]
 
+    def update_questions(self, namespace: str, id: str, questions: list[list[float]], texts: list[str]) -> bool:
+        if not self.retrieve(namespace, [id]):
+            return False
+        with self._lock:
+            self._shard.update(qe.UpdateOperation.update_vectors([qe.PointVectors(id, {QUESTIONS: questions})]))
+            self._shard.update(qe.UpdateOperation.set_payload([id], {"questions": texts}))
+        return True
+
     def search(self, request: SearchRequest) -> dict[str, list[Scored]]:
         flt = build_filter(request.namespace, request.filter)
         queries: list[tuple[str, Any]] = []

@@ -1,34 +1,136 @@
-"""Builds the consolidation service and a standalone gRPC server for it."""
+"""Builds the consolidation service (with its enrichment worker) and a standalone gRPC server for it."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import logging
+from dataclasses import dataclass, field
 
 import grpc
 
+from engram import wire
 from engram.config import Settings
+from engram.llm import ChatClient, redact_url
+from engram.model import Caller
+from engram.rpc import channel, error_from_rpc
 from engram.runtime import Resources, RunningServer, serve
+from engram.services.consolidation.enrichment import DURABLE_NAME, SUBJECTS, Enricher, EnrichOptions
 from engram.services.consolidation.servicer import ConsolidationServicer
-from engram.v1 import consolidation_pb2_grpc
+from engram.v1 import consolidation_pb2_grpc, ingest_pb2, ingest_pb2_grpc
+from engram.workqueue import WorkQueue
+
+log = logging.getLogger(__name__)
+
+DEFAULT_INGEST_TIMEOUT = 30.0
+ACK_WAIT_MARGIN_SECONDS = 30.0
+
+
+class GrpcIngest:
+    """The enricher's way to ingest: the EnrichMemory RPC, with gRPC errors turned into kernel errors."""
+
+    def __init__(self, address: str, *, timeout: float = DEFAULT_INGEST_TIMEOUT) -> None:
+        self._channel = channel(address)
+        self._stub = ingest_pb2_grpc.IngestStub(self._channel)
+        self._timeout = timeout
+
+    async def enrich(self, caller: Caller, memory_id: str, questions: list[str], *, model: str) -> int:
+        request = ingest_pb2.EnrichMemoryRequest(
+            caller=wire.caller_to_proto(caller), id=memory_id, questions=questions, model=model
+        )
+        try:
+            # wait_for_ready: in the embedded node the enricher starts just before the gRPC server does.
+            response = await self._stub.EnrichMemory(request, timeout=self._timeout, wait_for_ready=True)
+        except grpc.aio.AioRpcError as e:
+            raise error_from_rpc(e) from e
+        return int(response.seq)
+
+    async def close(self) -> None:
+        await self._channel.close()
+
+
+@dataclass
+class Enrichment:
+    """The running parts of enrichment, closed together."""
+
+    enricher: Enricher  # owns its queue
+    llm: ChatClient
+    ingest: GrpcIngest
+
+    async def close(self) -> None:
+        await self.enricher.stop()  # also closes the queue
+        await self.llm.aclose()
+        await self.ingest.close()
 
 
 @dataclass
 class ConsolidationService:
+    """The consolidation gRPC service and its background workers.
+
+    Set `ingest_addr` before start(): enrichment needs it to store questions, and in the embedded node
+    it is only known once the shared gRPC server has bound its port.
+    """
+
+    settings: Settings
+    resources: Resources
+    ingest_addr: str | None = None
     name: str = "engram.v1.Consolidation"
+    _enrichment: Enrichment | None = field(default=None, init=False, repr=False)
 
     def register(self, server: grpc.aio.Server) -> None:
         consolidation_pb2_grpc.add_ConsolidationServicer_to_server(ConsolidationServicer(), server)
 
+    @property
+    def enrichment_running(self) -> bool:
+        return self._enrichment is not None and self._enrichment.enricher.running
+
     async def start(self) -> None:
-        return None
+        if reason := self._enrichment_off_reason():
+            log.info("enrichment off: %s", reason)
+            return
+        assert self.settings.llm_url is not None and self.ingest_addr is not None
+        self._enrichment = await open_enrichment(self.settings, self.resources, self.ingest_addr)
+        log.info("enrichment on: questions by %s at %s, stored through ingest at %s", self.settings.llm_model,
+                 redact_url(self.settings.llm_url), self.ingest_addr)  # fmt: skip
 
     async def stop(self) -> None:
-        return None
+        enrichment, self._enrichment = self._enrichment, None
+        if enrichment is not None:
+            await enrichment.close()
+
+    def _enrichment_off_reason(self) -> str:
+        if not self.settings.llm_url:
+            return "no LLM configured (set ENGRAM_LLM_URL to an OpenAI-compatible endpoint to add questions)"
+        if not self.ingest_addr:
+            return "no ingest address (set ENGRAM_INGEST_ADDR)"
+        return ""
+
+
+async def open_enrichment(settings: Settings, resources: Resources, ingest_addr: str) -> Enrichment:
+    """Connects the enricher to its queue, the LLM and ingest, and starts it."""
+    assert settings.llm_url is not None
+    event_log = await resources.log()
+    # An entry must not come back to another worker while its LLM and ingest calls may still be running.
+    ack_wait = settings.llm_timeout_seconds + DEFAULT_INGEST_TIMEOUT + ACK_WAIT_MARGIN_SECONDS
+    queue = await WorkQueue.open(
+        event_log.nats, durable=DURABLE_NAME, subjects=SUBJECTS, stream=settings.stream, ack_wait=ack_wait
+    )
+    llm = ChatClient(
+        settings.llm_url, model=settings.llm_model, api_key=settings.llm_api_key, timeout=settings.llm_timeout_seconds
+    )
+    ingest = GrpcIngest(ingest_addr)
+    options = EnrichOptions(
+        retry_base_seconds=settings.enrich_retry_base_seconds, max_attempts=max(1, settings.enrich_max_attempts)
+    )
+    enricher = Enricher(queue, llm, ingest, options=options)
+    await enricher.start()
+    return Enrichment(enricher, llm, ingest)
 
 
 async def build_service(settings: Settings, resources: Resources) -> ConsolidationService:
-    return ConsolidationService()
+    """The service; the embedded node replaces `ingest_addr` with its own bound address before start()."""
+    return ConsolidationService(settings, resources, ingest_addr=settings.ingest_addr)
 
 
 async def build_server(settings: Settings, resources: Resources) -> RunningServer:
-    return await serve([await build_service(settings, resources)], settings.grpc_listen)
+    service = await build_service(settings, resources)
+    service.ingest_addr = settings.ingest_addr
+    return await serve([service], settings.grpc_listen)

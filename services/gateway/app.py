@@ -6,10 +6,6 @@ import contextlib
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
-from engram.services.gateway.backend import Backend
-from engram.services.gateway.identity import Resolver
-from engram.services.gateway.rest import add_error_handlers, build_router, problem, unauthenticated
-from engram.services.gateway.tools import ENGRAM_VERSION, CursorTracker, Operations, build_mcp
 from fastapi import FastAPI
 from fastapi.responses import JSONResponse
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
@@ -20,6 +16,10 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from engram.config import Settings, is_loopback
 from engram.errors import Unauthenticated
 from engram.keys import KeyStore
+from engram.services.gateway.backend import Backend
+from engram.services.gateway.identity import Resolver
+from engram.services.gateway.rest import add_error_handlers, build_router, problem, unauthenticated
+from engram.services.gateway.tools import ENGRAM_VERSION, CursorTracker, Operations, build_mcp
 
 MCP_PATH = "/mcp"
 # Probes are answered whatever the Host: orchestrators call them by pod IP, and they reveal nothing.
@@ -57,7 +57,27 @@ def build_app(settings: Settings, backend: Backend, keys: KeyStore) -> FastAPI:
     app.add_route(MCP_PATH, mcp_endpoint, include_in_schema=False)
     _add_probes(app, backend)
     app.add_middleware(HostGuardMiddleware, guard=guard)
+    _document_problems_not_422(app)
     return app
+
+
+def _document_problems_not_422(app: FastAPI) -> None:
+    """FastAPI documents a 422 for every route with parameters; Engram answers invalid requests with a 400
+    problem (rest.add_error_handlers), so the generated document is corrected once, when first built."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is None:
+            schema = generate()
+            for path in schema.get("paths", {}).values():
+                for operation in path.values():
+                    operation.get("responses", {}).pop("422", None)
+            for name in ("HTTPValidationError", "ValidationError"):
+                schema.get("components", {}).get("schemas", {}).pop(name, None)
+            app.openapi_schema = schema
+        return app.openapi_schema
+
+    app.openapi = openapi  # type: ignore[method-assign]
 
 
 def _add_probes(app: FastAPI, backend: Backend) -> None:

@@ -3,19 +3,21 @@
 from __future__ import annotations
 
 import json
+from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
 from typing import Any
 
 import grpc
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from engram import errors, wire
 from engram.model import Caller, Memory, MemoryInput, SearchFilter
 from engram.rpc import channel, error_from_rpc
 from engram.scrub import Redaction
 from engram.v1 import ingest_pb2, ingest_pb2_grpc, search_pb2, search_pb2_grpc
-from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 DEFAULT_RPC_TIMEOUT = 30.0
+IMPORT_TIMEOUT = 3600.0  # one import stream may carry many thousands of memories
 
 
 @dataclass(frozen=True, slots=True)
@@ -38,6 +40,25 @@ class SearchOutcome:
     applied_seq: int
     reranked: bool
     rerank_note: str
+
+
+@dataclass(frozen=True, slots=True)
+class ImportOutcome:
+    imported: int
+    rejected: list[tuple[int, str]]  # (line, reason)
+    last_line: int
+    last_seq: int
+    items: list[tuple[int, str]]  # (line, memory id)
+    redactions: list[Redaction]
+
+
+@dataclass(frozen=True, slots=True)
+class ImportLine:
+    """One item of a bulk import: its line number, the memory, and an optional idempotency key."""
+
+    line: int
+    draft: MemoryInput
+    source_id: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -65,6 +86,29 @@ class Backend:
             redactions=[Redaction(r.kind, r.count) for r in response.redactions],
         )
 
+    async def import_memories(self, caller: Caller, lines: AsyncIterator[ImportLine]) -> ImportOutcome:
+        """Streams items to ingest's client-streaming ImportMemories; one answer for the whole stream."""
+        context = wire.caller_to_proto(caller)
+
+        async def requests() -> AsyncIterator[ingest_pb2.ImportMemoriesRequest]:
+            async for item in lines:
+                yield ingest_pb2.ImportMemoriesRequest(
+                    caller=context, memory=wire.input_to_proto(item.draft), line=item.line, source_id=item.source_id
+                )
+
+        try:
+            response = await self._ingest.ImportMemories(requests(), timeout=IMPORT_TIMEOUT)
+        except grpc.aio.AioRpcError as e:
+            raise error_from_rpc(e) from e
+        return ImportOutcome(
+            imported=response.imported,
+            rejected=[(r.line, r.reason) for r in response.rejected],
+            last_line=response.last_line,
+            last_seq=response.last_seq,
+            items=[(i.line, i.id) for i in response.items],
+            redactions=[Redaction(r.kind, r.count) for r in response.redactions],
+        )
+
     async def search(
         self,
         caller: Caller,
@@ -75,13 +119,14 @@ class Backend:
         min_seq: int = 0,
         explain: bool = False,
         rerank: bool | None = None,
+        sources: list[str] | None = None,
     ) -> SearchOutcome:
         mode = search_pb2.RERANK_MODE_UNSPECIFIED if rerank is None else (
             search_pb2.RERANK_MODE_ON if rerank else search_pb2.RERANK_MODE_OFF
         )
         request = search_pb2.SearchMemoriesRequest(
             caller=wire.caller_to_proto(caller), query=query, limit=limit, filter=wire.filter_to_proto(flt),
-            min_seq=min_seq, explain=explain, rerank=mode,
+            min_seq=min_seq, explain=explain, rerank=mode, sources=sources or [],
         )  # fmt: skip
         response = await self._call(self._search.SearchMemories, request)
         hits = [
@@ -155,4 +200,4 @@ def metadata_json(metadata: dict[str, Any] | None) -> str:
     return json.dumps(metadata, ensure_ascii=False) if metadata else ""
 
 
-__all__ = ["Backend", "Hit", "ListOutcome", "SaveOutcome", "SearchOutcome", "errors"]
+__all__ = ["Backend", "Hit", "ImportLine", "ImportOutcome", "ListOutcome", "SaveOutcome", "SearchOutcome", "errors"]

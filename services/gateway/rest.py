@@ -3,10 +3,20 @@
 # No `from __future__ import annotations`: FastAPI resolves route annotations against module globals, and
 # the routes below use a dependency alias local to build_router.
 
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from http import HTTPStatus
 from typing import Annotated, Any, get_args
 
+from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from fastapi.security import HTTPBearer
+from pydantic import BaseModel, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from engram.config import MAX_SEARCH_LIMIT
+from engram.errors import EngramError, InvalidArgument
+from engram.model import Caller
 from engram.services.gateway.identity import REST_SOURCE, RequestIdentity, Resolver
 from engram.services.gateway.tools import (
     DEFAULT_LIST_LIMIT,
@@ -16,6 +26,7 @@ from engram.services.gateway.tools import (
     Filters,
     FilterTags,
     FilterTopics,
+    ImportResult,
     ListRequest,
     ListResult,
     MemoryOut,
@@ -31,16 +42,6 @@ from engram.services.gateway.tools import (
     SearchResult,
     TypeFilter,
 )
-from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request, Response
-from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
-from fastapi.security import HTTPBearer
-from pydantic import BaseModel, Field
-from starlette.exceptions import HTTPException as StarletteHTTPException
-
-from engram.config import MAX_SEARCH_LIMIT
-from engram.errors import EngramError
-from engram.model import Caller
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 PROBLEM_TYPE_PREFIX = "urn:engram:problem:"
@@ -77,9 +78,7 @@ class Problem(BaseModel):
     code: str = Field(description="Engram's error code, the same over gRPC, MCP and REST.")
 
 
-def problem(
-    status: int, detail: str, *, code: str | None = None, headers: dict[str, str] | None = None
-) -> Response:
+def problem(status: int, detail: str, *, code: str | None = None, headers: dict[str, str] | None = None) -> Response:
     """An ``application/problem+json`` response."""
     code = code or _CODE_BY_STATUS.get(status, "internal" if status >= 500 else "http_error")
     body = Problem(
@@ -173,9 +172,7 @@ def caller_dependency(resolver: Resolver) -> Callable[..., Awaitable[Caller]]:
             str | None,
             Header(alias="X-Engram-Agent-ID", description="The agent acting; defaults to the key's agent."),
         ] = None,
-        agent_id: Annotated[
-            str | None, Query(description="The agent acting, when a header is impractical.")
-        ] = None,
+        agent_id: Annotated[str | None, Query(description="The agent acting, when a header is impractical.")] = None,
     ) -> Caller:
         # The raw header, not the HTTPBearer result: a non-Bearer scheme must be refused, not ignored.
         identity = RequestIdentity(
@@ -186,6 +183,25 @@ def caller_dependency(resolver: Resolver) -> Callable[..., Awaitable[Caller]]:
         return resolver.resolve(identity, default_source=REST_SOURCE)
 
     return current_caller
+
+
+MAX_IMPORT_LINE_BYTES = 1024 * 1024
+
+
+async def _numbered_lines(request: Request, first: int) -> AsyncIterator[tuple[int, bytes]]:
+    """The request body's lines, numbered from first, read as they arrive (the body is never held whole)."""
+    number = first
+    buffer = b""
+    async for chunk in request.stream():
+        buffer += chunk
+        *lines, buffer = buffer.split(b"\n")
+        for line in lines:
+            yield number, line
+            number += 1
+        if len(buffer) > MAX_IMPORT_LINE_BYTES:
+            raise InvalidArgument(f"line {number}", f"is longer than {MAX_IMPORT_LINE_BYTES} bytes.")
+    if buffer:
+        yield number, buffer
 
 
 def build_router(ops: Operations, resolver: Resolver) -> APIRouter:
@@ -200,9 +216,7 @@ def build_router(ops: Operations, resolver: Resolver) -> APIRouter:
         response.headers["Location"] = f"/v1/memories/{result.id}"
         return result
 
-    @router.get(
-        "/memories/{memory_id}", response_model=MemoryOut, responses=_NOT_FOUND, summary="Get a memory"
-    )
+    @router.get("/memories/{memory_id}", response_model=MemoryOut, responses=_NOT_FOUND, summary="Get a memory")
     async def get_memory(
         memory_id: str,
         caller: CurrentCaller,
@@ -235,6 +249,26 @@ def build_router(ops: Operations, resolver: Resolver) -> APIRouter:
         )  # fmt: skip
         request = ListRequest(limit=limit, filters=filters, page_token=page_token, min_seq=min_seq)
         return await ops.list(caller, request)
+
+    @router.post(
+        "/memories:import",
+        response_model=ImportResult,
+        summary="Bulk-import memories from JSON lines",
+        openapi_extra={
+            "requestBody": {
+                "required": True,
+                "content": {"application/x-ndjson": {"schema": {"type": "string", "format": "binary"}}},
+                "description": "One save_memory object per line (plus an optional `source_id` idempotency key).",
+            }
+        },
+    )
+    async def import_memories(
+        request: Request,
+        caller: CurrentCaller,
+        first_line: Annotated[int, Query(ge=1, description="The number of the body's first line.")] = 1,
+    ) -> ImportResult:
+        """Stores every valid line in order and says which lines were rejected and why; resume after last_line."""
+        return await ops.import_lines(caller, _numbered_lines(request, first_line))
 
     @router.post("/memories:search", response_model=SearchResult, summary="Search memories")
     async def search_memories(body: SearchRequest, caller: CurrentCaller) -> SearchResult:

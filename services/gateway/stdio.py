@@ -4,13 +4,12 @@ from __future__ import annotations
 
 import logging
 
-from engram.services.gateway.backend import Backend
-from engram.services.gateway.identity import Resolver
-from engram.services.gateway.tools import CursorTracker, build_mcp
-
 from engram.config import Settings
 from engram.errors import EngramError
 from engram.keys import KeyStore
+from engram.services.gateway.backend import Backend
+from engram.services.gateway.identity import Resolver
+from engram.services.gateway.tools import CursorTracker, build_mcp
 
 log = logging.getLogger(__name__)
 

@@ -4,18 +4,14 @@ from __future__ import annotations
 
 import contextlib
 import importlib.metadata
-import logging
 import threading
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from typing import Annotated, Any, Literal, get_args
 
-from engram.services.gateway.backend import Backend, redactions_json
-from engram.services.gateway.backend import metadata_json as encode_metadata
-from engram.services.gateway.identity import MCP_SOURCE, RequestIdentity, Resolver, require_scope
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engram.config import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, Settings
 from engram.errors import EngramError, InvalidArgument
@@ -30,8 +26,9 @@ from engram.model import (
     SearchFilter,
     parse_time,
 )
-
-log = logging.getLogger(__name__)
+from engram.services.gateway.backend import Backend, ImportLine, redactions_json
+from engram.services.gateway.backend import metadata_json as encode_metadata
+from engram.services.gateway.identity import MCP_SOURCE, RequestIdentity, Resolver, require_scope
 
 try:
     ENGRAM_VERSION = importlib.metadata.version("engram")
@@ -70,16 +67,12 @@ Content = Annotated[
     ),
 ]
 Tags = Annotated[list[str] | None, Field(description="Short labels for filtering, e.g. ['billing', 'api'].")]
-Topics = Annotated[
-    list[str] | None, Field(description="Subjects the memory is about, e.g. ['authentication'].")
-]
+Topics = Annotated[list[str] | None, Field(description="Subjects the memory is about, e.g. ['authentication'].")]
 MemoryTypeArg = Annotated[MemoryTypeName | None, Field(description="Kind of memory; default 'general'.")]
 ImportanceArg = Annotated[ImportanceName | None, Field(description="How much it matters; default 'normal'.")]
 SensitivityArg = Annotated[
     SensitivityName | None,
-    Field(
-        description="'private' stays in the namespace; 'secret' never leaves this device. Default 'normal'."
-    ),
+    Field(description="'private' stays in the namespace; 'secret' never leaves this device. Default 'normal'."),
 ]
 ConfidenceArg = Annotated[
     ConfidenceName | None,
@@ -98,6 +91,15 @@ InvalidAt = Annotated[str | None, Field(description="RFC 3339 time from which th
 ExpiresAt = Annotated[str | None, Field(description="RFC 3339 time after which the memory is expired.")]
 HandoffTarget = Annotated[
     str | None, Field(description="Agent id this memory hands work over to (makes it a pending handoff).")
+]
+ContextArg = Annotated[
+    str | None,
+    Field(description="Text that situates the memory (e.g. the preceding turn); searched with it, not part of it."),
+]
+SourceName = Literal["dense", "bm25", "questions"]
+Sources = Annotated[
+    list[SourceName] | None,
+    Field(description="Retrievers to use: dense (meaning), bm25 (exact words), questions; default all."),
 ]
 Query = Annotated[str, Field(min_length=1, description="What to look for, in natural language or keywords.")]
 SearchLimit = Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Number of hits (1-100).")]
@@ -119,9 +121,7 @@ MinSeq = Annotated[
     int | None,
     Field(ge=0, description="Wait until the index has applied this log sequence (a `seq` from save_memory)."),
 ]
-PageToken = Annotated[
-    str | None, Field(description="next_page_token of the previous page; omit for the first.")
-]
+PageToken = Annotated[str | None, Field(description="next_page_token of the previous page; omit for the first.")]
 MemoryId = Annotated[str, Field(min_length=1, description="The memory's id, as returned by save or search.")]
 
 
@@ -206,6 +206,25 @@ class RedactionOut(BaseModel):
     count: int
 
 
+class ImportRejectionOut(BaseModel):
+    line: int
+    reason: str
+
+
+class ImportedOut(BaseModel):
+    line: int
+    id: str
+
+
+class ImportResult(BaseModel):
+    imported: int = Field(description="How many memories were stored.")
+    rejected: list[ImportRejectionOut] = Field(description="Lines that were not stored, and why.")
+    last_line: int = Field(description="The last line the server processed; resume after it.")
+    last_seq: int = Field(description="Log sequence of the last stored memory (a min_seq for reads).")
+    items: list[ImportedOut] = Field(description="The id of each stored line.")
+    redactions: list[RedactionOut] = Field(default_factory=list)
+
+
 class SaveResult(BaseModel):
     """What save_memory answers: the stored memory and what was redacted from it."""
 
@@ -238,9 +257,7 @@ class SearchResult(BaseModel):
 
 class ListResult(BaseModel):
     memories: list[MemoryOut] = Field(description="Most recent first.")
-    next_page_token: str | None = Field(
-        description="Pass it as page_token for the next page; null at the end."
-    )
+    next_page_token: str | None = Field(description="Pass it as page_token for the next page; null at the end.")
 
 
 class PingResult(BaseModel):
@@ -276,6 +293,13 @@ class SaveRequest(BaseModel):
     invalid_at: InvalidAt = None
     expires_at: ExpiresAt = None
     handoff_target: HandoffTarget = None
+    context: ContextArg = None
+
+
+class ImportLineIn(SaveRequest):
+    """One line of a bulk import: a save_memory object, plus an optional idempotency key."""
+
+    source_id: Annotated[str | None, Field(max_length=256, description="Stored once per key (dedup window).")] = None
 
 
 class Filters(BaseModel):
@@ -302,6 +326,7 @@ class SearchRequest(BaseModel):
     explain: Explain = False
     rerank: Rerank = None
     min_seq: MinSeq = None
+    sources: Sources = None
 
 
 class ListRequest(BaseModel):
@@ -369,6 +394,7 @@ class Operations:
             min_seq=self._cursors.min_seq(caller.namespace, request.min_seq),
             explain=request.explain,
             rerank=request.rerank,
+            sources=list(request.sources or []),
         )
         hits = [
             HitOut(
@@ -387,11 +413,39 @@ class Operations:
             rerank_note=outcome.rerank_note,
         )
 
+    async def import_lines(self, caller: Caller, lines: AsyncIterator[tuple[int, bytes]]) -> ImportResult:
+        """Bulk import of JSON lines: a bad line is rejected with its reason, the others are imported in order."""
+        require_scope(caller, "write")
+        rejected: list[ImportRejectionOut] = []
+
+        async def items() -> AsyncIterator[ImportLine]:
+            async for number, raw in lines:
+                if not raw.strip():
+                    continue
+                try:
+                    line = ImportLineIn.model_validate_json(raw)
+                    draft = _draft(line)
+                except (ValidationError, InvalidArgument) as e:
+                    rejected.append(ImportRejectionOut(line=number, reason=_reason(e)))
+                    continue
+                yield ImportLine(number, draft, line.source_id or "")
+
+        outcome = await self._backend.import_memories(caller, items())
+        if outcome.last_seq:
+            self._cursors.observe(caller.namespace, outcome.last_seq)
+        rejected.extend(ImportRejectionOut(line=line, reason=reason) for line, reason in outcome.rejected)
+        return ImportResult(
+            imported=outcome.imported,
+            rejected=sorted(rejected, key=lambda r: r.line),
+            last_line=outcome.last_line,
+            last_seq=outcome.last_seq,
+            items=[ImportedOut(line=line, id=memory_id) for line, memory_id in outcome.items],
+            redactions=[RedactionOut(**r) for r in redactions_json(outcome.redactions)],
+        )
+
     async def get(self, caller: Caller, memory_id: str, *, min_seq: int | None = None) -> MemoryOut:
         require_scope(caller, "read")
-        memory = await self._backend.get(
-            caller, memory_id, min_seq=self._cursors.min_seq(caller.namespace, min_seq)
-        )
+        memory = await self._backend.get(caller, memory_id, min_seq=self._cursors.min_seq(caller.namespace, min_seq))
         return MemoryOut.of(memory)
 
     async def list(self, caller: Caller, request: ListRequest) -> ListResult:
@@ -427,6 +481,7 @@ def _draft(request: SaveRequest) -> MemoryInput:
         invalid_at=_time("invalid_at", request.invalid_at),
         expires_at=_time("expires_at", request.expires_at),
         handoff_target=request.handoff_target or "",
+        context=request.context or "",
     )
 
 
@@ -444,21 +499,28 @@ def _filter(filters: Filters) -> SearchFilter:
     )
 
 
+def _reason(error: ValidationError | InvalidArgument) -> str:
+    """One line saying what is wrong with an import line."""
+    if isinstance(error, InvalidArgument):
+        return str(error)
+    problems = []
+    for item in error.errors()[:3]:
+        where = ".".join(str(part) for part in item["loc"]) or "line"
+        problems.append(f"{where}: {item['msg']}")
+    return "; ".join(problems)
+
+
 def _time(field: str, value: str | None) -> float | None:
     try:
         return parse_time(value)
     except ValueError as e:
-        raise InvalidArgument(
-            field, f"{value!r} is not an RFC 3339 time; use e.g. 2026-01-31T12:00:00Z."
-        ) from e
+        raise InvalidArgument(field, f"{value!r} is not an RFC 3339 time; use e.g. 2026-01-31T12:00:00Z.") from e
 
 
 # --- MCP ---------------------------------------------------------------------------------------------------
 
 _READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
-_WRITE = ToolAnnotations(
-    read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False
-)
+_WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 
 SAVE_DESCRIPTION = """\
 Save a memory that you or other agents should be able to recall later. Use it whenever you learn \
@@ -547,12 +609,13 @@ def build_mcp(backend: Backend, resolver: Resolver, cursors: CursorTracker, sett
         invalid_at: InvalidAt = None,
         expires_at: ExpiresAt = None,
         handoff_target: HandoffTarget = None,
+        context: ContextArg = None,
     ) -> SaveResult:
         request = SaveRequest(
             content=content, tags=tags, topics=topics, memory_type=memory_type, importance=importance,
             summary=summary, metadata=metadata, team=team, project=project, conversation_id=conversation_id,
             sensitivity=sensitivity, confidence=confidence, valid_at=valid_at, invalid_at=invalid_at,
-            expires_at=expires_at, handoff_target=handoff_target,
+            expires_at=expires_at, handoff_target=handoff_target, context=context,
         )  # fmt: skip
         with _tool_errors():
             return await ops.save(caller(ctx), request)
@@ -573,13 +636,14 @@ def build_mcp(backend: Backend, resolver: Resolver, cursors: CursorTracker, sett
         explain: Explain = False,
         rerank: Rerank = None,
         min_seq: MinSeq = None,
+        sources: Sources = None,
     ) -> SearchResult:
         filters = Filters(
             tags=tags, topics=topics, owner_agent=owner_agent, memory_type=memory_type, project=project,
             conversation_id=conversation_id, created_after=created_after, created_before=created_before,
         )  # fmt: skip
         request = SearchRequest(
-            query=query, limit=limit, filters=filters, explain=explain, rerank=rerank, min_seq=min_seq
+            query=query, limit=limit, filters=filters, explain=explain, rerank=rerank, min_seq=min_seq, sources=sources
         )
         with _tool_errors():
             return await ops.search(caller(ctx), request)
@@ -600,13 +664,9 @@ def build_mcp(backend: Backend, resolver: Resolver, cursors: CursorTracker, sett
         project: Project = None,
         page_token: PageToken = None,
     ) -> ListResult:
-        filters = Filters(
-            tags=tags, memory_type=memory_type, owner_agent=owner_agent, topics=topics, project=project
-        )
+        filters = Filters(tags=tags, memory_type=memory_type, owner_agent=owner_agent, topics=topics, project=project)
         with _tool_errors():
-            return await ops.list(
-                caller(ctx), ListRequest(limit=limit, filters=filters, page_token=page_token)
-            )
+            return await ops.list(caller(ctx), ListRequest(limit=limit, filters=filters, page_token=page_token))
 
     @server.tool(description=PING_DESCRIPTION, annotations=_READ)
     async def ping(ctx: Context) -> PingResult:

@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import grpc
-
-from engram.config import Settings
-from engram.runtime import Resources, RunningServer, serve
 from engram.services.ingest.servicer import IngestServicer
 from engram.services.ingest.validation import Limits
 from engram.services.ingest.writer import MemoryWriter
+
+from engram.config import Settings
+from engram.runtime import Resources, RunningServer, serve
 from engram.v1 import ingest_pb2_grpc
 
 
@@ -31,7 +31,9 @@ class IngestService:
 
 async def build_service(settings: Settings, resources: Resources) -> IngestService:
     limits = Limits(max_content_bytes=settings.max_content_bytes, max_metadata_bytes=settings.max_metadata_bytes)
-    writer = MemoryWriter(await resources.log(), await resources.embedder(), resources.sparse, limits)
+    writer = MemoryWriter(
+        await resources.log(), await resources.embedder(), resources.sparse, limits, device=settings.device
+    )
     return IngestService(writer)
 
 

@@ -2,14 +2,15 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
+from engram.services.ingest.writer import ImportItem, MemoryWriter
 
 from engram import wire
 from engram.rpc import translate_errors, unimplemented
 from engram.v1 import common_pb2, ingest_pb2, ingest_pb2_grpc
-from engram.services.ingest.writer import MemoryWriter
 
 
 class IngestServicer(ingest_pb2_grpc.IngestServicer):
@@ -40,5 +41,40 @@ class IngestServicer(ingest_pb2_grpc.IngestServicer):
     async def UpdateHandoff(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
         return await unimplemented(context, "UpdateHandoff (accepting or completing a handoff)")
 
-    async def ImportMemories(self, request_iterator: Any, context: grpc.aio.ServicerContext) -> Any:
-        return await unimplemented(context, "ImportMemories (bulk import)")
+    @translate_errors
+    async def ImportMemories(
+        self, request_iterator: AsyncIterator[ingest_pb2.ImportMemoriesRequest], context: grpc.aio.ServicerContext
+    ) -> ingest_pb2.ImportMemoriesResponse:
+        requests = aiter(request_iterator)
+        first = await anext(requests, None)
+        if first is None:
+            return ingest_pb2.ImportMemoriesResponse()
+
+        async def items() -> AsyncIterator[ImportItem]:
+            for request in (first,):
+                yield _item(request)
+            async for request in requests:
+                yield _item(request)
+
+        summary = await self._writer.import_stream(wire.caller_from_proto(first.caller), items())
+        return ingest_pb2.ImportMemoriesResponse(
+            imported=len(summary.imported),
+            rejected=[ingest_pb2.ImportRejection(line=line, reason=reason) for line, reason in summary.rejected],
+            last_line=summary.last_line,
+            last_seq=summary.last_seq,
+            items=[ingest_pb2.ImportedItem(line=line, id=mid, seq=seq) for line, mid, seq in summary.imported],
+            redactions=[common_pb2.Redaction(kind=r.kind, count=r.count) for r in summary.redactions],
+        )
+
+    @translate_errors
+    async def EnrichMemory(
+        self, request: ingest_pb2.EnrichMemoryRequest, context: grpc.aio.ServicerContext
+    ) -> ingest_pb2.EnrichMemoryResponse:
+        seq = await self._writer.enrich(
+            wire.caller_from_proto(request.caller), request.id, list(request.questions), model=request.model
+        )
+        return ingest_pb2.EnrichMemoryResponse(seq=seq)
+
+
+def _item(request: ingest_pb2.ImportMemoriesRequest) -> ImportItem:
+    return ImportItem(request.line, wire.input_from_proto(request.memory), request.source_id)

@@ -4,22 +4,29 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import hashlib
 import time
-from dataclasses import dataclass
+from collections.abc import AsyncIterator, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
+from engram.services.ingest.validation import Limits, validate
 
 from engram.embed import Embedder
 from engram.embed.sparse import Bm25Encoder
-from engram.events import MEMORY_SAVED, event_body
-from engram.ids import uuid7
+from engram.errors import EngramError, InvalidArgument
+from engram.events import MEMORY_ENRICHED, MEMORY_SAVED, event_body
+from engram.ids import is_uuid, uuid7
 from engram.log import EventLog
-from engram.model import Caller, Handoff, Memory, MemoryInput
+from engram.model import Caller, Handoff, Memory, MemoryInput, format_time
 from engram.scrub import Redaction, merge, scrub_text, scrub_value
-from engram.services.ingest.validation import Limits, validate
 
-__all__ = ["MemoryWriter", "SaveResult"]
+__all__ = ["ImportItem", "ImportSummary", "MemoryWriter", "SaveResult"]
+
+DEFAULT_IMPORT_BATCH = 64
+MAX_QUESTIONS = 8
+MAX_QUESTION_CHARS = 300
 
 
 @dataclass(frozen=True, slots=True)
@@ -29,20 +36,124 @@ class SaveResult:
     redactions: tuple[Redaction, ...]
 
 
+@dataclass(frozen=True, slots=True)
+class ImportItem:
+    line: int
+    draft: MemoryInput
+    source_id: str = ""
+
+
+@dataclass(slots=True)
+class ImportSummary:
+    imported: list[tuple[int, str, int]] = field(default_factory=list)  # (line, id, seq)
+    rejected: list[tuple[int, str]] = field(default_factory=list)  # (line, reason)
+    redactions: list[Redaction] = field(default_factory=list)
+    last_line: int = 0
+    last_seq: int = 0
+
+
 class MemoryWriter:
     """The write path of DESIGN.md. A save is acknowledged only after JetStream has stored it."""
 
-    def __init__(self, log: EventLog, embedder: Embedder, sparse: Bm25Encoder, limits: Limits) -> None:
+    def __init__(
+        self, log: EventLog, embedder: Embedder, sparse: Bm25Encoder, limits: Limits, *, device: str = ""
+    ) -> None:
+        self._device = device
         self._log = log
         self._embedder = embedder
         self._sparse = sparse
         self._limits = limits
 
     async def save(self, caller: Caller, draft: MemoryInput) -> SaveResult:
+        memory, redactions = self._prepare(caller, draft)
+        (vectors,) = await asyncio.to_thread(self._vectors, [memory.search_text()])
+        appended = await self._append(caller, memory, vectors, msg_id=f"{memory.id}:{memory.version}")
+        memory.seq = appended
+        return SaveResult(memory, appended, redactions)
+
+    async def import_stream(
+        self, caller: Caller, items: AsyncIterator[ImportItem], *, batch: int = DEFAULT_IMPORT_BATCH
+    ) -> ImportSummary:
+        """Imports items in order: invalid ones are rejected with a reason, the rest embedded in batches."""
+        summary = ImportSummary()
+        pending: list[tuple[ImportItem, Memory]] = []
+        async for item in items:
+            summary.last_line = max(summary.last_line, item.line)
+            try:
+                memory, redactions = self._prepare(caller, item.draft)
+            except InvalidArgument as e:
+                summary.rejected.append((item.line, str(e)))
+                continue
+            summary.redactions.extend(redactions)
+            pending.append((item, memory))
+            if len(pending) >= batch:
+                await self._import_batch(caller, pending, summary)
+                pending = []
+        if pending:
+            await self._import_batch(caller, pending, summary)
+        summary.redactions = list(merge(summary.redactions))
+        return summary
+
+    async def enrich(self, caller: Caller, memory_id: str, questions: Sequence[str], *, model: str) -> int:
+        """Appends reverse-HyDE questions (with their vectors) for a memory; returns the log sequence."""
+        if not is_uuid(memory_id):
+            raise InvalidArgument("id", "is not a memory id.")
+        cleaned = [scrub_text(q.strip()).text for q in questions if q and q.strip()]
+        if not cleaned or len(cleaned) > MAX_QUESTIONS:
+            raise InvalidArgument("questions", f"give between 1 and {MAX_QUESTIONS} questions.")
+        if any(len(q) > MAX_QUESTION_CHARS for q in cleaned):
+            raise InvalidArgument("questions", f"each question must be at most {MAX_QUESTION_CHARS} characters.")
+        dense = await asyncio.to_thread(self._embedder.embed, cleaned)
+        body = {
+            "schema": 1,
+            "event": MEMORY_ENRICHED,
+            "namespace": caller.namespace,
+            "agent": caller.agent_id,
+            "source": caller.source,
+            "memory_id": memory_id,
+            "time": format_time(time.time()),
+            "questions": cleaned,
+            "question_model": model,
+            "vectors": {"model": self._embedder.model_id, "questions": [_b64(row) for row in dense]},
+        }
+        appended = await self._log.append(
+            caller.namespace, MEMORY_ENRICHED, body, msg_id=f"{memory_id}:enriched:{_digest(cleaned)}"
+        )
+        return appended.seq
+
+    async def _import_batch(
+        self, caller: Caller, pending: list[tuple[ImportItem, Memory]], summary: ImportSummary
+    ) -> None:
+        texts = [memory.search_text() for _, memory in pending]
+        vectors = await asyncio.to_thread(self._vectors, texts)
+        for (item, memory), vector in zip(pending, vectors, strict=True):
+            msg_id = f"import:{caller.namespace}:{item.source_id}" if item.source_id else f"{memory.id}:1"
+            try:
+                seq = await self._append(caller, memory, vector, msg_id=msg_id, resolve_duplicate=True)
+            except EngramError as e:
+                summary.rejected.append((item.line, str(e)))
+                continue
+            summary.imported.append((item.line, memory.id, seq))
+            summary.last_seq = seq
+
+    async def _append(
+        self, caller: Caller, memory: Memory, vectors: dict[str, Any], *, msg_id: str, resolve_duplicate: bool = False
+    ) -> int:
+        body = event_body(MEMORY_SAVED, memory, caller, vectors=vectors)
+        appended = await self._log.append(caller.namespace, MEMORY_SAVED, body, msg_id=msg_id)
+        if appended.duplicate and resolve_duplicate:
+            # A retried import item: JetStream kept the first copy; answer with that memory's id.
+            original = await self._log.read(appended.seq)
+            if original is not None:
+                memory.id = original.body.get("memory_id", memory.id)
+        return appended.seq
+
+    def _prepare(self, caller: Caller, draft: MemoryInput) -> tuple[Memory, tuple[Redaction, ...]]:
         clean = validate(draft, self._limits)
         draft = clean.draft
         content = scrub_text(draft.content)
         summary = scrub_text(draft.summary)
+        context = scrub_text(draft.context)
         metadata, metadata_redactions = scrub_value(clean.metadata)
         now = time.time()
         memory = Memory(
@@ -68,19 +179,30 @@ class MemoryWriter:
             invalid_at=draft.invalid_at,
             expires_at=draft.expires_at,
             handoff=Handoff(draft.handoff_target, "pending", now) if draft.handoff_target else None,
+            context=context.text,
+            origin_device=self._device,
         )
-        vectors = await asyncio.to_thread(self._vectors, memory.content)
-        body = event_body(MEMORY_SAVED, memory, caller, vectors=vectors)
-        seq = await self._log.append(caller.namespace, MEMORY_SAVED, body, msg_id=f"{memory.id}:{memory.version}")
-        memory.seq = seq
-        return SaveResult(memory, seq, merge(content.redactions, summary.redactions, metadata_redactions))
+        return memory, merge(content.redactions, summary.redactions, context.redactions, metadata_redactions)
 
-    def _vectors(self, text: str) -> dict[str, Any]:
-        dense = np.asarray(self._embedder.embed([text])[0], dtype="<f4")
-        sparse = self._sparse.document(text)
-        return {
-            "model": self._embedder.model_id,
-            "dense": base64.b64encode(dense.tobytes()).decode(),
-            "sparse_model": self._sparse.model_id,
-            "sparse": {"indices": sparse.indices, "values": sparse.values},
-        }
+    def _vectors(self, texts: list[str]) -> list[dict[str, Any]]:
+        dense = self._embedder.embed(texts)
+        out = []
+        for text, row in zip(texts, dense, strict=True):
+            sparse = self._sparse.document(text)
+            out.append(
+                {
+                    "model": self._embedder.model_id,
+                    "dense": _b64(row),
+                    "sparse_model": self._sparse.model_id,
+                    "sparse": {"indices": sparse.indices, "values": sparse.values},
+                }
+            )
+        return out
+
+
+def _digest(texts: list[str]) -> str:
+    return hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
+
+
+def _b64(row: np.ndarray) -> str:
+    return base64.b64encode(np.asarray(row, dtype="<f4").tobytes()).decode()

@@ -7,7 +7,7 @@ import logging
 from typing import Any
 
 from engram.errors import Unavailable
-from engram.events import MEMORY_STATE_EVENTS, decode_dense, decode_sparse
+from engram.events import MEMORY_ENRICHED, MEMORY_STATE_EVENTS, decode_dense, decode_questions, decode_sparse
 from engram.index import IndexPoint, MemoryIndex
 from engram.index.edge import CREATED_TS
 from engram.log import EventLog, LogEntry
@@ -68,8 +68,9 @@ class Indexer:
         if entry.seq <= self._applied:
             return  # already applied: replays after a restart or a consumer reset
         try:
-            point = self._point(entry)
-            if point is not None:
+            if entry.body.get("event") == MEMORY_ENRICHED:
+                await asyncio.to_thread(self._add_questions, entry.body)
+            elif (point := self._point(entry)) is not None:
                 await asyncio.to_thread(self._upsert_if_newer, point)
             await asyncio.to_thread(self._index.set_applied_seq, entry.seq)
         except Exception:
@@ -90,6 +91,12 @@ class Indexer:
         return IndexPoint(
             id=payload["id"], payload=payload, dense=decode_dense(vectors), sparse=decode_sparse(vectors)
         )
+
+    def _add_questions(self, body: dict[str, Any]) -> None:
+        vectors = decode_questions(body.get("vectors", {}))
+        namespace, memory_id = body["namespace"], body["memory_id"]
+        if vectors and not self._index.update_questions(namespace, memory_id, vectors, body["questions"]):
+            log.warning("questions for unknown memory %s in %s ignored", memory_id, namespace)
 
     def _upsert_if_newer(self, point: IndexPoint) -> None:
         existing = self._index.retrieve(point.payload["namespace"], [point.id])

@@ -1,32 +1,51 @@
-"""Every read: hybrid search (dense + BM25, fused by RRF), get, list recent, stats."""
+"""Every read: the hybrid search pipeline (dense, BM25, questions → weighted RRF → rerank), get, list, stats."""
 
 from __future__ import annotations
 
 import asyncio
-import functools
+from collections.abc import Sequence
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+from engram.services.search.fusion import DEFAULT_RRF_K, rrf
+from engram.services.search.indexer import Indexer
 
 from engram.config import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT
 from engram.embed import Embedder
 from engram.embed.sparse import Bm25Encoder
 from engram.errors import InvalidArgument, NotFound
 from engram.ids import is_uuid
-from engram.index import DENSE, SPARSE, MemoryIndex, SearchRequest
+from engram.index import DENSE, QUESTIONS, SPARSE, MemoryIndex, SearchRequest
 from engram.model import Caller, Memory, SearchFilter
-from engram.services.search.fusion import DEFAULT_RRF_K, rrf
-from engram.services.search.indexer import Indexer
+
+if TYPE_CHECKING:
+    from engram.rerank import Reranker
 
 MAX_QUERY_CHARS = 4000
-DEFAULT_CANDIDATES = 50  # per source, before fusion
+DEFAULT_CANDIDATES = 50  # per retriever, before fusion
+DEFAULT_RERANK_TOP_N = 20
 DEFAULT_LIST_LIMIT = 20
-QUERY_CACHE_SIZE = 1024
+SOURCES = (DENSE, SPARSE, QUESTIONS)
+FUSED = "fused"
+RERANK = "rerank"
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineConfig:
+    """The search knobs (see docs/search.md)."""
+
+    rrf_k: float = DEFAULT_RRF_K
+    weights: dict[str, float] = field(default_factory=lambda: dict.fromkeys(SOURCES, 1.0))
+    candidates: int = DEFAULT_CANDIDATES
+    rerank_top_n: int = DEFAULT_RERANK_TOP_N
+    rerank_by_default: bool = True
 
 
 @dataclass(slots=True)
 class Hit:
     memory: Memory
     score: float
-    explain: dict[str, tuple[int, float]] = field(default_factory=dict)  # stage -> (rank, score)
+    explain: dict[str, tuple[int, float]] = field(default_factory=dict)  # stage -> (rank, score); rank 0: absent
 
 
 @dataclass(slots=True)
@@ -34,7 +53,7 @@ class SearchResult:
     hits: list[Hit]
     applied_seq: int
     reranked: bool = False
-    rerank_note: str = "rerank is off: no reranker model installed"
+    rerank_note: str = ""
 
 
 class MemoryReader:
@@ -46,17 +65,16 @@ class MemoryReader:
         sparse: Bm25Encoder,
         *,
         read_wait: float,
-        rrf_k: float = DEFAULT_RRF_K,
-        candidates: int = DEFAULT_CANDIDATES,
+        config: PipelineConfig | None = None,
+        reranker: Reranker | None = None,
     ) -> None:
         self._index = index
         self._indexer = indexer
         self._embedder = embedder
         self._sparse = sparse
         self._read_wait = read_wait
-        self._rrf_k = rrf_k
-        self._candidates = candidates
-        self._embed_query = functools.lru_cache(maxsize=QUERY_CACHE_SIZE)(self._embed_one)
+        self._config = config or PipelineConfig()
+        self._reranker = reranker
 
     @property
     def applied_seq(self) -> int:
@@ -66,8 +84,21 @@ class MemoryReader:
     def embedding_model(self) -> str:
         return self._embedder.model_id
 
+    @property
+    def reranker_model(self) -> str:
+        return self._reranker.model_id if self._reranker is not None else ""
+
     async def search(
-        self, caller: Caller, query: str, *, limit: int, flt: SearchFilter, min_seq: int = 0, explain: bool = False
+        self,
+        caller: Caller,
+        query: str,
+        *,
+        limit: int,
+        flt: SearchFilter,
+        min_seq: int = 0,
+        explain: bool = False,
+        rerank: bool | None = None,
+        sources: Sequence[str] = (),
     ) -> SearchResult:
         query = query.strip()
         if not query:
@@ -75,27 +106,64 @@ class MemoryReader:
         if len(query) > MAX_QUERY_CHARS:
             raise InvalidArgument("query", f"is longer than {MAX_QUERY_CHARS} characters; shorten it.")
         limit = _limit(limit, DEFAULT_SEARCH_LIMIT)
+        chosen = _sources(sources)
+        use_rerank, note = self._rerank_decision(rerank)
         await self._indexer.wait_for(min_seq, timeout=self._read_wait)
-        dense = await asyncio.to_thread(self._embed_query, query)
+
+        dense = None
+        if DENSE in chosen or QUESTIONS in chosen:
+            dense = (await asyncio.to_thread(self._embedder.embed, [query]))[0].tolist()
+        depth = max(self._config.candidates, limit, self._config.rerank_top_n if use_rerank else 0)
         request = SearchRequest(
             namespace=caller.namespace,
             filter=flt,
-            limit=max(self._candidates, limit),
-            dense=list(dense),
-            sparse=self._sparse.query(query),
+            limit=depth,
+            dense=dense if DENSE in chosen else None,
+            sparse=self._sparse.query(query) if SPARSE in chosen else None,
+            questions=dense if QUESTIONS in chosen else None,
         )
         lists = await asyncio.to_thread(self._index.search, request)
         payloads = {s.id: s.payload for ranked in lists.values() for s in ranked}
-        fused = rrf({name: [(s.id, s.score) for s in ranked] for name, ranked in lists.items()}, k=self._rrf_k)
-        hits = []
-        for rank, item in enumerate(fused[:limit], start=1):
-            stages: dict[str, tuple[int, float]] = {}
-            if explain:
-                for source in (DENSE, SPARSE):
-                    stages[source] = (item.ranks.get(source, 0), item.scores.get(source, 0.0))
-                stages["fused"] = (rank, item.score)
-            hits.append(Hit(Memory.from_dict(payloads[item.id]), item.score, stages))
-        return SearchResult(hits, self._indexer.applied_seq)
+        fused = rrf(
+            {name: [(s.id, s.score) for s in ranked] for name, ranked in lists.items()},
+            k=self._config.rrf_k,
+            weights=self._config.weights,
+        )
+        hits = [
+            Hit(Memory.from_dict(payloads[item.id]), item.score, _stages(item.ranks, item.scores, rank, item.score))
+            for rank, item in enumerate(fused, start=1)
+        ]
+        if use_rerank and hits:
+            hits = await asyncio.to_thread(self._rerank, query, hits)
+        hits = hits[:limit]
+        if not explain:
+            for hit in hits:
+                hit.explain = {}
+        return SearchResult(hits, self._indexer.applied_seq, reranked=use_rerank and bool(hits), rerank_note=note)
+
+    def _rerank_decision(self, requested: bool | None) -> tuple[bool, str]:
+        if self._reranker is None:
+            if requested:
+                return False, "rerank is off: no reranker installed (engram models pull <hub-id>)"
+            return False, "rerank is off: no reranker installed"
+        if requested is False or (requested is None and not self._config.rerank_by_default):
+            return False, "rerank is off for this request"
+        return True, f"reranked the top {self._config.rerank_top_n} with {self._reranker.model_id}"
+
+    def _rerank(self, query: str, hits: list[Hit]) -> list[Hit]:
+        assert self._reranker is not None
+        head, tail = hits[: self._config.rerank_top_n], hits[self._config.rerank_top_n :]
+        scores = self._reranker.score(query, [hit.memory.search_text() for hit in head])
+        order = sorted(range(len(head)), key=lambda i: float(scores[i]), reverse=True)
+        reranked = []
+        for rank, i in enumerate(order, start=1):
+            hit = head[i]
+            hit.score = float(scores[i])
+            hit.explain[RERANK] = (rank, hit.score)
+            reranked.append(hit)
+        for hit in tail:
+            hit.explain[RERANK] = (0, 0.0)
+        return reranked + tail
 
     async def get(self, caller: Caller, memory_id: str, *, min_seq: int = 0) -> Memory:
         memory_id = memory_id.strip().lower()
@@ -115,16 +183,26 @@ class MemoryReader:
         await self._indexer.wait_for(min_seq, timeout=self._read_wait)
         payloads = await asyncio.to_thread(self._index.recent, caller.namespace, flt, limit, before)
         memories = [Memory.from_dict(p) for p in payloads]
-        next_token = ""
-        if len(payloads) == limit:
-            next_token = repr(payloads[-1].get("_created_ts", 0.0))
+        next_token = repr(payloads[-1].get("_created_ts", 0.0)) if len(payloads) == limit else ""
         return memories, next_token
 
     async def count(self, caller: Caller) -> int:
         return await asyncio.to_thread(self._index.count, caller.namespace, None)
 
-    def _embed_one(self, text: str) -> tuple[float, ...]:
-        return tuple(float(x) for x in self._embedder.embed([text])[0])
+
+def _stages(ranks: dict[str, int], scores: dict[str, float], rank: int, score: float) -> dict[str, tuple[int, float]]:
+    stages = {source: (ranks.get(source, 0), scores.get(source, 0.0)) for source in SOURCES}
+    stages[FUSED] = (rank, score)
+    return stages
+
+
+def _sources(sources: Sequence[str]) -> tuple[str, ...]:
+    if not sources:
+        return SOURCES
+    unknown = [s for s in sources if s not in SOURCES]
+    if unknown:
+        raise InvalidArgument("sources", f"unknown {unknown}; use any of {', '.join(SOURCES)}.")
+    return tuple(dict.fromkeys(sources))
 
 
 def _limit(limit: int, default: int) -> int:

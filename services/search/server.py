@@ -3,18 +3,23 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from dataclasses import dataclass
+from typing import Any
 
 import grpc
+from engram.services.search.indexer import Indexer
+from engram.services.search.reader import MemoryReader, PipelineConfig
+from engram.services.search.servicer import SearchServicer
 
 from engram.config import Settings
-from engram.index import MemoryIndex
+from engram.embed.cache import CachedEmbedder
+from engram.index import DENSE, QUESTIONS, SPARSE, MemoryIndex
 from engram.index.edge import EdgeIndex
 from engram.runtime import Resources, RunningServer, serve
-from engram.services.search.indexer import Indexer
-from engram.services.search.reader import MemoryReader
-from engram.services.search.servicer import SearchServicer
 from engram.v1 import search_pb2_grpc
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -22,6 +27,7 @@ class SearchService:
     index: MemoryIndex
     indexer: Indexer
     reader: MemoryReader
+    embedder: CachedEmbedder
     name: str = "engram.v1.Search"
 
     def register(self, server: grpc.aio.Server) -> None:
@@ -33,21 +39,57 @@ class SearchService:
     async def stop(self) -> None:
         await self.indexer.stop()
         await asyncio.to_thread(self.index.close)
+        self.embedder.close()
 
 
 def open_index(settings: Settings, dim: int) -> MemoryIndex:
-    """The index backend for this deployment: a Qdrant Edge shard in the data dir."""
+    """The index backend: a Qdrant server when ENGRAM_QDRANT_URL is set, else a Qdrant Edge shard in the data dir."""
     if settings.qdrant_url:
-        raise NotImplementedError("ENGRAM_QDRANT_URL (the Qdrant server backend) is not available yet.")
+        from engram.index.server import QdrantServerIndex
+
+        return QdrantServerIndex.from_url(
+            settings.qdrant_url, api_key=settings.qdrant_api_key, collection=settings.qdrant_collection, dim=dim
+        )
     return EdgeIndex(settings.home / "index", dim=dim)
 
 
+def pipeline_config(settings: Settings) -> PipelineConfig:
+    return PipelineConfig(
+        rrf_k=settings.rrf_k,
+        weights={DENSE: settings.weight_dense, SPARSE: settings.weight_bm25, QUESTIONS: settings.weight_questions},
+        rerank_top_n=settings.rerank_top_n,
+        rerank_by_default=settings.rerank,
+    )
+
+
+def load_reranker(settings: Settings) -> Any:
+    """The installed cross-encoder, or None (search works without one; /readyz and explain say rerank is off)."""
+    from engram.rerank import OnnxReranker, find_reranker
+
+    model_dir = find_reranker(settings.model_cache_dir)
+    if model_dir is None:
+        log.info("rerank is off: no reranker installed (engram models pull <hub-id>)")
+        return None
+    reranker = OnnxReranker(model_dir, settings.model_cache_dir / "onnx")
+    log.info("rerank is on: %s", reranker.model_id)
+    return reranker
+
+
 async def build_service(settings: Settings, resources: Resources) -> SearchService:
-    embedder = await resources.embedder()
+    embedder = CachedEmbedder(await resources.embedder(), settings.model_cache_dir / "query-cache.sqlite")
     index = await asyncio.to_thread(open_index, settings, embedder.dim)
     indexer = Indexer(await resources.log(), index)
-    reader = MemoryReader(index, indexer, embedder, resources.sparse, read_wait=settings.read_wait_seconds)
-    return SearchService(index, indexer, reader)
+    reranker = await asyncio.to_thread(load_reranker, settings)
+    reader = MemoryReader(
+        index,
+        indexer,
+        embedder,
+        resources.sparse,
+        read_wait=settings.read_wait_seconds,
+        config=pipeline_config(settings),
+        reranker=reranker,
+    )
+    return SearchService(index, indexer, reader, embedder)
 
 
 async def build_server(settings: Settings, resources: Resources) -> RunningServer:

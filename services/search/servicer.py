@@ -5,11 +5,13 @@ from __future__ import annotations
 from typing import Any
 
 import grpc
+from engram.services.search.reader import MemoryReader
 
 from engram import wire
 from engram.rpc import translate_errors, unimplemented
-from engram.services.search.reader import MemoryReader
 from engram.v1 import search_pb2, search_pb2_grpc
+
+_RERANK = {search_pb2.RERANK_MODE_ON: True, search_pb2.RERANK_MODE_OFF: False}
 
 
 class SearchServicer(search_pb2_grpc.SearchServicer):
@@ -27,6 +29,8 @@ class SearchServicer(search_pb2_grpc.SearchServicer):
             flt=wire.filter_from_proto(request.filter),
             min_seq=request.min_seq,
             explain=request.explain,
+            rerank=_RERANK.get(request.rerank),
+            sources=list(request.sources),
         )
         return search_pb2.SearchMemoriesResponse(
             hits=[
@@ -73,7 +77,10 @@ class SearchServicer(search_pb2_grpc.SearchServicer):
     ) -> search_pb2.GetStatsResponse:
         count = await self._reader.count(wire.caller_from_proto(request.caller))
         return search_pb2.GetStatsResponse(
-            memories=count, applied_seq=self._reader.applied_seq, embedding_model=self._reader.embedding_model
+            memories=count,
+            applied_seq=self._reader.applied_seq,
+            embedding_model=self._reader.embedding_model,
+            reranker_model=self._reader.reranker_model,
         )
 
     async def GetHistory(self, request: Any, context: grpc.aio.ServicerContext) -> Any:

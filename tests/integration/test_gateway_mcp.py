@@ -49,9 +49,7 @@ async def tool_error(client: Any, tool: str, **arguments: Any) -> str:
 
 
 @pytest.mark.parametrize("mode", MODES)
-async def test_tools_are_listed_with_when_to_use_descriptions_and_output_schemas(
-    node: NodeHandle, mode: str
-) -> None:
+async def test_tools_are_listed_with_when_to_use_descriptions_and_output_schemas(node: NodeHandle, mode: str) -> None:
     async with http_client(node.mcp_url, mode=mode) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         instructions = client.instructions
@@ -87,9 +85,7 @@ async def test_save_then_search_returns_structured_hit_with_metadata_exactly_as_
             valid_at="2026-01-31T12:00:00Z",
         )
         # No min_seq and no wait: the gateway's cursor makes the search wait for its own acknowledged write.
-        found = await call(
-            client, "search_memory", query="How often are billing webhooks retried?", tags=[tag]
-        )
+        found = await call(client, "search_memory", query="How often are billing webhooks retried?", tags=[tag])
     assert saved["id"] == saved["memory"]["id"] and saved["version"] == 1 and saved["seq"] > 0
     assert saved["redactions"] == []
     assert found["applied_seq"] >= saved["seq"]
@@ -117,6 +113,19 @@ async def test_search_without_filters_finds_a_memory_saved_just_before(node: Nod
     assert saved["id"] in [h["memory"]["id"] for h in found["hits"]]
 
 
+async def test_another_agent_sees_a_save_through_the_same_gateway_immediately(node: NodeHandle) -> None:
+    tag = unique()
+    async with (
+        http_client(node.mcp_url, agent="writer", name="claude-code") as writer,
+        http_client(node.mcp_url, agent="reader", name="cursor", mode="legacy") as reader,
+    ):
+        saved = await call(writer, "save_memory", content=f"The release is frozen until Monday {tag}", tags=[tag])
+        found = await call(reader, "search_memory", query="is the release frozen?", tags=[tag])
+        got = await call(reader, "get_memory", id=saved["id"])
+    assert [h["memory"]["id"] for h in found["hits"]] == [saved["id"]]
+    assert got["owner_agent"] == "writer"
+
+
 async def test_explain_adds_per_stage_ranks(node: NodeHandle) -> None:
     tag = unique()
     async with http_client(node.mcp_url) as client:
@@ -131,10 +140,7 @@ async def test_explain_adds_per_stage_ranks(node: NodeHandle) -> None:
 async def test_get_returns_the_memory_and_list_is_most_recent_first(node: NodeHandle) -> None:
     tag = unique()
     async with http_client(node.mcp_url) as client:
-        ids = [
-            (await call(client, "save_memory", content=f"step {i} of {tag}", tags=[tag]))["id"]
-            for i in range(3)
-        ]
+        ids = [(await call(client, "save_memory", content=f"step {i} of {tag}", tags=[tag]))["id"] for i in range(3)]
         got = await call(client, "get_memory", id=ids[1])
         listed = await call(client, "list_memories", tags=[tag])
         first_page = await call(client, "list_memories", tags=[tag], limit=2)
@@ -147,10 +153,7 @@ async def test_get_returns_the_memory_and_list_is_most_recent_first(node: NodeHa
 async def test_list_pages_through_all_memories_with_the_token(node: NodeHandle) -> None:
     tag = unique()
     async with http_client(node.mcp_url) as client:
-        ids = [
-            (await call(client, "save_memory", content=f"page item {i} {tag}", tags=[tag]))["id"]
-            for i in range(3)
-        ]
+        ids = [(await call(client, "save_memory", content=f"page item {i} {tag}", tags=[tag]))["id"] for i in range(3)]
         first = await call(client, "list_memories", tags=[tag], limit=2)
         assert first["next_page_token"]
         second = await call(client, "list_memories", tags=[tag], limit=2, page_token=first["next_page_token"])
@@ -245,9 +248,7 @@ async def test_memory_type_filter_accepts_one_or_several_types(node: NodeHandle)
     tag = unique()
     async with http_client(node.mcp_url) as client:
         fact = await call(client, "save_memory", content=f"Fact {tag}", tags=[tag], memory_type="fact")
-        pref = await call(
-            client, "save_memory", content=f"Preference {tag}", tags=[tag], memory_type="preference"
-        )
+        pref = await call(client, "save_memory", content=f"Preference {tag}", tags=[tag], memory_type="preference")
         only_facts = await call(client, "search_memory", query=tag, tags=[tag], memory_type="fact")
         both = await call(client, "list_memories", tags=[tag], memory_type=["fact", "preference"])
     assert [h["memory"]["id"] for h in only_facts["hits"]] == [fact["id"]]
@@ -270,6 +271,13 @@ async def test_stdio_server_saves_and_searches_with_client_name_as_agent(node: N
     assert [h["memory"]["id"] for h in seen["hits"]] == [saved["id"]]
 
 
+def test_dev_mode_still_refuses_a_wrong_key_on_mcp(node: NodeHandle) -> None:
+    headers = {**MCP_HEADERS, "Authorization": "Bearer engram_00000000_" + "A" * 43}
+    response = httpx.post(node.mcp_url, json=INITIALIZE, headers=headers)
+    assert response.status_code == 401
+    assert "not valid" in response.json()["detail"]
+
+
 # --- secured node (dev mode off) ----------------------------------------------------------------------------
 
 
@@ -289,9 +297,7 @@ def test_mcp_with_a_wrong_key_is_refused_with_401(secured_node: NodeHandle) -> N
 def test_mcp_with_a_key_but_a_foreign_host_is_refused(secured_node: NodeHandle) -> None:
     key = secured_node.create_key("host-ns", "alice")
     headers = {**MCP_HEADERS, "Authorization": f"Bearer {key}"}
-    foreign_host = httpx.post(
-        secured_node.mcp_url, json=INITIALIZE, headers={**headers, "Host": "evil.example"}
-    )
+    foreign_host = httpx.post(secured_node.mcp_url, json=INITIALIZE, headers={**headers, "Host": "evil.example"})
     foreign_origin = httpx.post(
         secured_node.mcp_url, json=INITIALIZE, headers={**headers, "Origin": "http://evil.example"}
     )
@@ -314,9 +320,7 @@ async def test_keys_keep_namespaces_apart_over_mcp(secured_node: NodeHandle) -> 
         not_found = await tool_error(bob, "get_memory", id=saved_a["id"])
         saved_b = await call(bob, "save_memory", content=f"Bob's plan {tag}", tags=[tag])
     async with http_client(secured_node.mcp_url, key=key_a) as alice:
-        alice_sees = await call(
-            alice, "search_memory", query=f"plan {tag}", tags=[tag], min_seq=saved_b["seq"]
-        )
+        alice_sees = await call(alice, "search_memory", query=f"plan {tag}", tags=[tag], min_seq=saved_b["seq"])
     assert (pong["namespace"], pong["agent"]) == (ns_a, "alice")
     assert saved_a["memory"]["namespace"] == ns_a and saved_a["memory"]["owner_agent"] == "alice"
     assert found["hits"] == [] and listed["memories"] == []

@@ -94,9 +94,7 @@ def test_list_filters_by_several_types_and_owner(api: httpx.Client) -> None:
         json={"content": f"p {tag}", "tags": [tag], "memory_type": "preference"},
         params={"agent_id": "query-agent"},
     ).json()
-    typed = api.get(
-        "/v1/memories", params=[("tags", tag), ("memory_type", "fact"), ("memory_type", "preference")]
-    )
+    typed = api.get("/v1/memories", params=[("tags", tag), ("memory_type", "fact"), ("memory_type", "preference")])
     owned = api.get("/v1/memories", params={"tags": tag, "owner_agent": "query-agent"})
     assert {m["id"] for m in typed.json()["memories"]} == {fact["id"], mine["id"]}
     assert [m["id"] for m in owned.json()["memories"]] == [mine["id"]]
@@ -146,12 +144,13 @@ def test_openapi_documents_the_api(api: httpx.Client) -> None:
     assert {"post", "get"} <= set(paths["/v1/memories"])
     assert "get" in paths["/v1/memories/{memory_id}"]
     assert "post" in paths["/v1/memories:search"]
+    # Invalid requests answer 400 problems, so FastAPI's default 422 must not be documented.
+    assert "400" in paths["/v1/memories"]["post"]["responses"]
+    assert all("422" not in op["responses"] for path in paths.values() for op in path.values())
     assert {"/healthz", "/readyz"} <= set(paths)
     assert "/mcp" not in paths
     schemas = doc["components"]["schemas"]
-    assert {"SaveRequest", "SaveResult", "SearchRequest", "SearchResult", "MemoryOut", "Problem"} <= set(
-        schemas
-    )
+    assert {"SaveRequest", "SaveResult", "SearchRequest", "SearchResult", "MemoryOut", "Problem"} <= set(schemas)
     assert "bearer" in str(doc["components"]["securitySchemes"]).lower()
     assert api.get("/docs").status_code == 200
 
@@ -173,9 +172,7 @@ def test_dev_mode_still_rejects_a_wrong_key(api: httpx.Client) -> None:
 
 def test_foreign_host_and_origin_are_refused(api: httpx.Client) -> None:
     assert_problem(api.get("/v1/memories", headers={"Host": "attacker.example"}), 421)
-    assert_problem(
-        api.post("/v1/memories", json={"content": "x"}, headers={"Origin": "http://attacker.example"}), 403
-    )
+    assert_problem(api.post("/v1/memories", json={"content": "x"}, headers={"Origin": "http://attacker.example"}), 403)
     assert api.get("/v1/memories", headers={"Origin": "http://localhost:3000"}).status_code == 200
     assert api.get("/healthz", headers={"Host": "10.1.2.3:8765"}).status_code == 200
 
@@ -200,9 +197,7 @@ def test_probes_need_no_key(secured: httpx.Client) -> None:
     assert secured.get("/readyz").status_code == 200
 
 
-def test_a_key_for_one_namespace_cannot_read_or_write_another(
-    secured_node: NodeHandle, secured: httpx.Client
-) -> None:
+def test_a_key_for_one_namespace_cannot_read_or_write_another(secured_node: NodeHandle, secured: httpx.Client) -> None:
     tag = unique()
     key_a = secured_node.create_key(unique("a"), "alice")
     key_b = secured_node.create_key(unique("b"), "bob")
@@ -220,9 +215,7 @@ def test_a_key_for_one_namespace_cannot_read_or_write_another(
     assert search_b.status_code == 200 and search_b.json()["hits"] == []
     assert secured.get("/v1/memories", params={"tags": tag}, headers=bearer(key_b)).json()["memories"] == []
 
-    saved_b = secured.post(
-        "/v1/memories", json={"content": f"B's plan {tag}", "tags": [tag]}, headers=bearer(key_b)
-    )
+    saved_b = secured.post("/v1/memories", json={"content": f"B's plan {tag}", "tags": [tag]}, headers=bearer(key_b))
     assert saved_b.json()["memory"]["owner_agent"] == "bob"
     listed_a = secured.get(
         "/v1/memories", params={"tags": tag, "min_seq": saved_b.json()["seq"]}, headers=bearer(key_a)

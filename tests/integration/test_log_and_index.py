@@ -39,26 +39,29 @@ async def _save(log: EventLog, text: str, *, namespace: str = "ns", version: int
     memory = Memory(id=memory_id or uuid7(), namespace=namespace, content=text, owner_agent="a", version=version,
                     tags=tags or [], created_at=1.0, updated_at=1.0)  # fmt: skip
     body = event_body(MEMORY_SAVED, memory, Caller(namespace, "a"), vectors=_vectors(text, dense or [1, 0, 0, 0]))
-    return memory.id, await log.append(namespace, MEMORY_SAVED, body, msg_id=f"{memory.id}:{version}")
+    return memory.id, (await log.append(namespace, MEMORY_SAVED, body, msg_id=f"{memory.id}:{version}")).seq
 
 
 async def test_append_returns_consecutive_sequences_and_dedups_by_msg_id(nats_server: NatsServer) -> None:
     log = await EventLog.connect(nats_server.url)
     try:
-        first = await log.append("ns", "memory_saved", {"x": 1}, msg_id="m1")
-        second = await log.append("ns", "memory_saved", {"x": 2}, msg_id="m2")
+        first = (await log.append("ns", "memory_saved", {"x": 1}, msg_id="m1")).seq
+        second = (await log.append("ns", "memory_saved", {"x": 2}, msg_id="m2")).seq
         again = await log.append("ns", "memory_saved", {"x": 1}, msg_id="m1")
         entry = await log.read(second)
     finally:
         await log.close()
-    assert (first, second, again) == (1, 2, 1)
+    assert (first, second, again.seq, again.duplicate) == (1, 2, 1, True)
     assert entry is not None and entry.body == {"x": 2, "seq": 2} and entry.event == "memory_saved"
 
 
 async def test_two_writers_never_reuse_a_sequence(nats_server: NatsServer) -> None:
     a, b = await EventLog.connect(nats_server.url), await EventLog.connect(nats_server.url)
     try:
-        seqs = await asyncio.gather(*(w.append("ns", "e", {"i": i}, msg_id=f"w{i}") for i, w in enumerate([a, b] * 20)))
+        appended = await asyncio.gather(
+            *(w.append("ns", "e", {"i": i}, msg_id=f"w{i}") for i, w in enumerate([a, b] * 20))
+        )
+        seqs = [x.seq for x in appended]
         bodies = [await a.read(s) for s in seqs]
     finally:
         await a.close()

@@ -61,13 +61,9 @@ def http(
 # --- agent resolution order --------------------------------------------------------------------------------
 
 
-def test_agent_header_wins_over_query_key_and_client_name(
-    tmp_path: Path, keys: KeyStore, alice_key: str
-) -> None:
+def test_agent_header_wins_over_query_key_and_client_name(tmp_path: Path, keys: KeyStore, alice_key: str) -> None:
     resolver = Resolver(dev_settings(tmp_path), keys)
-    caller = resolver.resolve(
-        http(alice_key, agent_header="hdr-agent", agent_query="q-agent", client="cursor")
-    )
+    caller = resolver.resolve(http(alice_key, agent_header="hdr-agent", agent_query="q-agent", client="cursor"))
     assert caller.agent_id == "hdr-agent"
 
 
@@ -88,9 +84,7 @@ def test_client_name_names_an_anonymous_caller(tmp_path: Path, keys: KeyStore) -
 
 
 def test_client_name_with_spaces_becomes_a_usable_agent_id(tmp_path: Path, keys: KeyStore) -> None:
-    assert (
-        Resolver(dev_settings(tmp_path), keys).resolve(http(client="Claude Code")).agent_id == "Claude-Code"
-    )
+    assert Resolver(dev_settings(tmp_path), keys).resolve(http(client="Claude Code")).agent_id == "Claude-Code"
 
 
 def test_unusable_client_name_falls_back_instead_of_failing(tmp_path: Path, keys: KeyStore) -> None:
@@ -108,9 +102,7 @@ def test_anonymous_when_nothing_names_the_agent(tmp_path: Path, keys: KeyStore) 
     assert caller == Caller(DEV_NAMESPACE, ANONYMOUS_AGENT, "rest", frozenset({"read", "write"}))
 
 
-def test_http_ignores_the_server_processes_own_agent_id_and_key(
-    tmp_path: Path, keys: KeyStore, alice_key: str
-) -> None:
+def test_http_ignores_the_server_processes_own_agent_id_and_key(tmp_path: Path, keys: KeyStore, alice_key: str) -> None:
     # ENGRAM_API_KEY / ENGRAM_AGENT_ID are for stdio clients; a gateway started with them set must not hand
     # that identity to every anonymous HTTP caller.
     resolver = Resolver(secured_settings(tmp_path, api_key=alice_key, agent_id="robot-7"), keys)
@@ -139,20 +131,14 @@ def test_bad_agent_id_is_rejected_naming_where_it_came_from(
 
 def test_bad_engram_agent_id_is_rejected_for_stdio(tmp_path: Path, keys: KeyStore) -> None:
     with pytest.raises(InvalidArgument, match="ENGRAM_AGENT_ID"):
-        Resolver(dev_settings(tmp_path, agent_id="no spaces please"), keys, stdio=True).resolve(
-            RequestIdentity()
-        )
+        Resolver(dev_settings(tmp_path, agent_id="no spaces please"), keys, stdio=True).resolve(RequestIdentity())
 
 
 # --- keys, dev mode, namespaces --------------------------------------------------------------------------
 
 
-def test_dev_mode_lets_keyless_callers_into_default_namespace_with_read_write(
-    tmp_path: Path, keys: KeyStore
-) -> None:
-    caller = Resolver(dev_settings(tmp_path), keys).resolve(
-        http(agent_header="bob"), default_source=MCP_SOURCE
-    )
+def test_dev_mode_lets_keyless_callers_into_default_namespace_with_read_write(tmp_path: Path, keys: KeyStore) -> None:
+    caller = Resolver(dev_settings(tmp_path), keys).resolve(http(agent_header="bob"), default_source=MCP_SOURCE)
     assert (caller.namespace, caller.agent_id, caller.source) == (DEV_NAMESPACE, "bob", MCP_SOURCE)
     assert caller.scopes == frozenset({"read", "write"})
 

@@ -1,0 +1,116 @@
+"""`python -m bench`: parse the command line, run the benchmark, print the table, write the JSON."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from bench.datasets import CONTEXT_MODES, DEFAULT_CONTEXT_MODE
+from bench.report import table
+from bench.run import DEFAULT_BEIR, DEFAULT_CHUNK, DEFAULT_LOCOMO, DEFAULT_MODEL_CACHE, BenchConfig, run
+from bench.speed import DEFAULT_SAVES, DEFAULT_SEARCHES, DEFAULT_SIZES, DEFAULT_WARMUP
+
+
+def parse_args(argv: list[str] | None = None) -> BenchConfig:
+    parser = argparse.ArgumentParser(
+        prog="python -m bench",
+        description="Measure Engram's retrieval quality and speed against a real node, in one run.",
+    )
+    parser.add_argument(
+        "--quality",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="LoCoMo recall@k and BEIR nDCG@10 per retrieval mode (default on)",
+    )
+    parser.add_argument(
+        "--speed",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="import rate, search/save latency and RSS at each size (default on)",
+    )
+    parser.add_argument(
+        "--sizes",
+        type=_sizes,
+        default=DEFAULT_SIZES,
+        help="memory counts for the speed run, e.g. 10000,50000 (the default)",
+    )
+    parser.add_argument("--locomo", type=Path, default=DEFAULT_LOCOMO, help=f"LoCoMo JSON (default {DEFAULT_LOCOMO})")
+    parser.add_argument("--beir", type=Path, default=DEFAULT_BEIR, help=f"BEIR directory (default {DEFAULT_BEIR})")
+    parser.add_argument("--out", type=Path, help="JSON results file (default bench/results/<UTC timestamp>.json)")
+    parser.add_argument(
+        "--env",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        type=_setting,
+        help="an ENGRAM_* setting for the nodes, e.g. ENGRAM_RRF_K=20 (repeatable)",
+    )
+    parser.add_argument(
+        "--quick",
+        action="store_true",
+        help="smoke run: one LoCoMo conversation, 500 SciFact docs, size 2000, 100 timed calls",
+    )
+    parser.add_argument(
+        "--context",
+        choices=CONTEXT_MODES,
+        default=DEFAULT_CONTEXT_MODE,
+        help="LoCoMo memory context: the previous turn of the session (default), or none",
+    )
+    parser.add_argument("--chunk", type=_positive, default=DEFAULT_CHUNK, help="NDJSON lines per import request")
+    parser.add_argument("--searches", type=_positive, default=DEFAULT_SEARCHES, help="timed searches per size")
+    parser.add_argument("--saves", type=_positive, default=DEFAULT_SAVES, help="timed saves per size")
+    parser.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, help="untimed searches before each series")
+    parser.add_argument(
+        "--model-cache",
+        type=Path,
+        default=DEFAULT_MODEL_CACHE,
+        help="persistent ONNX model cache shared by every run (ENGRAM_MODEL_CACHE)",
+    )
+    parser.add_argument("--keep", action="store_true", help="keep the nodes' data dirs (logs) after the run")
+    args = parser.parse_args(argv)  # fmt: skip
+    if not args.quality and not args.speed:
+        parser.error("nothing to do: --no-quality and --no-speed")
+    return BenchConfig(
+        quality=args.quality, speed=args.speed, sizes=args.sizes, locomo=args.locomo, beir=args.beir,
+        out=args.out, env=dict(args.env), quick=args.quick, context=args.context, chunk=args.chunk,
+        searches=args.searches, saves=args.saves, warmup=args.warmup, model_cache=args.model_cache.resolve(),
+        keep=args.keep,
+    )  # fmt: skip
+
+
+def _sizes(text: str) -> tuple[int, ...]:
+    try:
+        sizes = tuple(int(part.replace("_", "")) for part in text.split(",") if part.strip())
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"sizes are comma-separated counts, e.g. 10000,50000; got {text!r}") from e
+    if not sizes or min(sizes) <= 0:
+        raise argparse.ArgumentTypeError("sizes must be positive counts")
+    return sizes
+
+
+def _setting(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.startswith("ENGRAM_"):
+        raise argparse.ArgumentTypeError(f"expected ENGRAM_<NAME>=<value>, got {text!r}")
+    if key in {"ENGRAM_HOME", "ENGRAM_PORT"}:
+        raise argparse.ArgumentTypeError(f"{key} is chosen by the bench (a fresh home per node, port 0)")
+    return key, value
+
+
+def _positive(text: str) -> int:
+    value = int(text)
+    if value <= 0:
+        raise argparse.ArgumentTypeError("must be a positive number")
+    return value
+
+
+def main(argv: list[str] | None = None) -> int:
+    results, path = run(parse_args(argv))
+    print(table(results))
+    print(f"\nresults: {path}", file=sys.stderr)
+    return 1 if results.get("errors") or results.get("interrupted") else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

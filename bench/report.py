@@ -1,0 +1,241 @@
+"""The benchmark's output: one aligned plain-text table with targets and reference figures, and a JSON record."""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import platform
+import subprocess
+import sys
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+# Targets from the brief; reference figures from /work/shared/data/README.md (same data, same metric).
+LOCOMO_TARGET_R10 = 0.72
+BEIR_TARGET_NDCG10 = 0.72
+SEARCH_P95_TARGET_MS = 30.0
+SEARCH_P95_TARGET_SIZE = 50_000
+RERANK_DELTA_TARGET_MS = 100.0
+IMPORT_TARGET_PER_S = 300.0
+LOCOMO_REFERENCE = {  # recall@5, @10, @25
+    "bm25": ("BM25", (0.541, 0.608, 0.677)),
+    "dense": ("MiniLM dense", (0.434, 0.531, 0.669)),
+    "full": ("RRF(k=60)", (0.528, 0.608, 0.701)),
+}
+SCIFACT_REFERENCE = {"bm25": ("BM25", 0.659), "dense": ("MiniLM dense", 0.645), "full": ("RRF(k=60)", 0.687)}
+MODE_ORDER = ("bm25", "dense", "full", "full+rerank")
+TARGET_MODES = ("full", "full+rerank")
+MIB = 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class Row:
+    figure: str
+    value: str
+    target: str = ""
+    reference: str = ""
+    status: str = ""
+
+
+def table(results: dict[str, Any]) -> str:
+    """Every figure of a run as one aligned table: figure, value, target, reference, status."""
+    rows = [Row("figure", "value", "target", "reference", "status")]
+    rows += list(_quality_rows(results.get("quality") or {}))
+    rows += list(_speed_rows(results.get("speed") or {}))
+    for section, error in (results.get("errors") or {}).items():
+        rows.append(Row(f"ERROR in {section}", "-", reference=_short(error, 100), status="FAIL"))
+    if results.get("interrupted"):
+        rows.append(Row("run interrupted", "partial figures", status="FAIL"))
+    rows.append(Row("wall time, whole run (s)", f"{results.get('wall_seconds', 0):.0f}"))
+    widths = [max(len(getattr(r, col)) for r in rows) for col in Row.__slots__]
+    lines = []
+    for i, row in enumerate(rows):
+        cells = [getattr(row, col).ljust(width) for col, width in zip(Row.__slots__, widths, strict=True)]
+        lines.append("  ".join(cells).rstrip())
+        if i == 0:
+            lines.append("  ".join("-" * w for w in widths))
+    return "\n".join(lines)
+
+
+def _quality_rows(quality: dict[str, Any]) -> Iterator[Row]:
+    locomo = quality.get("locomo")
+    if locomo:
+        modes = locomo.get("modes", {})
+        skipped = locomo.get("skipped_modes", {})
+        for k_index, k in enumerate((5, 10, 25)):
+            for mode in MODE_ORDER:
+                figure = f"LoCoMo recall@{k} [{mode}]"
+                if mode in skipped and mode not in modes:
+                    if k == 10:
+                        yield Row(figure, "skipped", reference=_short(skipped[mode]))
+                    continue
+                value = modes.get(mode, {}).get(f"recall@{k}")
+                target = f">= {LOCOMO_TARGET_R10:.2f}" if k == 10 and mode in TARGET_MODES else ""
+                name, figures = LOCOMO_REFERENCE.get(mode, ("", ()))
+                reference = f"{name} {figures[k_index]:.3f}" if figures else ""
+                status = _verdict(value, LOCOMO_TARGET_R10, higher=True) if target else ""
+                yield Row(figure, _num(value, 3) + _flag(modes.get(mode)), target, reference, status)
+        for mode in MODE_ORDER:
+            per = modes.get(mode, {})
+            counts = per.get("questions_by_category", {})
+            for category, value in per.get("recall@10_by_category", {}).items():
+                yield Row(f"LoCoMo recall@10 {category} (n={counts.get(category, '?')}) [{mode}]", _num(value, 3))
+    beir = quality.get("beir")
+    if beir:
+        name = beir.get("name", "beir")
+        label = "SciFact" if name == "scifact" else name
+        modes = beir.get("modes", {})
+        skipped = beir.get("skipped_modes", {})
+        for mode in MODE_ORDER:
+            figure = f"{label} nDCG@10 [{mode}]"
+            if mode in skipped and mode not in modes:
+                yield Row(figure, "skipped", reference=_short(skipped[mode]))
+                continue
+            value = modes.get(mode, {}).get("ndcg@10")
+            target = f">= {BEIR_TARGET_NDCG10:.2f}" if mode in TARGET_MODES else ""
+            ref_name, ref = SCIFACT_REFERENCE.get(mode, ("", math.nan)) if name == "scifact" else ("", math.nan)
+            reference = f"{ref_name} {ref:.3f}" if ref_name else ""
+            status = _verdict(value, BEIR_TARGET_NDCG10, higher=True) if target else ""
+            yield Row(figure, _num(value, 3) + _flag(modes.get(mode)), target, reference, status)
+        if beir.get("note"):
+            yield Row(f"{label} note", "-", reference=_short(beir["note"]))
+    for key, data in quality.items():
+        if data and data.get("import"):
+            imp = data["import"]
+            counts = f"{imp['imported']} imported, {imp['rejected']} rejected"
+            yield Row(f"quality import {key}: memories/s", _num(imp["memories_per_second"], 0), reference=counts)
+
+
+def _speed_rows(speed: dict[str, Any]) -> Iterator[Row]:
+    for step in speed.get("steps", []):
+        size = step["size"]
+        at = f"@{size // 1000}k" if size % 1000 == 0 else f"@{size}"
+        imp = step.get("import", {})
+        rate = imp.get("memories_per_second")
+        yield Row(f"bulk import {at}: memories/s (ack)", _num(rate, 0), f">= {IMPORT_TARGET_PER_S:.0f}",
+                  f"{imp.get('imported', 0)} in {imp.get('request_seconds', 0):.1f}s",
+                  _verdict(rate, IMPORT_TARGET_PER_S, higher=True))  # fmt: skip
+        caught_up = f"index caught up {step.get('index_catch_up_seconds', 0):.1f}s after the last ack"
+        indexed = _num(step.get("indexed_memories_per_second"), 0)
+        yield Row(f"bulk import {at}: memories/s (indexed)", indexed, reference=caught_up)
+        search = step.get("search")
+        if search:
+            target = f"p95 <= {SEARCH_P95_TARGET_MS:.0f}" + ("" if size >= SEARCH_P95_TARGET_SIZE else " (at 50k)")
+            status = (
+                _verdict(search["p95_ms"], SEARCH_P95_TARGET_MS, higher=False) if size >= SEARCH_P95_TARGET_SIZE else ""
+            )
+            yield Row(f"search {at} p50/p95/p99 ms", _triple(search), target, _errors(search), status)
+        rerank = step.get("search_rerank")
+        if rerank:
+            yield Row(f"search+rerank {at} p50/p95/p99 ms", _triple(rerank), "", _errors(rerank))
+            delta = step.get("rerank_p95_delta_ms")
+            yield Row(f"rerank cost {at}: p95 delta ms", _num(delta, 1), f"<= +{RERANK_DELTA_TARGET_MS:.0f}", "",
+                      _verdict(delta, RERANK_DELTA_TARGET_MS, higher=False))  # fmt: skip
+        elif speed.get("rerank_skipped"):
+            yield Row(f"search+rerank {at}", "skipped", reference=_short(speed["rerank_skipped"]))
+        save = step.get("save")
+        if save:
+            yield Row(f"save_memory {at} p50/p95/p99 ms", _triple(save), "", _errors(save))
+        rss = step.get("rss_bytes", {})
+        if rss:
+            yield Row(f"node RSS {at} (MiB, node+nats)", f"{rss.get('total', 0) / MIB:.0f}", "",
+                      f"node {rss.get('node', 0) / MIB:.0f} + nats {rss.get('nats', 0) / MIB:.0f}")  # fmt: skip
+
+
+def _num(value: Any, digits: int) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return "n/a"
+    return f"{value:.{digits}f}"
+
+
+def _triple(latency: dict[str, Any]) -> str:
+    return " / ".join(_num(latency.get(key), 1) for key in ("p50_ms", "p95_ms", "p99_ms"))
+
+
+def _errors(figures: dict[str, Any]) -> str:
+    return f"{figures['errors']} errors" if figures.get("errors") else ""
+
+
+def _flag(mode_figures: dict[str, Any] | None) -> str:
+    """Marks a figure computed while searches failed (see the JSON's error_examples)."""
+    if not mode_figures or not mode_figures.get("errors"):
+        return ""
+    return f" ({mode_figures['errors']} errors{', UNRELIABLE' if mode_figures.get('unreliable') else ''})"
+
+
+def _verdict(value: Any, target: float, *, higher: bool) -> str:
+    if value is None or (isinstance(value, float) and math.isnan(value)):
+        return ""
+    return "ok" if (value >= target if higher else value <= target) else "MISS"
+
+
+def _short(text: str, width: int = 60) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+# --- the JSON record ----------------------------------------------------------------------------------------
+
+
+def machine() -> dict[str, Any]:
+    """CPU model, cores, memory, OS and Python of this machine."""
+    info: dict[str, Any] = {
+        "cpu_model": "",
+        "cores": os.cpu_count(),
+        "memory_bytes": 0,
+        "os": platform.platform(),
+        "python": sys.version.split()[0],
+    }
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                info["cpu_model"] = line.split(":", 1)[1].strip()
+                break
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                info["memory_bytes"] = int(line.split()[1]) * 1024
+                break
+    except (OSError, ValueError, IndexError):
+        pass
+    if not info["cpu_model"]:
+        info["cpu_model"] = platform.processor()
+    return info
+
+
+def git_state(repo: Path) -> dict[str, Any]:
+    """The commit the run measured and whether the work tree had uncommitted changes."""
+    try:
+        commit = _git(repo, "rev-parse", "HEAD").strip()
+        dirty = bool(_git(repo, "status", "--porcelain", "--untracked-files=no").strip())
+    except (OSError, subprocess.CalledProcessError) as e:
+        return {"commit": None, "dirty": None, "error": str(e)}
+    return {"commit": commit, "dirty": dirty}
+
+
+def _git(repo: Path, *args: str) -> str:
+    return subprocess.run(["git", *args], cwd=repo, capture_output=True, text=True, check=True, timeout=30).stdout
+
+
+def write_json(results: dict[str, Any], path: Path) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    text = json.dumps(_finite(results), indent=2, default=_jsonable, allow_nan=False)
+    path.write_text(text + "\n", encoding="utf-8")
+
+
+def _finite(value: Any) -> Any:
+    """NaN (no data) becomes null, so the file is strict JSON."""
+    if isinstance(value, float) and not math.isfinite(value):
+        return None
+    if isinstance(value, dict):
+        return {k: _finite(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_finite(v) for v in value]
+    return value
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, Path):
+        return str(value)
+    raise TypeError(f"{type(value).__name__} is not JSON serialisable")

@@ -1,0 +1,194 @@
+"""One benchmark run: quality on fresh nodes, speed on another, then the table and the JSON record."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import dataclasses
+import shutil
+import signal
+import tempfile
+import time
+import traceback
+from collections.abc import Callable, Coroutine, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from types import FrameType
+from typing import Any
+
+from bench.datasets import (
+    DEFAULT_CONTEXT_MODE,
+    BeirSet,
+    Conversation,
+    load_beir,
+    load_locomo,
+    speed_corpus,
+    speed_queries,
+)
+from bench.node import node_env
+from bench.progress import Phases, note
+from bench.quality import QualityOptions, run_beir, run_locomo
+from bench.report import git_state, machine, write_json
+from bench.speed import DEFAULT_SAVES, DEFAULT_SEARCHES, DEFAULT_SIZES, DEFAULT_WARMUP, SpeedOptions, run_speed
+
+REPO_ROOT = Path(__file__).resolve().parent.parent
+DEFAULT_LOCOMO = REPO_ROOT.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
+DEFAULT_BEIR = REPO_ROOT.parent / "shared" / "data" / "scifact"
+DEFAULT_MODEL_CACHE = REPO_ROOT / "bench" / ".cache" / "models"
+DEFAULT_RESULTS_DIR = REPO_ROOT / "bench" / "results"
+DEFAULT_CHUNK = 1000
+QUICK_CONVERSATIONS = 1
+QUICK_DOCS = 500
+QUICK_SIZES = (2000,)
+QUICK_CALLS = 100
+
+
+@dataclass(frozen=True, slots=True)
+class BenchConfig:
+    """Everything one run does; built from the command line."""
+
+    quality: bool = True
+    speed: bool = True
+    sizes: tuple[int, ...] = DEFAULT_SIZES
+    locomo: Path = DEFAULT_LOCOMO
+    beir: Path = DEFAULT_BEIR
+    out: Path | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    quick: bool = False
+    context: str = DEFAULT_CONTEXT_MODE
+    chunk: int = DEFAULT_CHUNK
+    searches: int = DEFAULT_SEARCHES
+    saves: int = DEFAULT_SAVES
+    warmup: int = DEFAULT_WARMUP
+    model_cache: Path = DEFAULT_MODEL_CACHE
+    keep: bool = False
+
+    def effective(self) -> BenchConfig:
+        """``--quick`` shrinks the run: one conversation, a small corpus, one small size, fewer timed calls."""
+        if not self.quick:
+            return self
+        sizes = self.sizes if self.sizes != DEFAULT_SIZES else QUICK_SIZES
+        searches = min(self.searches, QUICK_CALLS)
+        saves = min(self.saves, QUICK_CALLS)
+        return dataclasses.replace(self, sizes=sizes, searches=searches, saves=saves)
+
+
+def run(config: BenchConfig) -> tuple[dict[str, Any], Path]:
+    """Runs the benchmark; returns the results (also written as JSON) and the JSON path."""
+    config = config.effective()
+    began = time.monotonic()
+    started_at = datetime.now(UTC)
+    out = config.out or DEFAULT_RESULTS_DIR / f"{started_at.strftime('%Y%m%dT%H%M%SZ')}.json"
+    _prepare_cache(config.model_cache)
+    settings = node_env(config.model_cache, config.env)
+    phases = Phases()
+    results: dict[str, Any] = {
+        "started_at": started_at.isoformat(timespec="seconds"),
+        "quick": config.quick,
+        "machine": machine(),
+        "git": git_state(REPO_ROOT),
+        "engram_settings": settings,
+        "model_cache": "shared models; each node has its own query-embedding cache (see docs/benchmarks.md)",
+        "options": {
+            "sizes": list(config.sizes),
+            "searches": config.searches,
+            "saves": config.saves,
+            "warmup": config.warmup,
+            "chunk": config.chunk,
+            "context": config.context,
+        },
+        "data": {},
+        "errors": {},
+    }
+    home_root = Path(tempfile.mkdtemp(prefix="engram-bench-"))
+    note(f"engram bench: nodes under {home_root}, model cache {config.model_cache}")
+    try:
+        with _sigterm_as_interrupt():
+            with phases("load"):
+                conversations, beir = _load(config, results)
+            if config.quality:
+                _section(results, "quality", lambda out: _quality(config, conversations, beir, home_root, settings,
+                                                                  phases, out))  # fmt: skip
+            if config.speed:
+                _section(results, "speed", lambda out: _speed(config, conversations, beir, home_root, settings,
+                                                              phases, out))  # fmt: skip
+    except KeyboardInterrupt:
+        results["interrupted"] = True
+        note("interrupted: nodes stopped; writing what was measured")
+    finally:
+        results["phases_seconds"] = phases.seconds
+        results["wall_seconds"] = round(time.monotonic() - began, 1)
+        if not results["errors"]:
+            del results["errors"]
+        write_json(results, out)
+        if config.keep:
+            note(f"node homes kept in {home_root}")
+        else:
+            shutil.rmtree(home_root, ignore_errors=True)
+    return results, out
+
+
+def _load(config: BenchConfig, results: dict[str, Any]) -> tuple[list[Conversation], BeirSet]:
+    conversations = load_locomo(config.locomo)
+    beir = load_beir(config.beir)
+    results["data"] = {
+        "locomo": {"path": str(config.locomo.resolve()), "conversations": len(conversations),
+                   "turns": sum(len(c.turns) for c in conversations),
+                   "answerable_questions": sum(len(c.answerable) for c in conversations)},
+        "beir": {"path": str(config.beir.resolve()), "name": beir.name, "documents": len(beir.corpus),
+                 "queries": len(beir.queries), "judged_queries": len(beir.judged)},
+    }  # fmt: skip
+    return conversations, beir
+
+
+async def _quality(config: BenchConfig, conversations: list[Conversation], beir: BeirSet, home_root: Path,
+                   settings: dict[str, str], phases: Phases, out: dict[str, Any]) -> None:  # fmt: skip
+    options = QualityOptions(home_root=home_root, settings=settings, chunk=config.chunk, context_mode=config.context)
+    locomo_set = conversations[:QUICK_CONVERSATIONS] if config.quick else conversations
+    beir_set = load_beir(config.beir, limit=QUICK_DOCS) if config.quick else beir
+    await run_locomo(locomo_set, options, phases, out.setdefault("locomo", {}))
+    await run_beir(beir_set, options, phases, out.setdefault("beir", {}))
+
+
+async def _speed(config: BenchConfig, conversations: list[Conversation], beir: BeirSet, home_root: Path,
+                 settings: dict[str, str], phases: Phases, out: dict[str, Any]) -> None:  # fmt: skip
+    options = SpeedOptions(
+        home_root=home_root, settings=settings, chunk=config.chunk, sizes=config.sizes,
+        searches=config.searches, saves=config.saves, warmup=config.warmup,
+    )  # fmt: skip
+    corpus = speed_corpus(beir, conversations, needed=options.texts_needed)
+    queries = speed_queries(beir, conversations)
+    await run_speed(corpus, queries, options, phases, out)
+
+
+def _section(results: dict[str, Any], name: str, body: Callable[[dict[str, Any]], Coroutine[Any, Any, None]]) -> None:
+    """Runs one section into results[name]; an error is recorded (and printed), what it measured is kept."""
+    out = results.setdefault(name, {})
+    try:
+        asyncio.run(body(out))
+    except Exception as e:
+        traceback.print_exc()
+        results["errors"][name] = f"{type(e).__name__}: {e}"
+
+
+def _prepare_cache(model_cache: Path) -> None:
+    """The model cache persists between runs; keep it out of git without touching the repo's .gitignore."""
+    model_cache.mkdir(parents=True, exist_ok=True)
+    ignore = model_cache.parent / ".gitignore"
+    if model_cache.parent.name == ".cache" and not ignore.exists():
+        ignore.write_text("*\n")
+
+
+@contextlib.contextmanager
+def _sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM stops the run like Ctrl-C: nodes are stopped and the partial results are written."""
+
+    def interrupt(signum: int, frame: FrameType | None) -> None:
+        raise KeyboardInterrupt
+
+    previous = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)

@@ -1,0 +1,195 @@
+"""Speed through the public API: bulk import rate, search and save latency, and node RSS at growing sizes."""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bench.client import EngramClient, ToolCallError, connect
+from bench.datasets import SpeedCorpus
+from bench.metrics import LatencySummary
+from bench.node import Node
+from bench.progress import Phases, Progress, note
+from bench.quality import reranker_missing
+
+DEFAULT_SIZES = (10_000, 50_000)
+DEFAULT_SEARCHES = 200
+DEFAULT_SAVES = 200
+DEFAULT_WARMUP = 20
+SEARCH_LIMIT = 10
+IMPORT_TAG = "bench-speed"
+SAVE_TAG = "bench-speed-save"
+
+
+@dataclass(frozen=True, slots=True)
+class SpeedOptions:
+    """Where the speed node lives, how it runs, and how much to measure at each size."""
+
+    home_root: Path
+    settings: dict[str, str]
+    chunk: int
+    sizes: tuple[int, ...] = DEFAULT_SIZES
+    searches: int = DEFAULT_SEARCHES
+    saves: int = DEFAULT_SAVES
+    warmup: int = DEFAULT_WARMUP
+
+    @property
+    def texts_needed(self) -> int:
+        """Imported memories up to the largest size plus a distinct text for every save."""
+        return max(self.sizes) + self.saves * len(self.sizes)
+
+
+class QueryPool:
+    """Hands out distinct queries so that no timed search hits the query-embedding cache; cycles if it must."""
+
+    def __init__(self, queries: Sequence[str]) -> None:
+        if not queries:
+            raise ValueError("the speed run needs at least one query")
+        self._queries, self._next, self.reused = list(queries), 0, 0
+
+    def take(self, n: int) -> list[str]:
+        taken = []
+        for _ in range(n):
+            if self._next >= len(self._queries):
+                self.reused += 1
+            taken.append(self._queries[self._next % len(self._queries)])
+            self._next += 1
+        return taken
+
+
+async def run_speed(
+    corpus: SpeedCorpus, queries: Sequence[str], options: SpeedOptions, phases: Phases, out: dict[str, Any]
+) -> None:
+    """One fresh node; for each size: import up to it, wait for the index, then time searches and saves."""
+    sizes = tuple(sorted(set(options.sizes)))
+    if len(corpus.texts) < options.texts_needed:
+        raise ValueError(f"the speed corpus has {len(corpus.texts)} texts, {options.texts_needed} are needed")
+    imports = corpus.texts[: max(sizes)]
+    saves = iter(corpus.texts[max(sizes) :])
+    pool = QueryPool(queries)
+    out |= {
+        "sizes": list(sizes),
+        "corpus_sources": corpus.sources,
+        "searches_per_size": options.searches,
+        "saves_per_size": options.saves,
+        "warmup": options.warmup,
+        "search_limit": SEARCH_LIMIT,
+        "steps": [],
+    }
+    with phases("speed/start"):
+        node = Node.start(options.home_root / "speed", options.settings)
+    out["node_start_seconds"] = round(node.started_seconds, 3)
+    out["readyz"] = node.ready
+    out["rss_bytes_empty"] = node.rss()
+    try:
+        async with connect(node.http_url, node.mcp_url) as client:
+            rerank_missing = await reranker_missing(client)
+            if rerank_missing:
+                out["rerank_skipped"] = rerank_missing
+                note(f"  skipping reranked searches: {rerank_missing}")
+            imported = saved = 0
+            for size in sizes:
+                step: dict[str, Any] = {"size": size}
+                out["steps"].append(step)
+                await _grow(client, node, imports, imported, size, options, phases, step)
+                imported = size
+                rounds: list[tuple[str, Callable[[str], Awaitable[Any]], list[str]]] = [
+                    ("search", _searcher(client, rerank=False), pool.take(options.warmup + options.searches)),
+                ]
+                if not rerank_missing:
+                    rounds.append(
+                        ("search_rerank", _searcher(client, rerank=True), pool.take(options.warmup + options.searches))
+                    )
+                for name, call, inputs in rounds:
+                    with phases(f"speed/{size}/{name}"):
+                        step[name] = await _timed(f"{name} @{size}", call, inputs, warmup=options.warmup)
+                texts = [next(saves) for _ in range(options.saves)]
+                with phases(f"speed/{size}/save"):
+                    step["save"] = await _timed(f"save @{size}", _saver(client), texts, warmup=0)
+                saved += options.saves
+                step["memories"] = imported + saved
+                step["rss_bytes"] = node.rss()
+                if "search_rerank" in step:
+                    step["rerank_p95_delta_ms"] = step["search_rerank"]["p95_ms"] - step["search"]["p95_ms"]
+            out["queries_reused"] = pool.reused
+    finally:
+        problems = node.log_problems()
+        if problems:
+            out["node_log_problems"] = problems[:20]
+        out["node_exit_code"] = node.stop()
+
+
+async def _grow(
+    client: EngramClient,
+    node: Node,
+    texts: Sequence[str],
+    start: int,
+    size: int,
+    options: SpeedOptions,
+    phases: Phases,
+    step: dict[str, Any],
+) -> None:
+    """Imports texts[start:size] and waits until the index has them; records rates and RSS into ``step``."""
+    records = [
+        {"content": text, "tags": [IMPORT_TAG], "source_id": f"speed:{i}"}
+        for i, text in enumerate(texts[start:size], start=start)
+    ]
+    with phases(f"speed/{size}/import"), Progress(f"import to {size}", len(records), unit="memories") as bar:
+        result = await client.import_records(records, chunk=options.chunk, on_chunk=bar.advance)
+    if result.rejected:
+        note(f"  {len(result.rejected)} lines rejected, e.g. {result.rejected[:3]}")
+    step["import"] = result.summary()
+    with phases(f"speed/{size}/index"):
+        waited = await client.wait_indexed(result.last_seq)
+    step["index_catch_up_seconds"] = round(waited, 3)
+    # Searchable throughput: from the first import request until the index has applied the last line.
+    total = result.seconds + waited
+    step["indexed_memories_per_second"] = round(result.imported / total, 1) if total > 0 else 0.0
+    step["rss_bytes_after_import"] = node.rss()
+
+
+def _searcher(client: EngramClient, *, rerank: bool) -> Callable[[str], Awaitable[Any]]:
+    async def search(query: str) -> Any:
+        return await client.search(query, limit=SEARCH_LIMIT, rerank=rerank)
+
+    return search
+
+
+def _saver(client: EngramClient) -> Callable[[str], Awaitable[Any]]:
+    async def save(text: str) -> Any:
+        return await client.save(text, tags=[SAVE_TAG])
+
+    return save
+
+
+async def _timed(
+    label: str, call: Callable[[str], Awaitable[Any]], inputs: Sequence[str], *, warmup: int
+) -> dict[str, Any]:
+    """Runs ``call`` on each input in turn (one client, sequential); times all but the first ``warmup``."""
+    durations: list[float] = []
+    errors: list[str] = []
+    extra: dict[str, Any] = {}
+    with Progress(label, len(inputs), unit="calls") as bar:
+        for i, item in enumerate(inputs):
+            began = time.perf_counter()
+            try:
+                answer = await call(item)
+            except ToolCallError as e:
+                errors.append(e.text)
+                bar.advance()
+                continue
+            elapsed = time.perf_counter() - began
+            if i >= warmup:
+                durations.append(elapsed)
+                if isinstance(answer, dict) and "reranked" in answer:
+                    extra["reranked"] = extra.get("reranked", 0) + bool(answer["reranked"])
+            bar.advance()
+    result = dataclasses.asdict(LatencySummary.of(durations)) | extra
+    result["errors"] = len(errors)
+    if errors:
+        result["error_examples"] = sorted(set(errors))[:5]
+    return result

@@ -1,0 +1,330 @@
+"""Qdrant server adapter: one collection on a Qdrant server (cluster mode), or qdrant-client's local mode."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from contextlib import AbstractContextManager, contextmanager, nullcontext
+from typing import Any, Self
+
+import httpx
+from qdrant_client import QdrantClient, models
+from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+
+from engram.config import SettingsError
+from engram.errors import Unavailable
+from engram.index import DENSE, QUESTIONS, SPARSE, IndexPoint, Scored, SearchRequest
+from engram.index.edge import CREATED_TS, KEYWORD_FIELDS, META_ID
+from engram.model import SearchFilter
+
+DEFAULT_COLLECTION = "engram_memories"
+DEFAULT_TIMEOUT_SECONDS = 10
+LOCAL_URL = ":memory:"
+# Statuses that mean "the server is there but cannot serve now": worth a retry, unlike a 400 (a bug).
+RETRYABLE_STATUSES = frozenset({429, 500, 502, 503, 504})
+AUTH_STATUSES = frozenset({401, 403})
+
+
+class QdrantServerIndex:
+    """MemoryIndex on a Qdrant server collection: point ids are memory ids, the same layout as EdgeIndex.
+
+    With a local-mode client (":memory:" or a path) it is the in-process stand-in the tests use: local mode
+    is not thread-safe, so calls then hold one lock; against a server they run concurrently.
+    """
+
+    def __init__(self, client: QdrantClient, *, collection: str = DEFAULT_COLLECTION, dim: int) -> None:
+        self._client = client
+        self._collection = collection
+        self._dim = dim
+        self._address = _address(client)
+        self._local = _is_local(client)
+        self._lock: AbstractContextManager[Any] = threading.Lock() if self._local else nullcontext()
+        self._ensure_collection()
+
+    @classmethod
+    def from_url(
+        cls,
+        url: str,
+        *,
+        api_key: str | None = None,
+        collection: str = DEFAULT_COLLECTION,
+        dim: int,
+        timeout: int = DEFAULT_TIMEOUT_SECONDS,
+    ) -> Self:
+        """Connects to `http(s)://host:6333`, or ":memory:" for qdrant-client's in-process local mode.
+
+        Raises Unavailable when the server cannot be reached or refuses the API key, and SettingsError when the
+        collection exists with another dense size than `dim`.
+        """
+        if url == LOCAL_URL:
+            client = QdrantClient(location=LOCAL_URL)
+        else:
+            # The library's own version check runs in a background thread and can only warn; reachability
+            # is checked here instead, synchronously, by the first request (which raises Unavailable).
+            client = QdrantClient(url=url, api_key=api_key, timeout=timeout, check_compatibility=False)
+        try:
+            return cls(client, collection=collection, dim=dim)
+        except BaseException:
+            client.close()
+            raise
+
+    # -- the MemoryIndex port -------------------------------------------------------------------------
+
+    def upsert(self, points: list[IndexPoint]) -> None:
+        if not points:
+            return  # the server rejects an empty batch
+        structs = [models.PointStruct(id=p.id, vector=_vectors(p), payload=p.payload) for p in points]
+        with self._call():
+            self._client.upsert(self._collection, structs, wait=True)
+
+    def retrieve(self, namespace: str, ids: list[str]) -> list[dict[str, Any]]:
+        with self._call():
+            records = self._client.retrieve(self._collection, ids, with_payload=True, with_vectors=False)
+        return [r.payload for r in records if r.payload and r.payload.get("namespace") == namespace]
+
+    def search(self, request: SearchRequest) -> dict[str, list[Scored]]:
+        """One ranked list per vector given in the request, all in one round trip (a query batch)."""
+        queries = _queries(request)
+        if not queries:
+            return {}
+        flt = build_filter(request.namespace, request.filter)
+        batch = [
+            models.QueryRequest(
+                query=models.NearestQuery(nearest=vector),
+                using=name,
+                filter=flt,
+                limit=request.limit,
+                with_payload=True,
+            )
+            for name, vector in queries
+        ]
+        with self._call():
+            responses = self._client.query_batch_points(self._collection, batch)
+        return {
+            name: [Scored(str(p.id), float(p.score), p.payload or {}) for p in response.points]
+            for (name, _), response in zip(queries, responses, strict=True)
+        }
+
+    def recent(
+        self, namespace: str, flt: SearchFilter, limit: int, before: float | None = None
+    ) -> list[dict[str, Any]]:
+        """Newest first by creation time; `before` (exclusive) pages on from the last page's oldest."""
+        condition = build_filter(namespace, flt)
+        if before is not None:
+            condition = models.Filter(must=[condition, _range(lt=before)])
+        order = models.OrderBy(key=CREATED_TS, direction=models.Direction.DESC)
+        with self._call():
+            records, _ = self._client.scroll(
+                self._collection, scroll_filter=condition, limit=limit, order_by=order, with_payload=True
+            )
+        return [r.payload for r in records if r.payload]
+
+    def count(self, namespace: str, flt: SearchFilter | None = None) -> int:
+        with self._call():
+            result = self._client.count(self._collection, count_filter=build_filter(namespace, flt), exact=True)
+        return int(result.count)
+
+    def update_questions(self, namespace: str, id: str, questions: list[list[float]], texts: list[str]) -> bool:
+        """Sets a memory's reverse-HyDE question vectors and their texts; False when it is not in namespace.
+
+        An empty list removes the question vectors.
+        """
+        if not self.retrieve(namespace, [id]):
+            return False
+        payload = models.SetPayloadOperation(set_payload=models.SetPayload(payload={"questions": texts}, points=[id]))
+        with self._call():  # one request: vectors and texts change together
+            self._client.batch_update_points(self._collection, [_questions_op(id, questions), payload], wait=True)
+        return True
+
+    def applied_seq(self) -> int:
+        with self._call():
+            records = self._client.retrieve(self._collection, [META_ID], with_payload=True, with_vectors=False)
+        return int(records[0].payload.get("applied_seq", 0)) if records and records[0].payload else 0
+
+    def set_applied_seq(self, seq: int) -> None:
+        # A point with no vectors (named vectors are optional per point): it never shows in a search, has no
+        # namespace so no filter matches it, and rides the same WAL as the points it covers, written after them.
+        meta = models.PointStruct(id=META_ID, vector={}, payload={"applied_seq": seq})
+        with self._call():
+            self._client.upsert(self._collection, [meta], wait=True)
+
+    def reset(self) -> None:
+        """Drops the collection and creates it empty (the index is rebuilt from the log)."""
+        with self._call():
+            self._client.delete_collection(self._collection)
+        self._ensure_collection()
+
+    def flush(self) -> None:
+        """Nothing to do: every write waits until the server has applied it (wait=True), and it owns its WAL."""
+
+    def close(self) -> None:
+        with self._lock:
+            self._client.close()
+
+    # -- collection setup -----------------------------------------------------------------------------
+
+    def _ensure_collection(self) -> None:
+        with self._call():
+            exists = self._client.collection_exists(self._collection)
+        if not exists:
+            self._create_collection()
+        with self._call():
+            info = self._client.get_collection(self._collection)
+        self._check_dim(info)
+        if not self._local:
+            # Local mode ignores payload indexes (and warns that it does): filters there are brute force.
+            self._ensure_payload_indexes(info.payload_schema)
+
+    def _create_collection(self) -> None:
+        sparse = {SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)}
+        try:
+            with self._call():
+                self._client.create_collection(
+                    self._collection, vectors_config=self._vector_params(), sparse_vectors_config=sparse
+                )
+        except UnexpectedResponse as e:
+            if e.status_code != 409:  # 409: another replica created it first, which is as good
+                raise
+
+    def _vector_params(self) -> dict[str, models.VectorParams]:
+        maxsim = models.MultiVectorConfig(comparator=models.MultiVectorComparator.MAX_SIM)
+        return {
+            DENSE: models.VectorParams(size=self._dim, distance=models.Distance.COSINE),
+            QUESTIONS: models.VectorParams(size=self._dim, distance=models.Distance.COSINE, multivector_config=maxsim),
+        }
+
+    def _check_dim(self, info: models.CollectionInfo) -> None:
+        vectors = info.config.params.vectors
+        dense = vectors.get(DENSE) if isinstance(vectors, dict) else None
+        if dense is None or dense.size != self._dim:
+            found = f"dense size {dense.size}" if dense else "no 'dense' vector"
+            raise SettingsError(
+                f"Qdrant collection '{self._collection}' at {self._address} has {found}, but the embedder makes "
+                f"{self._dim}-dim vectors. Point ENGRAM_QDRANT_COLLECTION at a new collection (it is rebuilt "
+                "from the log) or delete this one."
+            )
+
+    def _ensure_payload_indexes(self, existing: dict[str, Any]) -> None:
+        wanted: dict[str, models.PayloadSchemaParams | models.PayloadSchemaType] = {
+            # is_tenant: the server co-locates each namespace's points, so per-namespace queries stay fast.
+            "namespace": models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True),
+            **dict.fromkeys(KEYWORD_FIELDS, models.PayloadSchemaType.KEYWORD),
+            CREATED_TS: models.PayloadSchemaType.FLOAT,  # range filters and order_by need it on a server
+        }
+        for name, schema in wanted.items():
+            if name not in existing:
+                with self._call():
+                    self._client.create_payload_index(self._collection, name, field_schema=schema, wait=True)
+
+    # -- errors ---------------------------------------------------------------------------------------
+
+    @contextmanager
+    def _call(self) -> Iterator[None]:
+        """Holds the lock (local mode) and turns transport and server failures into Unavailable."""
+        with self._lock:
+            try:
+                yield
+            except ResponseHandlingException as e:
+                raise Unavailable(self._unreachable(e.source)) from e
+            except UnexpectedResponse as e:
+                if e.status_code in AUTH_STATUSES:
+                    raise Unavailable(
+                        f"Qdrant at {self._address} refused the API key ({e.status_code}). Check ENGRAM_QDRANT_API_KEY."
+                    ) from e
+                if e.status_code in RETRYABLE_STATUSES:
+                    raise Unavailable(
+                        f"Qdrant at {self._address} cannot serve right now ({e.status_code} {e.reason_phrase}). "
+                        "Check the server's health and logs; retrying later may succeed."
+                    ) from e
+                raise
+
+    def _unreachable(self, cause: Exception) -> str:
+        if isinstance(cause, httpx.TimeoutException):
+            return (
+                f"Qdrant at {self._address} did not answer in time ({type(cause).__name__}). "
+                "Check the server's load and the network, or raise the timeout."
+            )
+        if isinstance(cause, httpx.TransportError):
+            return (
+                f"Cannot reach Qdrant at {self._address} ({cause or type(cause).__name__}). Check that the "
+                "server is running and that ENGRAM_QDRANT_URL names its REST port (6333 by default)."
+            )
+        return (
+            f"Qdrant at {self._address} sent a response this client cannot read ({cause}). "
+            "Check that the server's version matches qdrant-client's (same major, minor within one)."
+        )
+
+
+def build_filter(namespace: str, flt: SearchFilter | None) -> models.Filter:
+    """The namespace boundary plus the caller's filters, exactly as EdgeIndex: tags all-of; types, topics any-of."""
+    flt = flt or SearchFilter()
+    must: list[models.Condition] = [_match("namespace", namespace), _any("status", flt.statuses or ["active"])]
+    must.extend(_match("tags", tag) for tag in flt.tags)
+    if flt.owner_agent:
+        must.append(_match("owner_agent", flt.owner_agent))
+    if flt.memory_types:
+        must.append(_any("memory_type", flt.memory_types))
+    if flt.topics:
+        must.append(_any("topics", flt.topics))
+    if flt.conversation_id:
+        must.append(_match("conversation_id", flt.conversation_id))
+    if flt.project:
+        must.append(_match("project", flt.project))
+    if flt.created_after is not None or flt.created_before is not None:
+        must.append(_range(gte=flt.created_after, lt=flt.created_before))
+    return models.Filter(must=must)
+
+
+def _match(key: str, value: str) -> models.FieldCondition:
+    return models.FieldCondition(key=key, match=models.MatchValue(value=value))
+
+
+def _any(key: str, values: list[str]) -> models.FieldCondition:
+    return models.FieldCondition(key=key, match=models.MatchAny(any=values))
+
+
+def _range(*, gte: float | None = None, lt: float | None = None) -> models.FieldCondition:
+    return models.FieldCondition(key=CREATED_TS, range=models.Range(gte=gte, lt=lt))
+
+
+def _vectors(point: IndexPoint) -> dict[str, Any]:
+    vectors: dict[str, Any] = {
+        DENSE: point.dense,
+        SPARSE: models.SparseVector(indices=point.sparse.indices, values=point.sparse.values),
+    }
+    if point.questions:
+        vectors[QUESTIONS] = point.questions
+    return vectors
+
+
+def _questions_op(id: str, questions: list[list[float]]) -> models.UpdateOperation:
+    if not questions:
+        return models.DeleteVectorsOperation(delete_vectors=models.DeleteVectors(points=[id], vector=[QUESTIONS]))
+    update = models.UpdateVectors(points=[models.PointVectors(id=id, vector={QUESTIONS: questions})])
+    return models.UpdateVectorsOperation(update_vectors=update)
+
+
+def _queries(request: SearchRequest) -> list[tuple[str, Any]]:
+    queries: list[tuple[str, Any]] = []
+    if request.dense is not None:
+        queries.append((DENSE, request.dense))
+    if request.sparse is not None and request.sparse.indices:  # an all-stop-word query has no terms
+        queries.append((SPARSE, models.SparseVector(indices=request.sparse.indices, values=request.sparse.values)))
+    if request.questions is not None:
+        # Sent as a one-vector multivector: what a MaxSim field takes on every server version.
+        queries.append((QUESTIONS, [request.questions]))
+    return queries
+
+
+def _is_local(client: QdrantClient) -> bool:
+    options = client.init_options
+    return options.get("location") == LOCAL_URL or options.get("path") is not None
+
+
+def _address(client: QdrantClient) -> str:
+    """Where the client points, for error messages (never the API key)."""
+    options = client.init_options
+    for key in ("url", "host", "location", "path"):
+        if options.get(key):
+            return str(options[key])
+    return "localhost:6333"
