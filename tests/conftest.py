@@ -56,6 +56,7 @@ class NodeHandle:
     http_url: str = ""
     grpc_address: str = ""
     nats_url: str = ""
+    model_cache: Path = Path()
     settings: Settings = field(default_factory=Settings)
 
     @property
@@ -92,7 +93,7 @@ def start_node(home: Path, model_cache: Path, *, port: int = 0, **env: str) -> N
         stderr=log,
     )
     log.close()
-    node = NodeHandle(home=home, process=process, settings=Settings.from_env({}, home=home))
+    node = NodeHandle(home=home, process=process, model_cache=model_cache, settings=Settings.from_env({}, home=home))
     deadline = time.monotonic() + NODE_START_TIMEOUT
     while time.monotonic() < deadline:
         if process.poll() is not None:

@@ -94,6 +94,10 @@ def _add_probes(app: FastAPI, backend: Backend) -> None:
             "services": {name: "serving" if ok else "down" for name, ok in services.items()},
             "rerank": "off",
         }
+        if not down:
+            model = await backend.rerank_model()
+            body["rerank"] = "on" if model else "off"
+            body["rerank_model"] = model or None
         if down:
             body["detail"] = f"Not serving: {', '.join(down)}. Check the node's log; retry shortly."
         return JSONResponse(body, status_code=503 if down else 200)

@@ -165,6 +165,11 @@ class Backend:
             "reranker_model": response.reranker_model or None,
         }
 
+    async def rerank_model(self) -> str:
+        """The search service's reranker model id, or "" when rerank is off."""
+        response = await self._call(self._search.GetStats, search_pb2.GetStatsRequest())
+        return str(response.reranker_model)
+
     async def ready(self) -> dict[str, bool]:
         """Health of each service, by the standard gRPC health check."""
         result = {}

@@ -5,7 +5,6 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import Any
 
 import grpc
 from engram.services.search.indexer import Indexer
@@ -16,6 +15,7 @@ from engram.config import Settings
 from engram.embed.cache import CachedEmbedder
 from engram.index import DENSE, QUESTIONS, SPARSE, MemoryIndex
 from engram.index.edge import EdgeIndex
+from engram.rerank import Reranker, load_reranker
 from engram.runtime import Resources, RunningServer, serve
 from engram.v1 import search_pb2_grpc
 
@@ -62,16 +62,13 @@ def pipeline_config(settings: Settings) -> PipelineConfig:
     )
 
 
-def load_reranker(settings: Settings) -> Any:
+def open_reranker(settings: Settings) -> Reranker | None:
     """The installed cross-encoder, or None (search works without one; /readyz and explain say rerank is off)."""
-    from engram.rerank import OnnxReranker, find_reranker
-
-    model_dir = find_reranker(settings.model_cache_dir)
-    if model_dir is None:
+    reranker = load_reranker(settings.model_cache_dir)
+    if reranker is None:
         log.info("rerank is off: no reranker installed (engram models pull <hub-id>)")
-        return None
-    reranker = OnnxReranker(model_dir, settings.model_cache_dir / "onnx")
-    log.info("rerank is on: %s", reranker.model_id)
+    else:
+        log.info("rerank is on: %s (default for searches: %s)", reranker.model_id, "on" if settings.rerank else "off")
     return reranker
 
 
@@ -79,7 +76,7 @@ async def build_service(settings: Settings, resources: Resources) -> SearchServi
     embedder = CachedEmbedder(await resources.embedder(), settings.model_cache_dir / "query-cache.sqlite")
     index = await asyncio.to_thread(open_index, settings, embedder.dim)
     indexer = Indexer(await resources.log(), index)
-    reranker = await asyncio.to_thread(load_reranker, settings)
+    reranker = await asyncio.to_thread(open_reranker, settings)
     reader = MemoryReader(
         index,
         indexer,
