@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import contextlib
+import os
 import sys
 import time
 from collections.abc import Iterator
@@ -81,6 +82,7 @@ class Phases:
 
     def __init__(self) -> None:
         self.seconds: dict[str, float] = {}
+        self.load: dict[str, float] = {}  # 1-minute load average at the end of each phase (is the box busy?)
 
     @contextlib.contextmanager
     def __call__(self, name: str) -> Iterator[None]:
@@ -91,4 +93,6 @@ class Phases:
         finally:
             elapsed = time.monotonic() - began
             self.seconds[name] = round(self.seconds.get(name, 0.0) + elapsed, 3)
+            with contextlib.suppress(OSError):
+                self.load[name] = round(os.getloadavg()[0], 2)
             note(f"[{name}] {elapsed:.1f}s")

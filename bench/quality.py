@@ -93,7 +93,7 @@ async def run_beir(beir: BeirSet, options: QualityOptions, phases: Phases, out: 
     }
     if beir.note:
         out["note"] = beir.note
-    async with _loaded_node(f"beir-{beir.name}", records, options, phases, out) as client:
+    async with _loaded_node(beir.name, records, options, phases, out) as client:
         for mode in await _modes(client, out, tags=[tag]):
             label = f"{beir.name} {mode}"
             with phases(f"quality/{beir.name}/{mode}"), Progress(label, len(beir.judged), unit="queries") as bar:

@@ -50,6 +50,16 @@ def table(results: dict[str, Any]) -> str:
     if results.get("interrupted"):
         rows.append(Row("run interrupted", "partial figures", status="FAIL"))
     rows.append(Row("wall time, whole run (s)", f"{results.get('wall_seconds', 0):.0f}"))
+    box = results.get("machine") or {}
+    if box:
+        load = box.get("load_average_at_start") or []
+        busy = f", load {load[0]:.1f} at start" if load else ""
+        memory = f"{box.get('memory_bytes', 0) / 1024**3:.0f} GiB"
+        rows.append(Row("machine", f"{box.get('cores')} cores", reference=f"{box.get('cpu_model')}, {memory}{busy}"))
+    commit = (results.get("git") or {}).get("commit")
+    if commit:
+        dirty = " (dirty)" if results["git"].get("dirty") else ""
+        rows.append(Row("commit", commit[:12] + dirty))
     widths = [max(len(getattr(r, col)) for r in rows) for col in Row.__slots__]
     lines = []
     for i, row in enumerate(rows):
@@ -187,6 +197,7 @@ def machine() -> dict[str, Any]:
         "memory_bytes": 0,
         "os": platform.platform(),
         "python": sys.version.split()[0],
+        "load_average_at_start": [round(x, 2) for x in os.getloadavg()] if hasattr(os, "getloadavg") else None,
     }
     try:
         for line in Path("/proc/cpuinfo").read_text().splitlines():

@@ -118,6 +118,7 @@ def run(config: BenchConfig) -> tuple[dict[str, Any], Path]:
         note("interrupted: nodes stopped; writing what was measured")
     finally:
         results["phases_seconds"] = phases.seconds
+        results["phases_load_average"] = phases.load
         results["wall_seconds"] = round(time.monotonic() - began, 1)
         if not results["errors"]:
             del results["errors"]

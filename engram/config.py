@@ -60,9 +60,10 @@ class Settings:
     llm_timeout_seconds: float = 30.0
     enrich_retry_base_seconds: float = 2.0  # first retry delay of a failed enrichment; doubles each time
     enrich_max_attempts: int = 6
-    rrf_k: float = 60.0
+    fusion: str = "relative"  # relative (min-max normalised weighted scores) or rrf
+    rrf_k: float = 10.0
     weight_dense: float = 1.0
-    weight_bm25: float = 1.0
+    weight_bm25: float = 1.5
     weight_questions: float = 1.0
     rerank: bool = True  # rerank by default when a reranker is installed
     rerank_top_n: int = 20
@@ -90,6 +91,8 @@ class Settings:
         """Raises SettingsError for values that cannot work."""
         if not 0 <= self.port <= 65535:
             raise SettingsError(f"ENGRAM_PORT must be 0-65535, got {self.port}")
+        if self.fusion not in ("relative", "rrf"):
+            raise SettingsError(f"ENGRAM_FUSION must be 'relative' or 'rrf', got {self.fusion!r}")
         if self.max_content_bytes <= 0 or self.read_wait_seconds < 0:
             raise SettingsError("ENGRAM_MAX_CONTENT_BYTES must be > 0 and ENGRAM_READ_WAIT_SECONDS >= 0")
 

@@ -7,8 +7,8 @@ from dataclasses import dataclass
 
 import qdrant_edge as qe
 
-DEFAULT_K = 1.2
-DEFAULT_B = 0.75
+DEFAULT_K = 0.9  # the BEIR/Anserini BM25 parameters
+DEFAULT_B = 0.4
 DEFAULT_AVG_LEN = 48.0  # memories are a sentence or a paragraph, not a 256-token page
 
 

@@ -66,7 +66,7 @@ class MemoryWriter:
 
     async def save(self, caller: Caller, draft: MemoryInput) -> SaveResult:
         memory, redactions = self._prepare(caller, draft)
-        (vectors,) = await asyncio.to_thread(self._vectors, [memory.search_text()])
+        (vectors,) = await asyncio.to_thread(self._vectors, [memory])
         appended = await self._append(caller, memory, vectors, msg_id=f"{memory.id}:{memory.version}")
         memory.seq = appended
         return SaveResult(memory, appended, redactions)
@@ -124,8 +124,7 @@ class MemoryWriter:
     async def _import_batch(
         self, caller: Caller, pending: list[tuple[ImportItem, Memory]], summary: ImportSummary
     ) -> None:
-        texts = [memory.search_text() for _, memory in pending]
-        vectors = await asyncio.to_thread(self._vectors, texts)
+        vectors = await asyncio.to_thread(self._vectors, [memory for _, memory in pending])
         for (item, memory), vector in zip(pending, vectors, strict=True):
             msg_id = f"import:{caller.namespace}:{item.source_id}" if item.source_id else f"{memory.id}:1"
             try:
@@ -184,11 +183,13 @@ class MemoryWriter:
         )
         return memory, merge(content.redactions, summary.redactions, context.redactions, metadata_redactions)
 
-    def _vectors(self, texts: list[str]) -> list[dict[str, Any]]:
-        dense = self._embedder.embed(texts)
+    def _vectors(self, memories: list[Memory]) -> list[dict[str, Any]]:
+        # Dense embeds the content alone: context dilutes its meaning. BM25 also indexes the context,
+        # whose exact words often name what the content only refers to (measured in docs/search.md).
+        dense = self._embedder.embed([memory.content for memory in memories])
         out = []
-        for text, row in zip(texts, dense, strict=True):
-            sparse = self._sparse.document(text)
+        for memory, row in zip(memories, dense, strict=True):
+            sparse = self._sparse.document(memory.search_text())
             out.append(
                 {
                     "model": self._embedder.model_id,

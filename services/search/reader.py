@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from engram.services.search.fusion import DEFAULT_RRF_K, rrf
+from engram.services.search.fusion import DEFAULT_RRF_K, relative, rrf
 from engram.services.search.indexer import Indexer
 
 from engram.config import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT
@@ -22,7 +22,8 @@ if TYPE_CHECKING:
     from engram.rerank import Reranker
 
 MAX_QUERY_CHARS = 4000
-DEFAULT_CANDIDATES = 50  # per retriever, before fusion
+DEFAULT_CANDIDATES = 100  # per retriever, before fusion
+DEFAULT_WEIGHTS = {DENSE: 1.0, SPARSE: 1.5, QUESTIONS: 1.0}
 DEFAULT_RERANK_TOP_N = 20
 DEFAULT_LIST_LIMIT = 20
 SOURCES = (DENSE, SPARSE, QUESTIONS)
@@ -34,8 +35,9 @@ RERANK = "rerank"
 class PipelineConfig:
     """The search knobs (see docs/search.md)."""
 
+    fusion: str = "relative"
     rrf_k: float = DEFAULT_RRF_K
-    weights: dict[str, float] = field(default_factory=lambda: dict.fromkeys(SOURCES, 1.0))
+    weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
     candidates: int = DEFAULT_CANDIDATES
     rerank_top_n: int = DEFAULT_RERANK_TOP_N
     rerank_by_default: bool = True
@@ -124,11 +126,11 @@ class MemoryReader:
         )
         lists = await asyncio.to_thread(self._index.search, request)
         payloads = {s.id: s.payload for ranked in lists.values() for s in ranked}
-        fused = rrf(
-            {name: [(s.id, s.score) for s in ranked] for name, ranked in lists.items()},
-            k=self._config.rrf_k,
-            weights=self._config.weights,
-        )
+        ranked_lists = {name: [(s.id, s.score) for s in ranked] for name, ranked in lists.items()}
+        if self._config.fusion == "rrf":
+            fused = rrf(ranked_lists, k=self._config.rrf_k, weights=self._config.weights)
+        else:
+            fused = relative(ranked_lists, weights=self._config.weights)
         hits = [
             Hit(Memory.from_dict(payloads[item.id]), item.score, _stages(item.ranks, item.scores, rank, item.score))
             for rank, item in enumerate(fused, start=1)

@@ -55,6 +55,7 @@ def open_index(settings: Settings, dim: int) -> MemoryIndex:
 
 def pipeline_config(settings: Settings) -> PipelineConfig:
     return PipelineConfig(
+        fusion=settings.fusion,
         rrf_k=settings.rrf_k,
         weights={DENSE: settings.weight_dense, SPARSE: settings.weight_bm25, QUESTIONS: settings.weight_questions},
         rerank_top_n=settings.rerank_top_n,

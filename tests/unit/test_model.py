@@ -12,7 +12,7 @@ from engram.errors import InvalidArgument
 from engram.ids import is_uuid, uuid7
 from engram.model import Handoff, Memory, MemoryInput, MemoryVersion, Relation, SearchFilter
 from engram.services.ingest.validation import Limits, validate
-from engram.services.search.fusion import rrf
+from engram.services.search.fusion import relative, rrf
 
 LIMITS = Limits(max_content_bytes=100, max_metadata_bytes=100)
 
@@ -60,6 +60,16 @@ def test_rrf_prefers_items_ranked_well_by_both_sources_and_keeps_ranks() -> None
     fused = rrf({"dense": [("a", 0.9), ("b", 0.8)], "bm25": [("b", 3.0), ("c", 2.0)]}, k=60)
     assert [f.id for f in fused] == ["b", "a", "c"]
     assert fused[0].ranks == {"dense": 2, "bm25": 1}
+
+
+def test_relative_fusion_keeps_score_gaps_and_weights_sources() -> None:
+    lists = {"dense": [("a", 0.9), ("b", 0.5), ("c", 0.1)], "bm25": [("c", 9.0), ("a", 1.0)]}
+    fused = relative(lists, weights={"dense": 1.0, "bm25": 1.0})
+    assert [f.id for f in fused] == ["a", "c", "b"]  # a: (1 + 0) / 2, c: (0 + 1) / 2 but after a by order
+    assert fused[0].score == pytest.approx(0.5)
+    heavy = relative(lists, weights={"dense": 1.0, "bm25": 3.0})
+    assert heavy[0].id == "c" and heavy[0].ranks == {"dense": 3, "bm25": 1}
+    assert relative({"dense": [("only", 0.3)]})[0].score == 1.0
 
 
 def test_validation_names_the_field_and_what_to_do() -> None:
