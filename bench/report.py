@@ -138,6 +138,11 @@ def _speed_rows(speed: dict[str, Any]) -> Iterator[Row]:
                 _verdict(search["p95_ms"], SEARCH_P95_TARGET_MS, higher=False) if size >= SEARCH_P95_TARGET_SIZE else ""
             )
             yield Row(f"search {at} p50/p95/p99 ms", _triple(search), target, _errors(search), status)
+        for source in ("dense", "bm25"):
+            only = step.get(f"search_{source}_only")
+            if only:
+                note = ", ".join(x for x in (f"{only['count']} searches", _errors(only)) if x)
+                yield Row(f"search [{source} only] {at} p50/p95/p99 ms", _triple(only), reference=note)
         rerank = step.get("search_rerank")
         if rerank:
             yield Row(f"search+rerank {at} p50/p95/p99 ms", _triple(rerank), "", _errors(rerank))

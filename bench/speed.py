@@ -23,6 +23,8 @@ DEFAULT_WARMUP = 20
 SEARCH_LIMIT = 10
 IMPORT_TAG = "bench-speed"
 SAVE_TAG = "bench-speed-save"
+DIAGNOSTIC_SOURCES = ("dense", "bm25")
+DIAGNOSTIC_SHARE = 4  # each single-retriever series is a quarter of the main one (no warm-up: the node is warm)
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,6 +89,7 @@ async def run_speed(
     out["rss_bytes_empty"] = node.rss()
     try:
         async with connect(node.http_url, node.mcp_url) as client:
+            per_source = client.accepts("search_memory", "sources")
             rerank_missing = await reranker_missing(client)
             if rerank_missing:
                 out["rerank_skipped"] = rerank_missing
@@ -107,6 +110,12 @@ async def run_speed(
                 for name, call, inputs in rounds:
                     with phases(f"speed/{size}/{name}"):
                         step[name] = await _timed(f"{name} @{size}", call, inputs, warmup=options.warmup)
+                if per_source:  # diagnostics: where the time of a search goes, one retriever at a time
+                    for source in DIAGNOSTIC_SOURCES:
+                        name, n = f"search_{source}_only", max(1, options.searches // DIAGNOSTIC_SHARE)
+                        with phases(f"speed/{size}/{name}"):
+                            call = _searcher(client, rerank=False, sources=[source])
+                            step[name] = await _timed(f"{name} @{size}", call, pool.take(n), warmup=0)
                 texts = [next(saves) for _ in range(options.saves)]
                 with phases(f"speed/{size}/save"):
                     step["save"] = await _timed(f"save @{size}", _saver(client), texts, warmup=0)
@@ -152,9 +161,11 @@ async def _grow(
     step["rss_bytes_after_import"] = node.rss()
 
 
-def _searcher(client: EngramClient, *, rerank: bool) -> Callable[[str], Awaitable[Any]]:
+def _searcher(
+    client: EngramClient, *, rerank: bool, sources: list[str] | None = None
+) -> Callable[[str], Awaitable[Any]]:
     async def search(query: str) -> Any:
-        return await client.search(query, limit=SEARCH_LIMIT, rerank=rerank)
+        return await client.search(query, limit=SEARCH_LIMIT, rerank=rerank, sources=sources)
 
     return search
 

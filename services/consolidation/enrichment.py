@@ -121,6 +121,7 @@ class Enricher:
         self._options = options or EnrichOptions()
         self._observer = observer
         self._task: asyncio.Task[None] | None = None
+        self._stopping = False
         self._in_flight: set[asyncio.Task[None]] = set()
         # Questions already paid for whose EnrichMemory call failed: a retry reuses them instead of the LLM.
         self._ready: OrderedDict[str, list[str]] = OrderedDict()
@@ -132,6 +133,7 @@ class Enricher:
     async def start(self) -> None:
         """Starts pulling in the background."""
         if self._task is None:
+            self._stopping = False
             self._task = asyncio.create_task(self._pull(), name="engram-enricher")
 
     async def stop(self) -> None:
@@ -139,6 +141,7 @@ class Enricher:
         task, self._task = self._task, None
         if task is None:
             return
+        self._stopping = True
         task.cancel()
         await asyncio.wait([task])
         if not task.cancelled() and task.exception() is not None:
@@ -176,7 +179,7 @@ class Enricher:
 
     async def _pull(self) -> None:
         failures = 0
-        while True:
+        while not self._stopping:
             self._in_flight = {work for work in self._in_flight if not work.done()}
             if len(self._in_flight) >= self._options.max_in_flight:
                 await asyncio.wait(self._in_flight, return_when=asyncio.FIRST_COMPLETED)
@@ -191,6 +194,11 @@ class Enricher:
                 await asyncio.sleep(self._options.retry_delay(min(failures, 8)))
                 continue
             failures = 0
+            if self._stopping:
+                # Python 3.11's asyncio.wait_for (used inside the NATS client) can swallow a cancellation
+                # when a message arrives at the same moment; the flag ends the loop anyway.
+                await _hand_back(items)
+                return
             self._in_flight.update(asyncio.create_task(self._handle(item)) for item in items)
 
     async def _handle(self, item: WorkItem) -> None:
@@ -198,8 +206,7 @@ class Enricher:
         try:
             outcome = await self.process(item)
         except asyncio.CancelledError:
-            with contextlib.suppress(Unavailable):
-                await item.nak()  # stopping: hand the entry back at once rather than after ack_wait
+            await _hand_back([item])  # stopping: hand the entry back at once rather than after ack_wait
             raise
         except Unavailable as e:
             log.warning("enrichment could not settle log entry %d (it will come back): %s", item.seq, e)
@@ -240,6 +247,12 @@ class Enricher:
         self._ready.pop(memory_id, None)
         await item.term()
         return Outcome(item.seq, memory_id, "gave_up", item.attempt, reason)
+
+
+async def _hand_back(items: list[WorkItem]) -> None:
+    for item in items:
+        with contextlib.suppress(Unavailable):
+            await item.nak()
 
 
 def skip_reason(memory: dict[str, Any]) -> str:

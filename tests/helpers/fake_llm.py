@@ -65,7 +65,9 @@ class FakeLlm:
             if failing:
                 self.fail_next -= 1
         if failing:
-            return self.fail_status, json.dumps({"error": {"message": "injected failure", "type": "server_error"}}).encode()
+            return self.fail_status, json.dumps(
+                {"error": {"message": "injected failure", "type": "server_error"}}
+            ).encode()
         if self.mode == "hang":
             self._released.wait(self.hang_seconds)
             return 503, b'{"error": {"message": "hung"}}'

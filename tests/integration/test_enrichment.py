@@ -17,6 +17,7 @@ from engram import wire
 from engram.config import Settings
 from engram.errors import Unavailable
 from engram.events import MEMORY_ENRICHED
+from engram.llm import ChatClient
 from engram.log import SUBJECT_PREFIX, EventLog, LogEntry
 from engram.model import Caller, MemoryInput
 from engram.natsd import NatsServer
@@ -26,7 +27,6 @@ from engram.services.consolidation.enrichment import DURABLE_NAME, SUBJECTS, Enr
 from engram.services.consolidation.server import ConsolidationService, GrpcIngest
 from engram.services.ingest.server import build_service as build_ingest
 from engram.services.ingest.servicer import IngestServicer
-from engram.llm import ChatClient
 from engram.v1 import ingest_pb2, ingest_pb2_grpc
 from engram.workqueue import WorkQueue
 from tests.helpers.fake_llm import FakeLlm, canned_questions, fake_llm_server
@@ -264,7 +264,9 @@ async def test_service_starts_enrichment_only_with_an_llm_and_an_ingest_address(
     caplog.set_level(logging.INFO, logger="engram.services.consolidation.server")
     resources = Resources(harness.settings)
     try:
-        no_llm = ConsolidationService(harness.settings.replace(llm_url=None), resources, ingest_addr=harness.ingest_addr)
+        no_llm = ConsolidationService(
+            harness.settings.replace(llm_url=None), resources, ingest_addr=harness.ingest_addr
+        )
         await no_llm.start()
         no_ingest = ConsolidationService(harness.settings, resources)
         await no_ingest.start()

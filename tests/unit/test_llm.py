@@ -16,7 +16,10 @@ from tests.helpers.fake_llm import FakeLlm, fake_llm_server
 pytestmark = pytest.mark.anyio
 
 API_KEY = "sk-test-0123456789abcdef"
-MESSAGES = [{"role": "system", "content": "be brief"}, {"role": "user", "content": "<memory>\nWe use Postgres\n</memory>"}]
+MESSAGES = [
+    {"role": "system", "content": "be brief"},
+    {"role": "user", "content": "<memory>\nWe use Postgres\n</memory>"},
+]
 
 
 @pytest.fixture
@@ -68,7 +71,7 @@ async def test_a_hanging_server_times_out_as_retryable(fake: FakeLlm) -> None:
     fake.mode = "hang"
     started = time.monotonic()
     async with ChatClient(fake.url, model="m", api_key=API_KEY, timeout=0.3) as client:
-        with pytest.raises(LlmError, match="did not answer within 0.3s") as caught:
+        with pytest.raises(LlmError, match=r"did not answer within 0\.3s") as caught:
             await client.complete(MESSAGES)
     assert caught.value.retryable
     assert time.monotonic() - started < 5
