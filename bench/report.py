@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import os
@@ -29,6 +30,8 @@ SCIFACT_REFERENCE = {"bm25": ("BM25", 0.659), "dense": ("MiniLM dense", 0.645), 
 MODE_ORDER = ("bm25", "dense", "full", "full+rerank")
 TARGET_MODES = ("full", "full+rerank")
 MIB = 1024 * 1024
+SOURCE_DIRS = ("engram", "services", "protos")
+SOURCE_SUFFIXES = (".py", ".proto")
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +50,9 @@ def table(results: dict[str, Any]) -> str:
     rows += list(_speed_rows(results.get("speed") or {}))
     for section, error in (results.get("errors") or {}).items():
         rows.append(Row(f"ERROR in {section}", "-", reference=_short(error, 100), status="FAIL"))
+    if results.get("code_changed_during_run"):
+        rows.append(Row("source changed during the run", "yes", reference="nodes may have run different code",
+                        status="WARN"))  # fmt: skip
     if results.get("interrupted"):
         rows.append(Row("run interrupted", "partial figures", status="FAIL"))
     rows.append(Row("wall time, whole run (s)", f"{results.get('wall_seconds', 0):.0f}"))
@@ -228,6 +234,16 @@ def git_state(repo: Path) -> dict[str, Any]:
     except (OSError, subprocess.CalledProcessError) as e:
         return {"commit": None, "dirty": None, "error": str(e)}
     return {"commit": commit, "dirty": dirty}
+
+
+def source_fingerprint(repo: Path) -> str:
+    """A hash of the node's source (engram/, services/, protos/): tells whether the code changed during a run."""
+    digest = hashlib.sha256()
+    for folder in SOURCE_DIRS:
+        for path in sorted((repo / folder).rglob("*")):
+            if path.suffix in SOURCE_SUFFIXES and path.is_file():
+                digest.update(str(path.relative_to(repo)).encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
 
 
 def _git(repo: Path, *args: str) -> str:

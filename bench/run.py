@@ -29,7 +29,7 @@ from bench.datasets import (
 from bench.node import node_env
 from bench.progress import Phases, note
 from bench.quality import QualityOptions, run_beir, run_locomo
-from bench.report import git_state, machine, write_json
+from bench.report import git_state, machine, source_fingerprint, write_json
 from bench.speed import DEFAULT_SAVES, DEFAULT_SEARCHES, DEFAULT_SIZES, DEFAULT_WARMUP, SpeedOptions, run_speed
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
@@ -87,7 +87,7 @@ def run(config: BenchConfig) -> tuple[dict[str, Any], Path]:
         "started_at": started_at.isoformat(timespec="seconds"),
         "quick": config.quick,
         "machine": machine(),
-        "git": git_state(REPO_ROOT),
+        "git": git_state(REPO_ROOT) | {"source_fingerprint": source_fingerprint(REPO_ROOT)},
         "engram_settings": settings,
         "model_cache": "shared models; each node has its own query-embedding cache (see docs/benchmarks.md)",
         "options": {
@@ -120,6 +120,8 @@ def run(config: BenchConfig) -> tuple[dict[str, Any], Path]:
         results["phases_seconds"] = phases.seconds
         results["phases_load_average"] = phases.load
         results["wall_seconds"] = round(time.monotonic() - began, 1)
+        if source_fingerprint(REPO_ROOT) != results["git"]["source_fingerprint"]:
+            results["code_changed_during_run"] = True
         if not results["errors"]:
             del results["errors"]
         write_json(results, out)

@@ -100,30 +100,13 @@ async def run_speed(
                 out["steps"].append(step)
                 await _grow(client, node, imports, imported, size, options, phases, step)
                 imported = size
-                rounds: list[tuple[str, Callable[[str], Awaitable[Any]], list[str]]] = [
-                    ("search", _searcher(client, rerank=False), pool.take(options.warmup + options.searches)),
-                ]
-                if not rerank_missing:
-                    rounds.append(
-                        ("search_rerank", _searcher(client, rerank=True), pool.take(options.warmup + options.searches))
-                    )
-                for name, call, inputs in rounds:
-                    with phases(f"speed/{size}/{name}"):
-                        step[name] = await _timed(f"{name} @{size}", call, inputs, warmup=options.warmup)
-                if per_source:  # diagnostics: where the time of a search goes, one retriever at a time
-                    for source in DIAGNOSTIC_SOURCES:
-                        name, n = f"search_{source}_only", max(1, options.searches // DIAGNOSTIC_SHARE)
-                        with phases(f"speed/{size}/{name}"):
-                            call = _searcher(client, rerank=False, sources=[source])
-                            step[name] = await _timed(f"{name} @{size}", call, pool.take(n), warmup=0)
+                await _searches(client, pool, options, phases, step, rerank=not rerank_missing, per_source=per_source)
                 texts = [next(saves) for _ in range(options.saves)]
                 with phases(f"speed/{size}/save"):
                     step["save"] = await _timed(f"save @{size}", _saver(client), texts, warmup=0)
                 saved += options.saves
                 step["memories"] = imported + saved
                 step["rss_bytes"] = node.rss()
-                if "search_rerank" in step:
-                    step["rerank_p95_delta_ms"] = step["search_rerank"]["p95_ms"] - step["search"]["p95_ms"]
             out["queries_reused"] = pool.reused
     finally:
         problems = node.log_problems()
@@ -159,6 +142,31 @@ async def _grow(
     total = result.seconds + waited
     step["indexed_memories_per_second"] = round(result.imported / total, 1) if total > 0 else 0.0
     step["rss_bytes_after_import"] = node.rss()
+
+
+async def _searches(
+    client: EngramClient,
+    pool: QueryPool,
+    options: SpeedOptions,
+    phases: Phases,
+    step: dict[str, Any],
+    *,
+    rerank: bool,
+    per_source: bool,
+) -> None:
+    """Timed search series at one size: plain, reranked (if possible), then one retriever at a time."""
+    size = step["size"]
+    series = [("search", _searcher(client, rerank=False), options.warmup, options.searches)]
+    if rerank:
+        series.append(("search_rerank", _searcher(client, rerank=True), options.warmup, options.searches))
+    if per_source:  # diagnostics: where the time of a search goes (the node is warm by now)
+        n = max(1, options.searches // DIAGNOSTIC_SHARE)
+        series += [(f"search_{s}_only", _searcher(client, rerank=False, sources=[s]), 0, n) for s in DIAGNOSTIC_SOURCES]
+    for name, call, warmup, count in series:
+        with phases(f"speed/{size}/{name}"):
+            step[name] = await _timed(f"{name} @{size}", call, pool.take(warmup + count), warmup=warmup)
+    if "search_rerank" in step:
+        step["rerank_p95_delta_ms"] = step["search_rerank"]["p95_ms"] - step["search"]["p95_ms"]
 
 
 def _searcher(

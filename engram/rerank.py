@@ -205,6 +205,8 @@ class OnnxReranker:
         options.intra_op_num_threads = threads if threads is not None else default_threads()
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        # Idle intra-op threads would otherwise spin, taking the CPU from the node's own work between runs.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3
         return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 

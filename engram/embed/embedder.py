@@ -172,6 +172,8 @@ class OnnxEmbedder:
         # One model, sequential graph: extra inter-op threads would only contend for the same cores.
         options.inter_op_num_threads = 1
         options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+        # Idle intra-op threads would otherwise spin, taking the CPU from the node's own work between runs.
+        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
         options.log_severity_level = 3  # fusion notes at warning level are noise for a fixed graph
         return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 

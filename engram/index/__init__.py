@@ -9,6 +9,9 @@ from engram.embed.sparse import SparseVector
 from engram.model import SearchFilter
 
 DENSE = "dense"
+CREATED_TS = "_created_ts"  # creation time as epoch seconds: range filters and recent-first order
+META_ID = "00000000-0000-0000-0000-000000000001"  # the point holding the applied log sequence
+KEYWORD_FIELDS = ("tags", "owner_agent", "memory_type", "status", "topics", "conversation_id", "project")
 SPARSE = "bm25"
 QUESTIONS = "questions"
 
@@ -67,6 +70,10 @@ class MemoryIndex(Protocol):
     def set_applied_seq(self, seq: int) -> None: ...
 
     def reset(self) -> None: ...
+
+    def maintain(self) -> None:
+        """Housekeeping when the indexer is idle (e.g. building the vector index); cheap when nothing to do."""
+        ...
 
     def flush(self) -> None: ...
 

@@ -2,29 +2,47 @@
 
 from __future__ import annotations
 
+import logging
 import shutil
 import threading
+import time
 from pathlib import Path
 from typing import Any
 
 import qdrant_edge as qe
 
-from engram.index import DENSE, QUESTIONS, SPARSE, IndexPoint, Scored, SearchRequest
+from engram.index import (
+    CREATED_TS,
+    DENSE,
+    KEYWORD_FIELDS,
+    META_ID,
+    QUESTIONS,
+    SPARSE,
+    IndexPoint,
+    Scored,
+    SearchRequest,
+)
 from engram.model import SearchFilter
 
-# The applied log sequence lives in the shard itself, written after the points it covers, so the
+log = logging.getLogger(__name__)
+
+# The applied log sequence lives in the shard itself (META_ID), written after the points it covers, so the
 # shard's WAL recovers both together: on restart the indexer never skips an entry it did not apply.
-META_ID = "00000000-0000-0000-0000-000000000001"
-CREATED_TS = "_created_ts"
-KEYWORD_FIELDS = ("tags", "owner_agent", "memory_type", "status", "topics", "conversation_id", "project")
+
+# Qdrant Edge has no background optimizer: until optimize() runs, new points are searched by brute force.
+# optimize() rebuilds the HNSW graph of the whole shard and blocks queries meanwhile (about 6 s at 50k points
+# on 2 cores), so it runs only when the indexer is idle and enough points wait to be indexed.
+DEFAULT_OPTIMIZE_AFTER = 2000
 
 
 class EdgeIndex:
     """MemoryIndex on a Qdrant Edge shard. Thread-safe: every call holds one lock."""
 
-    def __init__(self, path: Path, *, dim: int) -> None:
+    def __init__(self, path: Path, *, dim: int, optimize_after: int = DEFAULT_OPTIMIZE_AFTER) -> None:
         self._path = path
         self._dim = dim
+        self._optimize_after = optimize_after
+        self._unindexed = 0
         self._lock = threading.Lock()
         self._shard = self._open()
 
@@ -63,6 +81,7 @@ class EdgeIndex:
             edge_points.append(qe.Point(point.id, vectors, point.payload))
         with self._lock:
             self._shard.update(qe.UpdateOperation.upsert_points(edge_points))
+            self._unindexed += len(edge_points)
 
     def retrieve(self, namespace: str, ids: list[str]) -> list[dict[str, Any]]:
         with self._lock:
@@ -136,6 +155,15 @@ class EdgeIndex:
             self._shard.close()
             shutil.rmtree(self._path, ignore_errors=True)
             self._shard = self._open()
+
+    def maintain(self) -> None:
+        with self._lock:
+            if self._unindexed < self._optimize_after:
+                return
+            started = time.monotonic()
+            self._shard.optimize()
+            log.info("indexed %d new points in %.1fs", self._unindexed, time.monotonic() - started)
+            self._unindexed = 0
 
     def flush(self) -> None:
         with self._lock:

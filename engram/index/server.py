@@ -13,8 +13,17 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 
 from engram.config import SettingsError
 from engram.errors import Unavailable
-from engram.index import DENSE, QUESTIONS, SPARSE, IndexPoint, Scored, SearchRequest
-from engram.index.edge import CREATED_TS, KEYWORD_FIELDS, META_ID
+from engram.index import (
+    CREATED_TS,
+    DENSE,
+    KEYWORD_FIELDS,
+    META_ID,
+    QUESTIONS,
+    SPARSE,
+    IndexPoint,
+    Scored,
+    SearchRequest,
+)
 from engram.model import SearchFilter
 
 DEFAULT_COLLECTION = "engram_memories"
@@ -153,6 +162,9 @@ class QdrantServerIndex:
         with self._call():
             self._client.delete_collection(self._collection)
         self._ensure_collection()
+
+    def maintain(self) -> None:
+        """Nothing to do: a Qdrant server optimizes its segments in the background."""
 
     def flush(self) -> None:
         """Nothing to do: every write waits until the server has applied it (wait=True), and it owns its WAL."""

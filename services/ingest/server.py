@@ -5,12 +5,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 import grpc
-from engram.services.ingest.servicer import IngestServicer
-from engram.services.ingest.validation import Limits
-from engram.services.ingest.writer import MemoryWriter
 
 from engram.config import Settings
 from engram.runtime import Resources, RunningServer, serve
+from engram.services.ingest.servicer import IngestServicer
+from engram.services.ingest.validation import Limits
+from engram.services.ingest.writer import MemoryWriter
 from engram.v1 import ingest_pb2_grpc
 
 

@@ -6,10 +6,10 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import grpc
-from engram.services.ingest.writer import ImportItem, MemoryWriter
 
 from engram import wire
 from engram.rpc import translate_errors, unimplemented
+from engram.services.ingest.writer import ImportItem, MemoryWriter
 from engram.v1 import common_pb2, ingest_pb2, ingest_pb2_grpc
 
 

@@ -11,7 +11,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
-from engram.services.ingest.validation import Limits, validate
 
 from engram.embed import Embedder
 from engram.embed.sparse import Bm25Encoder
@@ -21,10 +20,11 @@ from engram.ids import is_uuid, uuid7
 from engram.log import EventLog
 from engram.model import Caller, Handoff, Memory, MemoryInput, format_time
 from engram.scrub import Redaction, merge, scrub_text, scrub_value
+from engram.services.ingest.validation import Limits, validate
 
 __all__ = ["ImportItem", "ImportSummary", "MemoryWriter", "SaveResult"]
 
-DEFAULT_IMPORT_BATCH = 64
+DEFAULT_IMPORT_BATCH = 128  # larger batches sort into tighter padding buckets
 MAX_QUESTIONS = 8
 MAX_QUESTION_CHARS = 300
 
@@ -74,9 +74,21 @@ class MemoryWriter:
     async def import_stream(
         self, caller: Caller, items: AsyncIterator[ImportItem], *, batch: int = DEFAULT_IMPORT_BATCH
     ) -> ImportSummary:
-        """Imports items in order: invalid ones are rejected with a reason, the rest embedded in batches."""
+        """Imports items in order: invalid ones are rejected with a reason, the rest embedded in batches.
+
+        The next batch is embedded while the previous one is appended, so the log and the embedder overlap.
+        """
         summary = ImportSummary()
         pending: list[tuple[ImportItem, Memory]] = []
+        embedding: tuple[list[tuple[ImportItem, Memory]], asyncio.Task[list[dict[str, Any]]]] | None = None
+
+        async def flush(current: list[tuple[ImportItem, Memory]]) -> None:
+            nonlocal embedding
+            task = asyncio.create_task(asyncio.to_thread(self._vectors, [memory for _, memory in current]))
+            if embedding is not None:
+                await self._append_batch(caller, embedding[0], await embedding[1], summary)
+            embedding = (current, task)
+
         async for item in items:
             summary.last_line = max(summary.last_line, item.line)
             try:
@@ -87,10 +99,12 @@ class MemoryWriter:
             summary.redactions.extend(redactions)
             pending.append((item, memory))
             if len(pending) >= batch:
-                await self._import_batch(caller, pending, summary)
+                await flush(pending)
                 pending = []
         if pending:
-            await self._import_batch(caller, pending, summary)
+            await flush(pending)
+        if embedding is not None:
+            await self._append_batch(caller, embedding[0], await embedding[1], summary)
         summary.redactions = list(merge(summary.redactions))
         return summary
 
@@ -121,11 +135,14 @@ class MemoryWriter:
         )
         return appended.seq
 
-    async def _import_batch(
-        self, caller: Caller, pending: list[tuple[ImportItem, Memory]], summary: ImportSummary
+    async def _append_batch(
+        self,
+        caller: Caller,
+        batch: list[tuple[ImportItem, Memory]],
+        vectors: list[dict[str, Any]],
+        summary: ImportSummary,
     ) -> None:
-        vectors = await asyncio.to_thread(self._vectors, [memory for _, memory in pending])
-        for (item, memory), vector in zip(pending, vectors, strict=True):
+        for (item, memory), vector in zip(batch, vectors, strict=True):
             msg_id = f"import:{caller.namespace}:{item.source_id}" if item.source_id else f"{memory.id}:1"
             try:
                 seq = await self._append(caller, memory, vector, msg_id=msg_id, resolve_duplicate=True)

@@ -1,21 +1,22 @@
-"""Applies the log to the index, in order and idempotently, and lets reads wait for a sequence."""
+"""Applies the log to the index in order, in batches and idempotently, and lets reads wait for a sequence."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 from typing import Any
 
 from engram.errors import Unavailable
 from engram.events import MEMORY_ENRICHED, MEMORY_STATE_EVENTS, decode_dense, decode_questions, decode_sparse
-from engram.index import IndexPoint, MemoryIndex
-from engram.index.edge import CREATED_TS
+from engram.index import CREATED_TS, IndexPoint, MemoryIndex
 from engram.log import EventLog, LogEntry
 from engram.model import parse_time
 
 log = logging.getLogger(__name__)
 
-APPLIED_SEQ_EVERY = 1  # write the cursor with every entry: cheap in Qdrant Edge, and restarts replay nothing
+MAX_BATCH = 256  # entries applied per index call; bounds how long one apply holds the index
+IDLE_SECONDS = 1.0  # no new entries for this long: a good moment for index maintenance
 
 
 class Indexer:
@@ -26,7 +27,9 @@ class Indexer:
         self._index = index
         self._applied = 0
         self._changed = asyncio.Condition()
+        self._queue: asyncio.Queue[LogEntry] = asyncio.Queue()
         self._subscription: Any = None
+        self._worker: asyncio.Task[None] | None = None
 
     @property
     def applied_seq(self) -> int:
@@ -41,7 +44,8 @@ class Indexer:
             await asyncio.to_thread(self._index.reset)
             applied = 0
         self._applied = applied
-        self._subscription = await self._log.follow(applied + 1, self._apply)
+        self._worker = asyncio.create_task(self._run(), name="indexer")
+        self._subscription = await self._log.follow(applied + 1, self._queue.put)
         if last > applied:
             log.info("catching up the index from seq %d to %d", applied, last)
             await self.wait_for(last, timeout=None)
@@ -50,6 +54,11 @@ class Indexer:
         if self._subscription is not None:
             await self._subscription.unsubscribe()
             self._subscription = None
+        if self._worker is not None:
+            self._worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._worker
+            self._worker = None
         await asyncio.to_thread(self._index.flush)
 
     async def wait_for(self, seq: int, *, timeout: float | None) -> None:
@@ -64,33 +73,62 @@ class Indexer:
                     f"The index has not caught up with your write yet (at {self._applied}, need {seq}). Retry shortly."
                 ) from e
 
-    async def _apply(self, entry: LogEntry) -> None:
-        if entry.seq <= self._applied:
-            return  # already applied: replays after a restart or a consumer reset
-        try:
-            if entry.body.get("event") == MEMORY_ENRICHED:
-                await asyncio.to_thread(self._add_questions, entry.body)
-            elif (point := self._point(entry)) is not None:
-                await asyncio.to_thread(self._upsert_if_newer, point)
-            await asyncio.to_thread(self._index.set_applied_seq, entry.seq)
-        except Exception:
-            # A bad entry must not stop the index forever; it is logged with its sequence for an operator.
-            log.exception("failed to apply log entry %d (%s)", entry.seq, entry.subject)
-        async with self._changed:
-            self._applied = entry.seq
-            self._changed.notify_all()
+    async def _run(self) -> None:
+        while True:
+            try:
+                first = await asyncio.wait_for(self._queue.get(), IDLE_SECONDS)
+            except TimeoutError:
+                # Idle: let the index do its housekeeping (Qdrant Edge builds its HNSW graph here).
+                await asyncio.to_thread(self._index.maintain)
+                continue
+            batch = [first]
+            while len(batch) < MAX_BATCH and not self._queue.empty():
+                batch.append(self._queue.get_nowait())
+            batch = [entry for entry in batch if entry.seq > self._applied]  # replays after a consumer reset
+            if not batch:
+                continue
+            await asyncio.to_thread(self._apply, batch)
+            async with self._changed:
+                self._applied = batch[-1].seq
+                self._changed.notify_all()
 
-    def _point(self, entry: LogEntry) -> IndexPoint | None:
-        body = entry.body
-        if body.get("event") not in MEMORY_STATE_EVENTS or "memory" not in body or "vectors" not in body:
-            return None
-        payload: dict[str, Any] = dict(body["memory"])
-        payload["seq"] = entry.seq
-        payload[CREATED_TS] = parse_time(payload.get("created_at")) or 0.0
-        vectors = body["vectors"]
-        return IndexPoint(
-            id=payload["id"], payload=payload, dense=decode_dense(vectors), sparse=decode_sparse(vectors)
-        )
+    def _apply(self, batch: list[LogEntry]) -> None:
+        """Applies entries in log order: runs of memory versions are upserted together, then the cursor."""
+        run: list[IndexPoint] = []
+        for entry in batch:
+            try:
+                if entry.body.get("event") == MEMORY_ENRICHED:
+                    self._upsert_newest(run)
+                    run = []
+                    self._add_questions(entry.body)
+                elif (point := _point(entry)) is not None:
+                    run.append(point)
+            except (KeyError, ValueError, TypeError):
+                # A malformed entry must not stop the index forever; it is logged with its sequence.
+                log.exception("skipped malformed log entry %d (%s)", entry.seq, entry.subject)
+        self._upsert_newest(run)
+        self._index.set_applied_seq(batch[-1].seq)
+
+    def _upsert_newest(self, points: list[IndexPoint]) -> None:
+        """Version guard: an older version never overwrites a newer one (in the index or later in the batch)."""
+        if not points:
+            return
+        newest: dict[str, IndexPoint] = {}
+        for point in points:
+            held = newest.get(point.id)
+            if held is None or _version(point) >= _version(held):
+                newest[point.id] = point
+        by_namespace: dict[str, list[str]] = {}
+        for point in newest.values():
+            by_namespace.setdefault(point.payload["namespace"], []).append(point.id)
+        stored = {
+            payload["id"]: int(payload.get("version", 0))
+            for namespace, ids in by_namespace.items()
+            for payload in self._index.retrieve(namespace, ids)
+        }
+        fresh = [p for p in newest.values() if stored.get(p.id, 0) <= _version(p)]
+        if fresh:
+            self._index.upsert(fresh)
 
     def _add_questions(self, body: dict[str, Any]) -> None:
         vectors = decode_questions(body.get("vectors", {}))
@@ -98,8 +136,17 @@ class Indexer:
         if vectors and not self._index.update_questions(namespace, memory_id, vectors, body["questions"]):
             log.warning("questions for unknown memory %s in %s ignored", memory_id, namespace)
 
-    def _upsert_if_newer(self, point: IndexPoint) -> None:
-        existing = self._index.retrieve(point.payload["namespace"], [point.id])
-        if existing and int(existing[0].get("version", 0)) > int(point.payload.get("version", 0)):
-            return  # version guard: an older version never overwrites a newer one
-        self._index.upsert([point])
+
+def _point(entry: LogEntry) -> IndexPoint | None:
+    body = entry.body
+    if body.get("event") not in MEMORY_STATE_EVENTS or "memory" not in body or "vectors" not in body:
+        return None
+    payload: dict[str, Any] = dict(body["memory"])
+    payload["seq"] = entry.seq
+    payload[CREATED_TS] = parse_time(payload.get("created_at")) or 0.0
+    vectors = body["vectors"]
+    return IndexPoint(id=payload["id"], payload=payload, dense=decode_dense(vectors), sparse=decode_sparse(vectors))
+
+
+def _version(point: IndexPoint) -> int:
+    return int(point.payload.get("version", 0))

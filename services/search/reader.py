@@ -7,9 +7,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from engram.services.search.fusion import DEFAULT_RRF_K, relative, rrf
-from engram.services.search.indexer import Indexer
-
 from engram.config import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT
 from engram.embed import Embedder
 from engram.embed.sparse import Bm25Encoder
@@ -17,6 +14,8 @@ from engram.errors import InvalidArgument, NotFound
 from engram.ids import is_uuid
 from engram.index import DENSE, QUESTIONS, SPARSE, MemoryIndex, SearchRequest
 from engram.model import Caller, Memory, SearchFilter
+from engram.services.search.fusion import DEFAULT_RRF_K, relative, rrf
+from engram.services.search.indexer import Indexer
 
 if TYPE_CHECKING:
     from engram.rerank import Reranker
@@ -131,9 +130,10 @@ class MemoryReader:
             fused = rrf(ranked_lists, k=self._config.rrf_k, weights=self._config.weights)
         else:
             fused = relative(ranked_lists, weights=self._config.weights)
+        keep = max(limit, self._config.rerank_top_n) if use_rerank else limit
         hits = [
             Hit(Memory.from_dict(payloads[item.id]), item.score, _stages(item.ranks, item.scores, rank, item.score))
-            for rank, item in enumerate(fused, start=1)
+            for rank, item in enumerate(fused[:keep], start=1)
         ]
         if use_rerank and hits:
             hits = await asyncio.to_thread(self._rerank, query, hits)

@@ -7,9 +7,6 @@ import logging
 from dataclasses import dataclass
 
 import grpc
-from engram.services.search.indexer import Indexer
-from engram.services.search.reader import MemoryReader, PipelineConfig
-from engram.services.search.servicer import SearchServicer
 
 from engram.config import Settings
 from engram.embed.cache import CachedEmbedder
@@ -17,6 +14,9 @@ from engram.index import DENSE, QUESTIONS, SPARSE, MemoryIndex
 from engram.index.edge import EdgeIndex
 from engram.rerank import Reranker, load_reranker
 from engram.runtime import Resources, RunningServer, serve
+from engram.services.search.indexer import Indexer
+from engram.services.search.reader import MemoryReader, PipelineConfig
+from engram.services.search.servicer import SearchServicer
 from engram.v1 import search_pb2_grpc
 
 log = logging.getLogger(__name__)

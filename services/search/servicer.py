@@ -5,10 +5,10 @@ from __future__ import annotations
 from typing import Any
 
 import grpc
-from engram.services.search.reader import MemoryReader
 
 from engram import wire
 from engram.rpc import translate_errors, unimplemented
+from engram.services.search.reader import MemoryReader
 from engram.v1 import search_pb2, search_pb2_grpc
 
 _RERANK = {search_pb2.RERANK_MODE_ON: True, search_pb2.RERANK_MODE_OFF: False}

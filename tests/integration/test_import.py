@@ -1,0 +1,111 @@
+"""Bulk import through REST, gRPC client streaming and `engram import`: order, rejections, idempotency, resume."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import grpc
+import httpx
+import pytest
+
+from engram.importer import run_import, state_path
+from engram.v1 import common_pb2, ingest_pb2, ingest_pb2_grpc
+from tests.conftest import NodeHandle, engram_env
+from tests.helpers.mcp import call, http_client
+
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+
+
+def _ndjson(rows: list[object]) -> str:
+    return "\n".join(row if isinstance(row, str) else json.dumps(row) for row in rows)
+
+
+def test_rest_import_stores_valid_lines_in_order_and_says_why_others_were_rejected(node: NodeHandle) -> None:
+    tag = f"imp-{uuid.uuid4().hex[:8]}"
+    body = _ndjson([
+        {"content": "first imported memory", "tags": [tag], "metadata": {"n": 1}},
+        "{not json",
+        {"content": ""},
+        {"content": "second imported memory", "tags": [tag], "memory_type": "fact"},
+        {"content": "bad type", "memory_type": "fakt"},
+        {"content": "token sk-ABCDEFGHIJKLMNOPQRSTUVWX1234 leaked", "tags": [tag]},
+    ])  # fmt: skip
+    response = httpx.post(
+        f"{node.http_url}/v1/memories:import", params={"first_line": 10}, content=body,
+        headers={"Content-Type": "application/x-ndjson"}, timeout=60,
+    )  # fmt: skip
+    assert response.status_code == 200, response.text
+    result = response.json()
+    assert result["imported"] == 3
+    assert [r["line"] for r in result["rejected"]] == [11, 12, 14]
+    assert "memory_type" in result["rejected"][2]["reason"]
+    assert [i["line"] for i in result["items"]] == [10, 13, 15]
+    assert result["last_line"] == 15 and result["last_seq"] > 0
+    assert {r["kind"] for r in result["redactions"]} == {"api_key"}
+
+    listed = httpx.get(f"{node.http_url}/v1/memories", params={"tags": tag, "min_seq": result["last_seq"]}).json()
+    contents = [m["content"] for m in listed["memories"]]
+    assert "first imported memory" in contents and "second imported memory" in contents
+    assert any("[REDACTED:api_key]" in c for c in contents)
+    ids = [i["id"] for i in result["items"]]
+    seqs = [m["seq"] for m in sorted(listed["memories"], key=lambda m: ids.index(m["id"]))]
+    assert seqs == sorted(seqs), "imported in line order"
+
+
+def test_same_source_id_is_stored_once(node: NodeHandle) -> None:
+    tag = f"dedup-{uuid.uuid4().hex[:8]}"
+    line = {"content": "idempotent import", "tags": [tag], "source_id": f"file.jsonl:{tag}"}
+    first = httpx.post(f"{node.http_url}/v1/memories:import", content=_ndjson([line]), timeout=60).json()
+    again = httpx.post(f"{node.http_url}/v1/memories:import", content=_ndjson([line]), timeout=60).json()
+    assert first["items"][0]["id"] == again["items"][0]["id"]
+    listed = httpx.get(f"{node.http_url}/v1/memories", params={"tags": tag, "min_seq": again["last_seq"]}).json()
+    assert len(listed["memories"]) == 1
+
+
+async def test_grpc_client_streaming_import_answers_once_for_the_stream(node: NodeHandle) -> None:
+    tag = f"grpc-{uuid.uuid4().hex[:8]}"
+    caller = common_pb2.CallContext(namespace="default", agent_id="importer@test", source="test")
+
+    async def requests():  # type: ignore[no-untyped-def]
+        for line in range(1, 301):
+            memory = common_pb2.MemoryInput(content=f"streamed memory {line} about widgets", tags=[tag])
+            yield ingest_pb2.ImportMemoriesRequest(caller=caller, memory=memory, line=line)
+
+    async with grpc.aio.insecure_channel(node.grpc_address) as channel:
+        reply = await ingest_pb2_grpc.IngestStub(channel).ImportMemories(requests())
+    assert reply.imported == 300 and not reply.rejected and reply.last_line == 300
+    assert [item.line for item in reply.items] == list(range(1, 301))
+    async with http_client(node.mcp_url) as client:
+        found = await call(client, "search_memory", query="streamed memory 123 widgets", tags=[tag],
+                           min_seq=reply.last_seq, limit=3)  # fmt: skip
+    assert found["hits"][0]["memory"]["content"] == "streamed memory 123 about widgets"
+    assert found["hits"][0]["memory"]["owner_agent"] == "importer@test"
+
+
+def test_cli_import_resumes_after_the_last_acknowledged_line(node: NodeHandle, tmp_path: Path) -> None:
+    tag = f"cli-{uuid.uuid4().hex[:8]}"
+    source = tmp_path / "memories.jsonl"
+    source.write_text(_ndjson([{"content": f"cli memory {i}", "tags": [tag]} for i in range(1, 8)]) + "\n")
+    state_path(source).write_text(json.dumps({"last_line": 4, "last_seq": 0}))  # an earlier run got to line 4
+
+    report = run_import(source, node.http_url, chunk_lines=2, progress=False)
+
+    assert report.imported == 3 and report.last_line == 7
+    assert not state_path(source).exists()
+    listed = httpx.get(f"{node.http_url}/v1/memories", params={"tags": tag, "min_seq": report.last_seq}).json()
+    assert sorted(m["content"] for m in listed["memories"]) == ["cli memory 5", "cli memory 6", "cli memory 7"]
+
+
+def test_cli_import_prints_a_summary_and_exits_nonzero_on_rejections(node: NodeHandle, tmp_path: Path) -> None:
+    source = tmp_path / "mixed.jsonl"
+    source.write_text(_ndjson([{"content": "fine"}, {"content": ""}]) + "\n")
+    result = subprocess.run(
+        [sys.executable, "-m", "engram.cli", "import", str(source), "--url", node.http_url],
+        env=engram_env(node.model_cache), capture_output=True, text=True, timeout=120,
+    )  # fmt: skip
+    assert result.returncode == 3
+    assert "imported 1 memories" in result.stderr and "line 2: content" in result.stderr
