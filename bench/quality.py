@@ -199,7 +199,7 @@ async def _modes(client: EngramClient, out: dict[str, Any], *, tags: list[str] |
     else:
         skipped["bm25"] = skipped["dense"] = "search_memory has no `sources` argument on this node"
     modes.append("full")
-    reason = await reranker_missing(client, tags=tags)
+    reason = await reranker_missing(client, out.get("readyz") or {}, tags=tags)
     if reason:
         skipped["full+rerank"] = reason
     else:
@@ -210,8 +210,14 @@ async def _modes(client: EngramClient, out: dict[str, Any], *, tags: list[str] |
     return modes
 
 
-async def reranker_missing(client: EngramClient, *, tags: list[str] | None = None) -> str | None:
-    """None when the node reranks (a probe search says ``reranked``), else why not."""
+async def reranker_missing(client: EngramClient, ready: dict[str, Any], *, tags: list[str] | None = None) -> str | None:
+    """None when the node reranks, else why not.
+
+    ``/readyz`` says so when it names the reranker; otherwise a probe search with rerank=true decides (it needs
+    memories to rerank, so on an empty node only readyz can tell).
+    """
+    if ready.get("rerank_model") or ready.get("rerank") in ("on", True):
+        return None
     probe = await client.search("reranker probe", limit=2, rerank=True, tags=tags)
     if probe.get("reranked"):
         return None

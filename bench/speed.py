@@ -90,15 +90,17 @@ async def run_speed(
     try:
         async with connect(node.http_url, node.mcp_url) as client:
             per_source = client.accepts("search_memory", "sources")
-            rerank_missing = await reranker_missing(client)
-            if rerank_missing:
-                out["rerank_skipped"] = rerank_missing
-                note(f"  skipping reranked searches: {rerank_missing}")
+            rerank_missing: str | None = None
             imported = saved = 0
             for size in sizes:
                 step: dict[str, Any] = {"size": size}
                 out["steps"].append(step)
                 await _grow(client, node, imports, imported, size, options, phases, step)
+                if not imported:  # a probe search needs memories to rerank
+                    rerank_missing = await reranker_missing(client, node.ready)
+                    if rerank_missing:
+                        out["rerank_skipped"] = rerank_missing
+                        note(f"  skipping reranked searches: {rerank_missing}")
                 imported = size
                 await _searches(client, pool, options, phases, step, rerank=not rerank_missing, per_source=per_source)
                 texts = [next(saves) for _ in range(options.saves)]
