@@ -60,7 +60,7 @@ def _parser() -> argparse.ArgumentParser:
     importing.add_argument("file", help="the .jsonl file")
     importing.add_argument("--url", help="gateway URL (default: the running node of --home, else http://127.0.0.1:8765)")
     importing.add_argument("--restart", action="store_true", help="ignore saved progress and start at line 1")
-    importing.add_argument("--chunk", type=int, default=500, help="lines per request (default 500)")
+    importing.add_argument("--chunk", type=int, default=1000, help="lines per request (default 1000)")
 
     from engram import models_cli
 

@@ -52,6 +52,7 @@ class Settings:
     read_wait_seconds: float = DEFAULT_READ_WAIT_SECONDS
     qdrant_url: str | None = None
     model_cache: Path | None = None  # where built ONNX models are kept; default <home>/models
+    embed_precision: str = "fp32"  # fp32 (exact) or int8 (about 1.7x faster embedding, cosine ~0.99 to fp32)
     qdrant_api_key: str | None = None
     qdrant_collection: str = "engram_memories"
     llm_url: str | None = None  # OpenAI-compatible base URL, e.g. http://localhost:11434/v1
@@ -91,6 +92,8 @@ class Settings:
         """Raises SettingsError for values that cannot work."""
         if not 0 <= self.port <= 65535:
             raise SettingsError(f"ENGRAM_PORT must be 0-65535, got {self.port}")
+        if self.embed_precision not in ("fp32", "int8"):
+            raise SettingsError(f"ENGRAM_EMBED_PRECISION must be 'fp32' or 'int8', got {self.embed_precision!r}")
         if self.fusion not in ("relative", "rrf"):
             raise SettingsError(f"ENGRAM_FUSION must be 'relative' or 'rrf', got {self.fusion!r}")
         if self.max_content_bytes <= 0 or self.read_wait_seconds < 0:

