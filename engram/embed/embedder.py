@@ -137,7 +137,7 @@ class OnnxEmbedder:
         self._pad_id = self._pad_token_id(self._tokenizer, config_raw)
         self.onnx_path = self._ensure_onnx(model_dir, Path(cache_dir))
         if precision == "int8":
-            self.onnx_path = _ensure_int8(self.onnx_path)
+            self.onnx_path = quantize_int8(self.onnx_path)
         self._session = self._create_session(self.onnx_path, threads)
         self._input_names = {i.name for i in self._session.get_inputs()}
 
@@ -228,7 +228,7 @@ class OnnxEmbedder:
         return out
 
 
-def _ensure_int8(fp32_path: Path) -> Path:
+def quantize_int8(fp32_path: Path) -> Path:
     """The int8 twin of an fp32 model, built once next to it: per-channel int8 weights of the dense layers.
 
     Only MatMuls with a weight initializer are quantized; attention's activation-by-activation MatMuls stay

@@ -16,7 +16,7 @@ from engram.model import parse_time
 log = logging.getLogger(__name__)
 
 MAX_BATCH = 256  # entries applied per index call; bounds how long one apply holds the index
-IDLE_SECONDS = 1.0  # no new entries for this long: a good moment for index maintenance
+IDLE_SECONDS = 5.0  # no new entries for this long: a good moment for index maintenance (not between import chunks)
 
 
 class Indexer:

@@ -74,7 +74,8 @@ def open_reranker(settings: Settings) -> Reranker | None:
 
 
 async def build_service(settings: Settings, resources: Resources) -> SearchService:
-    embedder = CachedEmbedder(await resources.embedder(), settings.model_cache_dir / "query-cache.sqlite")
+    # The query cache belongs to the data dir, not the (possibly shared) model cache.
+    embedder = CachedEmbedder(await resources.embedder(), settings.home / "cache" / "query-embeddings.sqlite")
     index = await asyncio.to_thread(open_index, settings, embedder.dim)
     indexer = Indexer(await resources.log(), index)
     reranker = await asyncio.to_thread(open_reranker, settings)
