@@ -58,7 +58,9 @@ def _parser() -> argparse.ArgumentParser:
     importing = sub.add_parser("import", help="bulk-import a JSON-lines file (one save_memory object per line)")
     home(importing)
     importing.add_argument("file", help="the .jsonl file")
-    importing.add_argument("--url", help="gateway URL (default: the running node of --home, else http://127.0.0.1:8765)")
+    importing.add_argument(
+        "--url", help="gateway URL (default: the running node of --home, else http://127.0.0.1:8765)"
+    )
     importing.add_argument("--restart", action="store_true", help="ignore saved progress and start at line 1")
     importing.add_argument("--chunk", type=int, default=1000, help="lines per request (default 1000)")
 
@@ -106,7 +108,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         from engram.natsd import NatsServerError
         from engram.node import NodeRunningError
 
-        if isinstance(e, EngramError | NodeRunningError | NodeStartError | NatsServerError | SettingsError | ValueError):
+        expected = (EngramError, NodeRunningError, NodeStartError, NatsServerError, SettingsError, ValueError)
+        if isinstance(e, expected):
             print(f"engram: {e}", file=sys.stderr)
             return 1
         raise
@@ -125,9 +128,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "models":
         from engram import models_cli
 
-        return models_cli.run(
-            args, settings.model_cache_dir, endpoint=settings.hf_endpoint, token=settings.hf_token
-        )
+        return models_cli.run(args, settings.model_cache_dir, endpoint=settings.hf_endpoint, token=settings.hf_token)
     _logging(settings)
     if args.command == "serve":
         from engram.node import run_node
@@ -242,7 +243,9 @@ async def _run_gateway(settings: Settings, stop: asyncio.Event) -> None:
     from engram.services.gateway.identity import check_bind
 
     if not settings.ingest_addr or not settings.search_addr:
-        raise SettingsError("The gateway needs --ingest-addr and --search-addr (ENGRAM_INGEST_ADDR, ENGRAM_SEARCH_ADDR).")
+        raise SettingsError(
+            "The gateway needs --ingest-addr and --search-addr (ENGRAM_INGEST_ADDR, ENGRAM_SEARCH_ADDR)."
+        )
     keys = KeyStore(settings.keys_path)
     check_bind(settings, keys)
     backend = Backend(ingest_addr=settings.ingest_addr, search_addr=settings.search_addr)

@@ -59,9 +59,7 @@ class VersionConflict(EngramError):
     code = "failed_precondition"
 
     def __init__(self, expected: int, actual: int) -> None:
-        super().__init__(
-            f"Expected version {expected} but the memory is at version {actual}. Get it again and retry."
-        )
+        super().__init__(f"Expected version {expected} but the memory is at version {actual}. Get it again and retry.")
         self.expected = expected
         self.actual = actual
 

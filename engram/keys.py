@@ -100,9 +100,7 @@ class KeyStore:
 
     # --- public API -------------------------------------------------------------------------------------
 
-    def create(
-        self, *, namespace: str, agent: str, scopes: Iterable[str] = ("read", "write")
-    ) -> tuple[ApiKey, str]:
+    def create(self, *, namespace: str, agent: str, scopes: Iterable[str] = ("read", "write")) -> tuple[ApiKey, str]:
         """Create a key; return its record and the plaintext secret, which is stored nowhere: show it once."""
         namespace = validate_namespace(namespace)
         agent = validate_agent(agent)
@@ -191,8 +189,7 @@ class KeyStore:
                 entries[record.key_id] = (record, digest)
         except (ValueError, TypeError, KeyError) as e:  # JSONDecodeError is a ValueError
             raise KeyStoreError(
-                f"key file {self.path} is corrupt ({e}); restore it from a backup or move it away "
-                "and create new keys"
+                f"key file {self.path} is corrupt ({e}); restore it from a backup or move it away and create new keys"
             ) from e
         return entries, sig
 

@@ -153,7 +153,7 @@ class EventLog:
             msg = await self._js.get_msg(self._stream, seq)
         except nats.js.errors.NotFoundError:
             return None
-        return LogEntry(seq=seq, subject=msg.subject, body=json.loads(msg.data or b"{}"))
+        return LogEntry(seq=seq, subject=msg.subject or "", body=json.loads(msg.data or b"{}"))
 
     async def follow(
         self, start_seq: int, handler: Callable[[LogEntry], Awaitable[None]], *, subjects: str | None = None

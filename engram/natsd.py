@@ -50,9 +50,7 @@ class NatsServer:
     store_dir: Path
 
     @classmethod
-    def start(
-        cls, data_dir: Path, *, sync_always: bool = False, timeout: float = DEFAULT_START_TIMEOUT
-    ) -> NatsServer:
+    def start(cls, data_dir: Path, *, sync_always: bool = False, timeout: float = DEFAULT_START_TIMEOUT) -> NatsServer:
         """Starts nats-server on 127.0.0.1 with a random port and JetStream stored under data_dir.
 
         Must be called from the main thread: the parent-death signal follows the thread that forked.

@@ -252,8 +252,11 @@ async def run_node(settings: Settings, *, idle_exit: bool = False, announce: boo
 
 def _write_node_file(home: Path, info: NodeInfo) -> None:
     tmp = home / f"{NODE_FILE}.tmp"
-    tmp.write_text(json.dumps({"pid": info.pid, "http_url": info.http_url, "grpc_address": info.grpc_address,
-                               "home": info.home, "mcp_url": info.mcp_url, "nats_url": info.nats_url, "dev": info.dev}))  # fmt: skip
+    record = {
+        "pid": info.pid, "http_url": info.http_url, "grpc_address": info.grpc_address, "home": info.home,
+        "mcp_url": info.mcp_url, "nats_url": info.nats_url, "dev": info.dev,
+    }  # fmt: skip
+    tmp.write_text(json.dumps(record))
     os.replace(tmp, home / NODE_FILE)
 
 

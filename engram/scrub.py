@@ -174,9 +174,7 @@ _ASSIGNMENT_TAIL = (
 
 
 def _assignment_pattern(core: str) -> re.Pattern[str]:
-    return re.compile(
-        rf"(?<![A-Za-z0-9_.-])(?P<key>{_KEY_PREFIX}(?:{core})){_ASSIGNMENT_TAIL}", re.IGNORECASE
-    )
+    return re.compile(rf"(?<![A-Za-z0-9_.-])(?P<key>{_KEY_PREFIX}(?:{core})){_ASSIGNMENT_TAIL}", re.IGNORECASE)
 
 
 _PLACEHOLDERS = frozenset({"none", "null", "nil", "true", "false", "undefined"})

@@ -29,7 +29,7 @@ def enum_to_str(prefix: str, number: int) -> str:
     return "" if suffix == "UNSPECIFIED" else suffix.lower().replace("_", "-")
 
 
-def str_to_enum(prefix: str, value: str) -> int:
+def str_to_enum(prefix: str, value: str) -> Any:
     """ "action-item" → MEMORY_TYPE_ACTION_ITEM; "" → UNSPECIFIED. Raises ValueError for unknown values."""
     if not value:
         return 0
@@ -127,9 +127,15 @@ def memory_from_proto(message: pb.Memory) -> model.Memory:
         setattr(memory, name, ts_to_epoch(message, name))
     memory.history = [
         model.MemoryVersion(
-            version=v.version, content=v.content, summary=v.summary, agent_id=v.agent_id, source=v.source,
-            updated_at=ts_to_epoch(v, "updated_at"), seq=v.seq, conflict=v.conflict,
-        )  # fmt: skip
+            version=v.version,
+            content=v.content,
+            summary=v.summary,
+            agent_id=v.agent_id,
+            source=v.source,
+            updated_at=ts_to_epoch(v, "updated_at"),
+            seq=v.seq,
+            conflict=v.conflict,
+        )
         for v in message.history
     ]
     memory.relations = [

@@ -207,9 +207,7 @@ class _Graph:
         h, heads, d = cfg.hidden_size, cfg.num_attention_heads, cfg.head_dim
         # Scaling Q's projection by 1/sqrt(d) is exact algebra and removes a Mul per layer.
         scales = {"query": np.float32(1.0 / math.sqrt(d)), "key": np.float32(1), "value": np.float32(1)}
-        qkv_w = np.concatenate(
-            [self.param(f"{prefix}.self.{n}.weight").T * s for n, s in scales.items()], axis=1
-        )
+        qkv_w = np.concatenate([self.param(f"{prefix}.self.{n}.weight").T * s for n, s in scales.items()], axis=1)
         qkv_b = np.concatenate([self.param(f"{prefix}.self.{n}.bias") * s for n, s in scales.items()])
         w = self.const(f"{prefix}.qkv.weight_t", qkv_w)
         qkv = self.op1("Add", [self.op1("MatMul", [x, w]), self.const(f"{prefix}.qkv.bias", qkv_b)])

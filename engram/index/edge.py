@@ -85,7 +85,7 @@ class EdgeIndex:
 
     def retrieve(self, namespace: str, ids: list[str]) -> list[dict[str, Any]]:
         with self._lock:
-            records = self._shard.retrieve(ids, with_payload=True, with_vector=False)
+            records = self._shard.retrieve(list[Any](ids), with_payload=True, with_vector=False)
         return [r.payload for r in records if r.payload and r.payload.get("namespace") == namespace]
 
     def update_questions(self, namespace: str, id: str, questions: list[list[float]], texts: list[str]) -> bool:
@@ -192,7 +192,5 @@ def build_filter(namespace: str, flt: SearchFilter | None) -> qe.Filter:
     if flt.project:
         must.append(qe.FieldCondition("project", match=qe.MatchValue(flt.project)))
     if flt.created_after is not None or flt.created_before is not None:
-        must.append(
-            qe.FieldCondition(CREATED_TS, range=qe.RangeFloat(gte=flt.created_after, lt=flt.created_before))
-        )
+        must.append(qe.FieldCondition(CREATED_TS, range=qe.RangeFloat(gte=flt.created_after, lt=flt.created_before)))
     return qe.Filter(must=must)

@@ -121,8 +121,10 @@ class Backend:
         rerank: bool | None = None,
         sources: list[str] | None = None,
     ) -> SearchOutcome:
-        mode = search_pb2.RERANK_MODE_UNSPECIFIED if rerank is None else (
-            search_pb2.RERANK_MODE_ON if rerank else search_pb2.RERANK_MODE_OFF
+        mode = (
+            search_pb2.RERANK_MODE_UNSPECIFIED
+            if rerank is None
+            else (search_pb2.RERANK_MODE_ON if rerank else search_pb2.RERANK_MODE_OFF)
         )
         request = search_pb2.SearchMemoriesRequest(
             caller=wire.caller_to_proto(caller), query=query, limit=limit, filter=wire.filter_to_proto(flt),

@@ -84,7 +84,8 @@ class MemoryWriter:
 
         async def flush(current: list[tuple[ImportItem, Memory]]) -> None:
             nonlocal embedding
-            task = asyncio.create_task(asyncio.to_thread(self._vectors, [memory for _, memory in current]))
+            vectors = asyncio.to_thread(self._vectors, [memory for _, memory in current])
+            task = asyncio.create_task(vectors)  # held in `embedding` until awaited
             if embedding is not None:
                 await self._append_batch(caller, embedding[0], await embedding[1], summary)
             embedding = (current, task)

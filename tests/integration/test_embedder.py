@@ -70,9 +70,7 @@ def test_metadata(embedder: OnnxEmbedder) -> None:
     assert isinstance(embedder, Embedder)
 
 
-def test_matches_numpy_reference(
-    embedder: OnnxEmbedder, reference: NumpyBert, reference_tokenizer: Tokenizer
-) -> None:
+def test_matches_numpy_reference(embedder: OnnxEmbedder, reference: NumpyBert, reference_tokenizer: Tokenizer) -> None:
     vectors = embedder.embed(SENTENCES)
 
     assert vectors.shape == (len(SENTENCES), 384)
@@ -135,9 +133,7 @@ def test_concurrent_embed_is_consistent(embedder: OnnxEmbedder) -> None:
         np.testing.assert_allclose(got, want, atol=1e-6)
 
 
-def test_onnx_file_is_cached(
-    embedder: OnnxEmbedder, cache_dir: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_onnx_file_is_cached(embedder: OnnxEmbedder, cache_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     path = embedder.onnx_path
     assert path.parent == cache_dir
     assert path.name.startswith("all-MiniLM-L6-v2-") and path.suffix == ".onnx"

@@ -5,6 +5,12 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from starlette.datastructures import Headers
+
+from engram.config import Settings, SettingsError
+from engram.errors import InvalidArgument, PermissionDenied, Unauthenticated
+from engram.keys import KeyStore
+from engram.model import Caller
 from engram.services.gateway.identity import (
     ANONYMOUS_AGENT,
     DEV_NAMESPACE,
@@ -15,12 +21,6 @@ from engram.services.gateway.identity import (
     check_bind,
     require_scope,
 )
-from starlette.datastructures import Headers
-
-from engram.config import Settings, SettingsError
-from engram.errors import InvalidArgument, PermissionDenied, Unauthenticated
-from engram.keys import KeyStore
-from engram.model import Caller
 
 
 @pytest.fixture

@@ -52,9 +52,7 @@ def assert_close(actual: np.ndarray, expected: np.ndarray) -> None:
     assert actual.shape == expected.shape
     assert np.abs(actual - expected).max() < ATOL
     if actual.shape[-1] > 1:
-        cos = (actual * expected).sum(-1) / (
-            np.linalg.norm(actual, axis=-1) * np.linalg.norm(expected, axis=-1)
-        )
+        cos = (actual * expected).sum(-1) / (np.linalg.norm(actual, axis=-1) * np.linalg.norm(expected, axis=-1))
         assert cos.min() > 0.9999
 
 
@@ -84,9 +82,7 @@ def test_sentence_embedding_matches_numpy(embedding_dir: Path, rng: np.random.Ge
 
 def test_padding_does_not_change_embedding(embedding_dir: Path, rng: np.random.Generator) -> None:
     weights = load_bert_weights(embedding_dir / "model.safetensors")
-    sess = session(
-        build_sentence_embedding_model(weights, BertConfig.from_json(embedding_dir / "config.json"))
-    )
+    sess = session(build_sentence_embedding_model(weights, BertConfig.from_json(embedding_dir / "config.json")))
     ids, mask = batch(rng, [4, 11])
 
     (padded,) = sess.run(["embeddings"], {"input_ids": ids, "attention_mask": mask})
@@ -98,15 +94,11 @@ def test_padding_does_not_change_embedding(embedding_dir: Path, rng: np.random.G
 def test_unnormalised_cls_pooling_and_token_type_input(embedding_dir: Path, rng: np.random.Generator) -> None:
     weights = load_bert_weights(embedding_dir / "model.safetensors")
     config = BertConfig.from_json(embedding_dir / "config.json")
-    model = build_sentence_embedding_model(
-        weights, config, pooling="cls", normalize=False, token_type_input=True
-    )
+    model = build_sentence_embedding_model(weights, config, pooling="cls", normalize=False, token_type_input=True)
     ids, mask = batch(rng, [7, 3])
     types = np.zeros_like(ids)
 
-    (out,) = session(model).run(
-        ["embeddings"], {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
-    )
+    (out,) = session(model).run(["embeddings"], {"input_ids": ids, "attention_mask": mask, "token_type_ids": types})
 
     expected = NumpyBert(weights, TINY_CONFIG).hidden_states(ids, mask, types)[:, 0]
     assert_close(out, expected)

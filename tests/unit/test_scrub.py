@@ -189,10 +189,7 @@ def test_truncated_private_key_still_removed() -> None:
 
 def test_url_password_keeps_scheme_user_and_host() -> None:
     result = scrub_text("mongodb+srv://app_user:pa55w0rd@cluster0.example.net/db?retryWrites=true")
-    assert (
-        result.text
-        == "mongodb+srv://app_user:[REDACTED:url_password]@cluster0.example.net/db?retryWrites=true"
-    )
+    assert result.text == "mongodb+srv://app_user:[REDACTED:url_password]@cluster0.example.net/db?retryWrites=true"
 
 
 def test_marker_format() -> None:
