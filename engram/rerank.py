@@ -12,10 +12,9 @@ from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
-import onnxruntime as ort
 from tokenizers import Encoding, Tokenizer
 
-from engram.embed.embedder import default_threads
+from engram.embed.embedder import cpu_session
 from engram.embed.onnx_builder import (
     BUILDER_VERSION,
     DEFAULT_OPSET,
@@ -152,7 +151,7 @@ class OnnxReranker:
         pad = self._tokenizer.token_to_id("[PAD]")
         self._pad_id = int(pad if pad is not None else config_raw.get("pad_token_id", 0))
         self.onnx_path = self._ensure_onnx(model_dir, Path(cache_dir))
-        self._session = self._create_session(self.onnx_path, threads)
+        self._session = cpu_session(self.onnx_path, threads)
         self.num_labels = int(self._session.get_outputs()[0].shape[1])
         if self.num_labels not in (1, 2):
             raise ValueError(
@@ -196,19 +195,6 @@ class OnnxReranker:
             weights = load_bert_weights(model_dir / "model.safetensors")
             save_model_atomic(build_sequence_classifier_model(weights, self._config), path)
         return path
-
-    @staticmethod
-    def _create_session(path: Path, threads: int | None) -> ort.InferenceSession:
-        # The same options as OnnxEmbedder: one sequential graph per call, a bounded thread pool.
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.intra_op_num_threads = threads if threads is not None else default_threads()
-        options.inter_op_num_threads = 1
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        # Idle intra-op threads would otherwise spin, taking the CPU from the node's own work between runs.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        options.log_severity_level = 3
-        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
     # -- inference ---------------------------------------------------------------------------
 

@@ -138,7 +138,7 @@ class OnnxEmbedder:
         self.onnx_path = self._ensure_onnx(model_dir, Path(cache_dir))
         if precision == "int8":
             self.onnx_path = quantize_int8(self.onnx_path)
-        self._session = self._create_session(self.onnx_path, threads)
+        self._session = cpu_session(self.onnx_path, threads)
         self._input_names = {i.name for i in self._session.get_inputs()}
 
     @classmethod
@@ -175,19 +175,6 @@ class OnnxEmbedder:
             model = build_sentence_embedding_model(weights, self._config, pooling=self._pooling)
             save_model_atomic(model, path)
         return path
-
-    @staticmethod
-    def _create_session(path: Path, threads: int | None) -> ort.InferenceSession:
-        options = ort.SessionOptions()
-        options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
-        options.intra_op_num_threads = threads if threads is not None else default_threads()
-        # One model, sequential graph: extra inter-op threads would only contend for the same cores.
-        options.inter_op_num_threads = 1
-        options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
-        # Idle intra-op threads would otherwise spin, taking the CPU from the node's own work between runs.
-        options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-        options.log_severity_level = 3  # fusion notes at warning level are noise for a fixed graph
-        return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
     # -- inference ---------------------------------------------------------------------------
 
@@ -226,6 +213,20 @@ class OnnxEmbedder:
             feeds = self._pad([encodings[i] for i in chunk])
             out[chunk] = self._session.run(["embeddings"], feeds)[0]
         return out
+
+
+def cpu_session(path: Path, threads: int | None) -> ort.InferenceSession:
+    """An onnxruntime CPU session as every Engram model uses it (embedder and reranker)."""
+    options = ort.SessionOptions()
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    options.intra_op_num_threads = threads if threads is not None else default_threads()
+    # One model, sequential graph: extra inter-op threads would only contend for the same cores.
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    # Idle intra-op threads would otherwise spin, taking the CPU from the node's own work between runs.
+    options.add_session_config_entry("session.intra_op.allow_spinning", "0")
+    options.log_severity_level = 3  # fusion notes at warning level are noise for a fixed graph
+    return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
 def quantize_int8(fp32_path: Path) -> Path:
