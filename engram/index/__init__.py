@@ -42,6 +42,7 @@ class SearchRequest:
     dense: list[float] | None = None
     sparse: SparseVector | None = None
     questions: list[float] | None = None
+    with_payload: bool = True  # False: ids and scores only (the caller fetches payloads of the hits it keeps)
 
 
 class MemoryIndex(Protocol):

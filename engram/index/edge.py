@@ -111,7 +111,7 @@ class EdgeIndex:
                     limit=request.limit,
                     query=qe.Query.Nearest(vector, using=name),
                     filter=flt,
-                    with_payload=True,
+                    with_payload=request.with_payload,
                 )
                 for name, vector in queries
             ]

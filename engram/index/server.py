@@ -103,7 +103,7 @@ class QdrantServerIndex:
                 using=name,
                 filter=flt,
                 limit=request.limit,
-                with_payload=True,
+                with_payload=request.with_payload,
             )
             for name, vector in queries
         ]

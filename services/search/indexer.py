@@ -16,7 +16,9 @@ from engram.model import parse_time
 log = logging.getLogger(__name__)
 
 MAX_BATCH = 256  # entries applied per index call; bounds how long one apply holds the index
-IDLE_SECONDS = 5.0  # no new entries for this long: a good moment for index maintenance (not between import chunks)
+# No new entries for this long: a good moment for index maintenance. Short, so that after a bulk import the
+# vector index is rebuilt before searches pile up on brute force; maintenance never delays acknowledgements.
+IDLE_SECONDS = 1.0
 
 
 class Indexer:

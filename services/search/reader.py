@@ -122,18 +122,22 @@ class MemoryReader:
             dense=dense if DENSE in chosen else None,
             sparse=self._sparse.query(query) if SPARSE in chosen else None,
             questions=dense if QUESTIONS in chosen else None,
+            with_payload=False,  # converting 2 x 100 payloads costs more than fetching the few we keep
         )
         lists = await asyncio.to_thread(self._index.search, request)
-        payloads = {s.id: s.payload for ranked in lists.values() for s in ranked}
         ranked_lists = {name: [(s.id, s.score) for s in ranked] for name, ranked in lists.items()}
         if self._config.fusion == "rrf":
             fused = rrf(ranked_lists, k=self._config.rrf_k, weights=self._config.weights)
         else:
             fused = relative(ranked_lists, weights=self._config.weights)
         keep = max(limit, self._config.rerank_top_n) if use_rerank else limit
+        top = fused[:keep]
+        found = await asyncio.to_thread(self._index.retrieve, caller.namespace, [item.id for item in top])
+        payloads = {payload["id"]: payload for payload in found}
         hits = [
             Hit(Memory.from_dict(payloads[item.id]), item.score, _stages(item.ranks, item.scores, rank, item.score))
-            for rank, item in enumerate(fused[:keep], start=1)
+            for rank, item in enumerate(top, start=1)
+            if item.id in payloads  # a memory archived between the two calls is simply left out
         ]
         if use_rerank and hits:
             hits = await asyncio.to_thread(self._rerank, query, hits)
