@@ -245,6 +245,8 @@ def quantize_int8(fp32_path: Path) -> Path:
     weights = {init.name for init in model.graph.initializer}
     nodes = [n.name for n in model.graph.node if n.op_type == "MatMul" and n.input[1] in weights]
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
-    quantize_dynamic(str(fp32_path), str(tmp), weight_type=QuantType.QInt8, per_channel=True, nodes_to_quantize=nodes)
+    # Given a ModelProto (not a path), onnxruntime does its shape inference in a private temp dir, so several
+    # processes building the same file at once (cluster services sharing a model cache) cannot collide.
+    quantize_dynamic(model, str(tmp), weight_type=QuantType.QInt8, per_channel=True, nodes_to_quantize=nodes)
     os.replace(tmp, path)
     return path

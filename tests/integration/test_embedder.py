@@ -168,3 +168,18 @@ def test_int8_precision_is_close_to_fp32_and_names_itself(tmp_path: Path) -> Non
     assert int8.onnx_path != fp32.onnx_path and int8.onnx_path.is_file()
     with pytest.raises(ValueError, match="precision"):
         OnnxEmbedder.from_package(tmp_path, precision="fp16")
+
+
+def _build_int8(cache_dir: str) -> str:
+    return str(OnnxEmbedder.from_package(Path(cache_dir), precision="int8").onnx_path)
+
+
+def test_processes_building_the_int8_model_at_once_do_not_collide(tmp_path: Path) -> None:
+    """Cluster services sharing a model cache may all start at once; each must end up with the same file."""
+    import multiprocessing
+    from concurrent.futures import ProcessPoolExecutor
+
+    with ProcessPoolExecutor(3, mp_context=multiprocessing.get_context("spawn")) as pool:
+        paths = set(pool.map(_build_int8, [str(tmp_path)] * 3))
+    assert len(paths) == 1 and Path(paths.pop()).is_file()
+    assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob("*inferred*"))
