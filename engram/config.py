@@ -37,8 +37,6 @@ class Settings:
     grpc_listen: str = DEFAULT_GRPC_LISTEN
     ingest_addr: str | None = None
     search_addr: str | None = None
-    consolidation_addr: str | None = None
-    sync_addr: str | None = None
     stream: str = DEFAULT_STREAM
     dev_mode: bool | None = None  # None: on when bound to loopback
     keys_file: Path | None = None

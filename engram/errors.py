@@ -70,6 +70,14 @@ class Unavailable(EngramError):
     code = "unavailable"
 
 
+class RemoteError(EngramError):
+    """An error a service reported over gRPC, kept with its kind so the next edge can translate it again."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+
+
 class NotImplementedYet(EngramError):
     """An RPC of the contract that a later release builds."""
 

@@ -18,6 +18,7 @@ from typing import IO, Any
 import grpc
 import uvicorn
 
+from engram import __version__
 from engram.config import Settings
 from engram.natsd import NatsServer
 from engram.runtime import Resources, RunningServer, serve
@@ -25,7 +26,7 @@ from engram.v1 import gateway_pb2, gateway_pb2_grpc
 
 log = logging.getLogger(__name__)
 
-VERSION = "0.1.0"
+VERSION = __version__
 NODE_FILE = "node.json"
 LOCK_FILE = "node.lock"
 DEFAULT_IDLE_GRACE = 3.0

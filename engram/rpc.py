@@ -61,19 +61,10 @@ def error_from_rpc(e: grpc.aio.AioRpcError) -> errors.EngramError:
     if code == grpc.StatusCode.INVALID_ARGUMENT:
         field, _, problem = details.partition(": ")
         return errors.InvalidArgument(field, problem) if problem else errors.InvalidArgument("request", details)
-    if code == grpc.StatusCode.NOT_FOUND:
-        error: errors.EngramError = errors.EngramError(details)
-        error.code = "not_found"  # type: ignore[misc]
-        return error
-    if code == grpc.StatusCode.UNIMPLEMENTED:
-        error = errors.EngramError(details)
-        error.code = "unimplemented"  # type: ignore[misc]
-        return error
-    if code == grpc.StatusCode.FAILED_PRECONDITION:
-        error = errors.EngramError(details)
-        error.code = "failed_precondition"  # type: ignore[misc]
-        return error
-    return _ERRORS.get(code, errors.EngramError)(details)
+    if code in _ERRORS:
+        return _ERRORS[code](details)
+    kind = next((name for name, status in _CODES.items() if status == code), "internal")
+    return errors.RemoteError(kind, details)
 
 
 def add_health(server: grpc.aio.Server) -> health.aio.HealthServicer:

@@ -156,17 +156,6 @@ class Backend:
         response = await self._call(self._search.ListMemories, request)
         return ListOutcome([wire.memory_from_proto(m) for m in response.memories], response.next_page_token)
 
-    async def stats(self, caller: Caller) -> dict[str, Any]:
-        response = await self._call(
-            self._search.GetStats, search_pb2.GetStatsRequest(caller=wire.caller_to_proto(caller))
-        )
-        return {
-            "memories": response.memories,
-            "applied_seq": response.applied_seq,
-            "embedding_model": response.embedding_model,
-            "reranker_model": response.reranker_model or None,
-        }
-
     async def rerank_model(self) -> str:
         """The search service's reranker model id, or "" when rerank is off."""
         response = await self._call(self._search.GetStats, search_pb2.GetStatsRequest())

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import contextlib
-import importlib.metadata
 import threading
 from collections.abc import AsyncIterator, Iterator
 from typing import Annotated, Any, Literal, get_args
@@ -13,6 +12,7 @@ from mcp.server.mcpserver.exceptions import ToolError
 from mcp.types import ToolAnnotations
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from engram import __version__
 from engram.config import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, Settings
 from engram.errors import EngramError, InvalidArgument
 from engram.model import (
@@ -30,10 +30,7 @@ from engram.services.gateway.backend import Backend, ImportLine, redactions_json
 from engram.services.gateway.backend import metadata_json as encode_metadata
 from engram.services.gateway.identity import MCP_SOURCE, RequestIdentity, Resolver, require_scope
 
-try:
-    ENGRAM_VERSION = importlib.metadata.version("engram")
-except importlib.metadata.PackageNotFoundError:  # running from a source tree that was never installed
-    ENGRAM_VERSION = "0.0.0+unknown"
+ENGRAM_VERSION = __version__
 
 DEFAULT_LIST_LIMIT = 20
 _LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
