@@ -18,6 +18,9 @@ DEFAULT_STREAM = "ENGRAM"
 DEFAULT_MAX_CONTENT_BYTES = 32 * 1024
 DEFAULT_MAX_METADATA_BYTES = 16 * 1024
 DEFAULT_READ_WAIT_SECONDS = 5.0
+DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024  # a JSON request (save, search, an MCP message)
+DEFAULT_MAX_IMPORT_LINE_BYTES = 1024 * 1024  # one line of a bulk import
+DEFAULT_DISK_RESERVE_MB = 100  # writes stop (and readiness says why) when less is free in the data dir
 DEFAULT_SEARCH_LIMIT = 10
 MAX_SEARCH_LIMIT = 100
 
@@ -47,6 +50,9 @@ class Settings:
     allowed_origins: tuple[str, ...] = ()
     max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES
     max_metadata_bytes: int = DEFAULT_MAX_METADATA_BYTES
+    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
+    max_import_line_bytes: int = DEFAULT_MAX_IMPORT_LINE_BYTES
+    disk_reserve_mb: int = DEFAULT_DISK_RESERVE_MB
     read_wait_seconds: float = DEFAULT_READ_WAIT_SECONDS
     qdrant_url: str | None = None
     model_cache: Path | None = None  # where built ONNX models are kept; default <home>/models
@@ -98,6 +104,10 @@ class Settings:
             raise SettingsError(f"ENGRAM_FUSION must be 'relative' or 'rrf', got {self.fusion!r}")
         if self.max_content_bytes <= 0 or self.read_wait_seconds < 0:
             raise SettingsError("ENGRAM_MAX_CONTENT_BYTES must be > 0 and ENGRAM_READ_WAIT_SECONDS >= 0")
+        if self.max_request_bytes < 4096 or self.max_import_line_bytes < 4096:
+            raise SettingsError("ENGRAM_MAX_REQUEST_BYTES and ENGRAM_MAX_IMPORT_LINE_BYTES must be at least 4096")
+        if self.disk_reserve_mb < 0:
+            raise SettingsError(f"ENGRAM_DISK_RESERVE_MB must be >= 0, got {self.disk_reserve_mb}")
 
     @property
     def loopback(self) -> bool:

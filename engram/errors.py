@@ -64,10 +64,46 @@ class VersionConflict(EngramError):
         self.actual = actual
 
 
+DEFAULT_RETRY_AFTER_SECONDS = 2.0
+
+
 class Unavailable(EngramError):
     """A dependency (log, index) is not reachable or not caught up; retrying later may succeed."""
 
     code = "unavailable"
+
+    def __init__(self, message: str, *, retry_after: float = DEFAULT_RETRY_AFTER_SECONDS) -> None:
+        super().__init__(message)
+        self.retry_after = retry_after
+
+
+class DiskFull(EngramError):
+    """The data dir is (nearly) out of space: writes are refused until space is freed; reads keep working."""
+
+    code = "resource_exhausted"
+
+    def __init__(self, path: str, free_bytes: int, reserve_bytes: int) -> None:
+        super().__init__(
+            f"Disk full: only {free_bytes // (1024 * 1024)} MiB free in {path} (writes need at least "
+            f"{reserve_bytes // (1024 * 1024)} MiB). Free some space; writes resume by themselves, no restart needed."
+        )
+        self.path = path
+        self.free_bytes = free_bytes
+        self.reserve_bytes = reserve_bytes
+
+
+class PayloadTooLarge(EngramError):
+    """A request body is over the size limit of its route."""
+
+    code = "payload_too_large"
+
+    def __init__(self, size: int | None, limit: int, what: str = "The request body") -> None:
+        shown = f"{size} bytes" if size is not None else "larger than allowed"
+        super().__init__(
+            f"{what} is {shown}; the limit is {limit} bytes. Send less (split the content into several memories)."
+        )
+        self.size = size
+        self.limit = limit
 
 
 class RemoteError(EngramError):

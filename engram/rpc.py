@@ -21,6 +21,8 @@ _CODES: dict[str, grpc.StatusCode] = {
     "permission_denied": grpc.StatusCode.PERMISSION_DENIED,
     "failed_precondition": grpc.StatusCode.FAILED_PRECONDITION,
     "unavailable": grpc.StatusCode.UNAVAILABLE,
+    "resource_exhausted": grpc.StatusCode.RESOURCE_EXHAUSTED,
+    "payload_too_large": grpc.StatusCode.RESOURCE_EXHAUSTED,
     "unimplemented": grpc.StatusCode.UNIMPLEMENTED,
     "internal": grpc.StatusCode.INTERNAL,
 }
@@ -63,6 +65,8 @@ def error_from_rpc(e: grpc.aio.AioRpcError) -> errors.EngramError:
         return errors.InvalidArgument(field, problem) if problem else errors.InvalidArgument("request", details)
     if code in _ERRORS:
         return _ERRORS[code](details)
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and details.startswith("Disk full"):
+        return errors.RemoteError("resource_exhausted", details)
     kind = next((name for name, status in _CODES.items() if status == code), "internal")
     return errors.RemoteError(kind, details)
 

@@ -3,6 +3,7 @@
 # No `from __future__ import annotations`: FastAPI resolves route annotations against module globals, and
 # the routes below use a dependency alias local to build_router.
 
+import math
 from collections.abc import AsyncIterator, Awaitable, Callable
 from http import HTTPStatus
 from typing import Annotated, Any, get_args
@@ -15,7 +16,7 @@ from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from engram.config import MAX_SEARCH_LIMIT
-from engram.errors import EngramError, InvalidArgument
+from engram.errors import DEFAULT_RETRY_AFTER_SECONDS, EngramError, InvalidArgument
 from engram.model import Caller
 from engram.services.gateway.identity import REST_SOURCE, RequestIdentity, Resolver
 from engram.services.gateway.tools import (
@@ -56,9 +57,12 @@ STATUS_BY_CODE: dict[str, int] = {
     "already_exists": 409,
     "aborted": 409,
     "failed_precondition": 412,
+    "payload_too_large": 413,
+    "unsupported_media_type": 415,
     "internal": 500,
     "unimplemented": 501,
     "unavailable": 503,
+    "resource_exhausted": 507,
 }
 _CODE_BY_STATUS = {
     400: "invalid_argument",
@@ -100,7 +104,11 @@ def error_response(error: EngramError) -> Response:
     """The HTTP form of a service error."""
     if error.code == "unauthenticated":
         return unauthenticated(str(error))
-    return problem(STATUS_BY_CODE.get(error.code, 500), str(error), code=error.code)
+    headers = None
+    if error.code in ("unavailable", "resource_exhausted"):
+        retry_after = getattr(error, "retry_after", DEFAULT_RETRY_AFTER_SECONDS)
+        headers = {"Retry-After": str(max(1, math.ceil(retry_after)))}
+    return problem(STATUS_BY_CODE.get(error.code, 500), str(error), code=error.code, headers=headers)
 
 
 def add_error_handlers(app: FastAPI) -> None:

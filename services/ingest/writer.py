@@ -168,26 +168,36 @@ class MemoryWriter:
     def _prepare(self, caller: Caller, draft: MemoryInput) -> tuple[Memory, tuple[Redaction, ...]]:
         clean = validate(draft, self._limits)
         draft = clean.draft
-        content = scrub_text(draft.content)
-        summary = scrub_text(draft.summary)
-        context = scrub_text(draft.context)
+        found: list[Redaction] = []
+
+        def text(value: str) -> str:
+            result = scrub_text(value)
+            found.extend(result.redactions)
+            return result.text
+
+        def labels(values: list[str]) -> list[str]:
+            return list(dict.fromkeys(text(value) for value in values))
+
         metadata, metadata_redactions = scrub_value(clean.metadata)
+        found.extend(metadata_redactions)
         now = time.time()
+        # Every free-text field is scrubbed, labels included: a token pasted into a tag or a project name is
+        # as much a leak as one in the content.
         memory = Memory(
             id=uuid7(),
             namespace=caller.namespace,
-            content=content.text,
+            content=text(draft.content),
             owner_agent=caller.agent_id,
-            summary=summary.text,
+            summary=text(draft.summary),
             memory_type=draft.memory_type,
             confidence=draft.confidence,
-            topics=draft.topics,
-            tags=draft.tags,
+            topics=labels(draft.topics),
+            tags=labels(draft.tags),
             importance=draft.importance,
-            source=caller.source,
-            team=draft.team,
-            project=draft.project,
-            conversation_id=draft.conversation_id,
+            source=text(caller.source),
+            team=text(draft.team),
+            project=text(draft.project),
+            conversation_id=text(draft.conversation_id),
             metadata=metadata if isinstance(metadata, dict) else {},
             sensitivity=draft.sensitivity,
             created_at=now,
@@ -196,10 +206,10 @@ class MemoryWriter:
             invalid_at=draft.invalid_at,
             expires_at=draft.expires_at,
             handoff=Handoff(draft.handoff_target, "pending", now) if draft.handoff_target else None,
-            context=context.text,
+            context=text(draft.context),
             origin_device=self._device,
         )
-        return memory, merge(content.redactions, summary.redactions, context.redactions, metadata_redactions)
+        return memory, merge(found)
 
     def _vectors(self, memories: list[Memory]) -> list[dict[str, Any]]:
         # Dense embeds the content alone: context dilutes its meaning. BM25 also indexes the context,
