@@ -78,18 +78,23 @@ class Unavailable(EngramError):
 
 
 class DiskFull(EngramError):
-    """The data dir is (nearly) out of space: writes are refused until space is freed; reads keep working."""
+    """The data dir (or the log's store) is out of space: writes are refused until space is freed."""
 
     code = "resource_exhausted"
 
-    def __init__(self, path: str, free_bytes: int, reserve_bytes: int) -> None:
-        super().__init__(
-            f"Disk full: only {free_bytes // (1024 * 1024)} MiB free in {path} (writes need at least "
-            f"{reserve_bytes // (1024 * 1024)} MiB). Free some space; writes resume by themselves, no restart needed."
+    RESUMES = "Free some space; writes resume by themselves, no restart needed."
+
+    def __init__(self, detail: str, *, hint: str = RESUMES, retry_after: float = 10.0) -> None:
+        super().__init__(f"Disk full: {detail} {hint}".rstrip())
+        self.retry_after = retry_after
+
+    @classmethod
+    def for_path(cls, path: str, free_bytes: int, reserve_bytes: int) -> DiskFull:
+        mib = 1024 * 1024
+        return cls(
+            f"only {free_bytes // mib} MiB free in {path}; writes need at least {reserve_bytes // mib} MiB "
+            "(ENGRAM_DISK_RESERVE_MB)."
         )
-        self.path = path
-        self.free_bytes = free_bytes
-        self.reserve_bytes = reserve_bytes
 
 
 class PayloadTooLarge(EngramError):

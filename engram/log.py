@@ -8,7 +8,7 @@ import logging
 import random
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Protocol
 
 import nats
 import nats.errors
@@ -18,16 +18,56 @@ from nats.aio.msg import Msg
 from nats.js import api
 
 from engram.config import DEFAULT_STREAM
-from engram.errors import Unavailable
+from engram.errors import DiskFull, Unavailable
 
 log = logging.getLogger(__name__)
 
 SUBJECT_PREFIX = "engram.events"
 DEFAULT_PUBLISH_TIMEOUT = 5.0
-DEFAULT_PUBLISH_ATTEMPTS = 5
+DEFAULT_PUBLISH_ATTEMPTS = 3
 MAX_CONFLICTS = 1000
 DEFAULT_DUPLICATE_WINDOW = 120.0
+DEFAULT_RECONNECT_WAIT = 0.5
 _WRONG_LAST_SEQUENCE = 10071
+_INSUFFICIENT_RESOURCES = 10047
+_CONNECTION_ERRORS = (
+    nats.errors.ConnectionClosedError,
+    nats.errors.ConnectionReconnectingError,
+    nats.errors.NoRespondersError,
+    nats.js.errors.NoStreamResponseError,
+)
+
+
+class LogState(Protocol):
+    """Told when the log becomes unreachable or stops acknowledging writes, and when it recovers."""
+
+    def log_unreachable(self, detail: str) -> None: ...
+
+    def log_reachable(self) -> None: ...
+
+    def log_stalled(self, detail: str) -> None: ...
+
+    def log_acknowledging(self) -> None: ...
+
+
+class _NoState:
+    def log_unreachable(self, detail: str) -> None:
+        return None
+
+    def log_reachable(self) -> None:
+        return None
+
+    def log_stalled(self, detail: str) -> None:
+        return None
+
+    def log_acknowledging(self) -> None:
+        return None
+
+
+def _redact(url: str) -> str:
+    """A NATS URL without its credentials, for messages."""
+    scheme, sep, rest = url.partition("://")
+    return f"{scheme}{sep}{rest.rpartition('@')[2]}" if sep else url
 
 
 def subject(namespace: str, event: str) -> str:
@@ -63,25 +103,58 @@ class EventLog:
     `Nats-Expected-Last-Sequence`, which also makes concurrent writers from several ingest replicas safe.
     """
 
-    def __init__(self, nc: NatsClient, *, stream: str = DEFAULT_STREAM) -> None:
+    def __init__(self, nc: NatsClient, *, stream: str = DEFAULT_STREAM, state: LogState | None = None) -> None:
         self._nc = nc
         self._js = nc.jetstream()
         self._stream = stream
         self._lock = asyncio.Lock()
         self._last: int | None = None
+        self._state: LogState = state or _NoState()
+        self._stalled = False
 
     @classmethod
-    async def connect(cls, url: str, *, stream: str = DEFAULT_STREAM, name: str = "engram") -> EventLog:
-        """Connects to NATS and makes sure the stream exists."""
+    async def connect(
+        cls,
+        url: str,
+        *,
+        stream: str = DEFAULT_STREAM,
+        name: str = "engram",
+        state: LogState | None = None,
+        reconnect_wait: float = DEFAULT_RECONNECT_WAIT,
+    ) -> EventLog:
+        """Connects to NATS (reconnecting forever when the connection drops) and makes sure the stream exists."""
+        watcher = state or _NoState()
+        shown = _redact(url)
+
+        async def disconnected() -> None:
+            watcher.log_unreachable(f"NATS at {shown} is unreachable; reconnecting. Writes are refused meanwhile.")
+
+        async def reconnected() -> None:
+            watcher.log_reachable()
+
+        async def failed(e: Exception) -> None:
+            log.debug("NATS connection error: %r", e)
+
         try:
             nc = await nats.connect(
-                url, name=name, max_reconnect_attempts=-1, reconnect_time_wait=0.5, connect_timeout=5
+                url,
+                name=name,
+                max_reconnect_attempts=-1,
+                reconnect_time_wait=reconnect_wait,
+                connect_timeout=5,
+                disconnected_cb=disconnected,
+                reconnected_cb=reconnected,
+                error_cb=failed,
             )
         except (OSError, nats.errors.Error) as e:
-            raise Unavailable(f"Cannot reach NATS at {url}: {e}. Is nats-server running?") from e
-        event_log = cls(nc, stream=stream)
+            raise Unavailable(f"Cannot reach NATS at {shown}: {e}. Is nats-server running?") from e
+        event_log = cls(nc, stream=stream, state=watcher)
         await event_log.ensure_stream()
         return event_log
+
+    @property
+    def connected(self) -> bool:
+        return bool(self._nc.is_connected)
 
     @property
     def nats(self) -> NatsClient:
@@ -108,14 +181,28 @@ class EventLog:
         info = await self._js.stream_info(self._stream)
         return int(info.state.last_seq)
 
+    async def count_events(self, event: str) -> int:
+        """How many entries of one event kind the log holds, over every namespace (from JetStream's counts)."""
+        info = await self._js.stream_info(self._stream, subjects_filter=subject("*", event))
+        return sum(int(n) for n in (info.state.subjects or {}).values())
+
     async def append(self, namespace: str, event: str, body: dict[str, Any], *, msg_id: str) -> Appended:
         """Appends one mutation and returns its sequence once JetStream has stored it.
 
-        `msg_id` makes retries idempotent: JetStream drops a second copy within the duplicate window.
+        `msg_id` makes retries idempotent: JetStream drops a second copy within the duplicate window. Fails
+        fast with Unavailable while NATS is unreachable (nothing is buffered for later), and with DiskFull when
+        the log's store is out of space.
         """
         async with self._lock:
             failures = conflicts = 0
             while failures < DEFAULT_PUBLISH_ATTEMPTS and conflicts < MAX_CONFLICTS:
+                if not self._nc.is_connected:
+                    # Publishing now would queue the message in the client until it reconnects, after the
+                    # caller was told it failed; refuse instead, so a failed write is really not stored.
+                    raise Unavailable(
+                        "The log (NATS) is unreachable right now; nothing was saved. Retry in a few seconds.",
+                        retry_after=2.0,
+                    )
                 try:
                     if self._last is None:
                         self._last = await self.last_seq()
@@ -129,6 +216,8 @@ class EventLog:
                         headers={"Nats-Msg-Id": msg_id, "Nats-Expected-Last-Sequence": str(expected)},
                     )
                 except nats.js.errors.APIError as e:
+                    if e.err_code == _INSUFFICIENT_RESOURCES:
+                        raise DiskFull(f"the log's store refused the write ({e.description}).") from e
                     if e.err_code != _WRONG_LAST_SEQUENCE:
                         raise Unavailable(f"The log refused the write: {e.description}") from e
                     # Another writer appended first: read the new end and retry, with jitter to break lockstep.
@@ -136,16 +225,31 @@ class EventLog:
                     self._last = None
                     await asyncio.sleep(random.uniform(0, 0.002 * min(conflicts, 10)))
                     continue
-                except (nats.errors.TimeoutError, nats.errors.ConnectionClosedError, nats.errors.NoRespondersError,
-                        nats.js.errors.NoStreamResponseError) as e:  # fmt: skip
+                except nats.errors.TimeoutError as e:
+                    failures += 1
+                    self._last = None
+                    if self._nc.is_connected:
+                        # Connected but no acknowledgement: the server cannot store (e.g. its disk filled up).
+                        self._stalled = True
+                        self._state.log_stalled("the log is connected but does not acknowledge writes")
+                    log.warning("append attempt %d timed out: %r", failures, e)
+                    continue
+                except _CONNECTION_ERRORS as e:
                     failures += 1
                     log.warning("append attempt %d failed: %r", failures, e)
                     self._last = None
-                    await asyncio.sleep(min(0.05 * 2**failures, 1.0))
+                    await asyncio.sleep(min(0.05 * 2**failures, 0.5))
                     continue
+                if self._stalled:
+                    self._stalled = False
+                    self._state.log_acknowledging()
                 self._last = None if ack.duplicate else int(ack.seq)
                 return Appended(int(ack.seq), bool(ack.duplicate))
-        raise Unavailable("The log did not acknowledge the write after retries; nothing was saved. Retry later.")
+        raise Unavailable(
+            "The log did not confirm the write in time; it may or may not be stored. Check with search or "
+            "list_memories before saving it again.",
+            retry_after=5.0,
+        )
 
     async def read(self, seq: int) -> LogEntry | None:
         """The entry at one sequence, or None when it does not exist."""

@@ -20,6 +20,10 @@ HANDOFF_STATUSES = ("pending", "accepted", "completed")
 
 TIME_FIELDS = ("created_at", "updated_at", "valid_at", "invalid_at", "expires_at")
 
+# Metadata is free JSON, returned as given; nesting is bounded so that every reader (Python's json, pydantic's
+# serializer, protobuf, JSON libraries of other languages) can always serve it back.
+MAX_METADATA_DEPTH = 20
+
 
 @dataclass(slots=True)
 class Relation:
@@ -122,6 +126,35 @@ class Memory:
         values["relations"] = [Relation(**r) for r in values.get("relations", [])]
         known = {f.name for f in dataclasses.fields(cls)}
         return cls(**{k: v for k, v in values.items() if k in known})
+
+
+def json_depth(value: Any) -> int:
+    """Nesting depth of a JSON-like value (a scalar is 0, {} or [] is 1), without recursion."""
+    deepest = 0
+    stack: list[tuple[Any, int]] = [(value, 0)]
+    while stack:
+        item, depth = stack.pop()
+        if isinstance(item, dict):
+            children: Any = item.values()
+        elif isinstance(item, list | tuple):
+            children = item
+        else:
+            continue
+        depth += 1
+        deepest = max(deepest, depth)
+        stack.extend((child, depth) for child in children)
+    return deepest
+
+
+def servable_problem(data: dict[str, Any]) -> str | None:
+    """Why a stored memory (its JSON form) cannot be served back to callers, or None when it can."""
+    metadata = data.get("metadata")
+    if metadata is not None and not isinstance(metadata, dict):
+        return "its metadata is not a JSON object"
+    depth = json_depth(metadata or {})
+    if depth > MAX_METADATA_DEPTH:
+        return f"its metadata is nested {depth} levels deep (at most {MAX_METADATA_DEPTH} can be served)"
+    return None
 
 
 def format_time(epoch: float | None) -> str | None:

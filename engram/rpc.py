@@ -8,7 +8,7 @@ from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import grpc
-from grpc_health.v1 import health, health_pb2, health_pb2_grpc
+from grpc_health.v1 import health, health_pb2_grpc
 
 from engram import errors
 
@@ -65,22 +65,15 @@ def error_from_rpc(e: grpc.aio.AioRpcError) -> errors.EngramError:
         return errors.InvalidArgument(field, problem) if problem else errors.InvalidArgument("request", details)
     if code in _ERRORS:
         return _ERRORS[code](details)
-    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and details.startswith("Disk full"):
-        return errors.RemoteError("resource_exhausted", details)
     kind = next((name for name, status in _CODES.items() if status == code), "internal")
     return errors.RemoteError(kind, details)
 
 
 def add_health(server: grpc.aio.Server) -> health.aio.HealthServicer:
-    """Registers the standard gRPC health service; mark_serving flips it once the services are ready."""
+    """Registers the standard gRPC health service; runtime.serve keeps it in step with the process's Health."""
     servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
     return servicer
-
-
-async def mark_serving(servicer: health.aio.HealthServicer, services: list[str]) -> None:
-    for name in ["", *services]:
-        await servicer.set(name, health_pb2.HealthCheckResponse.SERVING)
 
 
 def channel(address: str) -> grpc.aio.Channel:

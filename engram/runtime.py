@@ -1,25 +1,37 @@
-"""What the services of one process share: settings, the log connection, the embedders; and how they are served."""
+"""What the services of one process share: settings, health, the log connection, the embedders; and how they are
+served."""
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
+import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Protocol
 
 import grpc
+from grpc_health.v1 import health_pb2
 
+from engram import __version__
 from engram.config import Settings
 from engram.embed import Embedder
 from engram.embed.sparse import Bm25Encoder
-from engram.errors import Unavailable
+from engram.errors import DiskFull, Unavailable
+from engram.health import DISK, LOG, MIB, DiskSpace, Health, disk_space
 from engram.log import EventLog
-from engram.rpc import add_health, bind, mark_serving
+from engram.natsd import LOG_STORE
+from engram.rpc import add_health, bind
+from engram.v1 import readiness_pb2, readiness_pb2_grpc
 
 log = logging.getLogger(__name__)
 
 DEFAULT_GRACE_SECONDS = 5.0
+DISK_CHECK_SECONDS = 1.0
+INGEST_SERVICE = "engram.v1.Ingest"
 
 
 class Service(Protocol):
@@ -34,22 +46,96 @@ class Service(Protocol):
     async def stop(self) -> None: ...
 
 
+class DiskGuard:
+    """Free space in the data dir against the reserve: writes are refused below it, and readiness says so.
+
+    Checking is one statvfs call, cheap enough to run before every write; a background loop also checks once a
+    second, so readiness recovers by itself when space comes back even if nobody writes.
+    """
+
+    def __init__(self, path: Path, reserve_bytes: int, health: Health) -> None:
+        self.path = path
+        self.reserve_bytes = reserve_bytes
+        self._health = health
+
+    def check(self) -> DiskSpace:
+        space = disk_space(self.path, self.reserve_bytes)
+        if space.ok:
+            self._health.clear(DISK)
+        else:
+            detail = str(DiskFull.for_path(str(self.path), space.free_bytes, space.reserve_bytes))
+            self._health.fail(DISK, detail, services=[INGEST_SERVICE])
+        return space
+
+    def require_space(self) -> None:
+        """Raises DiskFull when a write now could fill the disk."""
+        space = self.check()
+        if not space.ok:
+            raise DiskFull.for_path(str(self.path), space.free_bytes, space.reserve_bytes)
+
+    async def run(self, interval: float = DISK_CHECK_SECONDS) -> None:
+        while True:
+            try:
+                self.check()
+            except OSError as e:
+                log.warning("cannot check free space in %s: %s", self.path, e)
+            await asyncio.sleep(interval)
+
+
+class HealthLogState:
+    """The log's connection state, reported as health conditions."""
+
+    def __init__(self, health: Health) -> None:
+        self._health = health
+
+    def log_unreachable(self, detail: str) -> None:
+        self._health.fail(LOG, detail)
+
+    def log_reachable(self) -> None:
+        self._health.clear(LOG)
+
+    def log_stalled(self, detail: str) -> None:
+        self._health.fail(LOG_STORE, f"{detail} (its store may be out of space or failing); writes are refused.")
+
+    def log_acknowledging(self) -> None:
+        self._health.clear(LOG_STORE)
+
+
 @dataclass
 class Resources:
-    """Created once per process and shared, so the embedded node loads the model and connects to NATS once."""
+    """Created once per process and shared, so the embedded node loads the model and connects to NATS once.
+
+    ``local_store``: the log's store is on this machine's disk (the embedded node), so ingest guards free space.
+    """
 
     settings: Settings
+    local_store: bool = False
+    health: Health = field(default_factory=Health)
+    started_at: float = field(default_factory=time.time)
     _log: EventLog | None = None
     _embedder: Embedder | None = None
     _sparse: Bm25Encoder = field(default_factory=Bm25Encoder)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
+    _disk: DiskGuard | None = None
+    _disk_task: asyncio.Task[None] | None = None
+
+    @property
+    def disk(self) -> DiskGuard:
+        """The guard of the data dir's free space (started with the first service that asks for it)."""
+        if self._disk is None:
+            self._disk = DiskGuard(self.settings.home, self.settings.disk_reserve_mb * MIB, self.health)
+            with contextlib.suppress(RuntimeError):  # no running loop: checked per write only
+                self._disk_task = asyncio.get_running_loop().create_task(self._disk.run(), name="disk-guard")
+        return self._disk
 
     async def log(self) -> EventLog:
         async with self._lock:
             if self._log is None:
                 if not self.settings.nats_url:
                     raise Unavailable("No NATS address: set ENGRAM_NATS_URL or pass --nats-url.")
-                self._log = await EventLog.connect(self.settings.nats_url, stream=self.settings.stream)
+                self._log = await EventLog.connect(
+                    self.settings.nats_url, stream=self.settings.stream, state=HealthLogState(self.health)
+                )
             return self._log
 
     async def embedder(self) -> Embedder:
@@ -68,9 +154,43 @@ class Resources:
         return self._sparse
 
     async def close(self) -> None:
+        if self._disk_task is not None:
+            self._disk_task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._disk_task
+            self._disk_task = None
         if self._log is not None:
             await self._log.close()
             self._log = None
+
+
+class ReadinessServicer(readiness_pb2_grpc.ReadinessServicer):
+    """Answers GetReadiness from the process's Health."""
+
+    def __init__(self, resources: Resources, services: list[str]) -> None:
+        self._resources = resources
+        self._services = services
+
+    async def GetReadiness(
+        self, request: readiness_pb2.GetReadinessRequest, context: grpc.aio.ServicerContext
+    ) -> readiness_pb2.GetReadinessResponse:
+        health = self._resources.health
+        response = readiness_pb2.GetReadinessResponse(
+            services=[readiness_pb2.ServiceState(service=s, serving=health.ready(s)) for s in self._services],
+            version=__version__,
+            pid=os.getpid(),
+        )
+        response.started_at.FromNanoseconds(int(self._resources.started_at * 1e9))
+        for problem in health.problems():
+            item = response.problems.add(condition=problem.condition, detail=problem.detail)
+            item.services.extend(sorted(problem.services))
+            item.since.FromNanoseconds(int(problem.since * 1e9))
+        if self._resources._disk is not None:
+            space = self._resources._disk.check()
+            response.disk.path = space.path
+            response.disk.free_bytes = space.free_bytes
+            response.disk.reserve_bytes = space.reserve_bytes
+        return response
 
 
 @dataclass
@@ -89,17 +209,20 @@ async def serve(
     services: list[Service],
     listen: str,
     *,
+    resources: Resources,
     extra: list[Service] | None = None,
     on_bound: Callable[[str], None] | None = None,
 ) -> RunningServer:
-    """Starts the services, then one gRPC server hosting all of them plus the health service.
+    """Starts the services, then one gRPC server hosting all of them plus the health and readiness services.
 
     on_bound receives the bound address before any service starts (the embedded node's services call each
-    other through it).
+    other through it). Each service's gRPC health follows the process's Health from then on.
     """
     server = grpc.aio.server(options=[("grpc.max_receive_message_length", 16 * 1024 * 1024)])
-    health = add_health(server)
+    health_servicer = add_health(server)
     everything = [*services, *(extra or [])]
+    names = [s.name for s in everything]
+    readiness_pb2_grpc.add_ReadinessServicer_to_server(ReadinessServicer(resources, names), server)
     for service in everything:
         service.register(server)
     address = bind(server, listen)
@@ -116,6 +239,24 @@ async def serve(
             await service.stop()
         await server.stop(0)
         raise
-    await mark_serving(health, [s.name for s in everything])
-    log.info("gRPC listening on %s: %s", address, ", ".join(s.name for s in everything))
+
+    serving = health_pb2.HealthCheckResponse.SERVING
+    not_serving = health_pb2.HealthCheckResponse.NOT_SERVING
+
+    async def publish() -> None:
+        for name in names:
+            await health_servicer.set(name, serving if resources.health.ready(name) else not_serving)
+        everything_ready = all(resources.health.ready(name) for name in names)
+        await health_servicer.set("", serving if everything_ready else not_serving)
+
+    pending: set[asyncio.Task[None]] = set()
+
+    def changed() -> None:
+        task = asyncio.get_running_loop().create_task(publish())
+        pending.add(task)
+        task.add_done_callback(pending.discard)
+
+    resources.health.on_change(changed)
+    await publish()
+    log.info("gRPC listening on %s: %s", address, ", ".join(names))
     return RunningServer(server, address, everything)

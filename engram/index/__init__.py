@@ -12,8 +12,18 @@ DENSE = "dense"
 CREATED_TS = "_created_ts"  # creation time as epoch seconds: range filters and recent-first order
 META_ID = "00000000-0000-0000-0000-000000000001"  # the point holding the applied log sequence
 KEYWORD_FIELDS = ("tags", "owner_agent", "memory_type", "status", "topics", "conversation_id", "project")
+INDEXED_FIELDS = ("namespace", *KEYWORD_FIELDS, CREATED_TS)  # every payload index the queries rely on
 SPARSE = "bm25"
 QUESTIONS = "questions"
+
+
+class IndexDamaged(Exception):
+    """The index could not be opened or fails its self-check; it is derived data, so it is rebuilt from the log."""
+
+    def __init__(self, path: str, reason: str) -> None:
+        super().__init__(f"the index at {path} is damaged: {reason}")
+        self.path = path
+        self.reason = reason
 
 
 @dataclass(slots=True)
@@ -66,9 +76,21 @@ class MemoryIndex(Protocol):
 
     def count(self, namespace: str, flt: SearchFilter | None = None) -> int: ...
 
+    def point_count(self) -> int:
+        """Memories held, in every namespace (the index's own bookkeeping not counted)."""
+        ...
+
+    def check(self) -> str | None:
+        """What is structurally wrong with the index (e.g. a payload index is missing), or None."""
+        ...
+
     def applied_seq(self) -> int: ...
 
-    def set_applied_seq(self, seq: int) -> None: ...
+    def skipped_count(self) -> int:
+        """How many memory_saved entries up to applied_seq were skipped as unservable (not in the index)."""
+        ...
+
+    def set_applied_seq(self, seq: int, *, skipped: int = 0) -> None: ...
 
     def reset(self) -> None: ...
 

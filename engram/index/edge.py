@@ -14,10 +14,12 @@ import qdrant_edge as qe
 from engram.index import (
     CREATED_TS,
     DENSE,
+    INDEXED_FIELDS,
     KEYWORD_FIELDS,
     META_ID,
     QUESTIONS,
     SPARSE,
+    IndexDamaged,
     IndexPoint,
     Scored,
     SearchRequest,
@@ -60,7 +62,10 @@ class EdgeIndex:
 
     def _open(self) -> qe.EdgeShard:
         if (self._path / "edge_config.json").exists() or any(self._path.glob("segments*")):
-            return qe.EdgeShard.load(str(self._path), self._config())
+            try:
+                return qe.EdgeShard.load(str(self._path), self._config())
+            except Exception as e:  # the Rust side reports any damage as a plain Exception
+                raise IndexDamaged(str(self._path), f"it cannot be loaded ({e})") from e
         self._path.mkdir(parents=True, exist_ok=True)
         shard = qe.EdgeShard.create(str(self._path), self._config())
         shard.update(qe.UpdateOperation.create_field_index("namespace", qe.KeywordIndexParams(is_tenant=True)))
@@ -140,20 +145,39 @@ class EdgeIndex:
         with self._lock:
             return int(self._shard.count(qe.CountRequest(exact=True, filter=build_filter(namespace, flt))))
 
+    def point_count(self) -> int:
+        with self._lock:
+            total = int(self._shard.info().points_count)
+            has_meta = bool(self._shard.retrieve([META_ID], with_payload=False, with_vector=False))
+        return total - int(has_meta)
+
+    def check(self) -> str | None:
+        with self._lock:
+            schema = set(self._shard.info().payload_schema)
+        missing = [name for name in INDEXED_FIELDS if name not in schema]
+        return f"payload indexes missing: {', '.join(missing)}" if missing else None
+
     def applied_seq(self) -> int:
+        return int(self._meta().get("applied_seq", 0))
+
+    def skipped_count(self) -> int:
+        return int(self._meta().get("skipped", 0))
+
+    def _meta(self) -> dict[str, Any]:
         with self._lock:
             records = self._shard.retrieve([META_ID], with_payload=True, with_vector=False)
-        return int(records[0].payload.get("applied_seq", 0)) if records and records[0].payload else 0
+        return dict(records[0].payload) if records and records[0].payload else {}
 
-    def set_applied_seq(self, seq: int) -> None:
+    def set_applied_seq(self, seq: int, *, skipped: int = 0) -> None:
+        meta = {"applied_seq": seq, "skipped": skipped}
         with self._lock:
-            self._shard.update(qe.UpdateOperation.upsert_points([qe.Point(META_ID, {}, {"applied_seq": seq})]))
+            self._shard.update(qe.UpdateOperation.upsert_points([qe.Point(META_ID, {}, meta)]))
 
     def reset(self) -> None:
-        """Drops everything (the index is rebuilt from the log)."""
+        """Drops everything (the index is rebuilt from the log); a damaged copy is kept aside for inspection."""
         with self._lock:
             self._shard.close()
-            shutil.rmtree(self._path, ignore_errors=True)
+            move_aside(self._path)
             self._shard = self._open()
 
     def maintain(self) -> None:
@@ -173,6 +197,17 @@ class EdgeIndex:
         with self._lock:
             self._shard.flush()
             self._shard.close()
+
+
+def move_aside(path: Path) -> Path | None:
+    """Renames a damaged index to <name>.damaged (replacing an older one), so a rebuild starts clean."""
+    if not path.exists():
+        return None
+    aside = path.with_name(f"{path.name}.damaged")
+    shutil.rmtree(aside, ignore_errors=True)
+    path.rename(aside)
+    log.warning("moved the old index aside to %s", aside)
+    return aside
 
 
 def build_filter(namespace: str, flt: SearchFilter | None) -> qe.Filter:

@@ -145,15 +145,35 @@ class QdrantServerIndex:
             self._client.batch_update_points(self._collection, [_questions_op(id, questions), payload], wait=True)
         return True
 
+    def point_count(self) -> int:
+        with self._call():
+            total = self._client.count(self._collection, exact=True).count
+            has_meta = bool(self._client.retrieve(self._collection, [META_ID], with_payload=False, with_vectors=False))
+        return int(total) - int(has_meta)
+
+    def check(self) -> str | None:
+        """A Qdrant server checks its own storage; the payload indexes are (re)created when missing."""
+        if not self._local:
+            with self._call():
+                info = self._client.get_collection(self._collection)
+            self._ensure_payload_indexes(info.payload_schema)
+        return None
+
     def applied_seq(self) -> int:
+        return int(self._meta().get("applied_seq", 0))
+
+    def skipped_count(self) -> int:
+        return int(self._meta().get("skipped", 0))
+
+    def _meta(self) -> dict[str, Any]:
         with self._call():
             records = self._client.retrieve(self._collection, [META_ID], with_payload=True, with_vectors=False)
-        return int(records[0].payload.get("applied_seq", 0)) if records and records[0].payload else 0
+        return dict(records[0].payload) if records and records[0].payload else {}
 
-    def set_applied_seq(self, seq: int) -> None:
+    def set_applied_seq(self, seq: int, *, skipped: int = 0) -> None:
         # A point with no vectors (named vectors are optional per point): it never shows in a search, has no
         # namespace so no filter matches it, and rides the same WAL as the points it covers, written after them.
-        meta = models.PointStruct(id=META_ID, vector={}, payload={"applied_seq": seq})
+        meta = models.PointStruct(id=META_ID, vector={}, payload={"applied_seq": seq, "skipped": skipped})
         with self._call():
             self._client.upsert(self._collection, [meta], wait=True)
 

@@ -169,13 +169,15 @@ class GetStatsRequest(_message.Message):
     def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ...) -> None: ...
 
 class GetStatsResponse(_message.Message):
-    __slots__ = ("memories", "applied_seq", "embedding_model", "reranker_model")
+    __slots__ = ("memories", "applied_seq", "embedding_model", "reranker_model", "log_last_seq")
     MEMORIES_FIELD_NUMBER: _ClassVar[int]
     APPLIED_SEQ_FIELD_NUMBER: _ClassVar[int]
     EMBEDDING_MODEL_FIELD_NUMBER: _ClassVar[int]
     RERANKER_MODEL_FIELD_NUMBER: _ClassVar[int]
+    LOG_LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
     memories: int
     applied_seq: int
     embedding_model: str
     reranker_model: str
-    def __init__(self, memories: _Optional[int] = ..., applied_seq: _Optional[int] = ..., embedding_model: _Optional[str] = ..., reranker_model: _Optional[str] = ...) -> None: ...
+    log_last_seq: int
+    def __init__(self, memories: _Optional[int] = ..., applied_seq: _Optional[int] = ..., embedding_model: _Optional[str] = ..., reranker_model: _Optional[str] = ..., log_last_seq: _Optional[int] = ...) -> None: ...

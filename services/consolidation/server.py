@@ -133,4 +133,4 @@ async def build_service(settings: Settings, resources: Resources) -> Consolidati
 async def build_server(settings: Settings, resources: Resources) -> RunningServer:
     service = await build_service(settings, resources)
     service.ingest_addr = settings.ingest_addr
-    return await serve([service], settings.grpc_listen)
+    return await serve([service], settings.grpc_listen, resources=resources)

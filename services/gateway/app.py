@@ -7,7 +7,6 @@ from collections.abc import AsyncIterator, Iterable
 from typing import Any
 
 from fastapi import FastAPI
-from fastapi.responses import JSONResponse
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
 from mcp.server.transport_security import TransportSecuritySettings
 from starlette.datastructures import Headers
@@ -19,6 +18,7 @@ from engram.keys import KeyStore
 from engram.services.gateway.backend import Backend
 from engram.services.gateway.identity import Resolver
 from engram.services.gateway.rest import add_error_handlers, build_router, problem, unauthenticated
+from engram.services.gateway.status import add_probes
 from engram.services.gateway.tools import ENGRAM_VERSION, CursorTracker, Operations, build_mcp
 
 MCP_PATH = "/mcp"
@@ -55,7 +55,7 @@ def build_app(settings: Settings, backend: Backend, keys: KeyStore) -> FastAPI:
     # A Route whose endpoint is not a function is called as a raw ASGI app (all methods: POST, GET, DELETE).
     mcp_endpoint: Any = RequireKey(StreamableHTTPASGIApp(sessions), resolver)
     app.add_route(MCP_PATH, mcp_endpoint, include_in_schema=False)
-    _add_probes(app, backend)
+    add_probes(app, backend, resolver)
     app.add_middleware(HostGuardMiddleware, guard=guard)
     _document_problems_not_422(app)
     return app
@@ -78,29 +78,6 @@ def _document_problems_not_422(app: FastAPI) -> None:
         return app.openapi_schema
 
     app.openapi = openapi  # type: ignore[method-assign]
-
-
-def _add_probes(app: FastAPI, backend: Backend) -> None:
-    @app.get("/healthz", tags=["probes"], summary="Liveness: the process is up")
-    async def healthz() -> dict[str, str]:
-        return {"status": "ok"}
-
-    @app.get("/readyz", tags=["probes"], summary="Readiness: every service answers its health check")
-    async def readyz() -> JSONResponse:
-        services = await backend.ready()
-        down = sorted(name for name, ok in services.items() if not ok)
-        body: dict[str, Any] = {
-            "status": "unavailable" if down else "ready",
-            "services": {name: "serving" if ok else "down" for name, ok in services.items()},
-            "rerank": "off",
-        }
-        if not down:
-            model = await backend.rerank_model()
-            body["rerank"] = "on" if model else "off"
-            body["rerank_model"] = model or None
-        if down:
-            body["detail"] = f"Not serving: {', '.join(down)}. Check the node's log; retry shortly."
-        return JSONResponse(body, status_code=503 if down else 200)
 
 
 class RequireKey:

@@ -14,7 +14,7 @@ from engram import errors, wire
 from engram.model import Caller, Memory, MemoryInput, SearchFilter
 from engram.rpc import channel, error_from_rpc
 from engram.scrub import Redaction
-from engram.v1 import ingest_pb2, ingest_pb2_grpc, search_pb2, search_pb2_grpc
+from engram.v1 import ingest_pb2, ingest_pb2_grpc, readiness_pb2, readiness_pb2_grpc, search_pb2, search_pb2_grpc
 
 DEFAULT_RPC_TIMEOUT = 30.0
 IMPORT_TIMEOUT = 3600.0  # one import stream may carry many thousands of memories
@@ -65,6 +65,38 @@ class ImportLine:
 class ListOutcome:
     memories: list[Memory]
     next_page_token: str
+
+
+@dataclass(frozen=True, slots=True)
+class ProblemReport:
+    condition: str
+    detail: str
+    since: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Readiness:
+    """What the services behind the gateway say about their readiness, and why they are not ready."""
+
+    services: dict[str, bool]  # short name (ingest, search, ...) -> serving
+    problems: list[ProblemReport]
+    version: str = ""
+    pid: int = 0
+    started_at: float | None = None
+    disk: dict[str, Any] | None = None
+
+    @property
+    def ready(self) -> bool:
+        return bool(self.services) and all(self.services.values()) and not self.problems
+
+
+@dataclass(frozen=True, slots=True)
+class IndexStats:
+    memories: int
+    applied_seq: int
+    log_last_seq: int
+    embedding_model: str
+    reranker_model: str
 
 
 class Backend:
@@ -174,6 +206,55 @@ class Backend:
             except grpc.aio.AioRpcError:
                 result[name] = False
         return result
+
+    async def readiness(self) -> Readiness:
+        """Every service of every process behind this gateway, with the reasons any of them is not ready."""
+        services: dict[str, bool] = {}
+        problems: list[ProblemReport] = []
+        first: readiness_pb2.GetReadinessResponse | None = None
+        channels = {"ingest": self._ingest_channel, "search": self._search_channel}
+        for name, chan in channels.items():
+            if name == "search" and chan is self._ingest_channel and services:
+                continue  # one process hosts both (the embedded node): asked once
+            try:
+                reply = await readiness_pb2_grpc.ReadinessStub(chan).GetReadiness(
+                    readiness_pb2.GetReadinessRequest(), timeout=2.0
+                )
+            except grpc.aio.AioRpcError as e:
+                services[name] = False
+                problems.append(ProblemReport(name, f"the {name} service does not answer ({e.code().name})."))
+                continue
+            first = first or reply
+            for state in reply.services:
+                short = state.service.removeprefix("engram.v1.").lower()
+                if short != "node":
+                    services[short] = state.serving
+            problems.extend(
+                ProblemReport(p.condition, p.detail, wire.ts_to_epoch(p, "since")) for p in reply.problems
+            )
+        disk = None
+        if first is not None and first.HasField("disk"):
+            disk = {"path": first.disk.path, "free_bytes": first.disk.free_bytes,
+                    "reserve_bytes": first.disk.reserve_bytes}  # fmt: skip
+        return Readiness(
+            services=services,
+            problems=problems,
+            version=first.version if first else "",
+            pid=first.pid if first else 0,
+            started_at=wire.ts_to_epoch(first, "started_at") if first else None,
+            disk=disk,
+        )
+
+    async def index_stats(self, caller: Caller | None = None) -> IndexStats:
+        request = search_pb2.GetStatsRequest(caller=wire.caller_to_proto(caller) if caller else None)
+        response = await self._call(self._search.GetStats, request)
+        return IndexStats(
+            memories=response.memories,
+            applied_seq=response.applied_seq,
+            log_last_seq=response.log_last_seq,
+            embedding_model=response.embedding_model,
+            reranker_model=response.reranker_model,
+        )
 
     async def close(self) -> None:
         await self._ingest_channel.close()

@@ -32,10 +32,16 @@ class IngestService:
 async def build_service(settings: Settings, resources: Resources) -> IngestService:
     limits = Limits(max_content_bytes=settings.max_content_bytes, max_metadata_bytes=settings.max_metadata_bytes)
     writer = MemoryWriter(
-        await resources.log(), await resources.embedder(), resources.sparse, limits, device=settings.device
+        await resources.log(),
+        await resources.embedder(),
+        resources.sparse,
+        limits,
+        device=settings.device,
+        # Only a log stored on this machine fills this machine's disk (the embedded node).
+        disk=resources.disk if resources.local_store else None,
     )
     return IngestService(writer)
 
 
 async def build_server(settings: Settings, resources: Resources) -> RunningServer:
-    return await serve([await build_service(settings, resources)], settings.grpc_listen)
+    return await serve([await build_service(settings, resources)], settings.grpc_listen, resources=resources)

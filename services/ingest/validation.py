@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import json
 import math
+import re
 from dataclasses import dataclass, field
 from typing import Any
 
 from engram.errors import InvalidArgument
-from engram.model import CONFIDENCES, IMPORTANCES, MEMORY_TYPES, SENSITIVITIES, MemoryInput
+from engram.model import CONFIDENCES, IMPORTANCES, MAX_METADATA_DEPTH, MEMORY_TYPES, SENSITIVITIES, MemoryInput
 
 MAX_LIST_ITEMS = 32
 MAX_LABEL_CHARS = 64
@@ -95,6 +96,13 @@ def _metadata(raw: str, limit: int) -> dict[str, Any]:
         return {}
     if len(raw.encode()) > limit:
         raise InvalidArgument("metadata", f"is larger than {limit} bytes as JSON.")
+    # Depth is checked on the text, before parsing: a deeply nested document must be refused, not stored and
+    # then unreadable (and parsing it could itself exhaust the recursion limit).
+    depth = raw_json_depth(raw)
+    if depth > MAX_METADATA_DEPTH:
+        raise InvalidArgument(
+            "metadata", f"is nested {depth} levels deep; at most {MAX_METADATA_DEPTH} are allowed. Flatten it."
+        )
     try:
         value = json.loads(raw)
     except json.JSONDecodeError as e:
@@ -102,3 +110,19 @@ def _metadata(raw: str, limit: int) -> dict[str, Any]:
     if not isinstance(value, dict):
         raise InvalidArgument("metadata", "must be a JSON object of key-value pairs.")
     return value
+
+
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*+"', re.DOTALL)
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
+def raw_json_depth(text: str) -> int:
+    """The deepest nesting of objects and arrays in JSON text, counted outside strings, without parsing it."""
+    depth = deepest = 0
+    for match in _BRACKETS.finditer(_JSON_STRING.sub("", text)):
+        if match.group() in "[{":
+            depth += 1
+            deepest = max(deepest, depth)
+        else:
+            depth -= 1
+    return deepest

@@ -8,7 +8,7 @@ import hashlib
 import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 
@@ -52,13 +52,27 @@ class ImportSummary:
     last_seq: int = 0
 
 
+class SpaceCheck(Protocol):
+    def require_space(self) -> None:
+        """Raises DiskFull when there is no room for another write."""
+        ...
+
+
 class MemoryWriter:
     """The write path of DESIGN.md. A save is acknowledged only after JetStream has stored it."""
 
     def __init__(
-        self, log: EventLog, embedder: Embedder, sparse: Bm25Encoder, limits: Limits, *, device: str = ""
+        self,
+        log: EventLog,
+        embedder: Embedder,
+        sparse: Bm25Encoder,
+        limits: Limits,
+        *,
+        device: str = "",
+        disk: SpaceCheck | None = None,
     ) -> None:
         self._device = device
+        self._disk = disk
         self._log = log
         self._embedder = embedder
         self._sparse = sparse
@@ -119,6 +133,8 @@ class MemoryWriter:
         if any(len(q) > MAX_QUESTION_CHARS for q in cleaned):
             raise InvalidArgument("questions", f"each question must be at most {MAX_QUESTION_CHARS} characters.")
         dense = await asyncio.to_thread(self._embedder.embed, cleaned)
+        if self._disk is not None:
+            self._disk.require_space()
         body = {
             "schema": 1,
             "event": MEMORY_ENRICHED,
@@ -156,6 +172,8 @@ class MemoryWriter:
     async def _append(
         self, caller: Caller, memory: Memory, vectors: dict[str, Any], *, msg_id: str, resolve_duplicate: bool = False
     ) -> int:
+        if self._disk is not None:
+            self._disk.require_space()
         body = event_body(MEMORY_SAVED, memory, caller, vectors=vectors)
         appended = await self._log.append(caller.namespace, MEMORY_SAVED, body, msg_id=msg_id)
         if appended.duplicate and resolve_duplicate:

@@ -1,67 +1,120 @@
-"""Applies the log to the index in order, in batches and idempotently, and lets reads wait for a sequence."""
+"""Applies the log to the index in order, in batches and idempotently, and lets reads wait for a sequence.
+
+The index is derived data. On start it is checked (it loads, its payload indexes exist, it holds as many
+memories as its bookkeeping says); after catching up it is checked against the log (as many memories as the
+log has created). A damaged index is moved aside and rebuilt from the log, and readiness says so meanwhile.
+"""
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
 import logging
-from typing import Any
+from typing import Any, Protocol
 
-from engram.errors import Unavailable
-from engram.events import MEMORY_ENRICHED, MEMORY_STATE_EVENTS, decode_dense, decode_questions, decode_sparse
+from engram.errors import InvalidArgument, Unavailable
+from engram.events import (
+    MEMORY_ENRICHED,
+    MEMORY_SAVED,
+    MEMORY_STATE_EVENTS,
+    decode_dense,
+    decode_questions,
+    decode_sparse,
+)
+from engram.health import INDEX, Health
 from engram.index import CREATED_TS, IndexPoint, MemoryIndex
 from engram.log import EventLog, LogEntry
-from engram.model import parse_time
+from engram.model import parse_time, servable_problem
 
 log = logging.getLogger(__name__)
 
+SEARCH_SERVICE = "engram.v1.Search"
 MAX_BATCH = 256  # entries applied per index call; bounds how long one apply holds the index
 # No new entries for this long: a good moment for index maintenance. Short, so that after a bulk import the
 # vector index is rebuilt before searches pile up on brute force; maintenance never delays acknowledgements.
 IDLE_SECONDS = 1.0
+PROGRESS_SECONDS = 1.0  # how often catch-up progress is reported
+RETRY_FIRST_SECONDS = 0.5
+RETRY_MAX_SECONDS = 10.0
+VERIFY_ATTEMPTS = 3  # writes arriving while the counts are compared make a mismatch worth a second look
+
+
+class SpaceCheck(Protocol):
+    def index_space_problem(self) -> str | None:
+        """Why the index must not grow now (its disk is nearly full), or None."""
+        ...
 
 
 class Indexer:
-    """Follows the log from the index's last applied sequence; on start it catches up before reads are served."""
+    """Follows the log from the index's last applied sequence; reads are served once it has caught up."""
 
-    def __init__(self, event_log: EventLog, index: MemoryIndex) -> None:
+    def __init__(
+        self,
+        event_log: EventLog,
+        index: MemoryIndex,
+        *,
+        health: Health | None = None,
+        disk: SpaceCheck | None = None,
+        verify: bool = True,
+    ) -> None:
         self._log = event_log
         self._index = index
+        self._health = health or Health()
+        self._disk = disk
+        self._verify = verify  # only for an index this process owns (not a Qdrant server shared by replicas)
         self._applied = 0
+        # memory_saved entries with no point of their own (unservable ones, replays), so the counts add up
+        self._skipped = 0
+        self._caught_up = asyncio.Event()
+        self._target = 0
         self._changed = asyncio.Condition()
         self._queue: asyncio.Queue[LogEntry] = asyncio.Queue()
         self._subscription: Any = None
         self._worker: asyncio.Task[None] | None = None
+        self._catch_up: asyncio.Task[None] | None = None
 
     @property
     def applied_seq(self) -> int:
         return self._applied
 
+    @property
+    def caught_up(self) -> bool:
+        return self._caught_up.is_set()
+
     async def start(self) -> None:
-        applied = await asyncio.to_thread(self._index.applied_seq)
+        """Checks the index, starts following the log, and catches up in the background."""
         last = await self._log.last_seq()
-        if applied > last:
-            # The index is ahead of the log: it belongs to another log (a wiped data dir). Rebuild it.
-            log.warning("index at seq %d but log ends at %d: rebuilding the index from the log", applied, last)
+        problem = await asyncio.to_thread(self._structural_problem, last)
+        if problem is not None:
+            log.warning("%s: moving it aside and rebuilding it from the log", problem)
             await asyncio.to_thread(self._index.reset)
-            applied = 0
-        self._applied = applied
-        self._worker = asyncio.create_task(self._run(), name="indexer")
-        self._subscription = await self._log.follow(applied + 1, self._queue.put)
-        if last > applied:
-            log.info("catching up the index from seq %d to %d", applied, last)
-            await self.wait_for(last, timeout=None)
+        self._applied = await asyncio.to_thread(self._index.applied_seq)
+        self._skipped = await asyncio.to_thread(self._index.skipped_count) if self._applied else 0
+        await self._follow()
+        self._catch_up = asyncio.create_task(self._catch_up_then_verify(), name="index-catch-up")
+
+    async def wait_caught_up(self, timeout: float | None = None) -> None:
+        """Returns once the index has caught up with the log as it was at start (and passed its checks)."""
+        await asyncio.wait_for(self._caught_up.wait(), timeout)
 
     async def stop(self) -> None:
-        if self._subscription is not None:
-            await self._subscription.unsubscribe()
-            self._subscription = None
-        if self._worker is not None:
-            self._worker.cancel()
+        if self._catch_up is not None:
+            self._catch_up.cancel()
             with contextlib.suppress(asyncio.CancelledError):
-                await self._worker
-            self._worker = None
-        await asyncio.to_thread(self._index.flush)
+                await self._catch_up
+            self._catch_up = None
+        await self._unfollow()
+        with contextlib.suppress(Exception):  # a damaged index may not even flush; it is rebuilt next start
+            await asyncio.to_thread(self._index.flush)
+
+    def require_ready(self) -> None:
+        """Raises Unavailable while the index is still catching up with (or being rebuilt from) the log."""
+        if not self._caught_up.is_set():
+            raise Unavailable(
+                f"The search index is catching up with the log ({self._applied} of {self._target} entries "
+                "applied); reads are served once it has. Retry in a few seconds.",
+                retry_after=5.0,
+            )
 
     async def wait_for(self, seq: int, *, timeout: float | None) -> None:
         """Returns once the index has applied seq; raises Unavailable after timeout seconds."""
@@ -75,27 +128,165 @@ class Indexer:
                     f"The index has not caught up with your write yet (at {self._applied}, need {seq}). Retry shortly."
                 ) from e
 
+    async def log_last_seq(self) -> int:
+        try:
+            return await self._log.last_seq()
+        except Exception:  # reported as 0: the caller shows "unknown"; readiness says why
+            return 0
+
+    async def check_min_seq(self, seq: int) -> None:
+        """Refuses a min_seq that no write has returned yet (beyond the end of the log), at once."""
+        if seq <= self._applied:
+            return
+        try:
+            last = await self._log.last_seq()
+        except Exception:  # the log is unreachable: the bounded wait decides (readiness says why)
+            return
+        if seq > last:
+            raise InvalidArgument(
+                "min_seq", f"{seq} is beyond the end of the log (at {last}); pass a `seq` returned by a write."
+            )
+
+    # -- start-up checks -------------------------------------------------------------------------------
+
+    def _structural_problem(self, last_seq: int) -> str | None:
+        """Problems visible without the log's help: unusable structure, or ahead of the log."""
+        problem = self._index.check()
+        if problem is not None:
+            return f"the index is damaged ({problem})"
+        applied = self._index.applied_seq()
+        if applied > last_seq:
+            # The index belongs to another log (e.g. the data dir's log was wiped).
+            return f"the index is at log sequence {applied} but the log ends at {last_seq}"
+        if applied == 0 and self._index.point_count() > 0:
+            return "the index holds memories but no record of which log entries it applied"
+        return None
+
+    async def _catch_up_then_verify(self) -> None:
+        rebuilt = False
+        while True:
+            target = await self._log.last_seq()
+            await self._report_until(target)
+            problem = await self._log_mismatch() if self._verify else None
+            if problem is None:
+                break
+            if rebuilt:
+                # A log can legitimately differ (e.g. an entry replayed under a new message id): once rebuilt
+                # from it, the difference is what the log says, so it is recorded and not "repaired" again.
+                log.warning("%s even after a rebuild from the log; accepting the log's count", problem)
+                await self._accept_counts()
+                break
+            log.warning("%s: moving the index aside and rebuilding it from the log", problem)
+            await self._rebuild()
+            rebuilt = True
+        self._health.clear(INDEX)
+        self._caught_up.set()
+        log.info("index caught up at log sequence %d", self._applied)
+
+    async def _report_until(self, target: int) -> None:
+        self._target = target
+        while self._applied < target:
+            self._health.fail(
+                INDEX,
+                f"catching up with the log: {self._applied} of {target} entries applied; reads wait until done.",
+                services=[SEARCH_SERVICE],
+            )
+            with contextlib.suppress(Unavailable):
+                await self.wait_for(target, timeout=PROGRESS_SECONDS)
+
+    async def _log_mismatch(self) -> str | None:
+        """Compares the memories in the index with the memories the log created; None when they agree."""
+        for _ in range(VERIFY_ATTEMPTS):
+            before = await self._log.last_seq()
+            await self.wait_for(before, timeout=None)
+            created = await self._log.count_events(MEMORY_SAVED)
+            held = await asyncio.to_thread(self._index.point_count)
+            if await self._log.last_seq() != before:
+                continue  # writes arrived meanwhile: compare again
+            expected = created - self._skipped
+            if held == expected:
+                return None
+            return f"the index holds {held} memories but the log created {expected}"
+        return None  # the log kept moving; nothing suggests damage
+
+    async def _accept_counts(self) -> None:
+        created = await self._log.count_events(MEMORY_SAVED)
+        held = await asyncio.to_thread(self._index.point_count)
+        async with self._changed:
+            self._skipped = created - held
+            await asyncio.to_thread(self._index.set_applied_seq, self._applied, skipped=self._skipped)
+
+    async def _rebuild(self) -> None:
+        await self._unfollow()
+        await asyncio.to_thread(self._index.reset)
+        async with self._changed:
+            self._applied = 0
+            self._skipped = 0
+        self._queue = asyncio.Queue()
+        await self._follow()
+
+    async def _follow(self) -> None:
+        self._worker = asyncio.create_task(self._run(), name="indexer")
+        self._subscription = await self._log.follow(self._applied + 1, self._queue.put)
+
+    async def _unfollow(self) -> None:
+        if self._subscription is not None:
+            with contextlib.suppress(Exception):  # the connection may already be gone
+                await self._subscription.unsubscribe()
+            self._subscription = None
+        if self._worker is not None:
+            self._worker.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._worker
+            self._worker = None
+
+    # -- applying ----------------------------------------------------------------------------------------
+
     async def _run(self) -> None:
         while True:
             try:
                 first = await asyncio.wait_for(self._queue.get(), IDLE_SECONDS)
             except TimeoutError:
                 # Idle: let the index do its housekeeping (Qdrant Edge builds its HNSW graph here).
-                await asyncio.to_thread(self._index.maintain)
+                try:
+                    await asyncio.to_thread(self._index.maintain)
+                except Exception:
+                    log.exception("index maintenance failed; it is retried when idle again")
                 continue
             batch = [first]
             while len(batch) < MAX_BATCH and not self._queue.empty():
                 batch.append(self._queue.get_nowait())
             batch = [entry for entry in batch if entry.seq > self._applied]  # replays after a consumer reset
-            if not batch:
-                continue
-            await asyncio.to_thread(self._apply, batch)
-            async with self._changed:
-                self._applied = batch[-1].seq
-                self._changed.notify_all()
+            if batch:
+                await self._apply_with_retry(batch)
 
-    def _apply(self, batch: list[LogEntry]) -> None:
-        """Applies entries in log order: runs of memory versions are upserted together, then the cursor."""
+    async def _apply_with_retry(self, batch: list[LogEntry]) -> None:
+        """Applies a batch, waiting out a full disk and retrying failed index writes; never skips the batch."""
+        delay = RETRY_FIRST_SECONDS
+        while True:
+            paused = self._disk.index_space_problem() if self._disk is not None else None
+            if paused is None:
+                try:
+                    skipped = await asyncio.to_thread(self._apply, batch, self._skipped)
+                    break
+                except Exception as e:  # an index write failed: the index's storage is at fault, not the entry
+                    log.exception("applying log entries %d-%d failed", batch[0].seq, batch[-1].seq)
+                    paused = f"writing to the index failed ({e}); retrying"
+            self._health.fail(INDEX, f"index updates paused: {paused}", services=[SEARCH_SERVICE])
+            await asyncio.sleep(delay)
+            delay = min(delay * 2, RETRY_MAX_SECONDS)
+        if self._caught_up.is_set():
+            self._health.clear(INDEX)
+        async with self._changed:
+            self._applied = batch[-1].seq
+            self._skipped = skipped
+            self._changed.notify_all()
+
+    def _apply(self, batch: list[LogEntry], skipped: int) -> int:
+        """Applies entries in log order: runs of memory versions are upserted together, then the cursor.
+
+        Returns the new count of skipped memory_saved entries.
+        """
         run: list[IndexPoint] = []
         for entry in batch:
             try:
@@ -105,11 +296,13 @@ class Indexer:
                     self._add_questions(entry.body)
                 elif (point := _point(entry)) is not None:
                     run.append(point)
-            except (KeyError, ValueError, TypeError):
-                # A malformed entry must not stop the index forever; it is logged with its sequence.
-                log.exception("skipped malformed log entry %d (%s)", entry.seq, entry.subject)
+            except (KeyError, ValueError, TypeError, RecursionError) as e:
+                # An entry that cannot be served must not stop the index (or break reads): it is skipped.
+                log.warning("skipped log entry %d (%s): %s", entry.seq, entry.subject, e)
+                skipped += entry.event == MEMORY_SAVED
         self._upsert_newest(run)
-        self._index.set_applied_seq(batch[-1].seq)
+        self._index.set_applied_seq(batch[-1].seq, skipped=skipped)
+        return skipped
 
     def _upsert_newest(self, points: list[IndexPoint]) -> None:
         """Version guard: an older version never overwrites a newer one (in the index or later in the batch)."""
@@ -144,6 +337,8 @@ def _point(entry: LogEntry) -> IndexPoint | None:
     if body.get("event") not in MEMORY_STATE_EVENTS or "memory" not in body or "vectors" not in body:
         return None
     payload: dict[str, Any] = dict(body["memory"])
+    if (problem := servable_problem(payload)) is not None:
+        raise ValueError(problem)
     payload["seq"] = entry.seq
     payload[CREATED_TS] = parse_time(payload.get("created_at")) or 0.0
     vectors = body["vectors"]

@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from engram.config import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT
 from engram.embed import Embedder
@@ -13,12 +14,14 @@ from engram.embed.sparse import Bm25Encoder
 from engram.errors import InvalidArgument, NotFound
 from engram.ids import is_uuid
 from engram.index import DENSE, QUESTIONS, SPARSE, MemoryIndex, SearchRequest
-from engram.model import Caller, Memory, SearchFilter
+from engram.model import Caller, Memory, SearchFilter, servable_problem
 from engram.services.search.fusion import DEFAULT_RRF_K, relative, rrf
 from engram.services.search.indexer import Indexer
 
 if TYPE_CHECKING:
     from engram.rerank import Reranker
+
+log = logging.getLogger(__name__)
 
 MAX_QUERY_CHARS = 4000
 DEFAULT_CANDIDATES = 100  # per retriever, before fusion
@@ -109,7 +112,7 @@ class MemoryReader:
         limit = _limit(limit, DEFAULT_SEARCH_LIMIT)
         chosen = _sources(sources)
         use_rerank, note = self._rerank_decision(rerank)
-        await self._indexer.wait_for(min_seq, timeout=self._read_wait)
+        await self._ready_for(min_seq)
 
         dense = None
         if DENSE in chosen or QUESTIONS in chosen:
@@ -135,9 +138,10 @@ class MemoryReader:
         found = await asyncio.to_thread(self._index.retrieve, caller.namespace, [item.id for item in top])
         payloads = {payload["id"]: payload for payload in found}
         hits = [
-            Hit(Memory.from_dict(payloads[item.id]), item.score, _stages(item.ranks, item.scores, rank, item.score))
+            Hit(memory, item.score, _stages(item.ranks, item.scores, rank, item.score))
             for rank, item in enumerate(top, start=1)
-            if item.id in payloads  # a memory archived between the two calls is simply left out
+            # A memory archived between the two calls is simply left out, as is one that cannot be served.
+            if item.id in payloads and (memory := _memory(payloads[item.id])) is not None
         ]
         if use_rerank and hits:
             hits = await asyncio.to_thread(self._rerank, query, hits)
@@ -175,25 +179,47 @@ class MemoryReader:
         memory_id = memory_id.strip().lower()
         if not is_uuid(memory_id):
             raise InvalidArgument("id", f"'{memory_id[:40]}' is not a memory id (a UUID as returned by save_memory).")
-        await self._indexer.wait_for(min_seq, timeout=self._read_wait)
+        await self._ready_for(min_seq)
         found = await asyncio.to_thread(self._index.retrieve, caller.namespace, [memory_id])
-        if not found:
+        memory = _memory(found[0]) if found else None
+        if memory is None:
             raise NotFound(memory_id)  # also for other namespaces' ids: never confirm they exist
-        return Memory.from_dict(found[0])
+        return memory
 
     async def list_recent(
         self, caller: Caller, *, limit: int, flt: SearchFilter, page_token: str = "", min_seq: int = 0
     ) -> tuple[list[Memory], str]:
         limit = _limit(limit, DEFAULT_LIST_LIMIT)
         before = _page(page_token)
-        await self._indexer.wait_for(min_seq, timeout=self._read_wait)
+        await self._ready_for(min_seq)
         payloads = await asyncio.to_thread(self._index.recent, caller.namespace, flt, limit, before)
-        memories = [Memory.from_dict(p) for p in payloads]
+        memories = [memory for p in payloads if (memory := _memory(p)) is not None]
         next_token = repr(payloads[-1].get("_created_ts", 0.0)) if len(payloads) == limit else ""
         return memories, next_token
 
     async def count(self, caller: Caller) -> int:
         return await asyncio.to_thread(self._index.count, caller.namespace, None)
+
+    async def log_last_seq(self) -> int:
+        """The newest entry of the log, or 0 when the log cannot be asked right now."""
+        return await self._indexer.log_last_seq()
+
+    async def _ready_for(self, min_seq: int) -> None:
+        self._indexer.require_ready()
+        await self._indexer.check_min_seq(min_seq)
+        await self._indexer.wait_for(min_seq, timeout=self._read_wait)
+
+
+def _memory(payload: dict[str, Any]) -> Memory | None:
+    """The memory of an index payload, or None (logged) for one that cannot be served back."""
+    problem = servable_problem(payload)
+    if problem is None:
+        try:
+            return Memory.from_dict(payload)
+        except (KeyError, ValueError, TypeError, RecursionError) as e:
+            problem = f"it cannot be read ({e})"
+    log.warning("memory %s skipped: %s", payload.get("id", "?"), problem)
+    return None
 
 
 def _stages(ranks: dict[str, int], scores: dict[str, float], rank: int, score: float) -> dict[str, tuple[int, float]]:

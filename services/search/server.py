@@ -5,13 +5,16 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
+from pathlib import Path
 
 import grpc
 
 from engram.config import Settings
 from engram.embed.cache import CachedEmbedder
-from engram.index import DENSE, QUESTIONS, SPARSE, MemoryIndex
-from engram.index.edge import EdgeIndex
+from engram.errors import DiskFull
+from engram.health import MIB, disk_space
+from engram.index import DENSE, QUESTIONS, SPARSE, IndexDamaged, MemoryIndex
+from engram.index.edge import EdgeIndex, move_aside
 from engram.rerank import Reranker, load_reranker
 from engram.runtime import Resources, RunningServer, serve
 from engram.services.search.indexer import Indexer
@@ -20,6 +23,8 @@ from engram.services.search.servicer import SearchServicer
 from engram.v1 import search_pb2_grpc
 
 log = logging.getLogger(__name__)
+
+INDEX_MIN_HEADROOM_MB = 64
 
 
 @dataclass
@@ -42,15 +47,53 @@ class SearchService:
         self.embedder.close()
 
 
+class IndexSpace:
+    """Free space where the Qdrant Edge shard lives: it maps its files into memory, so a full disk would crash
+    the process (SIGBUS) instead of failing a write; the indexer pauses well before that."""
+
+    def __init__(self, path: Path, reserve_bytes: int) -> None:
+        self._path = path
+        self._reserve = reserve_bytes
+
+    def index_space_problem(self) -> str | None:
+        space = disk_space(self._path, self._reserve)
+        if space.ok:
+            return None
+        return (
+            f"only {space.free_bytes // MIB} MiB free in {self._path} (the index needs {self._reserve // MIB} MiB "
+            "of headroom); free some space, the index resumes by itself"
+        )
+
+
+def index_reserve_bytes(settings: Settings) -> int:
+    """Headroom the Edge shard needs: it preallocates WAL segments and grows mapped files in 32 MiB steps."""
+    return max(INDEX_MIN_HEADROOM_MB, settings.disk_reserve_mb // 2) * MIB
+
+
 def open_index(settings: Settings, dim: int) -> MemoryIndex:
-    """The index backend: a Qdrant server when ENGRAM_QDRANT_URL is set, else a Qdrant Edge shard in the data dir."""
+    """The index backend: a Qdrant server when ENGRAM_QDRANT_URL is set, else a Qdrant Edge shard in the data dir.
+
+    An Edge shard that cannot be loaded is moved aside and a new one created: the indexer rebuilds it from the log.
+    """
     if settings.qdrant_url:
         from engram.index.server import QdrantServerIndex
 
         return QdrantServerIndex.from_url(
             settings.qdrant_url, api_key=settings.qdrant_api_key, collection=settings.qdrant_collection, dim=dim
         )
-    return EdgeIndex(settings.home / "index", dim=dim)
+    path = settings.home / "index"
+    space = disk_space(path, index_reserve_bytes(settings))
+    if not space.ok:
+        raise DiskFull(
+            f"only {space.free_bytes // MIB} MiB free in {path}; the search index needs at least "
+            f"{space.reserve_bytes // MIB} MiB to start (ENGRAM_DISK_RESERVE_MB)."
+        )
+    try:
+        return EdgeIndex(path, dim=dim)
+    except IndexDamaged as e:
+        log.warning("%s: moving it aside and rebuilding it from the log", e)
+        move_aside(path)
+        return EdgeIndex(path, dim=dim)
 
 
 def pipeline_config(settings: Settings) -> PipelineConfig:
@@ -77,7 +120,14 @@ async def build_service(settings: Settings, resources: Resources) -> SearchServi
     # The query cache belongs to the data dir, not the (possibly shared) model cache.
     embedder = CachedEmbedder(await resources.embedder(), settings.home / "cache" / "query-embeddings.sqlite")
     index = await asyncio.to_thread(open_index, settings, embedder.dim)
-    indexer = Indexer(await resources.log(), index)
+    local = not settings.qdrant_url
+    indexer = Indexer(
+        await resources.log(),
+        index,
+        health=resources.health,
+        disk=IndexSpace(settings.home / "index", index_reserve_bytes(settings)) if local else None,
+        verify=local,  # a Qdrant server collection may be shared by several search replicas
+    )
     reranker = await asyncio.to_thread(open_reranker, settings)
     reader = MemoryReader(
         index,
@@ -92,4 +142,4 @@ async def build_service(settings: Settings, resources: Resources) -> SearchServi
 
 
 async def build_server(settings: Settings, resources: Resources) -> RunningServer:
-    return await serve([await build_service(settings, resources)], settings.grpc_listen)
+    return await serve([await build_service(settings, resources)], settings.grpc_listen, resources=resources)

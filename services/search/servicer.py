@@ -81,6 +81,7 @@ class SearchServicer(search_pb2_grpc.SearchServicer):
             applied_seq=self._reader.applied_seq,
             embedding_model=self._reader.embedding_model,
             reranker_model=self._reader.reranker_model,
+            log_last_seq=await self._reader.log_last_seq(),
         )
 
     async def GetHistory(self, request: Any, context: grpc.aio.ServicerContext) -> Any:

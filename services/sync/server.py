@@ -31,4 +31,4 @@ async def build_service(settings: Settings, resources: Resources) -> SyncService
 
 
 async def build_server(settings: Settings, resources: Resources) -> RunningServer:
-    return await serve([await build_service(settings, resources)], settings.grpc_listen)
+    return await serve([await build_service(settings, resources)], settings.grpc_listen, resources=resources)

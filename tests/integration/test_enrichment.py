@@ -109,7 +109,7 @@ def settings(nats_server: NatsServer, model_cache: Path, tmp_path: Path, fake: F
 @pytest.fixture
 async def harness(settings: Settings, fake: FakeLlm) -> AsyncIterator[Harness]:
     resources = Resources(settings)
-    server: RunningServer = await serve([await build_ingest(settings, resources)], "127.0.0.1:0")
+    server: RunningServer = await serve([await build_ingest(settings, resources)], "127.0.0.1:0", resources=resources)
     ingest_channel = channel(server.address)
     event_log = await resources.log()
     h = Harness(settings, event_log, server.address, fake, _stub=ingest_pb2_grpc.IngestStub(ingest_channel))

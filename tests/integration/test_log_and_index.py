@@ -77,6 +77,7 @@ async def test_indexer_catches_up_from_its_last_applied_sequence(nats_server: Na
         index = EdgeIndex(tmp_path / "index", dim=DIM)
         indexer = Indexer(log, index)
         await indexer.start()
+        await indexer.wait_caught_up(timeout=30)
         await indexer.stop()
         index.close()
         _, last = await _save(log, "beta memory")  # written while the search service was down
@@ -84,7 +85,8 @@ async def test_indexer_catches_up_from_its_last_applied_sequence(nats_server: Na
         index = EdgeIndex(tmp_path / "index", dim=DIM)
         assert index.applied_seq() == 1
         indexer = Indexer(log, index)
-        await indexer.start()  # returns once caught up
+        await indexer.start()
+        await indexer.wait_caught_up(timeout=30)
         assert indexer.applied_seq == last
         assert index.count("ns") == 2
         await _save(log, "alpha memory", memory_id=first_id, version=1)  # a replayed copy: still one point
@@ -102,6 +104,7 @@ async def test_older_version_never_overwrites_newer(nats_server: NatsServer, tmp
     index = EdgeIndex(tmp_path / "index", dim=DIM)
     indexer = Indexer(log, index)
     await indexer.start()
+    await indexer.wait_caught_up(timeout=30)
     try:
         memory_id, _ = await _save(log, "version two", version=2)
         _, seq = await _save(log, "version one", memory_id=memory_id, version=1)
@@ -120,6 +123,7 @@ async def test_wait_for_a_sequence_that_never_comes_is_bounded(nats_server: Nats
     index = EdgeIndex(tmp_path / "index", dim=DIM)
     indexer = Indexer(log, index)
     await indexer.start()
+    await indexer.wait_caught_up(timeout=30)
     try:
         with pytest.raises(Unavailable, match="not caught up"):
             await indexer.wait_for(99, timeout=0.2)
