@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import faulthandler
 import logging
 import os
 import sys
@@ -68,6 +69,11 @@ def _parser() -> argparse.ArgumentParser:
 
     models_cli.add_parser(sub)
 
+    status = sub.add_parser("status", help="the node's readiness, index lag, counts, disk and sync")
+    home(status)
+    status.add_argument("--url", help="gateway URL (default: the running node of --home, else http://127.0.0.1:8765)")
+    status.add_argument("--json", action="store_true", help="print the status as JSON (for scripts)")
+
     sub.add_parser("version", help="print the version")
     return parser
 
@@ -125,11 +131,17 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         return _keys(args, settings)
     if args.command == "import":
         return _import(args, settings)
+    if args.command == "status":
+        from engram import status_cli
+
+        return status_cli.run(_node_url(args.url, settings), api_key=settings.api_key, as_json=args.json)
     if args.command == "models":
         from engram import models_cli
 
         return models_cli.run(args, settings.model_cache_dir, endpoint=settings.hf_endpoint, token=settings.hf_token)
     _logging(settings)
+    # A native crash (e.g. SIGBUS from a memory-mapped file on a full disk) still leaves a line in the log.
+    faulthandler.enable()
     if args.command == "serve":
         from engram.node import run_node
 
@@ -173,16 +185,12 @@ def _import(args: argparse.Namespace, settings: Settings) -> int:
     import httpx
 
     from engram.importer import ImportFailed, print_summary, run_import
-    from engram.node import read_node_info
 
     source = Path(args.file)
     if not source.is_file():
         print(f"engram: no such file: {source}", file=sys.stderr)
         return 2
-    url = args.url
-    if url is None:
-        info = read_node_info(settings.home)
-        url = info.http_url if info else f"http://127.0.0.1:{settings.port}"
+    url = _node_url(args.url, settings)
     try:
         report = run_import(source, url, api_key=settings.api_key, restart=args.restart, chunk_lines=args.chunk)
     except ImportFailed as e:
@@ -194,6 +202,16 @@ def _import(args: argparse.Namespace, settings: Settings) -> int:
         return 1
     print_summary(report)
     return 0 if not report.rejected else 3
+
+
+def _node_url(given: str | None, settings: Settings) -> str:
+    """The gateway to talk to: --url, else the running node of the data dir, else the default port."""
+    if given:
+        return given
+    from engram.node import read_node_info
+
+    info = read_node_info(settings.home)
+    return info.http_url if info else f"http://127.0.0.1:{settings.port}"
 
 
 async def _mcp(settings: Settings) -> None:

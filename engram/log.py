@@ -24,7 +24,7 @@ log = logging.getLogger(__name__)
 
 SUBJECT_PREFIX = "engram.events"
 DEFAULT_PUBLISH_TIMEOUT = 5.0
-DEFAULT_PUBLISH_ATTEMPTS = 3
+DEFAULT_PUBLISH_ATTEMPTS = 2
 MAX_CONFLICTS = 1000
 DEFAULT_DUPLICATE_WINDOW = 120.0
 DEFAULT_RECONNECT_WAIT = 0.5
@@ -111,6 +111,8 @@ class EventLog:
         self._last: int | None = None
         self._state: LogState = state or _NoState()
         self._stalled = False
+        self._reconnect_listeners: list[Callable[[], Awaitable[None]]] = []
+        self._closing: list[bool] = []
 
     @classmethod
     async def connect(
@@ -125,12 +127,21 @@ class EventLog:
         """Connects to NATS (reconnecting forever when the connection drops) and makes sure the stream exists."""
         watcher = state or _NoState()
         shown = _redact(url)
+        listeners: list[Callable[[], Awaitable[None]]] = []
+        closing: list[bool] = []  # set by close(): a disconnection then is the plan, not a problem
 
         async def disconnected() -> None:
+            if closing:
+                return
             watcher.log_unreachable(f"NATS at {shown} is unreachable; reconnecting. Writes are refused meanwhile.")
 
         async def reconnected() -> None:
             watcher.log_reachable()
+            for listener in list(listeners):
+                try:
+                    await listener()
+                except Exception:
+                    log.exception("a reconnect listener failed")
 
         async def failed(e: Exception) -> None:
             log.debug("NATS connection error: %r", e)
@@ -149,8 +160,14 @@ class EventLog:
         except (OSError, nats.errors.Error) as e:
             raise Unavailable(f"Cannot reach NATS at {shown}: {e}. Is nats-server running?") from e
         event_log = cls(nc, stream=stream, state=watcher)
+        event_log._reconnect_listeners = listeners
+        event_log._closing = closing
         await event_log.ensure_stream()
         return event_log
+
+    def on_reconnect(self, listener: Callable[[], Awaitable[None]]) -> None:
+        """Calls ``listener`` after every reconnection (consumers of a restarted server must be set up again)."""
+        self._reconnect_listeners.append(listener)
 
     @property
     def connected(self) -> bool:
@@ -284,5 +301,6 @@ class EventLog:
         )
 
     async def close(self) -> None:
+        self._closing.append(True)
         if not self._nc.is_closed:
             await self._nc.drain()

@@ -33,6 +33,7 @@ NODE_FILE = "node.json"
 LOCK_FILE = "node.lock"
 DEFAULT_IDLE_GRACE = 3.0
 DEFAULT_FIRST_CLIENT_WAIT = 60.0
+SUPERVISOR_MIN_FREE_MB = 64  # a nats-server stuck on a full disk is restarted only once this much is free
 
 
 class NodeRunningError(RuntimeError):
@@ -219,9 +220,11 @@ async def run_node(settings: Settings, *, idle_exit: bool = False, announce: boo
         try:
             settings = settings.replace(nats_url=nats.url)
             resources = Resources(settings, local_store=True)
-            disk = resources.disk
+            resources.disk.check()  # start guarding the data dir's free space now
+            room = max(settings.disk_reserve_mb, SUPERVISOR_MIN_FREE_MB) * MIB
             supervisor = asyncio.create_task(
-                NatsSupervisor(nats, resources.health, disk_ok=lambda: disk.check().ok).run(), name="nats-supervisor"
+                NatsSupervisor(nats, resources.health, disk_ok=lambda: disk_space(home, room).ok).run(),
+                name="nats-supervisor",
             )
             control = NodeControl(home=home, idle_exit=idle_exit, stop=stop)
             consolidation = await build_consolidation(settings, resources)

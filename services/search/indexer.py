@@ -91,6 +91,7 @@ class Indexer:
         self._applied = await asyncio.to_thread(self._index.applied_seq)
         self._skipped = await asyncio.to_thread(self._index.skipped_count) if self._applied else 0
         await self._follow()
+        self._log.on_reconnect(self._refollow)
         self._catch_up = asyncio.create_task(self._catch_up_then_verify(), name="index-catch-up")
 
     async def wait_caught_up(self, timeout: float | None = None) -> None:
@@ -222,6 +223,16 @@ class Indexer:
         async with self._changed:
             self._applied = 0
             self._skipped = 0
+        self._queue = asyncio.Queue()
+        await self._follow()
+
+    async def _refollow(self) -> None:
+        """After NATS reconnects (a restarted server has forgotten the consumer), follow again at once from the
+        next entry to apply, instead of waiting for the consumer's missed heartbeats."""
+        if self._worker is None:
+            return  # stopped, or a rebuild is switching subscriptions
+        log.info("log reconnected: following it again from seq %d", self._applied + 1)
+        await self._unfollow()
         self._queue = asyncio.Queue()
         await self._follow()
 
