@@ -54,9 +54,7 @@ class Health:
             return
         if held is None:
             log.warning("not ready (%s): %s", condition, detail)
-        self._problems[condition] = Problem(
-            condition, detail, held.since if held else time.time(), frozenset(services)
-        )
+        self._problems[condition] = Problem(condition, detail, held.since if held else time.time(), frozenset(services))
         self._changed()
 
     def clear(self, condition: str) -> None:

@@ -229,9 +229,7 @@ class Backend:
                 short = state.service.removeprefix("engram.v1.").lower()
                 if short != "node":
                     services[short] = state.serving
-            problems.extend(
-                ProblemReport(p.condition, p.detail, wire.ts_to_epoch(p, "since")) for p in reply.problems
-            )
+            problems.extend(ProblemReport(p.condition, p.detail, wire.ts_to_epoch(p, "since")) for p in reply.problems)
         disk = None
         if first is not None and first.HasField("disk"):
             disk = {"path": first.disk.path, "free_bytes": first.disk.free_bytes,
