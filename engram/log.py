@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
 import logging
 import random
@@ -30,6 +31,13 @@ DEFAULT_DUPLICATE_WINDOW = 120.0
 DEFAULT_RECONNECT_WAIT = 0.5
 _WRONG_LAST_SEQUENCE = 10071
 _INSUFFICIENT_RESOURCES = 10047
+INTERRUPTED_WAIT = 3.0  # how long an append whose connection dropped waits for the reconnection
+
+
+class _Interrupted(Exception):
+    """The connection dropped while an append waited for its acknowledgement."""
+
+
 _CONNECTION_ERRORS = (
     nats.errors.ConnectionClosedError,
     nats.errors.ConnectionReconnectingError,
@@ -103,16 +111,19 @@ class EventLog:
     `Nats-Expected-Last-Sequence`, which also makes concurrent writers from several ingest replicas safe.
     """
 
-    def __init__(self, nc: NatsClient, *, stream: str = DEFAULT_STREAM, state: LogState | None = None) -> None:
-        self._nc = nc
-        self._js = nc.jetstream()
+    def __init__(self, *, stream: str = DEFAULT_STREAM, state: LogState | None = None) -> None:
+        self._nc = NatsClient()
+        self._js = self._nc.jetstream()
         self._stream = stream
         self._lock = asyncio.Lock()
         self._last: int | None = None
         self._state: LogState = state or _NoState()
         self._stalled = False
+        self._closing = False
+        self._up = asyncio.Event()  # set while connected: an interrupted append waits on it briefly
+        self._down = asyncio.Event()  # set while disconnected: an append in flight gives up its answer
         self._reconnect_listeners: list[Callable[[], Awaitable[None]]] = []
-        self._closing: list[bool] = []
+        self._url = ""
 
     @classmethod
     async def connect(
@@ -125,45 +136,45 @@ class EventLog:
         reconnect_wait: float = DEFAULT_RECONNECT_WAIT,
     ) -> EventLog:
         """Connects to NATS (reconnecting forever when the connection drops) and makes sure the stream exists."""
-        watcher = state or _NoState()
-        shown = _redact(url)
-        listeners: list[Callable[[], Awaitable[None]]] = []
-        closing: list[bool] = []  # set by close(): a disconnection then is the plan, not a problem
-
-        async def disconnected() -> None:
-            if closing:
-                return
-            watcher.log_unreachable(f"NATS at {shown} is unreachable; reconnecting. Writes are refused meanwhile.")
-
-        async def reconnected() -> None:
-            watcher.log_reachable()
-            for listener in list(listeners):
-                try:
-                    await listener()
-                except Exception:
-                    log.exception("a reconnect listener failed")
-
-        async def failed(e: Exception) -> None:
-            log.debug("NATS connection error: %r", e)
-
+        event_log = cls(stream=stream, state=state)
+        event_log._url = _redact(url)
         try:
-            nc = await nats.connect(
+            await event_log._nc.connect(
                 url,
                 name=name,
                 max_reconnect_attempts=-1,
-                reconnect_time_wait=reconnect_wait,
+                reconnect_time_wait=reconnect_wait,  # type: ignore[arg-type]  # typed int, used as a float
                 connect_timeout=5,
-                disconnected_cb=disconnected,
-                reconnected_cb=reconnected,
-                error_cb=failed,
+                disconnected_cb=event_log._on_disconnected,
+                reconnected_cb=event_log._on_reconnected,
+                error_cb=event_log._on_error,
             )
         except (OSError, nats.errors.Error) as e:
-            raise Unavailable(f"Cannot reach NATS at {shown}: {e}. Is nats-server running?") from e
-        event_log = cls(nc, stream=stream, state=watcher)
-        event_log._reconnect_listeners = listeners
-        event_log._closing = closing
+            raise Unavailable(f"Cannot reach NATS at {event_log._url}: {e}. Is nats-server running?") from e
+        event_log._up.set()
         await event_log.ensure_stream()
         return event_log
+
+    async def _on_disconnected(self) -> None:
+        self._up.clear()
+        self._down.set()
+        if not self._closing:  # a disconnection while closing is the plan, not a problem
+            self._state.log_unreachable(
+                f"NATS at {self._url} is unreachable; reconnecting. Writes are refused meanwhile."
+            )
+
+    async def _on_reconnected(self) -> None:
+        self._down.clear()
+        self._up.set()
+        self._state.log_reachable()
+        for listener in list(self._reconnect_listeners):
+            try:
+                await listener()
+            except Exception:
+                log.exception("a reconnect listener failed")
+
+    async def _on_error(self, e: Exception) -> None:
+        log.debug("NATS connection error: %r", e)
 
     def on_reconnect(self, listener: Callable[[], Awaitable[None]]) -> None:
         """Calls ``listener`` after every reconnection (consumers of a restarted server must be set up again)."""
@@ -208,29 +219,34 @@ class EventLog:
 
         `msg_id` makes retries idempotent: JetStream drops a second copy within the duplicate window. Fails
         fast with Unavailable while NATS is unreachable (nothing is buffered for later), and with DiskFull when
-        the log's store is out of space.
+        the log's store is out of space. An append whose connection drops mid-way waits briefly for the
+        reconnection and publishes again under the same `msg_id`, so it is stored exactly once either way.
         """
         async with self._lock:
             failures = conflicts = 0
+            interrupted = False
             while failures < DEFAULT_PUBLISH_ATTEMPTS and conflicts < MAX_CONFLICTS:
                 if not self._nc.is_connected:
-                    # Publishing now would queue the message in the client until it reconnects, after the
-                    # caller was told it failed; refuse instead, so a failed write is really not stored.
-                    raise Unavailable(
-                        "The log (NATS) is unreachable right now; nothing was saved. Retry in a few seconds.",
-                        retry_after=2.0,
-                    )
+                    if not interrupted:
+                        # Publishing now would queue the message in the client until it reconnects, after the
+                        # caller was told it failed; refuse instead, so a refused write is really not stored.
+                        raise Unavailable(
+                            "The log (NATS) is unreachable right now; nothing was saved. Retry in a few seconds.",
+                            retry_after=2.0,
+                        )
+                    with contextlib.suppress(TimeoutError):
+                        await asyncio.wait_for(self._up.wait(), INTERRUPTED_WAIT)
+                    if not self._nc.is_connected:
+                        break
                 try:
                     if self._last is None:
                         self._last = await self.last_seq()
                     expected = self._last
                     payload = json.dumps({**body, "seq": expected + 1}, ensure_ascii=False).encode()
-                    ack = await self._js.publish(
+                    ack = await self._publish(
                         subject(namespace, event),
                         payload,
-                        timeout=DEFAULT_PUBLISH_TIMEOUT,
-                        stream=self._stream,
-                        headers={"Nats-Msg-Id": msg_id, "Nats-Expected-Last-Sequence": str(expected)},
+                        {"Nats-Msg-Id": msg_id, "Nats-Expected-Last-Sequence": str(expected)},
                     )
                 except nats.js.errors.APIError as e:
                     if e.err_code == _INSUFFICIENT_RESOURCES:
@@ -241,6 +257,12 @@ class EventLog:
                     conflicts += 1
                     self._last = None
                     await asyncio.sleep(random.uniform(0, 0.002 * min(conflicts, 10)))
+                    continue
+                except _Interrupted:
+                    interrupted = True
+                    failures += 1
+                    self._last = None
+                    log.warning("the log connection dropped during an append; retrying once it is back")
                     continue
                 except nats.errors.TimeoutError as e:
                     failures += 1
@@ -253,6 +275,7 @@ class EventLog:
                     continue
                 except _CONNECTION_ERRORS as e:
                     failures += 1
+                    interrupted = True
                     log.warning("append attempt %d failed: %r", failures, e)
                     self._last = None
                     await asyncio.sleep(min(0.05 * 2**failures, 0.5))
@@ -267,6 +290,23 @@ class EventLog:
             "list_memories before saving it again.",
             retry_after=5.0,
         )
+
+    async def _publish(self, subject_: str, payload: bytes, headers: dict[str, str]) -> Any:
+        """js.publish, abandoned as soon as the connection drops (its answer could not arrive anyway)."""
+        publish = asyncio.ensure_future(
+            self._js.publish(subject_, payload, timeout=DEFAULT_PUBLISH_TIMEOUT, stream=self._stream, headers=headers)
+        )
+        dropped = asyncio.ensure_future(self._down.wait())
+        try:
+            await asyncio.wait({publish, dropped}, return_when=asyncio.FIRST_COMPLETED)
+        finally:
+            dropped.cancel()
+        if publish.done():
+            return publish.result()
+        publish.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await publish
+        raise _Interrupted
 
     async def read(self, seq: int) -> LogEntry | None:
         """The entry at one sequence, or None when it does not exist."""
@@ -301,6 +341,6 @@ class EventLog:
         )
 
     async def close(self) -> None:
-        self._closing.append(True)
+        self._closing = True
         if not self._nc.is_closed:
             await self._nc.drain()

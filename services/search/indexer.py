@@ -258,11 +258,13 @@ class Indexer:
             try:
                 first = await asyncio.wait_for(self._queue.get(), IDLE_SECONDS)
             except TimeoutError:
-                # Idle: let the index do its housekeeping (Qdrant Edge builds its HNSW graph here).
-                try:
-                    await asyncio.to_thread(self._index.maintain)
-                except Exception:
-                    log.exception("index maintenance failed; it is retried when idle again")
+                # Idle: let the index do its housekeeping (Qdrant Edge builds its HNSW graph here), unless the
+                # disk is nearly full: rebuilding segments needs room.
+                if self._disk is None or self._disk.index_space_problem() is None:
+                    try:
+                        await asyncio.to_thread(self._index.maintain)
+                    except Exception:
+                        log.exception("index maintenance failed; it is retried when idle again")
                 continue
             batch = [first]
             while len(batch) < MAX_BATCH and not self._queue.empty():

@@ -1,0 +1,367 @@
+"""Fault tests on real processes: the log's server killed under writes, a full disk, a damaged index, an
+unservable entry in the log, Ctrl-C. Each checks that every acknowledged write stays readable and that the node
+recovers by itself (no restart) where it can."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import httpx
+import pytest
+
+from engram.events import MEMORY_SAVED, event_body
+from engram.ids import uuid7
+from engram.log import EventLog
+from engram.model import Caller, Memory
+from tests.conftest import NodeHandle, engram_env, start_node
+from tests.helpers.procs import pid_alive, wait_gone
+
+pytestmark = [pytest.mark.e2e, pytest.mark.slow]
+
+MIB = 1024 * 1024
+
+
+def _wait(condition, timeout: float = 30.0, interval: float = 0.05) -> float:  # type: ignore[no-untyped-def]
+    """Waits until condition() is true; returns how long it took."""
+    started = time.monotonic()
+    while not condition():
+        assert time.monotonic() - started < timeout, "condition not met in time"
+        time.sleep(interval)
+    return time.monotonic() - started
+
+
+@dataclass
+class Writer:
+    """Saves memories in a loop on a thread, recording what was acknowledged and how failures looked."""
+
+    client: httpx.Client
+    acked: dict[str, int] = field(default_factory=dict)  # id -> seq
+    failures: list[tuple[int, float, str | None, str]] = field(default_factory=list)  # status, seconds, retry-after
+    stop: threading.Event = field(default_factory=threading.Event)
+    thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        i = 0
+        while not self.stop.is_set():
+            started = time.monotonic()
+            try:
+                response = self.client.post("/v1/memories", json={"content": f"fault test memory {i}"})
+            except httpx.TransportError as e:
+                self.failures.append((0, time.monotonic() - started, None, repr(e)))
+                continue
+            if response.status_code == 201:
+                body = response.json()
+                self.acked[body["id"]] = body["seq"]
+            else:
+                detail = response.json().get("detail", "")
+                self.failures.append(
+                    (response.status_code, time.monotonic() - started, response.headers.get("retry-after"), detail)
+                )
+                time.sleep(0.02)
+            i += 1
+
+    def finish(self) -> None:
+        self.stop.set()
+        assert self.thread is not None
+        self.thread.join(30)
+
+
+def _all_listed(client: httpx.Client, min_seq: int) -> list[str]:
+    ids: list[str] = []
+    token = None
+    while True:
+        params: dict[str, object] = {"limit": 100, "min_seq": min_seq}
+        if token:
+            params["page_token"] = token
+        page = client.get("/v1/memories", params=params)
+        assert page.status_code == 200, page.text
+        body = page.json()
+        ids += [m["id"] for m in body["memories"]]
+        token = body["next_page_token"]
+        if not token:
+            return ids
+
+
+def _assert_all_readable(client: httpx.Client, acked: dict[str, int]) -> None:
+    newest = max(acked.values())
+    listed = _all_listed(client, newest)
+    assert len(listed) == len(set(listed)), "a memory is listed twice"
+    missing = set(acked) - set(listed)
+    assert not missing, f"{len(missing)} acknowledged memories are missing"
+
+
+def test_killed_nats_server_is_restarted_and_no_acknowledged_write_is_lost(tmp_path: Path, model_cache: Path) -> None:
+    node = start_node(tmp_path / "home", model_cache)
+    client = httpx.Client(base_url=node.http_url, timeout=30)
+    writer = Writer(client)
+    try:
+        writer.start()
+        _wait(lambda: len(writer.acked) >= 30)
+        old_nats = node.nats_pid
+        os.kill(old_nats, signal.SIGKILL)
+        down = _wait(lambda: client.get("/readyz").status_code == 503, timeout=5, interval=0.01)
+        readyz = client.get("/readyz").json()
+        # Writes that start while the log is down are refused at once, saying when to retry.
+        probes = []
+        for _ in range(5):
+            started = time.monotonic()
+            response = client.post("/v1/memories", json={"content": "during the outage"})
+            probes.append((response.status_code, time.monotonic() - started, response.headers.get("retry-after")))
+        recovered = _wait(lambda: client.get("/readyz").status_code == 200, timeout=30)
+        acked_at_recovery = len(writer.acked)
+        _wait(lambda: len(writer.acked) >= acked_at_recovery + 30)  # writes flow again, same node process
+        writer.finish()
+
+        assert node.process.poll() is None and node.nats_pid != old_nats and not pid_alive(old_nats)
+        assert down < 2.0 and recovered < 15.0
+        assert "log" in {p["condition"] for p in readyz["problems"]}, readyz
+        refused = [p for p in probes if p[0] == 503]
+        assert refused, f"no write was refused during the outage: {probes}"
+        assert all(p[0] in (201, 503) for p in probes), probes  # 201: nats was already back
+        assert all(seconds < 1.0 and retry_after for _, seconds, retry_after in refused), refused
+        # Saves in flight when the server died wait for it to come back and are stored exactly once.
+        assert all(f[0] == 503 for f in writer.failures), writer.failures[:5]
+        _assert_all_readable(client, writer.acked)
+    finally:
+        writer.stop.set()
+        client.close()
+        assert node.stop() == 0
+
+
+@dataclass
+class SmallDisk:
+    """A file system the test can fill: a tmpfs mounted for the test when it may mount one (root), else the
+    temp dir with a reserve set just under its free space (so filling a few hundred MiB crosses it)."""
+
+    path: Path
+    reserve_mb: int
+    mounted: bool
+    filler: Path = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.filler = self.path / "filler"
+
+    def free(self) -> int:
+        return shutil.disk_usage(self.path).free
+
+    def fill(self, leave_mib: int) -> None:
+        """Allocates a file so that only leave_mib MiB stay free."""
+        size = self.free() - leave_mib * MIB
+        with open(self.filler, "ab") as handle:
+            os.posix_fallocate(handle.fileno(), handle.tell(), size)
+
+    def release(self) -> None:
+        self.filler.unlink(missing_ok=True)
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[SmallDisk]:
+    mount = tmp_path / "disk"
+    mount.mkdir()
+    try:
+        mounted = subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "size=400m", "tmpfs", str(mount)], capture_output=True, timeout=30
+        ).returncode == 0  # fmt: skip
+    except (OSError, subprocess.TimeoutExpired):
+        mounted = False  # not allowed to mount here: the reserve-based stand-in below
+    if mounted:
+        disk = SmallDisk(mount, 120, mounted=True)
+    else:
+        disk = SmallDisk(mount, max(200, shutil.disk_usage(mount).free // MIB - 300), mounted=False)
+    try:
+        yield disk
+    finally:
+        disk.release()
+        if mounted:
+            subprocess.run(["umount", "-l", str(mount)], check=False)
+
+
+def test_full_disk_refuses_writes_fast_and_recovers_without_a_restart(small_disk: SmallDisk, model_cache: Path) -> None:
+    node = start_node(small_disk.path / "home", model_cache, ENGRAM_DISK_RESERVE_MB=str(small_disk.reserve_mb))
+    client = httpx.Client(base_url=node.http_url, timeout=30)
+    try:
+        acked = {}
+        for i in range(20):
+            saved = client.post("/v1/memories", json={"content": f"before the disk filled {i}"}).json()
+            acked[saved["id"]] = saved["seq"]
+        small_disk.fill(leave_mib=small_disk.reserve_mb - 40)
+
+        started = time.monotonic()
+        refused = client.post("/v1/memories", json={"content": "while the disk is full"})
+        assert time.monotonic() - started < 1.0
+        assert refused.status_code == 507, refused.text
+        assert "Disk full" in refused.json()["detail"] and refused.headers.get("retry-after")
+        _wait(lambda: client.get("/readyz").status_code == 503, timeout=5)
+        assert "Disk full" in client.get("/readyz").json()["detail"]
+        found = client.post("/v1/memories:search", json={"query": "before the disk filled"})
+        assert found.status_code == 200 and found.json()["hits"], "reads stop while the disk is full"
+
+        small_disk.release()
+        _wait(lambda: client.get("/readyz").status_code == 200, timeout=10)
+        after = client.post("/v1/memories", json={"content": "after space came back"})
+        assert after.status_code == 201
+        acked[after.json()["id"]] = after.json()["seq"]
+        _assert_all_readable(client, acked)
+        home = node.home
+    finally:
+        client.close()
+        assert node.stop() == 0
+
+    # Too little space to start: refused with a message, not a crash (a mapped file would die with SIGBUS).
+    small_disk.fill(leave_mib=small_disk.reserve_mb - 40)
+    result = subprocess.run(
+        [sys.executable, "-m", "engram.cli", "serve", "--home", str(home), "--port", "0", "--quiet"],
+        env=engram_env(model_cache, ENGRAM_DISK_RESERVE_MB=str(small_disk.reserve_mb)),
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert result.returncode == 1
+    assert "Disk full" in result.stderr and "needs at least" in result.stderr and "Traceback" not in result.stderr
+
+
+DAMAGES = {
+    "segments deleted": lambda index: [shutil.rmtree(p) for p in (index / "segments").iterdir()],
+    "config corrupted": lambda index: (index / "edge_config.json").write_text("{not json"),
+    "wal corrupted": lambda index: [p.write_bytes(os.urandom(256)) for p in (index / "wal").iterdir()],
+}
+
+
+@pytest.mark.parametrize("damage", sorted(DAMAGES))
+def test_a_damaged_index_is_moved_aside_and_rebuilt_from_the_log(
+    damage: str, tmp_path: Path, model_cache: Path
+) -> None:
+    home = tmp_path / "home"
+    node = start_node(home, model_cache)
+    with httpx.Client(base_url=node.http_url, timeout=30) as client:
+        acked = {}
+        for i in range(40):
+            saved = client.post("/v1/memories", json={"content": f"memory {i} with token tok{i:03d}x"}).json()
+            acked[saved["id"]] = saved["seq"]
+    assert node.stop() == 0
+
+    DAMAGES[damage](home / "index")
+    node = start_node(home, model_cache)  # waits for /readyz 200: the rebuild is done
+    try:
+        with httpx.Client(base_url=node.http_url, timeout=30) as client:
+            _assert_all_readable(client, acked)
+            hit = client.post("/v1/memories:search", json={"query": "tok017x", "sources": ["bm25"]}).json()["hits"][0]
+            assert hit["memory"]["content"] == "memory 17 with token tok017x"
+            status = client.get("/v1/status").json()
+            assert status["index"]["lag"] == 0 and status["index"]["memories"] == 40
+        assert (home / "index.damaged").is_dir()
+        assert "moving it aside and rebuilding it from the log" in (home / "serve.log").read_text()
+    finally:
+        assert node.stop() == 0
+
+
+def _nested(depth: int) -> dict:
+    value: dict = {"leaf": 1}
+    for _ in range(depth - 1):
+        value = {"a": value}
+    return value
+
+
+def test_an_unservable_entry_already_in_the_log_never_breaks_reads(node: NodeHandle) -> None:
+    import base64
+
+    import numpy as np
+
+    with httpx.Client(base_url=node.http_url, timeout=30) as client:
+        refused = client.post("/v1/memories", json={"content": "deep", "metadata": _nested(300)})
+        assert refused.status_code == 400 and "nested" in refused.json()["detail"]
+        good = client.post("/v1/memories", json={"content": "a readable memory about lighthouses"}).json()
+
+        # An entry an older version accepted: appended straight to the node's log.
+        deep = Memory(id=uuid7(), namespace="default", content="lighthouses deep", owner_agent="a")
+        deep.metadata = _nested(300)
+        vectors = {
+            "dense": base64.b64encode(np.full(384, 0.05, dtype="<f4").tobytes()).decode(),
+            "sparse": {"indices": [1, 2], "values": [1.0, 1.0]},
+        }
+        body = event_body(MEMORY_SAVED, deep, Caller("default", "a"), vectors=vectors)
+
+        async def append() -> int:
+            log = await EventLog.connect(node.nats_url)
+            try:
+                return (await log.append("default", MEMORY_SAVED, body, msg_id=f"{deep.id}:1")).seq
+            finally:
+                await log.close()
+
+        seq = asyncio.run(append())
+        listed = client.get("/v1/memories", params={"min_seq": seq, "limit": 100})
+        assert listed.status_code == 200
+        assert good["id"] in {m["id"] for m in listed.json()["memories"]}
+        assert client.post("/v1/memories:search", json={"query": "lighthouses"}).status_code == 200
+        assert client.get(f"/v1/memories/{deep.id}").status_code == 404
+
+
+def test_ctrl_c_in_a_terminal_stops_everything_in_order_without_a_traceback(tmp_path: Path, model_cache: Path) -> None:
+    home = tmp_path / "home"
+    process = subprocess.Popen(
+        [sys.executable, "-m", "engram.cli", "serve", "--home", str(home), "--port", "0"],
+        env=engram_env(model_cache, ENGRAM_LOG_LEVEL="INFO"),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        start_new_session=True,  # like a terminal: its own process group, which Ctrl-C signals as a whole
+    )
+    try:
+        _wait(lambda: (home / "node.json").exists(), timeout=120)
+        nats_pid = int((home / "run" / "nats.pid").read_text())
+        url = json.loads((home / "node.json").read_text())["http_url"]
+        _wait(lambda: httpx.get(f"{url}/readyz").status_code == 200, timeout=60)
+        os.killpg(process.pid, signal.SIGINT)
+        output, _ = process.communicate(timeout=60)
+    finally:
+        with contextlib.suppress(ProcessLookupError):
+            os.killpg(process.pid, signal.SIGKILL)
+    assert process.returncode == 0
+    assert "Traceback" not in output and "Error" not in output, output[-2000:]
+    assert wait_gone(nats_pid, 10)
+
+
+def test_a_log_stuck_on_a_full_disk_is_restarted_once_space_is_back(small_disk: SmallDisk, model_cache: Path) -> None:
+    """With no reserve (ENGRAM_DISK_RESERVE_MB=0) the log's server itself hits the full disk and stops
+    acknowledging writes; once space is back the node restarts it by itself."""
+    if not small_disk.mounted:
+        pytest.skip("needs a disk that can really be filled (a tmpfs the test mounts as root)")
+    node = start_node(small_disk.path / "home", model_cache, ENGRAM_DISK_RESERVE_MB="0")
+    client = httpx.Client(base_url=node.http_url, timeout=60)
+    try:
+        acked = {}
+        for i in range(10):
+            saved = client.post("/v1/memories", json={"content": f"before {i}"}).json()
+            acked[saved["id"]] = saved["seq"]
+        old_nats = node.nats_pid
+        small_disk.fill(leave_mib=0)
+        stuck = client.post("/v1/memories", json={"content": "x" * 20000})
+        assert stuck.status_code == 503 and "may or may not be stored" in stuck.json()["detail"], stuck.text
+        assert client.get("/readyz").status_code == 503
+
+        small_disk.release()
+        _wait(lambda: client.get("/readyz").status_code == 200, timeout=30)
+        assert node.nats_pid != old_nats and node.process.poll() is None  # the log restarted, not the node
+        after = client.post("/v1/memories", json={"content": "after space came back"})
+        assert after.status_code == 201, after.text
+        acked[after.json()["id"]] = after.json()["seq"]
+        _assert_all_readable(client, acked)
+    finally:
+        client.close()
+        assert node.stop() == 0
