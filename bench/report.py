@@ -48,6 +48,7 @@ def table(results: dict[str, Any]) -> str:
     rows = [Row("figure", "value", "target", "reference", "status")]
     rows += list(_quality_rows(results.get("quality") or {}))
     rows += list(_speed_rows(results.get("speed") or {}))
+    rows += list(_recovery_rows(results.get("speed") or {}))
     for section, error in (results.get("errors") or {}).items():
         rows.append(Row(f"ERROR in {section}", "-", reference=_short(error, 100), status="FAIL"))
     if results.get("code_changed_during_run"):
@@ -164,6 +165,15 @@ def _speed_rows(speed: dict[str, Any]) -> Iterator[Row]:
         if rss:
             yield Row(f"node RSS {at} (MiB, node+nats)", f"{rss.get('total', 0) / MIB:.0f}", "",
                       f"node {rss.get('node', 0) / MIB:.0f} + nats {rss.get('nats', 0) / MIB:.0f}")  # fmt: skip
+
+
+def _recovery_rows(speed: dict[str, Any]) -> Iterator[Row]:
+    if "restart_seconds" in speed:
+        yield Row("node restart with its index (s)", _num(speed["restart_seconds"], 1))
+    rebuild = speed.get("rebuild")
+    if rebuild:
+        yield Row(f"rebuild a damaged index of {rebuild['memories']:,} memories (s)", _num(rebuild["seconds"], 1),
+                  reference="start to /readyz 200, index moved aside and rebuilt from the log")  # fmt: skip
 
 
 def _num(value: Any, digits: int) -> str:

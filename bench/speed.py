@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import shutil
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
@@ -24,6 +25,7 @@ SEARCH_LIMIT = 10
 IMPORT_TAG = "bench-speed"
 SAVE_TAG = "bench-speed-save"
 DIAGNOSTIC_SOURCES = ("dense", "bm25")
+REBUILD_TIMEOUT = 1800.0  # a damaged index of 50k memories is rebuilt in about a minute; generous for slow disks
 DIAGNOSTIC_SHARE = 4  # each single-retriever series is a quarter of the main one (no warm-up: the node is warm)
 
 
@@ -110,11 +112,33 @@ async def run_speed(
                 step["memories"] = imported + saved
                 step["rss_bytes"] = node.rss()
             out["queries_reused"] = pool.reused
+        node = _restart_and_rebuild(node, options, phases, out)
     finally:
         problems = node.log_problems()
         if problems:
             out["node_log_problems"] = problems[:20]
         out["node_exit_code"] = node.stop()
+
+
+def _restart_and_rebuild(node: Node, options: SpeedOptions, phases: Phases, out: dict[str, Any]) -> Node:
+    """Times a plain restart, then a start whose index was damaged (segments deleted) and is rebuilt from the log.
+
+    Returns the node left running (the caller stops it).
+    """
+    home = node.home
+    memories = out["steps"][-1].get("memories", 0)
+    node.stop()
+    with phases("speed/restart"):
+        node = Node.start(home, options.settings, timeout=REBUILD_TIMEOUT)
+    out["restart_seconds"] = round(node.started_seconds, 3)
+    node.stop()
+    for segment in (home / "index" / "segments").iterdir():
+        shutil.rmtree(segment, ignore_errors=True)
+    with phases("speed/rebuild"), Progress("rebuild the damaged index", 1, unit="runs") as bar:
+        node = Node.start(home, options.settings, timeout=REBUILD_TIMEOUT)
+        bar.advance()
+    out["rebuild"] = {"memories": memories, "seconds": round(node.started_seconds, 3)}
+    return node
 
 
 async def _grow(
