@@ -164,6 +164,20 @@ class Indexer:
         return None
 
     async def _catch_up_then_verify(self) -> None:
+        delay = RETRY_FIRST_SECONDS
+        while True:
+            try:
+                await self._catch_up_once()
+                return
+            except asyncio.CancelledError:
+                raise
+            except Exception as e:  # the log or the index failed mid-way: report it and try again
+                log.warning("catching up the index failed (%r); retrying in %.1fs", e, delay)
+                self._health.fail(INDEX, f"catching up with the log failed ({e}); retrying", services=[SEARCH_SERVICE])
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, RETRY_MAX_SECONDS)
+
+    async def _catch_up_once(self) -> None:
         rebuilt = False
         while True:
             target = await self._log.last_seq()
