@@ -2,18 +2,23 @@
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import logging
 from collections.abc import Awaitable, Callable
 from typing import Any, TypeVar
 
 import grpc
+from google.protobuf import any_pb2
+from google.rpc import error_details_pb2, status_pb2
 from grpc_health.v1 import health, health_pb2_grpc
+from grpc_status import rpc_status
 
 from engram import errors
 
 log = logging.getLogger(__name__)
 
+_STATUS_DETAILS_KEY = "grpc-status-details-bin"
 _CODES: dict[str, grpc.StatusCode] = {
     "invalid_argument": grpc.StatusCode.INVALID_ARGUMENT,
     "not_found": grpc.StatusCode.NOT_FOUND,
@@ -26,47 +31,76 @@ _CODES: dict[str, grpc.StatusCode] = {
     "unimplemented": grpc.StatusCode.UNIMPLEMENTED,
     "internal": grpc.StatusCode.INTERNAL,
 }
-_ERRORS: dict[grpc.StatusCode, type[errors.EngramError]] = {
-    grpc.StatusCode.UNAUTHENTICATED: errors.Unauthenticated,
-    grpc.StatusCode.PERMISSION_DENIED: errors.PermissionDenied,
-    grpc.StatusCode.UNAVAILABLE: errors.Unavailable,
-    grpc.StatusCode.DEADLINE_EXCEEDED: errors.Unavailable,
-}
+_KIND_BY_CODE = {status: kind for kind, status in reversed(list(_CODES.items()))}
+ERROR_DOMAIN = "engram"
 
 Method = TypeVar("Method", bound=Callable[..., Awaitable[Any]])
 
 
+def status_of(error: errors.EngramError) -> grpc.Status:
+    """The gRPC status of a kernel error: its kind as the code, its class and data as a google.rpc.ErrorInfo."""
+    info = error_details_pb2.ErrorInfo(reason=error.reason, domain=ERROR_DOMAIN, metadata=error.details())
+    detail = any_pb2.Any()
+    detail.Pack(info)
+    code = _CODES.get(error.code, grpc.StatusCode.INTERNAL)
+    return rpc_status.to_status(status_pb2.Status(code=code.value[0], message=str(error), details=[detail]))
+
+
 def translate_errors(method: Method) -> Method:
-    """Turns kernel errors raised by a servicer method into gRPC status codes, once, at the edge."""
+    """Turns kernel errors raised by a servicer method into gRPC statuses, once, at the edge.
+
+    Anything else is a bug: logged here with its traceback, answered as INTERNAL without internals.
+    """
 
     @functools.wraps(method)
     async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> Any:
         try:
             return await method(self, request, context)
         except errors.EngramError as e:
-            await context.abort(_CODES.get(e.code, grpc.StatusCode.INTERNAL), str(e))
-        except ValueError as e:
-            await context.abort(grpc.StatusCode.INVALID_ARGUMENT, str(e))
+            await context.abort_with_status(status_of(e))
+        except (asyncio.CancelledError, grpc.aio.AbortError):
+            raise
+        except Exception as e:
+            log.exception("%s failed", method.__name__)
+            internal = errors.EngramError(f"Internal error in {method.__name__} ({type(e).__name__}); see the log.")
+            await context.abort_with_status(status_of(internal))
 
     return wrapper  # type: ignore[return-value]
 
 
 async def unimplemented(context: grpc.aio.ServicerContext, what: str) -> Any:
     """The answer of every RPC in the contract that a later release builds."""
-    await context.abort(grpc.StatusCode.UNIMPLEMENTED, str(errors.NotImplementedYet(what)))
+    await context.abort_with_status(status_of(errors.NotImplementedYet(what)))
 
 
 def error_from_rpc(e: grpc.aio.AioRpcError) -> errors.EngramError:
-    """The inverse of translate_errors, for gRPC clients (the gateway)."""
-    details = e.details() or e.code().name
-    code = e.code()
-    if code == grpc.StatusCode.INVALID_ARGUMENT:
-        field, _, problem = details.partition(": ")
-        return errors.InvalidArgument(field, problem) if problem else errors.InvalidArgument("request", details)
-    if code in _ERRORS:
-        return _ERRORS[code](details)
-    kind = next((name for name, status in _CODES.items() if status == code), "internal")
-    return errors.RemoteError(kind, details)
+    """The inverse of translate_errors, for gRPC clients: the same class with the same data when the peer sent
+    its ErrorInfo, else an error of the status's kind."""
+    message = e.details() or e.code().name
+    for info in _error_infos(e):
+        cls = errors.EngramError.by_reason.get(info.reason)
+        if cls is not None and info.domain == ERROR_DOMAIN:
+            try:
+                return cls.rebuild(message, dict(info.metadata))
+            except (TypeError, ValueError):
+                break  # malformed details: fall back to the status code
+    kind = _KIND_BY_CODE.get(e.code(), "internal")
+    if e.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
+        return errors.Unavailable(message)  # the peer itself is down or slow: not one of its errors
+    return errors.RemoteError(kind, message)
+
+
+def _error_infos(e: grpc.aio.AioRpcError) -> list[error_details_pb2.ErrorInfo]:
+    found = []
+    for key, value in e.trailing_metadata() or ():
+        if key != _STATUS_DETAILS_KEY or not isinstance(value, bytes):
+            continue
+        status = status_pb2.Status.FromString(value)
+        for detail in status.details:
+            info = error_details_pb2.ErrorInfo()
+            if detail.Unpack(info):
+                found.append(info)
+    return found
 
 
 def add_health(server: grpc.aio.Server) -> health.aio.HealthServicer:
