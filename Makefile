@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint proto bench clean install
+.PHONY: run test lint proto bench fuzz clean install
 
 install: $(STAMP)
 
@@ -21,6 +21,10 @@ run: $(STAMP)
 
 test: $(STAMP)
 	$(PY) -m pytest -q
+
+# A longer property-based run of the REST and MCP fuzzers than the one `make test` includes.
+fuzz: $(STAMP)
+	ENGRAM_FUZZ_EXAMPLES=$${ENGRAM_FUZZ_EXAMPLES:-300} $(PY) -m pytest -q -s tests/fuzz
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

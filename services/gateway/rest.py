@@ -8,19 +8,22 @@ from collections.abc import AsyncIterator, Awaitable, Callable
 from http import HTTPStatus
 from typing import Annotated, Any, get_args
 
-from fastapi import APIRouter, Depends, FastAPI, Header, Query, Request, Response
+from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPBearer
 from pydantic import BaseModel, Field
+from pydantic.fields import FieldInfo
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from engram.config import MAX_SEARCH_LIMIT
 from engram.errors import DEFAULT_RETRY_AFTER_SECONDS, EngramError, InvalidArgument
 from engram.model import Caller
+from engram.names import AGENT_PATTERN
 from engram.services.gateway.identity import REST_SOURCE, RequestIdentity, Resolver
 from engram.services.gateway.tools import (
     DEFAULT_LIST_LIMIT,
+    MAX_SEQ,
     ConversationId,
     CreatedAfter,
     CreatedBefore,
@@ -30,6 +33,7 @@ from engram.services.gateway.tools import (
     ImportResult,
     ListRequest,
     ListResult,
+    MemoryId,
     MemoryOut,
     MemoryTypeName,
     MinSeq,
@@ -142,9 +146,10 @@ def _describe_validation(error: RequestValidationError) -> str:
     return "; ".join(parts) or "The request is invalid."
 
 
-_ERRORS: dict[int | str, dict[str, Any]] = {
+# Every answer an API route can give besides its success, documented once for all routers.
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": Problem, "content": {PROBLEM_MEDIA_TYPE: {}}, "description": HTTPStatus(status).phrase}
-    for status in (400, 401, 403, 503)
+    for status in (400, 401, 403, 413, 415, 503, 507)
 }
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {
@@ -161,13 +166,30 @@ _bearer = HTTPBearer(
 )
 
 
+def _field(alias: Any) -> FieldInfo:
+    """The Field of one of the shared argument types of tools.py."""
+    return next(m for m in get_args(alias)[1:] if isinstance(m, FieldInfo))
+
+
 def _description(alias: Any) -> str | None:
-    """The description of one of the shared argument types of tools.py, reused for query parameters."""
-    return next((m.description for m in get_args(alias)[1:] if hasattr(m, "description")), None)
+    return _field(alias).description
 
 
 def _query(alias: Any) -> Any:
-    return Query(description=_description(alias))
+    """A query parameter with the description and the constraints of a shared argument type."""
+    info = _field(alias)
+    constraints = {
+        name: value
+        for item in info.metadata
+        for name in ("pattern", "max_length")
+        if (value := getattr(item, name, None)) is not None
+    }
+    return Query(description=info.description, json_schema_extra=info.json_schema_extra, **constraints)
+
+
+def _path(alias: Any) -> Any:
+    info = _field(alias)
+    return Path(description=info.description, json_schema_extra=info.json_schema_extra)
 
 
 def caller_dependency(resolver: Resolver) -> Callable[..., Awaitable[Caller]]:
@@ -178,9 +200,16 @@ def caller_dependency(resolver: Resolver) -> Callable[..., Awaitable[Caller]]:
         _credentials: Annotated[Any, Depends(_bearer)],
         x_engram_agent_id: Annotated[
             str | None,
-            Header(alias="X-Engram-Agent-ID", description="The agent acting; defaults to the key's agent."),
+            Header(
+                alias="X-Engram-Agent-ID",
+                pattern=f"^{AGENT_PATTERN}$",
+                description="The agent acting; defaults to the key's agent.",
+            ),
         ] = None,
-        agent_id: Annotated[str | None, Query(description="The agent acting, when a header is impractical.")] = None,
+        agent_id: Annotated[
+            str | None,
+            Query(pattern=f"^{AGENT_PATTERN}$", description="The agent acting, when a header is impractical."),
+        ] = None,
     ) -> Caller:
         # The raw header, not the HTTPBearer result: a non-Bearer scheme must be refused, not ignored.
         identity = RequestIdentity(
@@ -214,7 +243,7 @@ async def _numbered_lines(request: Request, first: int) -> AsyncIterator[tuple[i
 
 def build_router(ops: Operations, resolver: Resolver) -> APIRouter:
     """Routes /v1/memories (save, list), /v1/memories/{id} (get) and /v1/memories:search."""
-    router = APIRouter(prefix="/v1", tags=["memories"], responses=_ERRORS)
+    router = APIRouter(prefix="/v1", tags=["memories"], responses=ERROR_RESPONSES)
     CurrentCaller = Annotated[Caller, Depends(caller_dependency(resolver))]
 
     @router.post("/memories", status_code=201, response_model=SaveResult, summary="Save a memory")
@@ -226,9 +255,9 @@ def build_router(ops: Operations, resolver: Resolver) -> APIRouter:
 
     @router.get("/memories/{memory_id}", response_model=MemoryOut, responses=_NOT_FOUND, summary="Get a memory")
     async def get_memory(
-        memory_id: str,
+        memory_id: Annotated[str, _path(MemoryId)],
         caller: CurrentCaller,
-        min_seq: Annotated[int | None, Query(ge=0, description=_description(MinSeq))] = None,
+        min_seq: Annotated[int | None, Query(ge=0, le=MAX_SEQ, description=_description(MinSeq))] = None,
     ) -> MemoryOut:
         """One memory of the caller's namespace, with its history."""
         return await ops.get(caller, memory_id, min_seq=min_seq)
@@ -248,7 +277,7 @@ def build_router(ops: Operations, resolver: Resolver) -> APIRouter:
         created_after: Annotated[str | None, _query(CreatedAfter)] = None,
         created_before: Annotated[str | None, _query(CreatedBefore)] = None,
         page_token: Annotated[str | None, _query(PageToken)] = None,
-        min_seq: Annotated[int | None, Query(ge=0, description=_description(MinSeq))] = None,
+        min_seq: Annotated[int | None, Query(ge=0, le=MAX_SEQ, description=_description(MinSeq))] = None,
     ) -> ListResult:
         """Recent memories of the caller's namespace, filtered; page with `next_page_token`."""
         filters = Filters(
@@ -273,7 +302,7 @@ def build_router(ops: Operations, resolver: Resolver) -> APIRouter:
     async def import_memories(
         request: Request,
         caller: CurrentCaller,
-        first_line: Annotated[int, Query(ge=1, description="The number of the body's first line.")] = 1,
+        first_line: Annotated[int, Query(ge=1, le=MAX_SEQ, description="The number of the body's first line.")] = 1,
     ) -> ImportResult:
         """Stores every valid line in order and says which lines were rejected and why; resume after last_line."""
         return await ops.import_lines(caller, _numbered_lines(request, first_line))

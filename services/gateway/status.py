@@ -13,7 +13,7 @@ from pydantic import BaseModel, Field
 from engram.model import Caller, format_time
 from engram.services.gateway.backend import Backend, Readiness
 from engram.services.gateway.identity import Resolver, require_scope
-from engram.services.gateway.rest import caller_dependency
+from engram.services.gateway.rest import ERROR_RESPONSES, caller_dependency
 
 SYNC_NOT_AVAILABLE = "not available in this version (edge sync arrives with `engram edge`)"
 
@@ -77,7 +77,12 @@ def add_probes(app: FastAPI, backend: Backend, resolver: Resolver) -> None:
     async def healthz() -> dict[str, str]:
         return {"status": "ok"}
 
-    @app.get("/readyz", tags=["probes"], summary="Readiness: every service is ready, or why not")
+    @app.get(
+        "/readyz",
+        tags=["probes"],
+        summary="Readiness: every service is ready, or why not",
+        responses={503: {"description": "Not ready: the body says which service or condition, with Retry-After"}},
+    )
     async def readyz() -> JSONResponse:
         readiness = await backend.readiness()
         body: dict[str, Any] = {
@@ -96,7 +101,7 @@ def add_probes(app: FastAPI, backend: Backend, resolver: Resolver) -> None:
         headers = None if readiness.ready else {"Retry-After": "2"}
         return JSONResponse(body, status_code=200 if readiness.ready else 503, headers=headers)
 
-    router = APIRouter(prefix="/v1", tags=["status"])
+    router = APIRouter(prefix="/v1", tags=["status"], responses=ERROR_RESPONSES)
     CurrentCaller = Annotated[Caller, Depends(caller_dependency(resolver))]
 
     @router.get("/status", response_model=StatusOut, summary="Node status: readiness, index lag, counts, disk, sync")

@@ -26,13 +26,16 @@ from engram.model import (
     SearchFilter,
     parse_time,
 )
+from engram.names import AGENT_PATTERN
 from engram.services.gateway.backend import Backend, ImportLine, redactions_json
 from engram.services.gateway.backend import metadata_json as encode_metadata
 from engram.services.gateway.identity import MCP_SOURCE, RequestIdentity, Resolver, require_scope
+from engram.services.ingest.validation import MAX_FIELD_CHARS, MAX_LABEL_CHARS, MAX_LIST_ITEMS, MAX_SUMMARY_CHARS
 
 ENGRAM_VERSION = __version__
 
 DEFAULT_LIST_LIMIT = 20
+MAX_SEQ = 2**63 - 1  # log sequences and line numbers travel as 64-bit integers
 _LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
 INSTRUCTIONS = """\
@@ -60,11 +63,20 @@ Content = Annotated[
     str,
     Field(
         min_length=1,
+        pattern=r"\S",
         description="The memory: one self-contained statement, e.g. 'The user prefers tabs over spaces.'",
     ),
 ]
-Tags = Annotated[list[str] | None, Field(description="Short labels for filtering, e.g. ['billing', 'api'].")]
-Topics = Annotated[list[str] | None, Field(description="Subjects the memory is about, e.g. ['authentication'].")]
+# The limits ingest enforces are published in the schemas too, so clients (and fuzzers) know them up front.
+Label = Annotated[str, Field(max_length=MAX_LABEL_CHARS)]
+Tags = Annotated[
+    list[Label] | None,
+    Field(max_length=MAX_LIST_ITEMS, description="Short labels for filtering, e.g. ['billing', 'api']."),
+]
+Topics = Annotated[
+    list[Label] | None,
+    Field(max_length=MAX_LIST_ITEMS, description="Subjects the memory is about, e.g. ['authentication']."),
+]
 MemoryTypeArg = Annotated[MemoryTypeName | None, Field(description="Kind of memory; default 'general'.")]
 ImportanceArg = Annotated[ImportanceName | None, Field(description="How much it matters; default 'normal'.")]
 SensitivityArg = Annotated[
@@ -75,19 +87,34 @@ ConfidenceArg = Annotated[
     ConfidenceName | None,
     Field(description="'stated' (the user said so, the default) or 'inferred' (your conclusion)."),
 ]
-Summary = Annotated[str | None, Field(description="Optional one-line summary of a long memory.")]
+Summary = Annotated[
+    str | None, Field(max_length=MAX_SUMMARY_CHARS, description="Optional one-line summary of a long memory.")
+]
 Metadata = Annotated[
     dict[str, Any] | None,
     Field(description="Free key-value data, returned exactly as given (any JSON object)."),
 ]
-Team = Annotated[str | None, Field(description="Team the memory belongs to.")]
-Project = Annotated[str | None, Field(description="Project the memory belongs to.")]
-ConversationId = Annotated[str | None, Field(description="Conversation or session the memory came from.")]
-ValidAt = Annotated[str | None, Field(description="RFC 3339 time from which the memory is true.")]
-InvalidAt = Annotated[str | None, Field(description="RFC 3339 time from which the memory is no longer true.")]
-ExpiresAt = Annotated[str | None, Field(description="RFC 3339 time after which the memory is expired.")]
+Team = Annotated[str | None, Field(max_length=MAX_FIELD_CHARS, description="Team the memory belongs to.")]
+Project = Annotated[str | None, Field(max_length=MAX_FIELD_CHARS, description="Project the memory belongs to.")]
+ConversationId = Annotated[
+    str | None, Field(max_length=MAX_FIELD_CHARS, description="Conversation or session the memory came from.")
+]
+_TIME = {"format": "date-time"}
+ValidAt = Annotated[
+    str | None, Field(json_schema_extra=_TIME, description="RFC 3339 time from which the memory is true.")
+]
+InvalidAt = Annotated[
+    str | None, Field(json_schema_extra=_TIME, description="RFC 3339 time from which the memory is no longer true.")
+]
+ExpiresAt = Annotated[
+    str | None, Field(json_schema_extra=_TIME, description="RFC 3339 time after which the memory is expired.")
+]
 HandoffTarget = Annotated[
-    str | None, Field(description="Agent id this memory hands work over to (makes it a pending handoff).")
+    str | None,
+    Field(
+        pattern=f"^{AGENT_PATTERN}$",
+        description="Agent id this memory hands work over to (makes it a pending handoff).",
+    ),
 ]
 ContextArg = Annotated[
     str | None,
@@ -103,23 +130,40 @@ SearchLimit = Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Numbe
 ListLimit = Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Number of memories (1-100).")]
 FilterTags = Annotated[list[str] | None, Field(description="Only memories that have all of these tags.")]
 FilterTopics = Annotated[list[str] | None, Field(description="Only memories about any of these topics.")]
-OwnerAgent = Annotated[str | None, Field(description="Only memories saved by this agent id.")]
+OwnerAgent = Annotated[
+    str | None, Field(max_length=MAX_FIELD_CHARS, description="Only memories saved by this agent id.")
+]
 TypeFilter = Annotated[
     MemoryTypeName | list[MemoryTypeName] | None,
     Field(description="Only memories of this type (or any of these)."),
 ]
-CreatedAfter = Annotated[str | None, Field(description="Only memories created after this RFC 3339 time.")]
-CreatedBefore = Annotated[str | None, Field(description="Only memories created before this RFC 3339 time.")]
+CreatedAfter = Annotated[
+    str | None, Field(json_schema_extra=_TIME, description="Only memories created after this RFC 3339 time.")
+]
+CreatedBefore = Annotated[
+    str | None, Field(json_schema_extra=_TIME, description="Only memories created before this RFC 3339 time.")
+]
 Explain = Annotated[bool, Field(description="Add each ranking stage's rank and score to every hit.")]
 Rerank = Annotated[
     bool | None, Field(description="Force the cross-encoder reranker on or off; omit for the server default.")
 ]
 MinSeq = Annotated[
     int | None,
-    Field(ge=0, description="Wait until the index has applied this log sequence (a `seq` from save_memory)."),
+    Field(
+        ge=0,
+        le=MAX_SEQ,
+        description="Wait until the index has applied this log sequence (a `seq` from save_memory).",
+    ),
 ]
 PageToken = Annotated[str | None, Field(description="next_page_token of the previous page; omit for the first.")]
-MemoryId = Annotated[str, Field(min_length=1, description="The memory's id, as returned by save or search.")]
+MemoryId = Annotated[
+    str,
+    Field(
+        min_length=1,
+        json_schema_extra={"format": "uuid"},
+        description="The memory's id (a UUID), as returned by save or search.",
+    ),
+]
 
 
 # --- results ------------------------------------------------------------------------------------------------
