@@ -41,6 +41,14 @@ class Handoff:
 
 
 @dataclass(slots=True)
+class Origin:
+    """Where a memory was first written: the device, and for mutations pushed by edge devices their id."""
+
+    device: str = ""
+    source_id: str = ""  # <device>:<local seq>
+
+
+@dataclass(slots=True)
 class MemoryVersion:
     """An earlier version of a memory: who changed it, when, from which client."""
 
@@ -87,8 +95,7 @@ class Memory:
     handoff: Handoff | None = None
     questions: list[str] = field(default_factory=list)
     access_count: int = 0
-    origin_device: str = ""
-    origin_source_id: str = ""
+    origin: Origin = field(default_factory=Origin)
     seq: int = 0
     context: str = ""  # situates the memory (e.g. the preceding turn); searched, not part of content
 
@@ -105,16 +112,13 @@ class Memory:
             data["handoff"]["updated_at"] = format_time(self.handoff.updated_at)
         for version in data["history"]:
             version["updated_at"] = format_time(version["updated_at"])
-        data["origin"] = {"device": data.pop("origin_device"), "source_id": data.pop("origin_source_id")}
         return data
 
     @classmethod
     def from_dict(cls, data: dict[str, Any]) -> Memory:
         """Inverse of to_dict."""
         values = dict(data)
-        origin = values.pop("origin", None) or {}
-        values["origin_device"] = origin.get("device", "")
-        values["origin_source_id"] = origin.get("source_id", "")
+        values["origin"] = Origin(**(values.get("origin") or {}))
         for name in TIME_FIELDS:
             values[name] = parse_time(values.get(name))
         if values.get("handoff"):

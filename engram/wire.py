@@ -2,38 +2,19 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
-from typing import Any
+import typing
+from typing import Any, TypeVar
 
+from google.protobuf.descriptor import EnumDescriptor, FieldDescriptor
+from google.protobuf.message import Message
+from google.protobuf.message_factory import GetMessageClass
 from google.protobuf.timestamp_pb2 import Timestamp
 
 from engram import model
 from engram.v1 import common_pb2 as pb
 from engram.v1 import search_pb2
-
-_ENUMS: dict[str, Any] = {
-    "MEMORY_TYPE": pb.MemoryType,
-    "CONFIDENCE": pb.Confidence,
-    "IMPORTANCE": pb.Importance,
-    "SENSITIVITY": pb.Sensitivity,
-    "STATUS": pb.Status,
-    "RELATION_KIND": pb.RelationKind,
-    "HANDOFF_STATUS": pb.HandoffStatus,
-}
-
-
-def enum_to_str(prefix: str, number: int) -> str:
-    """MEMORY_TYPE_ACTION_ITEM → "action-item"; UNSPECIFIED → ""."""
-    name = _ENUMS[prefix].Name(number)
-    suffix = name[len(prefix) + 1 :]
-    return "" if suffix == "UNSPECIFIED" else suffix.lower().replace("_", "-")
-
-
-def str_to_enum(prefix: str, value: str) -> Any:
-    """ "action-item" → MEMORY_TYPE_ACTION_ITEM; "" → UNSPECIFIED. Raises ValueError for unknown values."""
-    if not value:
-        return 0
-    return int(_ENUMS[prefix].Value(f"{prefix}_{value.upper().replace('-', '_')}"))
 
 
 def ts_to_epoch(message: Any, name: str) -> float | None:
@@ -49,178 +30,184 @@ def set_ts(message: Any, name: str, epoch: float | None) -> None:
         getattr(message, name).FromNanoseconds(seconds * 1_000_000_000 + round((epoch - seconds) * 1e9))
 
 
-def memory_to_proto(memory: model.Memory) -> pb.Memory:
-    out = pb.Memory(
-        id=memory.id,
-        namespace=memory.namespace,
-        content=memory.content,
-        summary=memory.summary,
-        memory_type=str_to_enum("MEMORY_TYPE", memory.memory_type),
-        confidence=str_to_enum("CONFIDENCE", memory.confidence),
-        topics=memory.topics,
-        tags=memory.tags,
-        importance=str_to_enum("IMPORTANCE", memory.importance),
-        owner_agent=memory.owner_agent,
-        source=memory.source,
-        team=memory.team,
-        project=memory.project,
-        conversation_id=memory.conversation_id,
-        metadata_json=json.dumps(memory.metadata, ensure_ascii=False) if memory.metadata else "",
-        sensitivity=str_to_enum("SENSITIVITY", memory.sensitivity),
-        version=memory.version,
-        status=str_to_enum("STATUS", memory.status),
-        superseded_by=memory.superseded_by,
-        questions=memory.questions,
-        access_count=memory.access_count,
-        origin=pb.Origin(device=memory.origin_device, source_id=memory.origin_source_id),
-        seq=memory.seq,
-        context=memory.context,
-    )
-    for name in model.TIME_FIELDS:
-        set_ts(out, name, getattr(memory, name))
-    for version in memory.history:
-        item = out.history.add(
-            version=version.version, content=version.content, summary=version.summary,
-            agent_id=version.agent_id, source=version.source, seq=version.seq, conflict=version.conflict,
-        )  # fmt: skip
-        set_ts(item, "updated_at", version.updated_at)
-    for relation in memory.relations:
-        out.relations.add(
-            kind=str_to_enum("RELATION_KIND", relation.kind), memory_id=relation.memory_id, note=relation.note
-        )
-    if memory.handoff is not None:
-        out.handoff.target_agent = memory.handoff.target_agent
-        out.handoff.status = str_to_enum("HANDOFF_STATUS", memory.handoff.status)
-        set_ts(out.handoff, "updated_at", memory.handoff.updated_at)
+# --- generic conversion -------------------------------------------------------------------------------------
+#
+# The proto is the wire contract and the dataclasses of engram.model are the one domain description; the
+# conversion between them is derived from both, field by field, so a field added to one and not the other fails
+# the first conversion (and tests/unit/test_wire.py) instead of being dropped silently. Field correspondences:
+#   enum            <-> str ("action-item"; UNSPECIFIED <-> the dataclass default)
+#   Timestamp       <-> float | None (epoch seconds)
+#   message         <-> nested dataclass (None when absent, for optional ones)
+#   repeated        <-> list
+#   string x_json   <-> dict x (a JSON object, returned as given)
+
+_Domain = TypeVar("_Domain")
+_Message = TypeVar("_Message", bound=Message)
+_JSON_SUFFIX = "_json"
+_TIMESTAMP = Timestamp.DESCRIPTOR.full_name
+
+
+@dataclasses.dataclass(frozen=True, slots=True)
+class _Field:
+    proto: FieldDescriptor
+    name: str  # the dataclass field
+    kind: str  # enum | time | message | json | scalar
+    repeated: bool
+    nested: Any = None  # the dataclass of a message field
+    optional: bool = False  # a message field that may be None
+    default: Any = None  # the dataclass default of an enum field (what UNSPECIFIED means)
+
+
+_PLANS: dict[tuple[Any, Any], tuple[_Field, ...]] = {}
+
+
+def _plan(message_type: Any, cls: Any) -> tuple[_Field, ...]:
+    """How each field of ``message_type`` maps to a field of the dataclass ``cls``; raises if they drift apart."""
+    plan = _PLANS.get((message_type, cls))
+    if plan is None:
+        plan = _PLANS[(message_type, cls)] = _make_plan(message_type, cls)
+    return plan
+
+
+def _make_plan(message_type: Any, cls: Any) -> tuple[_Field, ...]:
+    hints = typing.get_type_hints(cls)
+    defaults = {f.name: "" if f.default is dataclasses.MISSING else f.default for f in dataclasses.fields(cls)}
+    plan: list[_Field] = []
+    for proto in message_type.DESCRIPTOR.fields:
+        repeated = proto.is_repeated
+        name = proto.name
+        if name not in hints and name.endswith(_JSON_SUFFIX) and name.removesuffix(_JSON_SUFFIX) in hints:
+            plan.append(_Field(proto, name.removesuffix(_JSON_SUFFIX), "json", repeated))
+            continue
+        if name not in hints:
+            raise TypeError(f"{message_type.__name__}.{name} has no field in {cls.__name__}: add it to engram.model")
+        if proto.type == FieldDescriptor.TYPE_ENUM:
+            plan.append(_Field(proto, name, "enum", repeated, default=defaults[name]))
+        elif proto.type == FieldDescriptor.TYPE_MESSAGE and proto.message_type.full_name == _TIMESTAMP:
+            plan.append(_Field(proto, name, "time", repeated))
+        elif proto.type == FieldDescriptor.TYPE_MESSAGE:
+            nested = _dataclass_in(hints[name])
+            optional = type(None) in typing.get_args(hints[name])
+            plan.append(_Field(proto, name, "message", repeated, nested=nested, optional=optional))
+        else:
+            plan.append(_Field(proto, name, "scalar", repeated))
+    mapped = {f.name for f in plan}
+    missing = [f.name for f in dataclasses.fields(cls) if f.name not in mapped]
+    if missing:
+        raise TypeError(f"{cls.__name__} fields {missing} are not in {message_type.__name__}: add them to the proto")
+    return tuple(plan)
+
+
+def _dataclass_in(hint: Any) -> Any:
+    """The dataclass inside ``X``, ``X | None`` or ``list[X]``."""
+    for candidate in (hint, *typing.get_args(hint)):
+        if dataclasses.is_dataclass(candidate):
+            return candidate
+    raise TypeError(f"{hint} is not a dataclass (or a list or optional of one)")
+
+
+def to_proto(value: Any, message_type: type[_Message]) -> _Message:
+    """A domain dataclass as the proto message ``message_type``."""
+    out = message_type()
+    for f in _plan(message_type, type(value)):
+        item = getattr(value, f.name)
+        if f.kind == "json":
+            if item:
+                setattr(out, f.proto.name, json.dumps(item, ensure_ascii=False))
+        elif f.kind == "time":
+            set_ts(out, f.name, item)
+        elif f.kind == "enum":
+            if f.repeated:
+                getattr(out, f.name).extend(_enum_number(f.proto.enum_type, v) for v in item)
+            else:
+                setattr(out, f.name, _enum_number(f.proto.enum_type, item))
+        elif f.kind == "message":
+            nested_type = GetMessageClass(f.proto.message_type)
+            if f.repeated:
+                getattr(out, f.name).extend(to_proto(element, nested_type) for element in item)
+            elif item is not None:
+                getattr(out, f.name).CopyFrom(to_proto(item, nested_type))
+        elif f.repeated:
+            getattr(out, f.name).extend(item)
+        else:
+            setattr(out, f.name, item)
     return out
+
+
+def from_proto(message: Message, cls: type[_Domain]) -> _Domain:
+    """The proto ``message`` as the domain dataclass ``cls``."""
+    values: dict[str, Any] = {}
+    for f in _plan(type(message), cls):
+        item = getattr(message, f.proto.name)
+        if f.kind == "json":
+            values[f.name] = json.loads(item) if item else {}
+        elif f.kind == "time":
+            values[f.name] = ts_to_epoch(message, f.name)
+        elif f.kind == "enum":
+            if f.repeated:
+                values[f.name] = [_enum_text(f.proto.enum_type, n) for n in item]
+            else:
+                values[f.name] = _enum_text(f.proto.enum_type, item) or f.default
+        elif f.kind == "message":
+            if f.repeated:
+                values[f.name] = [from_proto(element, f.nested) for element in item]
+            elif f.optional and not message.HasField(f.name):
+                values[f.name] = None
+            else:
+                values[f.name] = from_proto(item, f.nested)
+        else:
+            values[f.name] = list(item) if f.repeated else item
+    return cls(**values)
+
+
+def _enum_prefix(enum: EnumDescriptor) -> str:
+    return enum.values_by_number[0].name.removesuffix("_UNSPECIFIED")  # MEMORY_TYPE_UNSPECIFIED -> MEMORY_TYPE
+
+
+def _enum_number(enum: EnumDescriptor, value: str) -> int:
+    """ "action-item" -> MEMORY_TYPE_ACTION_ITEM's number; "" -> 0 (UNSPECIFIED). Raises ValueError."""
+    if not value:
+        return 0
+    prefix = _enum_prefix(enum)
+    found = enum.values_by_name.get(f"{prefix}_{value.upper().replace('-', '_')}")
+    if found is None:
+        raise ValueError(f"{value!r} is not a {enum.name}")
+    return int(found.number)
+
+
+def _enum_text(enum: EnumDescriptor, number: int) -> str:
+    """MEMORY_TYPE_ACTION_ITEM's number -> "action-item"; UNSPECIFIED (or an unknown number) -> ""."""
+    found = enum.values_by_number.get(number)
+    if found is None or number == 0:
+        return ""
+    return found.name[len(_enum_prefix(enum)) + 1 :].lower().replace("_", "-")
+
+
+# --- the domain's messages ----------------------------------------------------------------------------------
+
+
+def memory_to_proto(memory: model.Memory) -> pb.Memory:
+    return to_proto(memory, pb.Memory)
 
 
 def memory_from_proto(message: pb.Memory) -> model.Memory:
-    memory = model.Memory(
-        id=message.id,
-        namespace=message.namespace,
-        content=message.content,
-        owner_agent=message.owner_agent,
-        summary=message.summary,
-        memory_type=enum_to_str("MEMORY_TYPE", message.memory_type) or "general",
-        confidence=enum_to_str("CONFIDENCE", message.confidence) or "stated",
-        topics=list(message.topics),
-        tags=list(message.tags),
-        importance=enum_to_str("IMPORTANCE", message.importance) or "normal",
-        source=message.source,
-        team=message.team,
-        project=message.project,
-        conversation_id=message.conversation_id,
-        metadata=json.loads(message.metadata_json) if message.metadata_json else {},
-        sensitivity=enum_to_str("SENSITIVITY", message.sensitivity) or "normal",
-        version=message.version,
-        status=enum_to_str("STATUS", message.status) or "active",
-        superseded_by=message.superseded_by,
-        questions=list(message.questions),
-        access_count=message.access_count,
-        origin_device=message.origin.device,
-        origin_source_id=message.origin.source_id,
-        seq=message.seq,
-        context=message.context,
-    )
-    for name in model.TIME_FIELDS:
-        setattr(memory, name, ts_to_epoch(message, name))
-    memory.history = [
-        model.MemoryVersion(
-            version=v.version,
-            content=v.content,
-            summary=v.summary,
-            agent_id=v.agent_id,
-            source=v.source,
-            updated_at=ts_to_epoch(v, "updated_at"),
-            seq=v.seq,
-            conflict=v.conflict,
-        )
-        for v in message.history
-    ]
-    memory.relations = [
-        model.Relation(enum_to_str("RELATION_KIND", r.kind), r.memory_id, r.note) for r in message.relations
-    ]
-    if message.HasField("handoff"):
-        memory.handoff = model.Handoff(
-            message.handoff.target_agent,
-            enum_to_str("HANDOFF_STATUS", message.handoff.status) or "pending",
-            ts_to_epoch(message.handoff, "updated_at"),
-        )
-    return memory
+    return from_proto(message, model.Memory)
 
 
 def input_to_proto(draft: model.MemoryInput) -> pb.MemoryInput:
-    out = pb.MemoryInput(
-        content=draft.content,
-        summary=draft.summary,
-        memory_type=str_to_enum("MEMORY_TYPE", draft.memory_type),
-        confidence=str_to_enum("CONFIDENCE", draft.confidence),
-        topics=draft.topics,
-        tags=draft.tags,
-        importance=str_to_enum("IMPORTANCE", draft.importance),
-        team=draft.team,
-        project=draft.project,
-        conversation_id=draft.conversation_id,
-        metadata_json=draft.metadata_json,
-        sensitivity=str_to_enum("SENSITIVITY", draft.sensitivity),
-        handoff_target=draft.handoff_target,
-        context=draft.context,
-    )
-    for name in ("valid_at", "invalid_at", "expires_at"):
-        set_ts(out, name, getattr(draft, name))
-    return out
+    return to_proto(draft, pb.MemoryInput)
 
 
 def input_from_proto(message: pb.MemoryInput) -> model.MemoryInput:
-    return model.MemoryInput(
-        content=message.content,
-        summary=message.summary,
-        memory_type=enum_to_str("MEMORY_TYPE", message.memory_type),
-        confidence=enum_to_str("CONFIDENCE", message.confidence),
-        topics=list(message.topics),
-        tags=list(message.tags),
-        importance=enum_to_str("IMPORTANCE", message.importance),
-        team=message.team,
-        project=message.project,
-        conversation_id=message.conversation_id,
-        metadata_json=message.metadata_json,
-        sensitivity=enum_to_str("SENSITIVITY", message.sensitivity),
-        valid_at=ts_to_epoch(message, "valid_at"),
-        invalid_at=ts_to_epoch(message, "invalid_at"),
-        expires_at=ts_to_epoch(message, "expires_at"),
-        handoff_target=message.handoff_target,
-        context=message.context,
-    )
+    return from_proto(message, model.MemoryInput)
 
 
 def filter_to_proto(flt: model.SearchFilter) -> search_pb2.SearchFilter:
-    out = search_pb2.SearchFilter(
-        tags=flt.tags,
-        owner_agent=flt.owner_agent,
-        memory_types=[str_to_enum("MEMORY_TYPE", t) for t in flt.memory_types],
-        topics=flt.topics,
-        statuses=[str_to_enum("STATUS", s) for s in flt.statuses],
-        conversation_id=flt.conversation_id,
-        project=flt.project,
-    )
-    set_ts(out, "created_after", flt.created_after)
-    set_ts(out, "created_before", flt.created_before)
-    return out
+    return to_proto(flt, search_pb2.SearchFilter)
 
 
 def filter_from_proto(message: search_pb2.SearchFilter) -> model.SearchFilter:
-    return model.SearchFilter(
-        tags=list(message.tags),
-        owner_agent=message.owner_agent,
-        memory_types=[enum_to_str("MEMORY_TYPE", t) for t in message.memory_types],
-        created_after=ts_to_epoch(message, "created_after"),
-        created_before=ts_to_epoch(message, "created_before"),
-        topics=list(message.topics),
-        statuses=[enum_to_str("STATUS", s) for s in message.statuses],
-        conversation_id=message.conversation_id,
-        project=message.project,
-    )
+    return from_proto(message, model.SearchFilter)
 
 
 def caller_to_proto(caller: model.Caller) -> pb.CallContext:

@@ -18,7 +18,7 @@ from engram.errors import EngramError, InvalidArgument
 from engram.events import MEMORY_ENRICHED, MEMORY_SAVED, event_body
 from engram.ids import is_uuid, uuid7
 from engram.log import EventLog
-from engram.model import Caller, Handoff, Memory, MemoryInput, format_time
+from engram.model import Caller, Handoff, Memory, MemoryInput, Origin, format_time
 from engram.scrub import Redaction, merge, scrub_text, scrub_value
 from engram.services.ingest.validation import Limits, validate
 
@@ -225,7 +225,7 @@ class MemoryWriter:
             expires_at=draft.expires_at,
             handoff=Handoff(draft.handoff_target, "pending", now) if draft.handoff_target else None,
             context=text(draft.context),
-            origin_device=self._device,
+            origin=Origin(device=self._device),
         )
         return memory, merge(found)
 
