@@ -22,7 +22,8 @@ from engram.embed import Embedder
 from engram.embed.sparse import Bm25Encoder
 from engram.errors import DiskFull, Unavailable
 from engram.health import DISK, LOG, MIB, DiskSpace, Health, disk_space
-from engram.log import EventLog
+from engram.log import Log
+from engram.log.nats import NatsLog
 from engram.natsd import LOG_STORE
 from engram.rpc import add_health, bind
 from engram.v1 import readiness_pb2, readiness_pb2_grpc
@@ -112,7 +113,7 @@ class Resources:
     local_store: bool = False
     health: Health = field(default_factory=Health)
     started_at: float = field(default_factory=time.time)
-    _log: EventLog | None = None
+    _log: Log | None = None
     _embedder: Embedder | None = None
     _sparse: Bm25Encoder = field(default_factory=Bm25Encoder)
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
@@ -128,12 +129,12 @@ class Resources:
                 self._disk_task = asyncio.get_running_loop().create_task(self._disk.run(), name="disk-guard")
         return self._disk
 
-    async def log(self) -> EventLog:
+    async def log(self) -> Log:
         async with self._lock:
             if self._log is None:
                 if not self.settings.nats_url:
                     raise Unavailable("No NATS address: set ENGRAM_NATS_URL or pass --nats-url.")
-                self._log = await EventLog.connect(
+                self._log = await NatsLog.connect(
                     self.settings.nats_url, stream=self.settings.stream, state=HealthLogState(self.health)
                 )
             return self._log

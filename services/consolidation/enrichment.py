@@ -15,9 +15,8 @@ from typing import Any, Protocol
 from engram.errors import EngramError, Unavailable
 from engram.events import MEMORY_SAVED
 from engram.llm import Llm, LlmError
-from engram.log import SUBJECT_PREFIX
+from engram.log import SUBJECT_PREFIX, WorkItem
 from engram.model import Caller
-from engram.workqueue import WorkItem
 
 log = logging.getLogger(__name__)
 
@@ -91,7 +90,7 @@ class Outcome:
 
 
 class WorkSource(Protocol):
-    """The queue the enricher pulls from and closes when it stops (engram.workqueue.WorkQueue)."""
+    """The queue the enricher pulls from and closes when it stops (engram.log.WorkQueue)."""
 
     async def fetch(self, batch: int = 1, *, timeout: float = ...) -> list[WorkItem]: ...
 

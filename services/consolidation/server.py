@@ -16,7 +16,6 @@ from engram.runtime import Resources, RunningServer, serve
 from engram.services.consolidation.enrichment import DURABLE_NAME, SUBJECTS, Enricher, EnrichOptions
 from engram.services.consolidation.servicer import ConsolidationServicer
 from engram.v1 import consolidation_pb2_grpc, ingest_pb2, ingest_pb2_grpc
-from engram.workqueue import WorkQueue
 
 log = logging.getLogger(__name__)
 
@@ -110,9 +109,7 @@ async def open_enrichment(settings: Settings, resources: Resources, ingest_addr:
     event_log = await resources.log()
     # An entry must not come back to another worker while its LLM and ingest calls may still be running.
     ack_wait = settings.llm_timeout_seconds + DEFAULT_INGEST_TIMEOUT + ACK_WAIT_MARGIN_SECONDS
-    queue = await WorkQueue.open(
-        event_log.nats, durable=DURABLE_NAME, subjects=SUBJECTS, stream=settings.stream, ack_wait=ack_wait
-    )
+    queue = await event_log.work_queue(DURABLE_NAME, SUBJECTS, ack_wait=ack_wait)
     llm = ChatClient(
         settings.llm_url, model=settings.llm_model, api_key=settings.llm_api_key, timeout=settings.llm_timeout_seconds
     )

@@ -17,7 +17,7 @@ from engram.embed.sparse import Bm25Encoder
 from engram.errors import EngramError, InvalidArgument
 from engram.events import MEMORY_ENRICHED, MEMORY_SAVED, event_body
 from engram.ids import is_uuid, uuid7
-from engram.log import EventLog
+from engram.log import Log
 from engram.model import Caller, Handoff, Memory, MemoryInput, Origin, format_time
 from engram.scrub import Redaction, merge, scrub_text, scrub_value
 from engram.services.ingest.validation import Limits, validate
@@ -63,7 +63,7 @@ class MemoryWriter:
 
     def __init__(
         self,
-        log: EventLog,
+        log: Log,
         embedder: Embedder,
         sparse: Bm25Encoder,
         limits: Limits,

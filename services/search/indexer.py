@@ -23,7 +23,7 @@ from engram.events import (
 )
 from engram.health import INDEX, Health
 from engram.index import CREATED_TS, IndexPoint, MemoryIndex
-from engram.log import EventLog, LogEntry
+from engram.log import Log, LogEntry
 from engram.model import parse_time, servable_problem
 
 log = logging.getLogger(__name__)
@@ -50,7 +50,7 @@ class Indexer:
 
     def __init__(
         self,
-        event_log: EventLog,
+        event_log: Log,
         index: MemoryIndex,
         *,
         health: Health | None = None,

@@ -23,7 +23,7 @@ import pytest
 
 from engram.events import MEMORY_SAVED, event_body
 from engram.ids import uuid7
-from engram.log import EventLog
+from engram.log.nats import NatsLog
 from engram.model import Caller, Memory
 from tests.conftest import NodeHandle, engram_env, start_node
 from tests.helpers.procs import pid_alive, wait_gone
@@ -298,7 +298,7 @@ def test_an_unservable_entry_already_in_the_log_never_breaks_reads(node: NodeHan
         body = event_body(MEMORY_SAVED, deep, Caller("default", "a"), vectors=vectors)
 
         async def append() -> int:
-            log = await EventLog.connect(node.nats_url)
+            log = await NatsLog.connect(node.nats_url)
             try:
                 return (await log.append("default", MEMORY_SAVED, body, msg_id=f"{deep.id}:1")).seq
             finally:

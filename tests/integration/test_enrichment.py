@@ -18,7 +18,8 @@ from engram.config import Settings
 from engram.errors import Unavailable
 from engram.events import MEMORY_ENRICHED
 from engram.llm import ChatClient
-from engram.log import SUBJECT_PREFIX, EventLog, LogEntry
+from engram.log import SUBJECT_PREFIX, LogEntry
+from engram.log.nats import NatsLog
 from engram.model import Caller, MemoryInput
 from engram.natsd import NatsServer
 from engram.rpc import channel
@@ -28,7 +29,6 @@ from engram.services.consolidation.server import ConsolidationService, GrpcInges
 from engram.services.ingest.server import build_service as build_ingest
 from engram.services.ingest.servicer import IngestServicer
 from engram.v1 import ingest_pb2, ingest_pb2_grpc
-from engram.workqueue import WorkQueue
 from tests.helpers.fake_llm import FakeLlm, canned_questions, fake_llm_server
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
@@ -48,7 +48,7 @@ class Harness:
     """A real ingest server on a real log, a fake LLM, and everything ingest appended as memory_enriched."""
 
     settings: Settings
-    log: EventLog
+    log: NatsLog
     ingest_addr: str
     fake: FakeLlm
     enriched: asyncio.Queue[LogEntry] = field(default_factory=asyncio.Queue)
@@ -74,7 +74,7 @@ class Harness:
     ) -> AsyncIterator[asyncio.Queue[Outcome]]:
         """Runs an Enricher on the durable queue (as the service does) and yields its outcomes."""
         outcomes: asyncio.Queue[Outcome] = asyncio.Queue()
-        queue = await WorkQueue.open(self.log.nats, durable=DURABLE_NAME, subjects=SUBJECTS, ack_wait=30)
+        queue = await self.log.work_queue(DURABLE_NAME, SUBJECTS, ack_wait=30)
         llm = ChatClient(self.fake.url, model=MODEL, api_key=API_KEY, timeout=5)
         real_ingest = GrpcIngest(self.ingest_addr, timeout=10)
         enricher = Enricher(queue, llm, ingest or real_ingest, options=options, observer=outcomes.put_nowait)
@@ -227,7 +227,7 @@ async def test_restart_resumes_from_the_durable_consumer_without_re_enriching(ha
     second = await harness.save("Backups run at 02:00 UTC")  # saved while no enricher runs
     async with harness.enricher() as outcomes:
         outcome = await next_outcome(outcomes)
-        queue = await WorkQueue.open(harness.log.nats, durable=DURABLE_NAME, subjects=SUBJECTS, ack_wait=30)
+        queue = await harness.log.work_queue(DURABLE_NAME, SUBJECTS, ack_wait=30)
         info = await queue.info()
         await queue.close()
     assert (outcome.memory_id, outcome.status, outcome.attempt) == (second, "enriched", 1)

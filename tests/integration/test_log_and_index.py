@@ -12,7 +12,7 @@ from engram.events import MEMORY_SAVED, event_body
 from engram.ids import uuid7
 from engram.index import IndexPoint, SearchRequest
 from engram.index.edge import EdgeIndex
-from engram.log import EventLog
+from engram.log.nats import NatsLog
 from engram.model import Caller, Memory, SearchFilter
 from engram.natsd import NatsServer
 from engram.services.search.indexer import Indexer
@@ -34,7 +34,7 @@ def _vectors(text: str, dense: list[float]) -> dict:
     }
 
 
-async def _save(log: EventLog, text: str, *, namespace: str = "ns", version: int = 1, memory_id: str = "",
+async def _save(log: NatsLog, text: str, *, namespace: str = "ns", version: int = 1, memory_id: str = "",
                 tags: list[str] | None = None, dense: list[float] | None = None) -> tuple[str, int]:  # fmt: skip
     memory = Memory(id=memory_id or uuid7(), namespace=namespace, content=text, owner_agent="a", version=version,
                     tags=tags or [], created_at=1.0, updated_at=1.0)  # fmt: skip
@@ -43,7 +43,7 @@ async def _save(log: EventLog, text: str, *, namespace: str = "ns", version: int
 
 
 async def test_append_returns_consecutive_sequences_and_dedups_by_msg_id(nats_server: NatsServer) -> None:
-    log = await EventLog.connect(nats_server.url)
+    log = await NatsLog.connect(nats_server.url)
     try:
         first = (await log.append("ns", "memory_saved", {"x": 1}, msg_id="m1")).seq
         second = (await log.append("ns", "memory_saved", {"x": 2}, msg_id="m2")).seq
@@ -56,7 +56,7 @@ async def test_append_returns_consecutive_sequences_and_dedups_by_msg_id(nats_se
 
 
 async def test_two_writers_never_reuse_a_sequence(nats_server: NatsServer) -> None:
-    a, b = await EventLog.connect(nats_server.url), await EventLog.connect(nats_server.url)
+    a, b = await NatsLog.connect(nats_server.url), await NatsLog.connect(nats_server.url)
     try:
         appended = await asyncio.gather(
             *(w.append("ns", "e", {"i": i}, msg_id=f"w{i}") for i, w in enumerate([a, b] * 20))
@@ -71,7 +71,7 @@ async def test_two_writers_never_reuse_a_sequence(nats_server: NatsServer) -> No
 
 
 async def test_indexer_catches_up_from_its_last_applied_sequence(nats_server: NatsServer, tmp_path: Path) -> None:
-    log = await EventLog.connect(nats_server.url)
+    log = await NatsLog.connect(nats_server.url)
     try:
         first_id, _ = await _save(log, "alpha memory")
         index = EdgeIndex(tmp_path / "index", dim=DIM)
@@ -100,7 +100,7 @@ async def test_indexer_catches_up_from_its_last_applied_sequence(nats_server: Na
 
 
 async def test_older_version_never_overwrites_newer(nats_server: NatsServer, tmp_path: Path) -> None:
-    log = await EventLog.connect(nats_server.url)
+    log = await NatsLog.connect(nats_server.url)
     index = EdgeIndex(tmp_path / "index", dim=DIM)
     indexer = Indexer(log, index)
     await indexer.start()
@@ -119,7 +119,7 @@ async def test_older_version_never_overwrites_newer(nats_server: NatsServer, tmp
 async def test_wait_for_a_sequence_that_never_comes_is_bounded(nats_server: NatsServer, tmp_path: Path) -> None:
     from engram.errors import Unavailable
 
-    log = await EventLog.connect(nats_server.url)
+    log = await NatsLog.connect(nats_server.url)
     index = EdgeIndex(tmp_path / "index", dim=DIM)
     indexer = Indexer(log, index)
     await indexer.start()

@@ -16,7 +16,7 @@ from engram.events import MEMORY_SAVED, event_body
 from engram.health import DISK, INDEX, LOG, Health
 from engram.ids import uuid7
 from engram.index.edge import EdgeIndex
-from engram.log import EventLog
+from engram.log.nats import NatsLog
 from engram.model import MAX_METADATA_DEPTH, Caller, Memory, MemoryInput, SearchFilter
 from engram.natsd import NatsServer
 from engram.runtime import DiskGuard, HealthLogState
@@ -43,7 +43,7 @@ async def _wait(condition, timeout: float = 10.0) -> None:  # type: ignore[no-un
 
 async def test_append_fails_fast_while_nats_is_down_and_readiness_says_why(nats_server: NatsServer) -> None:
     health = Health()
-    log = await EventLog.connect(nats_server.url, state=HealthLogState(health), reconnect_wait=0.1)
+    log = await NatsLog.connect(nats_server.url, state=HealthLogState(health), reconnect_wait=0.1)
     try:
         await log.append("ns", "memory_saved", {"x": 1}, msg_id="before")
         nats_server.stop()
@@ -62,7 +62,7 @@ async def test_append_fails_fast_while_nats_is_down_and_readiness_says_why(nats_
 
 
 async def test_indexer_follows_again_at_once_after_nats_restarts(nats_server: NatsServer, tmp_path: Path) -> None:
-    log = await EventLog.connect(nats_server.url, reconnect_wait=0.1)
+    log = await NatsLog.connect(nats_server.url, reconnect_wait=0.1)
     index = EdgeIndex(tmp_path / "index", dim=DIM)
     indexer = Indexer(log, index)
     await indexer.start()
@@ -81,7 +81,7 @@ async def test_indexer_follows_again_at_once_after_nats_restarts(nats_server: Na
         await log.close()
 
 
-async def _filled_index(log: EventLog, path: Path, n: int) -> list[str]:
+async def _filled_index(log: NatsLog, path: Path, n: int) -> list[str]:
     index = EdgeIndex(path, dim=DIM)
     indexer = Indexer(log, index)
     await indexer.start()
@@ -93,7 +93,7 @@ async def _filled_index(log: EventLog, path: Path, n: int) -> list[str]:
 
 
 async def test_index_missing_points_is_rebuilt_from_the_log(nats_server: NatsServer, tmp_path: Path) -> None:
-    log = await EventLog.connect(nats_server.url)
+    log = await NatsLog.connect(nats_server.url)
     try:
         ids = await _filled_index(log, tmp_path / "index", 30)
         damaged = EdgeIndex(tmp_path / "index", dim=DIM)
@@ -115,7 +115,7 @@ async def test_index_missing_points_is_rebuilt_from_the_log(nats_server: NatsSer
 
 
 async def test_index_without_payload_indexes_is_rebuilt(nats_server: NatsServer, tmp_path: Path) -> None:
-    log = await EventLog.connect(nats_server.url)
+    log = await NatsLog.connect(nats_server.url)
     try:
         await _filled_index(log, tmp_path / "index", 5)
         for segment in (tmp_path / "index" / "segments").iterdir():  # segments deleted, WAL left
@@ -134,7 +134,7 @@ async def test_index_without_payload_indexes_is_rebuilt(nats_server: NatsServer,
 
 
 async def test_an_unservable_log_entry_is_skipped_and_the_rest_served(nats_server: NatsServer, tmp_path: Path) -> None:
-    log = await EventLog.connect(nats_server.url)
+    log = await NatsLog.connect(nats_server.url)
     index = EdgeIndex(tmp_path / "index", dim=DIM)
     indexer = Indexer(log, index)
     await indexer.start()
@@ -171,7 +171,7 @@ async def test_an_unservable_log_entry_is_skipped_and_the_rest_served(nats_serve
 
 
 async def test_min_seq_beyond_the_end_of_the_log_is_refused_at_once(nats_server: NatsServer, tmp_path: Path) -> None:
-    log = await EventLog.connect(nats_server.url)
+    log = await NatsLog.connect(nats_server.url)
     index = EdgeIndex(tmp_path / "index", dim=DIM)
     indexer = Indexer(log, index)
     await indexer.start()

@@ -1,4 +1,4 @@
-"""The durable, ordered mutation log: one JetStream stream whose subjects are the public event subjects."""
+"""The log adapter on NATS JetStream: one stream whose subjects are the public event subjects."""
 
 from __future__ import annotations
 
@@ -7,9 +7,8 @@ import contextlib
 import json
 import logging
 import random
-from collections.abc import Awaitable, Callable
-from dataclasses import dataclass
-from typing import Any, Protocol
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any
 
 import nats
 import nats.errors
@@ -20,10 +19,11 @@ from nats.js import api
 
 from engram.config import DEFAULT_STREAM
 from engram.errors import DiskFull, Unavailable
+from engram.log import SUBJECT_PREFIX, Appended, LogEntry, LogState, NoState, Subscription, subject
+from engram.log.workqueue import NatsWorkQueue
 
 log = logging.getLogger(__name__)
 
-SUBJECT_PREFIX = "engram.events"
 DEFAULT_PUBLISH_TIMEOUT = 5.0
 DEFAULT_PUBLISH_ATTEMPTS = 2
 MAX_CONFLICTS = 1000
@@ -46,65 +46,13 @@ _CONNECTION_ERRORS = (
 )
 
 
-class LogState(Protocol):
-    """Told when the log becomes unreachable or stops acknowledging writes, and when it recovers."""
-
-    def log_unreachable(self, detail: str) -> None: ...
-
-    def log_reachable(self) -> None: ...
-
-    def log_stalled(self, detail: str) -> None: ...
-
-    def log_acknowledging(self) -> None: ...
-
-
-class _NoState:
-    def log_unreachable(self, detail: str) -> None:
-        return None
-
-    def log_reachable(self) -> None:
-        return None
-
-    def log_stalled(self, detail: str) -> None:
-        return None
-
-    def log_acknowledging(self) -> None:
-        return None
-
-
 def _redact(url: str) -> str:
     """A NATS URL without its credentials, for messages."""
     scheme, sep, rest = url.partition("://")
     return f"{scheme}{sep}{rest.rpartition('@')[2]}" if sep else url
 
 
-def subject(namespace: str, event: str) -> str:
-    """engram.events.<namespace>.<event>"""
-    return f"{SUBJECT_PREFIX}.{namespace}.{event}"
-
-
-@dataclass(frozen=True, slots=True)
-class Appended:
-    """Where an append landed; duplicate means JetStream had already stored this Nats-Msg-Id at seq."""
-
-    seq: int
-    duplicate: bool = False
-
-
-@dataclass(frozen=True, slots=True)
-class LogEntry:
-    """One mutation read back from the log."""
-
-    seq: int
-    subject: str
-    body: dict[str, Any]
-
-    @property
-    def event(self) -> str:
-        return self.subject.rsplit(".", 1)[-1]
-
-
-class EventLog:
+class NatsLog:
     """Appends mutations and reads them back in order. Sequence numbers are the cursor everywhere.
 
     Every body carries its own sequence (so plain NATS subscribers see it): appends are made with
@@ -117,7 +65,7 @@ class EventLog:
         self._stream = stream
         self._lock = asyncio.Lock()
         self._last: int | None = None
-        self._state: LogState = state or _NoState()
+        self._state: LogState = state or NoState()
         self._stalled = False
         self._closing = False
         self._up = asyncio.Event()  # set while connected: an interrupted append waits on it briefly
@@ -134,7 +82,7 @@ class EventLog:
         name: str = "engram",
         state: LogState | None = None,
         reconnect_wait: float = DEFAULT_RECONNECT_WAIT,
-    ) -> EventLog:
+    ) -> NatsLog:
         """Connects to NATS (reconnecting forever when the connection drops) and makes sure the stream exists."""
         event_log = cls(stream=stream, state=state)
         event_log._url = _redact(url)
@@ -184,9 +132,13 @@ class EventLog:
     def connected(self) -> bool:
         return bool(self._nc.is_connected)
 
-    @property
-    def nats(self) -> NatsClient:
-        return self._nc
+    async def work_queue(
+        self, durable: str, subjects: str | Sequence[str], *, ack_wait: float, deliver_all: bool = True
+    ) -> NatsWorkQueue:
+        policy = api.DeliverPolicy.ALL if deliver_all else api.DeliverPolicy.NEW
+        return await NatsWorkQueue.open(
+            self._nc, durable=durable, subjects=subjects, stream=self._stream, ack_wait=ack_wait, deliver_policy=policy
+        )
 
     async def ensure_stream(self) -> None:
         """Creates the stream on first use (file storage, dedup window for Nats-Msg-Id)."""
@@ -318,7 +270,7 @@ class EventLog:
 
     async def follow(
         self, start_seq: int, handler: Callable[[LogEntry], Awaitable[None]], *, subjects: str | None = None
-    ) -> Any:
+    ) -> Subscription:
         """Delivers every entry from start_seq on, in order, to handler (an ordered push consumer)."""
 
         async def on_message(msg: Msg) -> None:

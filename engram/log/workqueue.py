@@ -1,4 +1,4 @@
-"""Durable work queues over the log: a JetStream pull consumer whose entries are acked, retried later or dropped."""
+"""The work queue adapter on JetStream: a durable pull consumer whose entries are acked, retried later or dropped."""
 
 from __future__ import annotations
 
@@ -27,7 +27,7 @@ DEFAULT_ACK_TIMEOUT = 5.0
 
 
 @dataclass(frozen=True, slots=True)
-class WorkItem:
+class NatsWorkItem:
     """One log entry handed to a worker. Settle it exactly once: ack, nak (retry later) or term (give up)."""
 
     seq: int
@@ -62,7 +62,7 @@ class WorkItem:
 
 
 @contextlib.asynccontextmanager
-async def _settling(item: WorkItem, what: str) -> AsyncIterator[None]:
+async def _settling(item: NatsWorkItem, what: str) -> AsyncIterator[None]:
     try:
         yield
     except (nats.errors.Error, OSError) as e:
@@ -70,7 +70,7 @@ async def _settling(item: WorkItem, what: str) -> AsyncIterator[None]:
         raise Unavailable(f"Could not {what} log entry {item.seq}: {e!r}. It will be delivered again.") from e
 
 
-class WorkQueue:
+class NatsWorkQueue:
     """A durable pull consumer on the log's stream. Restarts resume after the last settled entry; an entry
     that is neither acked nor termed within `ack_wait` is delivered again (to this or another replica)."""
 
@@ -89,7 +89,7 @@ class WorkQueue:
         ack_wait: float = DEFAULT_ACK_WAIT_SECONDS,
         max_ack_pending: int = DEFAULT_MAX_ACK_PENDING,
         deliver_policy: api.DeliverPolicy = api.DeliverPolicy.ALL,
-    ) -> WorkQueue:
+    ) -> NatsWorkQueue:
         """Creates the durable consumer (or updates the settings an existing one may change) and binds to it.
 
         `deliver_policy` only matters the first time: afterwards the consumer remembers its position.
@@ -117,7 +117,7 @@ class WorkQueue:
         subscription = await js.pull_subscribe_bind(durable=durable, stream=stream)
         return cls(subscription, durable=durable)
 
-    async def fetch(self, batch: int = 1, *, timeout: float = DEFAULT_FETCH_TIMEOUT) -> list[WorkItem]:
+    async def fetch(self, batch: int = 1, *, timeout: float = DEFAULT_FETCH_TIMEOUT) -> list[NatsWorkItem]:
         """Waits up to `timeout` seconds for entries; returns at most `batch` of them (none on timeout)."""
         try:
             messages = await self._sub.fetch(batch, timeout=timeout)
@@ -143,7 +143,7 @@ class WorkQueue:
         except (nats.errors.Error, ValueError) as e:
             log.debug("work queue %s: unsubscribe failed: %r", self.durable, e)
 
-    async def _item(self, msg: Msg) -> WorkItem | None:
+    async def _item(self, msg: Msg) -> NatsWorkItem | None:
         meta = msg.metadata
         try:
             body = json.loads(msg.data)
@@ -154,4 +154,4 @@ class WorkQueue:
             with contextlib.suppress(nats.errors.Error):
                 await msg.term()
             return None
-        return WorkItem(meta.sequence.stream, msg.subject, body, meta.num_delivered, msg)
+        return NatsWorkItem(meta.sequence.stream, msg.subject, body, meta.num_delivered, msg)

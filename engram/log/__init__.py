@@ -1,0 +1,141 @@
+"""The mutation log's port: what services need from the durable, ordered log, independent of its engine.
+
+The adapter is engram.log.nats (NATS JetStream); nothing else touches the NATS client. Sequence numbers are the
+cursor everywhere: every entry has one, in append order, and readers resume from them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+SUBJECT_PREFIX = "engram.events"
+
+
+def subject(namespace: str, event: str) -> str:
+    """engram.events.<namespace>.<event>"""
+    return f"{SUBJECT_PREFIX}.{namespace}.{event}"
+
+
+@dataclass(frozen=True, slots=True)
+class Appended:
+    """Where an append landed; duplicate means the log had already stored this message id at seq."""
+
+    seq: int
+    duplicate: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class LogEntry:
+    """One mutation read back from the log."""
+
+    seq: int
+    subject: str
+    body: dict[str, Any]
+
+    @property
+    def event(self) -> str:
+        return self.subject.rsplit(".", 1)[-1]
+
+
+class LogState(Protocol):
+    """Told when the log becomes unreachable or stops acknowledging writes, and when it recovers."""
+
+    def log_unreachable(self, detail: str) -> None: ...
+
+    def log_reachable(self) -> None: ...
+
+    def log_stalled(self, detail: str) -> None: ...
+
+    def log_acknowledging(self) -> None: ...
+
+
+class NoState:
+    """A LogState that ignores everything (tools and tests that have no health to report)."""
+
+    def log_unreachable(self, detail: str) -> None:
+        return None
+
+    def log_reachable(self) -> None:
+        return None
+
+    def log_stalled(self, detail: str) -> None:
+        return None
+
+    def log_acknowledging(self) -> None:
+        return None
+
+
+class Subscription(Protocol):
+    async def unsubscribe(self) -> None: ...
+
+
+class WorkItem(Protocol):
+    """One log entry handed to a worker. Settle it exactly once: ack, nak (retry later) or term (give up)."""
+
+    @property
+    def seq(self) -> int: ...
+
+    @property
+    def subject(self) -> str: ...
+
+    @property
+    def body(self) -> dict[str, Any]: ...
+
+    @property
+    def attempt(self) -> int:
+        """1 on the first delivery; counts redeliveries after a nak or an expired ack_wait."""
+
+    @property
+    def event(self) -> str: ...
+
+    async def ack(self) -> None: ...
+
+    async def nak(self, delay: float = 0.0) -> None: ...
+
+    async def term(self) -> None: ...
+
+    async def in_progress(self) -> None: ...
+
+
+class WorkQueue(Protocol):
+    """A durable queue over the log's entries, shared by the replicas of one worker; restarts resume."""
+
+    durable: str
+
+    async def fetch(self, batch: int = 1, *, timeout: float = ...) -> Sequence[WorkItem]: ...
+
+    async def close(self) -> None: ...
+
+
+class Log(Protocol):
+    """Appends mutations and reads them back in order."""
+
+    @property
+    def connected(self) -> bool: ...
+
+    def on_reconnect(self, listener: Callable[[], Awaitable[None]]) -> None:
+        """Calls listener after the connection to the log came back (readers resume their follow)."""
+
+    async def append(self, namespace: str, event: str, body: dict[str, Any], *, msg_id: str) -> Appended:
+        """Appends one entry exactly once per msg_id; raises Unavailable or DiskFull when it cannot."""
+
+    async def read(self, seq: int) -> LogEntry | None: ...
+
+    async def last_seq(self) -> int: ...
+
+    async def count_events(self, event: str) -> int:
+        """How many entries of this event type the log holds (all namespaces)."""
+
+    async def follow(
+        self, start_seq: int, handler: Callable[[LogEntry], Awaitable[None]], *, subjects: str | None = None
+    ) -> Subscription:
+        """Delivers every entry from start_seq on, in order, to handler."""
+
+    async def work_queue(
+        self, durable: str, subjects: str | Sequence[str], *, ack_wait: float, deliver_all: bool = True
+    ) -> WorkQueue:
+        """Opens (creating it the first time) the durable work queue ``durable`` over ``subjects``."""
+
+    async def close(self) -> None: ...
