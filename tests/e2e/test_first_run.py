@@ -42,8 +42,7 @@ def test_serve_on_a_taken_port_says_so_in_one_line_and_exits_2(
 
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        f"engram: port {taken_port} is in use (another engram?); try --port {taken_port + 1} "
-        "or stop the other process"
+        f"engram: port {taken_port} is in use (another engram?); try --port {taken_port + 1} or stop the other process"
     ]
     assert not (tmp_path / "run" / "nats.pid").exists(), "nothing should start once the port is known to be taken"
     assert not (tmp_path / "node.json").exists()
