@@ -28,6 +28,7 @@ fuzz: $(STAMP)
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	$(VENV)/bin/mypy engram services
 
 proto: $(STAMP)

@@ -12,12 +12,16 @@ from collections.abc import Sequence
 from typing import Any
 
 from engram.config import Settings, SettingsError
+from engram.ports import PortInUse
 
 SERVICES = ("ingest", "search", "consolidation", "sync", "gateway")
 
 
 def _parser() -> argparse.ArgumentParser:
+    from engram import __version__
+
     parser = argparse.ArgumentParser(prog="engram", description="Engram: shared memory for AI agents.")
+    parser.add_argument("--version", action="version", version=f"engram {__version__}")
     sub = parser.add_subparsers(dest="command", required=True)
 
     def home(p: argparse.ArgumentParser) -> None:
@@ -108,6 +112,9 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _dispatch(args, settings)
     except KeyboardInterrupt:
         return 130
+    except PortInUse as e:  # a usage problem like a bad flag: exit 2, one line
+        print(f"engram: {e}", file=sys.stderr)
+        return 2
     except Exception as e:  # the top of the process: one clear line, details in the log
         from engram.errors import EngramError
         from engram.launcher import NodeStartError
@@ -169,7 +176,14 @@ def _keys(args: argparse.Namespace, settings: Settings) -> int:
         )
         return 0
     if args.keys_command == "list":
-        for record in store.list():
+        records = store.list()
+        if not records:
+            print(
+                "no keys yet; create one with engram keys create --namespace NAMESPACE --agent AGENT "
+                "[--scopes read,write]",
+                file=sys.stderr,
+            )
+        for record in records:
             print(f"{record.key_id}\t{record.namespace}\t{record.agent}\t{','.join(sorted(record.scopes))}")
         return 0
     if store.revoke(args.key_id):

@@ -9,6 +9,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import time
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
@@ -19,10 +20,12 @@ import grpc
 import uvicorn
 
 from engram import __version__
+from engram.clients import connect_lines
 from engram.config import Settings
 from engram.errors import DiskFull
 from engram.health import MIB, disk_space
 from engram.natsd import NatsServer, NatsSupervisor
+from engram.ports import listen_socket
 from engram.runtime import Resources, RunningServer, serve
 from engram.v1 import gateway_pb2, gateway_pb2_grpc
 
@@ -165,17 +168,25 @@ class _Uvicorn(uvicorn.Server):
         yield
 
 
-async def start_http(app: Any, host: str, port: int) -> tuple[_Uvicorn, asyncio.Task[None], str]:
-    """Starts uvicorn for app and returns it once it listens, with its URL (port 0 picks one)."""
+async def start_http(
+    app: Any, host: str, port: int, *, sock: socket.socket | None = None
+) -> tuple[_Uvicorn, asyncio.Task[None], str]:
+    """Starts uvicorn for app and returns it once it listens, with its URL (port 0 picks one).
+
+    ``sock``: a socket already bound with ``listen_socket`` (so a taken port was reported before anything started);
+    without one it is bound here, raising PortInUse if the port is taken.
+    """
+    if sock is None:
+        sock = listen_socket(host, port)
     config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", access_log=False)
     server = _Uvicorn(config)
-    task = asyncio.create_task(server.serve())
+    task = asyncio.create_task(server.serve(sockets=[sock]))
     while not server.started:
         if task.done():
             task.result()  # raises the startup error
             raise OSError(f"the HTTP server did not start on {host}:{port}")
         await asyncio.sleep(0.01)
-    bound = server.servers[0].sockets[0].getsockname()[1]
+    bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     return server, task, f"http://{shown}:{bound}"
 
@@ -211,7 +222,13 @@ async def run_node(settings: Settings, *, idle_exit: bool = False, announce: boo
     stop = asyncio.Event()
     install_stop_signals(stop)
     with owner_lock(home):
-        nats = NatsServer.start(home)
+        # Bound before anything starts, so a taken port is one line, not a half-started node.
+        http_socket = listen_socket(settings.host, settings.port)
+        try:
+            nats = NatsServer.start(home)
+        except BaseException:
+            http_socket.close()
+            raise
         resources: Resources | None = None
         grpc_server: RunningServer | None = None
         backend: Backend | None = None
@@ -240,7 +257,7 @@ async def run_node(settings: Settings, *, idle_exit: bool = False, announce: boo
 
             grpc_server = await serve(services, "127.0.0.1:0", resources=resources, extra=[control], on_bound=bound)
             backend = Backend(ingest_addr=grpc_server.address, search_addr=grpc_server.address)
-            http = await start_http(build_app(settings, backend, keys), settings.host, settings.port)
+            http = await start_http(build_app(settings, backend, keys), settings.host, settings.port, sock=http_socket)
             control.http_url, control.grpc_address = http[2], grpc_server.address
             info = NodeInfo(os.getpid(), http[2], grpc_server.address, str(home), nats.url, settings.dev)
             _write_node_file(home, info)
@@ -254,6 +271,8 @@ async def run_node(settings: Settings, *, idle_exit: bool = False, announce: boo
             (home / NODE_FILE).unlink(missing_ok=True)
             if http is not None:
                 await stop_http(http[0], http[1])
+            else:
+                http_socket.close()
             if grpc_server is not None:
                 await grpc_server.stop(grace=1.0)
             if backend is not None:
@@ -299,10 +318,7 @@ def banner(settings: Settings, info: NodeInfo, seconds: float) -> str:
             f"  Data dir               {info.home}",
             f"  Auth                   {mode}",
             "",
-            "Connect a client:",
-            f"  Claude Code (HTTP)     claude mcp add --transport http engram {info.mcp_url}",
-            f"  Claude Code (stdio)    claude mcp add engram -- engram mcp --home {info.home}",
-            f'  Cursor                 ~/.cursor/mcp.json: {{"mcpServers": {{"engram": {{"url": "{info.mcp_url}"}}}}}}',
+            *connect_lines(info.mcp_url, info.home, keys_required=not settings.dev),
             "Press Ctrl-C to stop.",
         ]
     )

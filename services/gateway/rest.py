@@ -259,7 +259,7 @@ def build_router(ops: Operations, resolver: Resolver) -> APIRouter:
         caller: CurrentCaller,
         min_seq: Annotated[int | None, Query(ge=0, le=MAX_SEQ, description=_description(MinSeq))] = None,
     ) -> MemoryOut:
-        """One memory of the caller's namespace, with its history."""
+        """One memory of the caller's namespace, as it is now (earlier versions are not kept yet)."""
         return await ops.get(caller, memory_id, min_seq=min_seq)
 
     @router.get("/memories", response_model=ListResult, summary="List memories, most recent first")

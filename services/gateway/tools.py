@@ -578,8 +578,8 @@ other agents may already have recorded the answer. Returns the best hits with a 
 full memory; filters narrow by tags, type, owner agent, topics, project and creation time."""
 
 GET_DESCRIPTION = """\
-Fetch one memory by id, with its full history. Use it when a search hit, a handoff or another memory \
-refers to an id and you need its complete, current content."""
+Fetch one memory by id: its complete, current content and fields (earlier versions are not kept yet, so \
+history is empty). Use it when a search hit, a handoff or another memory refers to an id."""
 
 LIST_DESCRIPTION = """\
 List memories of your namespace, most recent first, optionally filtered. Use it to see what was saved \

