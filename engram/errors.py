@@ -217,11 +217,11 @@ class PayloadTooLarge(EngramError):
 
 
 def format_bytes(size: int) -> str:
-    """1048576 -> '1 MiB', 209715200 -> '200 MiB', 1500 -> '1500 bytes': exact binary units, else bytes."""
+    """1048576 -> '1 MiB', 3145771 -> '3.0 MiB', 1500 -> '1500 bytes'."""
     for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
         if size >= scale and size % scale == 0:
             return f"{size // scale} {unit}"
-    if size >= 10 << 20:
+    if size >= 1 << 20:
         return f"{size / (1 << 20):.1f} MiB"
     return f"{size} bytes"
 

@@ -174,6 +174,7 @@ def _require_shallow(body: bytes) -> None:
 
 def _jsonrpc_error(error: EngramError) -> Response:
     """A JSON-RPC error with the HTTP status of the error: the MCP client reads and shows its message."""
-    status = error_response(error).status_code
+    http = error_response(error)
+    headers = {name: value for name, value in http.headers.items() if name in ("connection", "retry-after")}
     body = {"jsonrpc": "2.0", "id": None, "error": {"code": JSONRPC_INVALID_REQUEST, "message": str(error)}}
-    return Response(json.dumps(body), status_code=status, media_type=JSON_MEDIA_TYPE)
+    return Response(json.dumps(body), status_code=http.status_code, headers=headers, media_type=JSON_MEDIA_TYPE)

@@ -113,10 +113,13 @@ def error_response(error: EngramError) -> Response:
     """The HTTP form of a service error."""
     if error.code == "unauthenticated":
         return unauthenticated(str(error))
-    headers = None
+    headers = {}
     if error.code in ("unavailable", "resource_exhausted"):
         retry_after = getattr(error, "retry_after", DEFAULT_RETRY_AFTER_SECONDS)
-        headers = {"Retry-After": str(max(1, math.ceil(retry_after)))}
+        headers["Retry-After"] = str(max(1, math.ceil(retry_after)))
+    if error.code == "payload_too_large":
+        # The rest of the body is never read: closing the connection stops the client sending it.
+        headers["Connection"] = "close"
     # A stopped import also says what was stored and where to resume (the fields of ImportResult).
     extensions = error.result if isinstance(error, ImportStopped) else None
     status = STATUS_BY_CODE.get(error.code, 500)
