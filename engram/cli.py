@@ -201,6 +201,13 @@ def _import(args: argparse.Namespace, settings: Settings) -> int:
     from engram.importer import ImportFailed, print_summary, run_import
 
     source = Path(args.file)
+    if source.is_dir():
+        print(
+            f"engram: {source} is a folder; pass one JSON-lines file (e.g. {source / 'memories.jsonl'}), "
+            f'or import each: for f in {source}/*.jsonl; do engram import "$f"; done',
+            file=sys.stderr,
+        )
+        return 2
     if not source.is_file():
         print(f"engram: no such file: {source}", file=sys.stderr)
         return 2

@@ -20,6 +20,9 @@ DEFAULT_MAX_METADATA_BYTES = 16 * 1024
 DEFAULT_READ_WAIT_SECONDS = 5.0
 DEFAULT_MAX_REQUEST_BYTES = 1024 * 1024  # a JSON request (save, search, an MCP message)
 DEFAULT_MAX_IMPORT_LINE_BYTES = 1024 * 1024  # one line of a bulk import
+# One import request (a chunk of a JSONL file; `engram import` sends at most 8 MiB per request). It is streamed,
+# never held whole, so it may be larger than a JSON request; the limit bounds how long one request can run.
+DEFAULT_MAX_IMPORT_BYTES = 32 * 1024 * 1024
 DEFAULT_DISK_RESERVE_MB = 100  # writes stop (and readiness says why) when less is free in the data dir
 DEFAULT_SEARCH_LIMIT = 10
 MAX_SEARCH_LIMIT = 100
@@ -52,6 +55,7 @@ class Settings:
     max_metadata_bytes: int = DEFAULT_MAX_METADATA_BYTES
     max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
     max_import_line_bytes: int = DEFAULT_MAX_IMPORT_LINE_BYTES
+    max_import_bytes: int = DEFAULT_MAX_IMPORT_BYTES
     disk_reserve_mb: int = DEFAULT_DISK_RESERVE_MB
     read_wait_seconds: float = DEFAULT_READ_WAIT_SECONDS
     qdrant_url: str | None = None
@@ -106,6 +110,8 @@ class Settings:
             raise SettingsError("ENGRAM_MAX_CONTENT_BYTES must be > 0 and ENGRAM_READ_WAIT_SECONDS >= 0")
         if self.max_request_bytes < 4096 or self.max_import_line_bytes < 4096:
             raise SettingsError("ENGRAM_MAX_REQUEST_BYTES and ENGRAM_MAX_IMPORT_LINE_BYTES must be at least 4096")
+        if self.max_import_bytes < self.max_import_line_bytes:
+            raise SettingsError("ENGRAM_MAX_IMPORT_BYTES must be at least ENGRAM_MAX_IMPORT_LINE_BYTES")
         if self.disk_reserve_mb < 0:
             raise SettingsError(f"ENGRAM_DISK_RESERVE_MB must be >= 0, got {self.disk_reserve_mb}")
 

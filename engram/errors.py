@@ -181,26 +181,95 @@ class DiskFull(_Retryable):
 
 
 class PayloadTooLarge(EngramError):
-    """A request body is over the size limit of its route."""
+    """A request body (or one line of an import) is over its size limit; ``setting`` is the variable that sets it."""
 
     code = "payload_too_large"
 
-    def __init__(self, size: int | None, limit: int, what: str = "The request body") -> None:
-        shown = f"{size} bytes" if size is not None else "larger than allowed"
-        super().__init__(
-            f"{what} is {shown}; the limit is {limit} bytes. Send less (split the content into several memories)."
-        )
+    def __init__(
+        self, size: int | None, limit: int, what: str = "The request body", *, setting: str = "", hint: str = ""
+    ) -> None:
+        named = f" ({setting})" if setting else ""
+        hint = hint or "Send less: split the content into several memories."
+        if size is None:  # a streamed body, refused once it passed the limit
+            super().__init__(f"{what} is larger than the limit of {format_bytes(limit)}{named}. {hint}")
+        else:
+            super().__init__(f"{what} is {format_bytes(size)}; the limit is {format_bytes(limit)}{named}. {hint}")
         self.size = size
         self.limit = limit
         self.what = what
+        self.setting = setting
+        self.hint = hint
 
     def details(self) -> dict[str, str]:
-        return {"size": "" if self.size is None else str(self.size), "limit": str(self.limit), "what": self.what}
+        size = "" if self.size is None else str(self.size)
+        return {"size": size, "limit": str(self.limit), "what": self.what, "setting": self.setting, "hint": self.hint}
 
     @classmethod
     def rebuild(cls, message: str, details: dict[str, str]) -> Self:
         size = details.get("size", "")
-        return cls(int(size) if size else None, int(details.get("limit", 0)), details.get("what", "The request body"))
+        return cls(
+            int(size) if size else None,
+            int(details.get("limit", 0)),
+            details.get("what", "The request body"),
+            setting=details.get("setting", ""),
+            hint=details.get("hint", ""),
+        )
+
+
+def format_bytes(size: int) -> str:
+    """1048576 -> '1 MiB', 3145771 -> '3.0 MiB', 1500 -> '1500 bytes'."""
+    for unit, scale in (("GiB", 1 << 30), ("MiB", 1 << 20), ("KiB", 1 << 10)):
+        if size >= scale and size % scale == 0:
+            return f"{size // scale} {unit}"
+    if size >= 1 << 20:
+        return f"{size / (1 << 20):.1f} MiB"
+    return f"{size} bytes"
+
+
+class UnsupportedMediaType(EngramError):
+    """The request body is not in the media type its route reads."""
+
+    code = "unsupported_media_type"
+
+    def __init__(self, got: str, expected: str) -> None:
+        shown = f"Content-Type {got!r}" if got else "no Content-Type"
+        super().__init__(f"This route reads {expected} but the request has {shown}; send Content-Type: {expected}.")
+        self.got = got
+        self.expected = expected
+
+    def details(self) -> dict[str, str]:
+        return {"got": self.got, "expected": self.expected}
+
+    @classmethod
+    def rebuild(cls, message: str, details: dict[str, str]) -> Self:
+        return cls(details.get("got", ""), details.get("expected", "application/json"))
+
+
+class ImportStopped(EngramError):
+    """A bulk import stopped part-way; ``result`` says what was stored and ``resume_from`` where to go on.
+
+    Its kind is the cause's (e.g. ``unavailable`` when the log went away), so the status tells the caller whether
+    retrying later can help.
+    """
+
+    def __init__(self, cause: EngramError, result: dict[str, Any], resume_from: int) -> None:
+        super().__init__(f"The import stopped before line {resume_from}: {cause} Resume from line {resume_from}.")
+        self.code = cause.code  # type: ignore[misc]  # per instance: the cause's kind
+        self.retry_after = getattr(cause, "retry_after", DEFAULT_RETRY_AFTER_SECONDS)
+        self.result = result
+        self.resume_from = resume_from
+
+    def details(self) -> dict[str, str]:
+        return {"code": self.code, "resume_from": str(self.resume_from), "retry_after": f"{self.retry_after:g}"}
+
+    @classmethod
+    def rebuild(cls, message: str, details: dict[str, str]) -> Self:
+        # Only the gateway raises it; rebuilt from its details should it ever cross gRPC.
+        cause = RemoteError(details.get("code", "internal"), message)
+        cause.retry_after = float(details.get("retry_after", DEFAULT_RETRY_AFTER_SECONDS))  # type: ignore[attr-defined]
+        error = cls(cause, {}, int(details.get("resume_from", 0) or 0))
+        Exception.__init__(error, message)
+        return error
 
 
 class RemoteError(EngramError):

@@ -12,6 +12,8 @@ NAMESPACE_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}"
 # "ci.bot-1"; the first character is alphanumeric so an id can't be mistaken for a CLI flag.
 AGENT_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._@-]{0,127}"
 
+AGENT_RULE = "use 1-128 characters from A-Z a-z 0-9 '_' '-' '.' '@', starting with a letter or digit (no spaces)."
+
 # fullmatch rather than ^...$: "$" also matches before a trailing newline, which would let "ns\n" through.
 _NAMESPACE_RE = re.compile(NAMESPACE_PATTERN)
 _AGENT_RE = re.compile(AGENT_PATTERN)
@@ -40,8 +42,5 @@ def validate_namespace(name: object) -> str:
 def validate_agent(name: object) -> str:
     """Return ``name`` unchanged if it is a valid agent id, else raise ValueError saying what is allowed."""
     if not is_valid_agent(name):
-        raise ValueError(
-            f"invalid agent id {name!r}: use 1-128 characters from A-Z a-z 0-9 '_' '-' '.' '@', "
-            "starting with a letter or digit (no spaces)"
-        )
+        raise ValueError(f"invalid agent id {name!r}: {AGENT_RULE.rstrip('.')}")
     return name

@@ -126,14 +126,16 @@ class ImportMemoriesRequest(_message.Message):
     def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., memory: _Optional[_Union[_common_pb2.MemoryInput, _Mapping]] = ..., line: _Optional[int] = ..., source_id: _Optional[str] = ...) -> None: ...
 
 class ImportedItem(_message.Message):
-    __slots__ = ("line", "id", "seq")
+    __slots__ = ("line", "id", "seq", "already_present")
     LINE_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
+    ALREADY_PRESENT_FIELD_NUMBER: _ClassVar[int]
     line: int
     id: str
     seq: int
-    def __init__(self, line: _Optional[int] = ..., id: _Optional[str] = ..., seq: _Optional[int] = ...) -> None: ...
+    already_present: bool
+    def __init__(self, line: _Optional[int] = ..., id: _Optional[str] = ..., seq: _Optional[int] = ..., already_present: _Optional[bool] = ...) -> None: ...
 
 class ImportRejection(_message.Message):
     __slots__ = ("line", "reason")
@@ -144,20 +146,26 @@ class ImportRejection(_message.Message):
     def __init__(self, line: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
 
 class ImportMemoriesResponse(_message.Message):
-    __slots__ = ("imported", "rejected", "last_line", "last_seq", "items", "redactions")
+    __slots__ = ("imported", "rejected", "last_line", "last_seq", "items", "redactions", "already_present", "stopped", "stopped_code")
     IMPORTED_FIELD_NUMBER: _ClassVar[int]
     REJECTED_FIELD_NUMBER: _ClassVar[int]
     LAST_LINE_FIELD_NUMBER: _ClassVar[int]
     LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
     ITEMS_FIELD_NUMBER: _ClassVar[int]
     REDACTIONS_FIELD_NUMBER: _ClassVar[int]
+    ALREADY_PRESENT_FIELD_NUMBER: _ClassVar[int]
+    STOPPED_FIELD_NUMBER: _ClassVar[int]
+    STOPPED_CODE_FIELD_NUMBER: _ClassVar[int]
     imported: int
     rejected: _containers.RepeatedCompositeFieldContainer[ImportRejection]
     last_line: int
     last_seq: int
     items: _containers.RepeatedCompositeFieldContainer[ImportedItem]
     redactions: _containers.RepeatedCompositeFieldContainer[_common_pb2.Redaction]
-    def __init__(self, imported: _Optional[int] = ..., rejected: _Optional[_Iterable[_Union[ImportRejection, _Mapping]]] = ..., last_line: _Optional[int] = ..., last_seq: _Optional[int] = ..., items: _Optional[_Iterable[_Union[ImportedItem, _Mapping]]] = ..., redactions: _Optional[_Iterable[_Union[_common_pb2.Redaction, _Mapping]]] = ...) -> None: ...
+    already_present: int
+    stopped: str
+    stopped_code: str
+    def __init__(self, imported: _Optional[int] = ..., rejected: _Optional[_Iterable[_Union[ImportRejection, _Mapping]]] = ..., last_line: _Optional[int] = ..., last_seq: _Optional[int] = ..., items: _Optional[_Iterable[_Union[ImportedItem, _Mapping]]] = ..., redactions: _Optional[_Iterable[_Union[_common_pb2.Redaction, _Mapping]]] = ..., already_present: _Optional[int] = ..., stopped: _Optional[str] = ..., stopped_code: _Optional[str] = ...) -> None: ...
 
 class EnrichMemoryRequest(_message.Message):
     __slots__ = ("caller", "id", "questions", "model")

@@ -16,8 +16,16 @@ from engram.config import Settings, is_loopback
 from engram.errors import Unauthenticated
 from engram.keys import KeyStore
 from engram.services.gateway.backend import Backend
+from engram.services.gateway.edge import EdgeMiddleware, EdgePolicy
 from engram.services.gateway.identity import Resolver
-from engram.services.gateway.rest import add_error_handlers, build_router, problem, unauthenticated
+from engram.services.gateway.rest import (
+    IMPORT_PATH,
+    JSON_BODY_PATHS,
+    add_error_handlers,
+    build_router,
+    problem,
+    unauthenticated,
+)
 from engram.services.gateway.status import add_probes
 from engram.services.gateway.tools import ENGRAM_VERSION, CursorTracker, Operations, build_mcp
 
@@ -51,12 +59,20 @@ def build_app(settings: Settings, backend: Backend, keys: KeyStore) -> FastAPI:
 
     app = FastAPI(title="Engram", version=ENGRAM_VERSION, description=DESCRIPTION, lifespan=lifespan)
     add_error_handlers(app)
-    app.include_router(build_router(Operations(backend, cursors), resolver))
+    app.include_router(build_router(Operations(backend, cursors), resolver, settings))
     # A Route whose endpoint is not a function is called as a raw ASGI app (all methods: POST, GET, DELETE).
     mcp_endpoint: Any = RequireKey(StreamableHTTPASGIApp(sessions), resolver)
     app.add_route(MCP_PATH, mcp_endpoint, include_in_schema=False)
     add_probes(app, backend, resolver)
-    app.add_middleware(HostGuardMiddleware, guard=guard)
+    edge = EdgePolicy(
+        max_request_bytes=settings.max_request_bytes,
+        max_import_bytes=settings.max_import_bytes,
+        json_paths=JSON_BODY_PATHS,
+        import_path=IMPORT_PATH,
+        mcp_path=MCP_PATH,
+    )
+    app.add_middleware(EdgeMiddleware, policy=edge)
+    app.add_middleware(HostGuardMiddleware, guard=guard)  # added last, so it runs first
     _document_problems_not_422(app)
     return app
 
@@ -161,7 +177,14 @@ class HostGuardMiddleware:
                 detail = f"Origin {origin!r} is not allowed. Add it to ENGRAM_ALLOWED_ORIGINS to allow it."
                 await problem(403, detail, code="invalid_origin")(scope, receive, send)
                 return
+            scope = _lowercase_host(scope)  # the MCP SDK checks Host again, case-sensitively
         await self._app(scope, receive, send)
+
+
+def _lowercase_host(scope: Scope) -> Scope:
+    """Host names are case-insensitive (RFC 9110, 4.2.3): LOCALHOST is localhost."""
+    headers = [(name, value.lower() if name == b"host" else value) for name, value in scope["headers"]]
+    return {**scope, "headers": headers}
 
 
 def _with_port_variants(values: Iterable[str]) -> frozenset[str]:
@@ -170,11 +193,13 @@ def _with_port_variants(values: Iterable[str]) -> frozenset[str]:
     for value in values:
         bare = value.removesuffix(":*").rstrip("/")
         if bare:
+            bare = bare.lower()
             out.update({bare, f"{bare}:*"})
     return frozenset(out)
 
 
 def _matches(value: str, patterns: frozenset[str]) -> bool:
+    value = value.lower()  # host names (and an origin's scheme and host) are case-insensitive
     if value in patterns:
         return True
     base, sep, port = value.rpartition(":")

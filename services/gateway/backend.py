@@ -44,12 +44,14 @@ class SearchOutcome:
 
 @dataclass(frozen=True, slots=True)
 class ImportOutcome:
-    imported: int
+    imported: int  # newly stored
     rejected: list[tuple[int, str]]  # (line, reason)
     last_line: int
     last_seq: int
-    items: list[tuple[int, str]]  # (line, memory id)
+    items: list[tuple[int, str, bool]]  # (line, memory id, already present)
     redactions: list[Redaction]
+    already_present: int = 0  # stored by an earlier import (same source_id)
+    stopped: errors.EngramError | None = None  # why ingest stopped before the end of the stream, if it did
 
 
 @dataclass(frozen=True, slots=True)
@@ -132,13 +134,18 @@ class Backend:
             response = await self._ingest.ImportMemories(requests(), timeout=IMPORT_TIMEOUT)
         except grpc.aio.AioRpcError as e:
             raise error_from_rpc(e) from e
+        stopped = None
+        if response.stopped:
+            stopped = errors.RemoteError(response.stopped_code or "internal", response.stopped)
         return ImportOutcome(
             imported=response.imported,
             rejected=[(r.line, r.reason) for r in response.rejected],
             last_line=response.last_line,
             last_seq=response.last_seq,
-            items=[(i.line, i.id) for i in response.items],
+            items=[(i.line, i.id, i.already_present) for i in response.items],
             redactions=[Redaction(r.kind, r.count) for r in response.redactions],
+            already_present=response.already_present,
+            stopped=stopped,
         )
 
     async def search(

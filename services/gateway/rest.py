@@ -16,8 +16,8 @@ from pydantic import BaseModel, Field
 from pydantic.fields import FieldInfo
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from engram.config import MAX_SEARCH_LIMIT
-from engram.errors import DEFAULT_RETRY_AFTER_SECONDS, EngramError, InvalidArgument
+from engram.config import MAX_SEARCH_LIMIT, Settings
+from engram.errors import DEFAULT_RETRY_AFTER_SECONDS, EngramError, ImportStopped, PayloadTooLarge
 from engram.model import Caller
 from engram.names import AGENT_PATTERN
 from engram.services.gateway.identity import REST_SOURCE, RequestIdentity, Resolver
@@ -46,6 +46,7 @@ from engram.services.gateway.tools import (
     SearchRequest,
     SearchResult,
     TypeFilter,
+    describe_validation,
 )
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
@@ -86,8 +87,15 @@ class Problem(BaseModel):
     code: str = Field(description="Engram's error code, the same over gRPC, MCP and REST.")
 
 
-def problem(status: int, detail: str, *, code: str | None = None, headers: dict[str, str] | None = None) -> Response:
-    """An ``application/problem+json`` response."""
+def problem(
+    status: int,
+    detail: str,
+    *,
+    code: str | None = None,
+    headers: dict[str, str] | None = None,
+    extensions: dict[str, Any] | None = None,
+) -> Response:
+    """An ``application/problem+json`` response; ``extensions`` are extra members (RFC 9457, section 3.2)."""
     code = code or _CODE_BY_STATUS.get(status, "internal" if status >= 500 else "http_error")
     body = Problem(
         type=PROBLEM_TYPE_PREFIX + code,
@@ -96,7 +104,8 @@ def problem(status: int, detail: str, *, code: str | None = None, headers: dict[
         detail=detail,
         code=code,
     )
-    return JSONResponse(body.model_dump(), status_code=status, headers=headers, media_type=PROBLEM_MEDIA_TYPE)
+    content = {**(extensions or {}), **body.model_dump()}
+    return JSONResponse(content, status_code=status, headers=headers, media_type=PROBLEM_MEDIA_TYPE)
 
 
 def unauthenticated(detail: str) -> Response:
@@ -108,11 +117,17 @@ def error_response(error: EngramError) -> Response:
     """The HTTP form of a service error."""
     if error.code == "unauthenticated":
         return unauthenticated(str(error))
-    headers = None
+    headers = {}
     if error.code in ("unavailable", "resource_exhausted"):
         retry_after = getattr(error, "retry_after", DEFAULT_RETRY_AFTER_SECONDS)
-        headers = {"Retry-After": str(max(1, math.ceil(retry_after)))}
-    return problem(STATUS_BY_CODE.get(error.code, 500), str(error), code=error.code, headers=headers)
+        headers["Retry-After"] = str(max(1, math.ceil(retry_after)))
+    if error.code == "payload_too_large":
+        # The rest of the body is never read: closing the connection stops the client sending it.
+        headers["Connection"] = "close"
+    # A stopped import also says what was stored and where to resume (the fields of ImportResult).
+    extensions = error.result if isinstance(error, ImportStopped) else None
+    status = STATUS_BY_CODE.get(error.code, 500)
+    return problem(status, str(error), code=error.code, headers=headers, extensions=extensions)
 
 
 def add_error_handlers(app: FastAPI) -> None:
@@ -139,11 +154,7 @@ async def _on_http_error(request: Request, error: Exception) -> Response:
 
 def _describe_validation(error: RequestValidationError) -> str:
     """'body.limit: Input should be less than or equal to 100; ...' — field first, like InvalidArgument."""
-    parts = []
-    for item in error.errors():
-        location = ".".join(str(p) for p in item.get("loc", ()))
-        parts.append(f"{location}: {item.get('msg', 'is invalid')}")
-    return "; ".join(parts) or "The request is invalid."
+    return describe_validation(error.errors())
 
 
 # Every answer an API route can give besides its success, documented once for all routers.
@@ -222,26 +233,52 @@ def caller_dependency(resolver: Resolver) -> Callable[..., Awaitable[Caller]]:
     return current_caller
 
 
-MAX_IMPORT_LINE_BYTES = 1024 * 1024
+IMPORT_PATH = "/v1/memories:import"
+# The routes whose body is one JSON document (the edge checks their Content-Type and nesting first).
+JSON_BODY_PATHS = frozenset({"/v1/memories", "/v1/memories:search"})
+LINE_SETTING = "ENGRAM_MAX_IMPORT_LINE_BYTES"
 
 
-async def _numbered_lines(request: Request, first: int) -> AsyncIterator[tuple[int, bytes]]:
-    """The request body's lines, numbered from first, read as they arrive (the body is never held whole)."""
+async def _numbered_lines(
+    request: Request, first: int, max_line_bytes: int
+) -> AsyncIterator[tuple[int, bytes | EngramError]]:
+    """The request body's lines, numbered from first, read as they arrive (the body is never held whole).
+
+    A line longer than max_line_bytes is not kept: its bytes are counted and dropped up to its end, and it is
+    given as a PayloadTooLarge in place of its text, to be rejected like any other invalid line.
+    """
     number = first
-    buffer = b""
+    buffer = bytearray()
+    skipped = 0  # bytes of an over-long line dropped so far (0: not inside one)
+
+    def too_long(size: int) -> PayloadTooLarge:
+        hint = "Shorten it or split it into several memories."
+        return PayloadTooLarge(size, max_line_bytes, "The line", setting=LINE_SETTING, hint=hint)
+
     async for chunk in request.stream():
-        buffer += chunk
-        *lines, buffer = buffer.split(b"\n")
-        for line in lines:
-            yield number, line
+        start = 0
+        while start < len(chunk):
+            end = chunk.find(b"\n", start)
+            stop = len(chunk) if end < 0 else end
+            if skipped or len(buffer) + stop - start > max_line_bytes:
+                skipped += len(buffer) + stop - start
+                buffer.clear()
+            else:
+                buffer += chunk[start:stop]
+            if end < 0:
+                break
+            yield number, (too_long(skipped) if skipped else bytes(buffer))
+            skipped = 0
+            buffer.clear()
             number += 1
-        if len(buffer) > MAX_IMPORT_LINE_BYTES:
-            raise InvalidArgument(f"line {number}", f"is longer than {MAX_IMPORT_LINE_BYTES} bytes.")
-    if buffer:
-        yield number, buffer
+            start = end + 1
+    if skipped:
+        yield number, too_long(skipped)
+    elif buffer:
+        yield number, bytes(buffer)
 
 
-def build_router(ops: Operations, resolver: Resolver) -> APIRouter:
+def build_router(ops: Operations, resolver: Resolver, settings: Settings) -> APIRouter:
     """Routes /v1/memories (save, list), /v1/memories/{id} (get) and /v1/memories:search."""
     router = APIRouter(prefix="/v1", tags=["memories"], responses=ERROR_RESPONSES)
     CurrentCaller = Annotated[Caller, Depends(caller_dependency(resolver))]
@@ -305,7 +342,8 @@ def build_router(ops: Operations, resolver: Resolver) -> APIRouter:
         first_line: Annotated[int, Query(ge=1, le=MAX_SEQ, description="The number of the body's first line.")] = 1,
     ) -> ImportResult:
         """Stores every valid line in order and says which lines were rejected and why; resume after last_line."""
-        return await ops.import_lines(caller, _numbered_lines(request, first_line))
+        lines = _numbered_lines(request, first_line, settings.max_import_line_bytes)
+        return await ops.import_lines(caller, lines, first_line=first_line)
 
     @router.post("/memories:search", response_model=SearchResult, summary="Search memories")
     async def search_memories(body: SearchRequest, caller: CurrentCaller) -> SearchResult:

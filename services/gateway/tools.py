@@ -4,17 +4,18 @@ from __future__ import annotations
 
 import contextlib
 import threading
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Iterator, Sequence
 from typing import Annotated, Any, Literal, get_args
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.server.mcpserver.exceptions import ToolError
-from mcp.types import ToolAnnotations
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
+from mcp.types import Tool as MCPTool
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
 from engram import __version__
 from engram.config import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, Settings
-from engram.errors import EngramError, InvalidArgument
+from engram.errors import EngramError, ImportStopped, InvalidArgument
 from engram.model import (
     CONFIDENCES,
     IMPORTANCES,
@@ -255,15 +256,23 @@ class ImportRejectionOut(BaseModel):
 class ImportedOut(BaseModel):
     line: int
     id: str
+    already_present: bool = Field(default=False, description="An earlier import stored it (same source_id).")
 
 
 class ImportResult(BaseModel):
-    imported: int = Field(description="How many memories were stored.")
+    imported: int = Field(description="How many memories were newly stored.")
+    already_present: int = Field(
+        default=0, description="Lines an earlier import already stored (same source_id): nothing new was written."
+    )
     rejected: list[ImportRejectionOut] = Field(description="Lines that were not stored, and why.")
     last_line: int = Field(description="The last line the server processed; resume after it.")
+    resume_from: int = Field(description="The line to send next (last_line + 1).")
     last_seq: int = Field(description="Log sequence of the last stored memory (a min_seq for reads).")
-    items: list[ImportedOut] = Field(description="The id of each stored line.")
+    items: list[ImportedOut] = Field(description="The id of each stored (or already present) line.")
     redactions: list[RedactionOut] = Field(default_factory=list)
+    stopped: str | None = Field(
+        default=None, description="Set when the import stopped before the end of its body: why (see resume_from)."
+    )
 
 
 class SaveResult(BaseModel):
@@ -454,35 +463,61 @@ class Operations:
             rerank_note=outcome.rerank_note,
         )
 
-    async def import_lines(self, caller: Caller, lines: AsyncIterator[tuple[int, bytes]]) -> ImportResult:
-        """Bulk import of JSON lines: a bad line is rejected with its reason, the others are imported in order."""
+    async def import_lines(
+        self, caller: Caller, lines: AsyncIterator[tuple[int, bytes | EngramError]], *, first_line: int = 1
+    ) -> ImportResult:
+        """Bulk import of JSON lines: a bad line is rejected with its reason, the others are imported in order.
+
+        ``lines`` gives each line's bytes, or the error that makes it unreadable (e.g. too long). If the import
+        stops part-way (the body passes its limit, the log goes away) ImportStopped carries what was stored.
+        """
         require_scope(caller, "write")
         rejected: list[ImportRejectionOut] = []
+        handled = first_line - 1  # the last line this gateway rejected or handed to ingest
+        stop: EngramError | None = None
 
         async def items() -> AsyncIterator[ImportLine]:
-            async for number, raw in lines:
-                if not raw.strip():
-                    continue
-                try:
-                    line = ImportLineIn.model_validate_json(raw)
-                    draft = _draft(line)
-                except (ValidationError, InvalidArgument) as e:
-                    rejected.append(ImportRejectionOut(line=number, reason=_reason(e)))
-                    continue
-                yield ImportLine(number, draft, line.source_id or "")
+            nonlocal handled, stop
+            try:
+                async for number, raw in lines:
+                    handled = number
+                    if isinstance(raw, EngramError):
+                        rejected.append(ImportRejectionOut(line=number, reason=str(raw)))
+                        continue
+                    if not raw.strip():
+                        continue
+                    try:
+                        line = ImportLineIn.model_validate_json(raw)
+                        draft = _draft(line)
+                    except (ValidationError, InvalidArgument) as e:
+                        rejected.append(ImportRejectionOut(line=number, reason=_reason(e)))
+                        continue
+                    yield ImportLine(number, draft, line.source_id or "")
+            except EngramError as e:  # the body itself failed (e.g. passed its size limit): stop reading it
+                stop = e
 
         outcome = await self._backend.import_memories(caller, items())
         if outcome.last_seq:
             self._cursors.observe(caller.namespace, outcome.last_seq)
+        # Ingest stopping (log or disk gone) ends the import at its last line; lines read past it do not count.
+        cause = outcome.stopped or stop
+        last_line = outcome.last_line if outcome.stopped else max(handled, outcome.last_line)
+        rejected = [r for r in rejected if r.line <= last_line]
         rejected.extend(ImportRejectionOut(line=line, reason=reason) for line, reason in outcome.rejected)
-        return ImportResult(
+        result = ImportResult(
             imported=outcome.imported,
+            already_present=outcome.already_present,
             rejected=sorted(rejected, key=lambda r: r.line),
-            last_line=outcome.last_line,
+            last_line=last_line,
+            resume_from=last_line + 1,
             last_seq=outcome.last_seq,
-            items=[ImportedOut(line=line, id=memory_id) for line, memory_id in outcome.items],
+            items=[ImportedOut(line=line, id=mid, already_present=present) for line, mid, present in outcome.items],
             redactions=[RedactionOut(**r) for r in redactions_json(outcome.redactions)],
+            stopped=str(cause) if cause else None,
         )
+        if cause is not None:
+            raise ImportStopped(cause, result.model_dump(), last_line + 1)
+        return result
 
     async def get(self, caller: Caller, memory_id: str, *, min_seq: int | None = None) -> MemoryOut:
         require_scope(caller, "read")
@@ -544,11 +579,25 @@ def _reason(error: ValidationError | InvalidArgument) -> str:
     """One line saying what is wrong with an import line."""
     if isinstance(error, InvalidArgument):
         return str(error)
-    problems = []
-    for item in error.errors()[:3]:
-        where = ".".join(str(part) for part in item["loc"]) or "line"
-        problems.append(f"{where}: {item['msg']}")
-    return "; ".join(problems)
+    return describe_validation(error.errors()[:3], where="line")
+
+
+def describe_validation(errors: Sequence[Any], *, where: str = "request") -> str:
+    """Pydantic errors as "field: what to fix; ..." (REST, MCP and import alike), without pydantic's URLs."""
+    parts = []
+    for item in errors:
+        location = ".".join(str(part) for part in item.get("loc", ())) or where
+        parts.append(f"{location}: {_fix(item)}")
+    return "; ".join(parts) or f"The {where} is invalid."
+
+
+def _fix(item: Any) -> str:
+    kind = item.get("type", "")
+    if kind == "extra_forbidden":
+        return "is not a known field; check its spelling against the schema, or leave it out."
+    if kind == "missing":
+        return "is required."
+    return str(item.get("msg", "is invalid")).rstrip(".") + "."
 
 
 def _time(field: str, value: str | None) -> float | None:
@@ -617,9 +666,51 @@ def _mcp_log_level(level: str) -> _LogLevel:
     return upper if upper in get_args(_LogLevel) else "WARNING"  # type: ignore[return-value]
 
 
+class EngramMCPServer(MCPServer):
+    """An MCPServer whose tools refuse unknown arguments, as REST refuses unknown fields, and explain invalid
+    ones as REST does ("field: what to fix"), not as raw pydantic text.
+
+    The SDK builds each tool's argument model from its signature and ignores extra keys; here the published
+    input schemas say ``additionalProperties: false`` and calls are held to it.
+    """
+
+    _arguments: dict[str, frozenset[str]] | None = None
+
+    async def list_tools(self) -> list[MCPTool]:
+        tools = await super().list_tools()
+        return [tool.model_copy(update={"input_schema": _closed(tool.input_schema)}) for tool in tools]
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        known = (await self._known_arguments()).get(name)
+        unknown = sorted(set(arguments) - known) if known is not None else []
+        if unknown and known is not None:
+            takes = ", ".join(sorted(known)) or "no arguments"
+            problems = [f"{arg}: is not an argument of {name}; it takes {takes}." for arg in unknown]
+            raise ToolError(f"Error executing tool {name}: {'; '.join(problems)}")
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as e:
+            if isinstance(e, UnexpectedToolError) or not isinstance(e.__cause__, ValidationError):
+                raise
+            detail = describe_validation(e.__cause__.errors(), where="arguments")
+            raise ToolError(f"Error executing tool {name}: {detail}") from e.__cause__
+
+    async def _known_arguments(self) -> dict[str, frozenset[str]]:
+        if self._arguments is None:
+            tools = await super().list_tools()
+            self._arguments = {t.name: frozenset(t.input_schema.get("properties", {})) for t in tools}
+        return self._arguments
+
+
+def _closed(schema: dict[str, Any]) -> dict[str, Any]:
+    return {**schema, "additionalProperties": False}
+
+
 def build_mcp(backend: Backend, resolver: Resolver, cursors: CursorTracker, settings: Settings) -> MCPServer:
     """The Engram MCP server: save_memory, search_memory, get_memory, list_memories and ping."""
-    server: MCPServer = MCPServer(
+    server: MCPServer = EngramMCPServer(
         name="engram",
         title="Engram shared memory",
         instructions=INSTRUCTIONS,

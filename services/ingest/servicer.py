@@ -57,13 +57,21 @@ class IngestServicer(ingest_pb2_grpc.IngestServicer):
                 yield _item(request)
 
         summary = await self._writer.import_stream(wire.caller_from_proto(first.caller), items())
+        stored = [(line, mid, seq, False) for line, mid, seq in summary.imported]
+        stored += [(line, mid, seq, True) for line, mid, seq in summary.present]
         return ingest_pb2.ImportMemoriesResponse(
             imported=len(summary.imported),
+            already_present=len(summary.present),
             rejected=[ingest_pb2.ImportRejection(line=line, reason=reason) for line, reason in summary.rejected],
             last_line=summary.last_line,
             last_seq=summary.last_seq,
-            items=[ingest_pb2.ImportedItem(line=line, id=mid, seq=seq) for line, mid, seq in summary.imported],
+            items=[
+                ingest_pb2.ImportedItem(line=line, id=mid, seq=seq, already_present=present)
+                for line, mid, seq, present in sorted(stored)
+            ],
             redactions=[common_pb2.Redaction(kind=r.kind, count=r.count) for r in summary.redactions],
+            stopped=str(summary.stopped) if summary.stopped else "",
+            stopped_code=summary.stopped.code if summary.stopped else "",
         )
 
     @translate_errors

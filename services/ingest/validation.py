@@ -10,6 +10,7 @@ from typing import Any
 
 from engram.errors import InvalidArgument
 from engram.model import CONFIDENCES, IMPORTANCES, MAX_METADATA_DEPTH, MEMORY_TYPES, SENSITIVITIES, MemoryInput
+from engram.names import AGENT_RULE, is_valid_agent
 
 MAX_LIST_ITEMS = 32
 MAX_LABEL_CHARS = 64
@@ -56,6 +57,9 @@ def validate(draft: MemoryInput, limits: Limits) -> CleanInput:
         value = getattr(draft, name)
         if len(value) > MAX_FIELD_CHARS:
             raise InvalidArgument(name, f"is longer than {MAX_FIELD_CHARS} characters.")
+    if draft.handoff_target and not is_valid_agent(draft.handoff_target):
+        # The same rule as every agent id (the X-Engram-Agent-ID header, API keys): the target must be able to act.
+        raise InvalidArgument("handoff_target", f"{draft.handoff_target[:40]!r} is not an agent id: {AGENT_RULE}")
     for name in ("valid_at", "invalid_at", "expires_at"):
         value = getattr(draft, name)
         if value is not None and not math.isfinite(value):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import base64
+import contextlib
 import hashlib
 import time
 from collections.abc import AsyncIterator, Sequence
@@ -14,7 +15,7 @@ import numpy as np
 
 from engram.embed import Embedder
 from engram.embed.sparse import Bm25Encoder
-from engram.errors import EngramError, InvalidArgument
+from engram.errors import DiskFull, EngramError, InvalidArgument, Unavailable
 from engram.events import MEMORY_ENRICHED, MEMORY_SAVED, event_body
 from engram.ids import is_uuid, uuid7
 from engram.log import Log
@@ -45,11 +46,28 @@ class ImportItem:
 
 @dataclass(slots=True)
 class ImportSummary:
-    imported: list[tuple[int, str, int]] = field(default_factory=list)  # (line, id, seq)
+    imported: list[tuple[int, str, int]] = field(default_factory=list)  # (line, id, seq), newly stored
+    present: list[tuple[int, str, int]] = field(default_factory=list)  # (line, id, seq), stored by an earlier import
     rejected: list[tuple[int, str]] = field(default_factory=list)  # (line, reason)
     redactions: list[Redaction] = field(default_factory=list)
     last_line: int = 0
     last_seq: int = 0
+    stopped: EngramError | None = None  # why the import stopped before the end of the stream, if it did
+
+    def stop(self, line: int, error: EngramError) -> None:
+        """Stops before ``line``: everything up to the line before it is done, nothing after it counts."""
+        self.stopped = error
+        self.last_line = line - 1
+        self.rejected = [(n, reason) for n, reason in self.rejected if n < line]
+
+
+class _Stop(Exception):
+    """Ends an import early; the summary already says why."""
+
+
+# The log or the disk refusing a write refuses every later one too: the import stops there (and says where to
+# resume) rather than rejecting each remaining line with the same reason.
+STOPS_AN_IMPORT = (Unavailable, DiskFull)
 
 
 class SpaceCheck(Protocol):
@@ -81,9 +99,9 @@ class MemoryWriter:
     async def save(self, caller: Caller, draft: MemoryInput) -> SaveResult:
         memory, redactions = self._prepare(caller, draft)
         (vectors,) = await asyncio.to_thread(self._vectors, [memory])
-        appended = await self._append(caller, memory, vectors, msg_id=f"{memory.id}:{memory.version}")
-        memory.seq = appended
-        return SaveResult(memory, appended, redactions)
+        seq, _ = await self._append(caller, memory, vectors, msg_id=f"{memory.id}:{memory.version}")
+        memory.seq = seq
+        return SaveResult(memory, seq, redactions)
 
     async def import_stream(
         self, caller: Caller, items: AsyncIterator[ImportItem], *, batch: int = DEFAULT_IMPORT_BATCH
@@ -99,27 +117,34 @@ class MemoryWriter:
         async def flush(current: list[tuple[ImportItem, Memory]]) -> None:
             nonlocal embedding
             vectors = asyncio.to_thread(self._vectors, [memory for _, memory in current])
-            task = asyncio.create_task(vectors)  # held in `embedding` until awaited
-            if embedding is not None:
-                await self._append_batch(caller, embedding[0], await embedding[1], summary)
-            embedding = (current, task)
+            task = asyncio.create_task(vectors)  # held in `embedding` until awaited (or cancelled on a stop)
+            previous, embedding = embedding, (current, task)
+            if previous is not None:
+                await self._append_batch(caller, previous[0], await previous[1], summary)
 
-        async for item in items:
-            summary.last_line = max(summary.last_line, item.line)
-            try:
-                memory, redactions = self._prepare(caller, item.draft)
-            except InvalidArgument as e:
-                summary.rejected.append((item.line, str(e)))
-                continue
-            summary.redactions.extend(redactions)
-            pending.append((item, memory))
-            if len(pending) >= batch:
+        try:
+            async for item in items:
+                summary.last_line = max(summary.last_line, item.line)
+                try:
+                    memory, redactions = self._prepare(caller, item.draft)
+                except InvalidArgument as e:
+                    summary.rejected.append((item.line, str(e)))
+                    continue
+                summary.redactions.extend(redactions)
+                pending.append((item, memory))
+                if len(pending) >= batch:
+                    await flush(pending)
+                    pending = []
+            if pending:
                 await flush(pending)
-                pending = []
-        if pending:
-            await flush(pending)
-        if embedding is not None:
-            await self._append_batch(caller, embedding[0], await embedding[1], summary)
+            if embedding is not None:
+                current, embedding = embedding, None
+                await self._append_batch(caller, current[0], await current[1], summary)
+        except _Stop:
+            if embedding is not None:  # vectors of a batch that will not be stored
+                embedding[1].cancel()
+                with contextlib.suppress(asyncio.CancelledError, Exception):
+                    await embedding[1]
         summary.redactions = list(merge(summary.redactions))
         return summary
 
@@ -162,16 +187,20 @@ class MemoryWriter:
         for (item, memory), vector in zip(batch, vectors, strict=True):
             msg_id = f"import:{caller.namespace}:{item.source_id}" if item.source_id else f"{memory.id}:1"
             try:
-                seq = await self._append(caller, memory, vector, msg_id=msg_id, resolve_duplicate=True)
+                seq, duplicate = await self._append(caller, memory, vector, msg_id=msg_id, resolve_duplicate=True)
+            except STOPS_AN_IMPORT as e:
+                summary.stop(item.line, e)
+                raise _Stop from e
             except EngramError as e:
                 summary.rejected.append((item.line, str(e)))
                 continue
-            summary.imported.append((item.line, memory.id, seq))
-            summary.last_seq = seq
+            (summary.present if duplicate else summary.imported).append((item.line, memory.id, seq))
+            summary.last_seq = max(summary.last_seq, seq)
 
     async def _append(
         self, caller: Caller, memory: Memory, vectors: dict[str, Any], *, msg_id: str, resolve_duplicate: bool = False
-    ) -> int:
+    ) -> tuple[int, bool]:
+        """Appends a memory; returns its log sequence and whether the log already had it (same msg_id)."""
         if self._disk is not None:
             self._disk.require_space()
         body = event_body(MEMORY_SAVED, memory, caller, vectors=vectors)
@@ -181,7 +210,7 @@ class MemoryWriter:
             original = await self._log.read(appended.seq)
             if original is not None:
                 memory.id = original.body.get("memory_id", memory.id)
-        return appended.seq
+        return appended.seq, appended.duplicate
 
     def _prepare(self, caller: Caller, draft: MemoryInput) -> tuple[Memory, tuple[Redaction, ...]]:
         clean = validate(draft, self._limits)

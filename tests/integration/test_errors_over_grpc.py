@@ -22,6 +22,8 @@ EXAMPLES: list[errors.EngramError] = [
     errors.Unavailable("The log is unreachable.", retry_after=7.5),
     errors.DiskFull("only 3 MiB free in /data.", retry_after=10.0),
     errors.PayloadTooLarge(2_000_000, 1_048_576),
+    errors.PayloadTooLarge(None, 1_048_576, "The line", setting="ENGRAM_MAX_IMPORT_LINE_BYTES", hint="Shorten it."),
+    errors.UnsupportedMediaType("text/plain", "application/json"),
     errors.NotImplementedYet("PullChanges"),
 ]
 
