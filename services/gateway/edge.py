@@ -24,6 +24,7 @@ BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 # A save body nests metadata (at most MAX_METADATA_DEPTH = 20 levels) one level down; nothing valid comes near.
 MAX_JSON_DEPTH = 32
 JSONRPC_INVALID_REQUEST = -32600
+MCP_DRAIN_BYTES = 16 * 1024 * 1024  # read and dropped after refusing an MCP message, so its client sees why
 REQUEST_SETTING = "ENGRAM_MAX_REQUEST_BYTES"
 IMPORT_SETTING = "ENGRAM_MAX_IMPORT_BYTES"
 
@@ -53,7 +54,14 @@ class EdgeMiddleware:
         try:
             await self._check(scope, receive, send)
         except EngramError as e:
-            await self._refuse(scope, e)(scope, receive, send)
+            response = self._refuse(scope, e)
+            # An MCP client reads the answer only after it has sent its whole request, so a body that is merely
+            # too large is read to its end (and dropped) to let the client see the message; a huge one still ends
+            # the connection, which is what stops it being sent.
+            mcp = scope["path"] == self._policy.mcp_path
+            if isinstance(e, PayloadTooLarge) and mcp and not await _drained(receive, MCP_DRAIN_BYTES):
+                response.headers["Connection"] = "close"
+            await response(scope, receive, send)
 
     async def _check(self, scope: Scope, receive: Receive, send: Send) -> None:
         policy, path, headers = self._policy, scope["path"], Headers(scope=scope)
@@ -132,6 +140,17 @@ async def _buffered(receive: Receive, limit: int, setting: str) -> tuple[bytes, 
     return body, replay
 
 
+async def _drained(receive: Receive, cap: int) -> bool:
+    """Reads the rest of a refused body, dropping it; False when more than cap bytes would have to be read."""
+    read = 0
+    while read <= cap:
+        message = await receive()
+        if message["type"] != "http.request" or not message.get("more_body", False):
+            return True
+        read += len(message.get("body", b""))
+    return False
+
+
 def _counted(receive: Receive, limit: int, setting: str) -> Receive:
     """A receive that raises PayloadTooLarge once the body passes limit (the route decides what that stops)."""
     seen = 0
@@ -175,6 +194,6 @@ def _require_shallow(body: bytes) -> None:
 def _jsonrpc_error(error: EngramError) -> Response:
     """A JSON-RPC error with the HTTP status of the error: the MCP client reads and shows its message."""
     http = error_response(error)
-    headers = {name: value for name, value in http.headers.items() if name in ("connection", "retry-after")}
+    headers = {name: value for name, value in http.headers.items() if name == "retry-after"}
     body = {"jsonrpc": "2.0", "id": None, "error": {"code": JSONRPC_INVALID_REQUEST, "message": str(error)}}
     return Response(json.dumps(body), status_code=http.status_code, headers=headers, media_type=JSON_MEDIA_TYPE)

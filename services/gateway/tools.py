@@ -27,7 +27,7 @@ from engram.model import (
     SearchFilter,
     parse_time,
 )
-from engram.names import AGENT_PATTERN
+from engram.names import AGENT_PATTERN, AGENT_RULE
 from engram.services.gateway.backend import Backend, ImportLine, redactions_json
 from engram.services.gateway.backend import metadata_json as encode_metadata
 from engram.services.gateway.identity import MCP_SOURCE, RequestIdentity, Resolver, require_scope
@@ -586,7 +586,10 @@ def describe_validation(errors: Sequence[Any], *, where: str = "request") -> str
     """Pydantic errors as "field: what to fix; ..." (REST, MCP and import alike), without pydantic's URLs."""
     parts = []
     for item in errors:
-        location = ".".join(str(part) for part in item.get("loc", ())) or where
+        loc = tuple(item.get("loc", ()))
+        if loc[:1] == ("body",) and len(loc) > 1:  # a REST body's fields are named as in MCP and import
+            loc = loc[1:]
+        location = ".".join(str(part) for part in loc) or where
         parts.append(f"{location}: {_fix(item)}")
     return "; ".join(parts) or f"The {where} is invalid."
 
@@ -597,6 +600,8 @@ def _fix(item: Any) -> str:
         return "is not a known field; check its spelling against the schema, or leave it out."
     if kind == "missing":
         return "is required."
+    if kind == "string_pattern_mismatch" and (item.get("ctx") or {}).get("pattern") == f"^{AGENT_PATTERN}$":
+        return f"{str(item.get('input'))[:40]!r} is not an agent id: {AGENT_RULE}"
     return str(item.get("msg", "is invalid")).rstrip(".") + "."
 
 

@@ -21,7 +21,7 @@ from engram.embed import OnnxEmbedder
 from engram.embed.sparse import Bm25Encoder
 from engram.errors import DiskFull
 from engram.health import Health
-from engram.log import EventLog
+from engram.log.nats import NatsLog
 from engram.model import Caller, MemoryInput
 from engram.natsd import NatsServer
 from engram.runtime import DiskGuard
@@ -225,7 +225,7 @@ async def test_an_import_stops_when_the_disk_fills_and_says_where_to_resume(
 ) -> None:
     """The writer over a real log and embedder: the disk guard starts refusing after line 50 is read."""
     guard = DiskGuard(tmp_path, 0, Health())
-    log = await EventLog.connect(nats_server.url)
+    log = await NatsLog.connect(nats_server.url)
     writer = MemoryWriter(
         log, OnnxEmbedder.from_package(model_cache), Bm25Encoder(), Limits(32 * 1024, 16 * 1024), disk=guard
     )
@@ -247,7 +247,7 @@ async def test_an_import_stops_when_the_disk_fills_and_says_where_to_resume(
     assert 20 <= last < 51
     assert [line for line, _, _ in summary.imported] == [n for n in range(1, last + 1) if n != 5]
     assert [line for line, _ in summary.rejected] == [5]
-    log = await EventLog.connect(nats_server.url)
+    log = await NatsLog.connect(nats_server.url)
     try:
         assert await log.last_seq() == len(summary.imported), "nothing past the stop was stored"
     finally:
