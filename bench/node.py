@@ -67,7 +67,7 @@ class Node:
         began = time.monotonic()
         with (home / "serve.log").open("ab") as log:
             process = subprocess.Popen(
-                [sys.executable, "-m", "engram.cli", "serve", "--home", str(home), "--port", "0", "--quiet"],
+                [sys.executable, "-m", "engram.services.node", "serve", "--home", str(home), "--port", "0", "--quiet"],
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,

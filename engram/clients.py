@@ -23,7 +23,7 @@ def engram_command() -> list[str]:
     found = shutil.which("engram")
     if found:
         return [str(Path(found).absolute())]
-    return [sys.executable, "-m", "engram.cli"]
+    return [sys.executable, "-m", "engram.services.node"]
 
 
 def connect_lines(mcp_url: str, home: str, *, keys_required: bool, command: list[str] | None = None) -> list[str]:

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import grpc
 
-from engram.node import NodeInfo, read_node_info
+from engram.nodeinfo import NodeInfo, read_node_info
 from engram.rpc import channel
 from engram.v1 import gateway_pb2, gateway_pb2_grpc
 
@@ -56,7 +56,18 @@ async def _spawn(home: Path, timeout: float) -> NodeInfo:
     log_path = log_dir / "node.log"
     with open(log_path, "ab") as log:
         process = subprocess.Popen(
-            [sys.executable, "-m", "engram.cli", "serve", "--home", str(home), "--port", "0", "--idle-exit", "--quiet"],
+            [
+                sys.executable,
+                "-m",
+                "engram.services.node",
+                "serve",
+                "--home",
+                str(home),
+                "--port",
+                "0",
+                "--idle-exit",
+                "--quiet",
+            ],
             stdin=subprocess.DEVNULL,
             stdout=log,
             stderr=log,

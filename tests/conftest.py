@@ -86,7 +86,7 @@ def start_node(home: Path, model_cache: Path, *, port: int = 0, **env: str) -> N
     home.mkdir(parents=True, exist_ok=True)
     log = open(home / "serve.log", "ab")  # noqa: SIM115 - the child writes it
     process = subprocess.Popen(
-        [sys.executable, "-m", "engram.cli", "serve", "--home", str(home), "--port", str(port), "--quiet"],
+        [sys.executable, "-m", "engram.services.node", "serve", "--home", str(home), "--port", str(port), "--quiet"],
         env=engram_env(model_cache, **env),
         stdin=subprocess.DEVNULL,
         stdout=log,

@@ -20,7 +20,7 @@ pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 
 def _run(service: str, env: dict[str, str], *args: str) -> subprocess.Popen[str]:
     return subprocess.Popen(
-        [sys.executable, "-m", "engram.cli", "run", service, *args],
+        [sys.executable, "-m", "engram.services.node", "run", service, *args],
         env=env,
         stdin=subprocess.DEVNULL,
         stdout=subprocess.PIPE,

@@ -226,7 +226,7 @@ def test_full_disk_refuses_writes_fast_and_recovers_without_a_restart(small_disk
     # Too little space to start: refused with a message, not a crash (a mapped file would die with SIGBUS).
     small_disk.fill(leave_mib=small_disk.reserve_mb - 40)
     result = subprocess.run(
-        [sys.executable, "-m", "engram.cli", "serve", "--home", str(home), "--port", "0", "--quiet"],
+        [sys.executable, "-m", "engram.services.node", "serve", "--home", str(home), "--port", "0", "--quiet"],
         env=engram_env(model_cache, ENGRAM_DISK_RESERVE_MB=str(small_disk.reserve_mb)),
         capture_output=True,
         text=True,
@@ -315,7 +315,7 @@ def test_an_unservable_entry_already_in_the_log_never_breaks_reads(node: NodeHan
 def test_ctrl_c_in_a_terminal_stops_everything_in_order_without_a_traceback(tmp_path: Path, model_cache: Path) -> None:
     home = tmp_path / "home"
     process = subprocess.Popen(
-        [sys.executable, "-m", "engram.cli", "serve", "--home", str(home), "--port", "0"],
+        [sys.executable, "-m", "engram.services.node", "serve", "--home", str(home), "--port", "0"],
         env=engram_env(model_cache, ENGRAM_LOG_LEVEL="INFO"),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,

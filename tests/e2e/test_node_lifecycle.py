@@ -30,7 +30,7 @@ def test_signal_stops_node_and_its_nats_server(tmp_path: Path, model_cache: Path
 
 def test_banner_says_where_mcp_listens_and_how_to_connect(tmp_path: Path, model_cache: Path) -> None:
     process = subprocess.Popen(
-        [sys.executable, "-m", "engram.cli", "serve", "--home", str(tmp_path), "--port", "0"],
+        [sys.executable, "-m", "engram.services.node", "serve", "--home", str(tmp_path), "--port", "0"],
         env=engram_env(model_cache),
         stdout=subprocess.PIPE,
         stderr=subprocess.DEVNULL,
@@ -46,7 +46,18 @@ def test_banner_says_where_mcp_listens_and_how_to_connect(tmp_path: Path, model_
 
 def test_non_loopback_bind_without_keys_refuses_to_start(tmp_path: Path, model_cache: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "engram.cli", "serve", "--home", str(tmp_path), "--host", "0.0.0.0", "--port", "0"],
+        [
+            sys.executable,
+            "-m",
+            "engram.services.node",
+            "serve",
+            "--home",
+            str(tmp_path),
+            "--host",
+            "0.0.0.0",
+            "--port",
+            "0",
+        ],
         env=engram_env(model_cache),
         capture_output=True,
         text=True,
@@ -61,7 +72,7 @@ def test_second_node_for_the_same_data_dir_is_refused(tmp_path: Path, model_cach
     node = start_node(tmp_path / "home", model_cache)
     try:
         result = subprocess.run(
-            [sys.executable, "-m", "engram.cli", "serve", "--home", str(node.home), "--port", "0"],
+            [sys.executable, "-m", "engram.services.node", "serve", "--home", str(node.home), "--port", "0"],
             env=engram_env(model_cache),
             capture_output=True,
             text=True,

@@ -37,7 +37,7 @@ async def http_client(
 @contextlib.asynccontextmanager
 async def stdio_client(home: Path, env: dict[str, str], *, name: str = "pytest-stdio") -> AsyncIterator[Client]:
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "engram.cli", "mcp", "--home", str(home)], env=env
+        command=sys.executable, args=["-m", "engram.services.node", "mcp", "--home", str(home)], env=env
     )
     async with Client(params, client_info=Implementation(name=name, version="1.0")) as client:
         yield client

@@ -269,7 +269,7 @@ def test_cli_reimport_says_already_present(node: NodeHandle, tmp_path: Path) -> 
     tag = unique("cli")
     source = tmp_path / "memories.jsonl"
     source.write_text(_ndjson([{"content": f"cli {n}", "tags": [tag], "source_id": f"{tag}:{n}"} for n in range(4)]))
-    command = [sys.executable, "-m", "engram.cli", "import", str(source), "--url", node.http_url]
+    command = [sys.executable, "-m", "engram.services.node", "import", str(source), "--url", node.http_url]
     env = engram_env(node.model_cache)
     first = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
     again = subprocess.run(command, env=env, capture_output=True, text=True, timeout=120)
@@ -280,7 +280,7 @@ def test_cli_reimport_says_already_present(node: NodeHandle, tmp_path: Path) -> 
 
 def test_cli_import_of_a_folder_says_it_is_a_folder(node: NodeHandle, tmp_path: Path) -> None:
     result = subprocess.run(
-        [sys.executable, "-m", "engram.cli", "import", str(tmp_path), "--url", node.http_url],
+        [sys.executable, "-m", "engram.services.node", "import", str(tmp_path), "--url", node.http_url],
         env=engram_env(node.model_cache), capture_output=True, text=True, timeout=60,
     )  # fmt: skip
     assert result.returncode == 2

@@ -104,7 +104,7 @@ def test_cli_import_prints_a_summary_and_exits_nonzero_on_rejections(node: NodeH
     source = tmp_path / "mixed.jsonl"
     source.write_text(_ndjson([{"content": "fine"}, {"content": ""}]) + "\n")
     result = subprocess.run(
-        [sys.executable, "-m", "engram.cli", "import", str(source), "--url", node.http_url],
+        [sys.executable, "-m", "engram.services.node", "import", str(source), "--url", node.http_url],
         env=engram_env(node.model_cache), capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert result.returncode == 3

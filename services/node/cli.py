@@ -119,7 +119,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from engram.errors import EngramError
         from engram.launcher import NodeStartError
         from engram.natsd import NatsServerError
-        from engram.node import NodeRunningError
+        from engram.services.node.node import NodeRunningError
 
         expected = (EngramError, NodeRunningError, NodeStartError, NatsServerError, SettingsError, ValueError)
         if isinstance(e, expected):
@@ -130,7 +130,7 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "version":
-        from engram.node import VERSION
+        from engram.services.node.node import VERSION
 
         print(VERSION)
         return 0
@@ -150,7 +150,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     # A native crash (e.g. SIGBUS from a memory-mapped file on a full disk) still leaves a line in the log.
     faulthandler.enable()
     if args.command == "serve":
-        from engram.node import run_node
+        from engram.services.node.node import run_node
 
         asyncio.run(run_node(settings, idle_exit=args.idle_exit, announce=not args.quiet))
         return 0
@@ -229,7 +229,7 @@ def _node_url(given: str | None, settings: Settings) -> str:
     """The gateway to talk to: --url, else the running node of the data dir, else the default port."""
     if given:
         return given
-    from engram.node import read_node_info
+    from engram.nodeinfo import read_node_info
 
     info = read_node_info(settings.home)
     return info.http_url if info else f"http://127.0.0.1:{settings.port}"
@@ -252,7 +252,7 @@ async def _mcp(settings: Settings) -> None:
 
 
 async def _run_service(name: str, settings: Settings) -> None:
-    from engram.node import install_stop_signals
+    from engram.services.node.node import install_stop_signals
 
     stop = asyncio.Event()
     install_stop_signals(stop)
@@ -276,25 +276,20 @@ async def _run_service(name: str, settings: Settings) -> None:
 
 async def _run_gateway(settings: Settings, stop: asyncio.Event) -> None:
     from engram.keys import KeyStore
-    from engram.node import start_http, stop_http
-    from engram.services.gateway.app import build_app
-    from engram.services.gateway.backend import Backend
-    from engram.services.gateway.identity import check_bind
+    from engram.services.gateway.server import GatewayDeps, build_server
 
     if not settings.ingest_addr or not settings.search_addr:
         raise SettingsError(
             "The gateway needs --ingest-addr and --search-addr (ENGRAM_INGEST_ADDR, ENGRAM_SEARCH_ADDR)."
         )
-    keys = KeyStore(settings.keys_path)
-    check_bind(settings, keys)
-    backend = Backend(ingest_addr=settings.ingest_addr, search_addr=settings.search_addr)
-    server, task, url = await start_http(build_app(settings, backend, keys), settings.host, settings.port)
-    print(f"engram gateway ready at {url} (MCP at {url}/mcp)", flush=True)
+    deps = GatewayDeps(settings.ingest_addr, settings.search_addr, KeyStore(settings.keys_path))
+    gateway = await build_server(settings, deps)
+    print(f"engram gateway ready at {gateway.url} (MCP at {gateway.url}/mcp)", flush=True)
     try:
         await stop.wait()
     finally:
-        await stop_http(server, task)
-        await backend.close()
+        await gateway.stop()
+        await gateway.close()
 
 
 if __name__ == "__main__":

@@ -9,15 +9,12 @@ import json
 import logging
 import os
 import signal
-import socket
 import time
 from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import IO, Any
+from typing import IO
 
 import grpc
-import uvicorn
 
 from engram import __version__
 from engram.clients import connect_lines
@@ -25,6 +22,7 @@ from engram.config import Settings
 from engram.errors import DiskFull
 from engram.health import MIB, disk_space
 from engram.natsd import NatsServer, NatsSupervisor
+from engram.nodeinfo import NODE_FILE, NodeInfo, read_node_info
 from engram.ports import listen_socket
 from engram.runtime import Resources, RunningServer, serve
 from engram.v1 import gateway_pb2, gateway_pb2_grpc
@@ -32,7 +30,6 @@ from engram.v1 import gateway_pb2, gateway_pb2_grpc
 log = logging.getLogger(__name__)
 
 VERSION = __version__
-NODE_FILE = "node.json"
 LOCK_FILE = "node.lock"
 DEFAULT_IDLE_GRACE = 3.0
 DEFAULT_FIRST_CLIENT_WAIT = 60.0
@@ -41,41 +38,6 @@ SUPERVISOR_MIN_FREE_MB = 64  # a nats-server stuck on a full disk is restarted o
 
 class NodeRunningError(RuntimeError):
     """Another process already owns this data dir."""
-
-
-@dataclass(frozen=True, slots=True)
-class NodeInfo:
-    """What node.json says about the running node of a data dir."""
-
-    pid: int
-    http_url: str
-    grpc_address: str
-    home: str
-    nats_url: str = ""
-    dev: bool = True
-
-    @property
-    def mcp_url(self) -> str:
-        return f"{self.http_url}/mcp"
-
-
-def read_node_info(home: Path) -> NodeInfo | None:
-    """The node recorded for this data dir, if its process is still alive."""
-    try:
-        data = json.loads((home / NODE_FILE).read_text())
-        info = NodeInfo(
-            int(data["pid"]), data["http_url"], data["grpc_address"], data["home"], data.get("nats_url", ""),
-            bool(data.get("dev", False)),
-        )  # fmt: skip
-    except (OSError, ValueError, KeyError):
-        return None
-    try:
-        os.kill(info.pid, 0)
-    except ProcessLookupError:
-        return None
-    except PermissionError:
-        pass
-    return info
 
 
 @contextlib.contextmanager
@@ -160,43 +122,6 @@ class NodeControl(gateway_pb2_grpc.NodeServicer):
         self._idle_task = asyncio.create_task(stop_when_still_idle())
 
 
-class _Uvicorn(uvicorn.Server):
-    """uvicorn without its own signal handling: the node owns SIGINT/SIGTERM and stops everything in order."""
-
-    @contextlib.contextmanager
-    def capture_signals(self) -> Iterator[None]:
-        yield
-
-
-async def start_http(
-    app: Any, host: str, port: int, *, sock: socket.socket | None = None
-) -> tuple[_Uvicorn, asyncio.Task[None], str]:
-    """Starts uvicorn for app and returns it once it listens, with its URL (port 0 picks one).
-
-    ``sock``: a socket already bound with ``listen_socket`` (so a taken port was reported before anything started);
-    without one it is bound here, raising PortInUse if the port is taken.
-    """
-    if sock is None:
-        sock = listen_socket(host, port)
-    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", access_log=False)
-    server = _Uvicorn(config)
-    task = asyncio.create_task(server.serve(sockets=[sock]))
-    while not server.started:
-        if task.done():
-            task.result()  # raises the startup error
-            raise OSError(f"the HTTP server did not start on {host}:{port}")
-        await asyncio.sleep(0.01)
-    bound = sock.getsockname()[1]
-    shown = f"[{host}]" if ":" in host else host
-    return server, task, f"http://{shown}:{bound}"
-
-
-async def stop_http(server: _Uvicorn, task: asyncio.Task[None]) -> None:
-    server.should_exit = True
-    with contextlib.suppress(asyncio.CancelledError):
-        await task
-
-
 def install_stop_signals(stop: asyncio.Event) -> None:
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -207,9 +132,9 @@ async def run_node(settings: Settings, *, idle_exit: bool = False, announce: boo
     """Runs the embedded node until SIGINT/SIGTERM (or, with idle_exit, until no stdio client is attached)."""
     from engram.keys import KeyStore
     from engram.services.consolidation.server import build_service as build_consolidation
-    from engram.services.gateway.app import build_app
-    from engram.services.gateway.backend import Backend
     from engram.services.gateway.identity import check_bind
+    from engram.services.gateway.server import GatewayDeps, RunningGateway
+    from engram.services.gateway.server import build_server as build_gateway
     from engram.services.ingest.server import build_service as build_ingest
     from engram.services.search.server import build_service as build_search
     from engram.services.sync.server import build_service as build_sync
@@ -231,8 +156,7 @@ async def run_node(settings: Settings, *, idle_exit: bool = False, announce: boo
             raise
         resources: Resources | None = None
         grpc_server: RunningServer | None = None
-        backend: Backend | None = None
-        http: tuple[_Uvicorn, asyncio.Task[None], str] | None = None
+        gateway: RunningGateway | None = None
         supervisor: asyncio.Task[None] | None = None
         try:
             settings = settings.replace(nats_url=nats.url)
@@ -256,10 +180,10 @@ async def run_node(settings: Settings, *, idle_exit: bool = False, announce: boo
                 consolidation.ingest_addr = address  # enrichment writes go through ingest, here in-process
 
             grpc_server = await serve(services, "127.0.0.1:0", resources=resources, extra=[control], on_bound=bound)
-            backend = Backend(ingest_addr=grpc_server.address, search_addr=grpc_server.address)
-            http = await start_http(build_app(settings, backend, keys), settings.host, settings.port, sock=http_socket)
-            control.http_url, control.grpc_address = http[2], grpc_server.address
-            info = NodeInfo(os.getpid(), http[2], grpc_server.address, str(home), nats.url, settings.dev)
+            deps = GatewayDeps(grpc_server.address, grpc_server.address, keys, sock=http_socket)
+            gateway = await build_gateway(settings, deps)
+            control.http_url, control.grpc_address = gateway.url, grpc_server.address
+            info = NodeInfo(os.getpid(), gateway.url, grpc_server.address, str(home), nats.url, settings.dev)
             _write_node_file(home, info)
             if announce:
                 print(banner(settings, info, time.monotonic() - started), flush=True)
@@ -269,14 +193,14 @@ async def run_node(settings: Settings, *, idle_exit: bool = False, announce: boo
         finally:
             # In order: stop taking requests, stop the services, close the log connection, then the log itself.
             (home / NODE_FILE).unlink(missing_ok=True)
-            if http is not None:
-                await stop_http(http[0], http[1])
+            if gateway is not None:
+                await gateway.stop()
             else:
                 http_socket.close()
             if grpc_server is not None:
                 await grpc_server.stop(grace=1.0)
-            if backend is not None:
-                await backend.close()
+            if gateway is not None:
+                await gateway.close()
             if supervisor is not None:
                 supervisor.cancel()
                 with contextlib.suppress(asyncio.CancelledError):

@@ -1,0 +1,93 @@
+"""The gateway as a server like the others: build_server(settings, deps) starts its HTTP app (MCP, REST, SSE)."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import socket
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import uvicorn
+
+from engram.config import Settings
+from engram.keys import KeyStore
+from engram.ports import listen_socket
+from engram.services.gateway.app import build_app
+from engram.services.gateway.backend import Backend
+from engram.services.gateway.identity import check_bind
+
+
+@dataclass(frozen=True, slots=True)
+class GatewayDeps:
+    """What the gateway needs: where ingest and search answer, the key store, and optionally its bound socket."""
+
+    ingest_addr: str
+    search_addr: str
+    keys: KeyStore
+    sock: socket.socket | None = None  # bound early with listen_socket, so a taken port is reported first
+
+
+class RunningGateway:
+    """A started gateway: ``stop()`` stops taking requests, ``close()`` then closes its clients of the services."""
+
+    def __init__(self, server: _Uvicorn, task: asyncio.Task[None], url: str, backend: Backend) -> None:
+        self._server, self._task, self.url, self._backend = server, task, url, backend
+
+    async def stop(self) -> None:
+        await stop_http(self._server, self._task)
+
+    async def close(self) -> None:
+        await self._backend.close()
+
+
+async def build_server(settings: Settings, deps: GatewayDeps) -> RunningGateway:
+    """Starts the gateway on settings.host:settings.port (or deps.sock) in front of the given services."""
+    check_bind(settings, deps.keys)
+    backend = Backend(ingest_addr=deps.ingest_addr, search_addr=deps.search_addr)
+    try:
+        server, task, url = await start_http(
+            build_app(settings, backend, deps.keys), settings.host, settings.port, sock=deps.sock
+        )
+    except BaseException:
+        await backend.close()
+        raise
+    return RunningGateway(server, task, url, backend)
+
+
+class _Uvicorn(uvicorn.Server):
+    """uvicorn without its own signal handling: the node owns SIGINT/SIGTERM and stops everything in order."""
+
+    @contextlib.contextmanager
+    def capture_signals(self) -> Iterator[None]:
+        yield
+
+
+async def start_http(
+    app: Any, host: str, port: int, *, sock: socket.socket | None = None
+) -> tuple[_Uvicorn, asyncio.Task[None], str]:
+    """Starts uvicorn for app and returns it once it listens, with its URL (port 0 picks one).
+
+    ``sock``: a socket already bound with ``listen_socket`` (so a taken port was reported before anything started);
+    without one it is bound here, raising PortInUse if the port is taken.
+    """
+    if sock is None:
+        sock = listen_socket(host, port)
+    config = uvicorn.Config(app, host=host, port=port, log_level="warning", lifespan="on", access_log=False)
+    server = _Uvicorn(config)
+    task = asyncio.create_task(server.serve(sockets=[sock]))
+    while not server.started:
+        if task.done():
+            task.result()  # raises the startup error
+            raise OSError(f"the HTTP server did not start on {host}:{port}")
+        await asyncio.sleep(0.01)
+    bound = sock.getsockname()[1]
+    shown = f"[{host}]" if ":" in host else host
+    return server, task, f"http://{shown}:{bound}"
+
+
+async def stop_http(server: _Uvicorn, task: asyncio.Task[None]) -> None:
+    server.should_exit = True
+    with contextlib.suppress(asyncio.CancelledError):
+        await task

@@ -1,0 +1,41 @@
+"""The layout DESIGN.md asks for: the kernel never imports a service, and nothing but the log adapter touches NATS."""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def _imports(path: Path) -> set[str]:
+    names: set[str] = set()
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            names.update(alias.name for alias in node.names)
+        elif isinstance(node, ast.ImportFrom) and node.module:
+            names.add(node.module)
+    return names
+
+
+def _kernel_files() -> list[Path]:
+    return [p for p in (ROOT / "engram").rglob("*.py") if "v1" not in p.relative_to(ROOT / "engram").parts]
+
+
+def test_the_kernel_never_imports_a_service() -> None:
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(n for n in _imports(path) if n.startswith("engram.services"))
+        for path in _kernel_files()
+    }
+    assert not {path: names for path, names in offenders.items() if names}
+
+
+def test_only_the_log_adapter_and_the_nats_server_launcher_use_nats() -> None:
+    allowed = {"engram/log/nats.py", "engram/log/workqueue.py", "engram/natsd.py"}
+    files = [*_kernel_files(), *(ROOT / "services").rglob("*.py")]
+    users = {
+        str(path.relative_to(ROOT))
+        for path in files
+        if any(name == "nats" or name.startswith("nats.") for name in _imports(path))
+    }
+    assert users <= allowed, users - allowed
