@@ -45,7 +45,9 @@ def _decode_v1(token: str) -> Position:
         body = json.loads(base64.urlsafe_b64decode(token + "=" * (-len(token) % 4)))
     except (binascii.Error, UnicodeDecodeError, ValueError) as e:
         raise InvalidArgument("page_token", _NOT_A_TOKEN) from e
-    if not isinstance(body, dict) or set(body) != {"v", "ts", "id"} or body["v"] != VERSION:
+    if not isinstance(body, dict) or set(body) != {"v", "ts", "id"} or type(body["v"]) is not int:
+        raise InvalidArgument("page_token", _NOT_A_TOKEN)
+    if body["v"] != VERSION:
         raise InvalidArgument("page_token", _NOT_A_TOKEN)
     ts, memory_id = body["ts"], body["id"]
     if isinstance(ts, bool) or not isinstance(ts, int | float) or not isinstance(memory_id, str):

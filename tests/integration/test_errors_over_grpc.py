@@ -33,7 +33,7 @@ class _Raiser:
         self.error: Exception = RuntimeError("unset")
 
     @translate_errors
-    async def Call(self, request: bytes, context: grpc.aio.ServicerContext) -> bytes:  # noqa: N802 - gRPC naming
+    async def Call(self, request: bytes, context: grpc.aio.ServicerContext) -> bytes:
         raise self.error
 
 
