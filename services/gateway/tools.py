@@ -118,7 +118,9 @@ MinSeq = Annotated[
     int | None,
     Field(ge=0, description="Wait until the index has applied this log sequence (a `seq` from save_memory)."),
 ]
-PageToken = Annotated[str | None, Field(description="next_page_token of the previous page; omit for the first.")]
+PageToken = Annotated[
+    str | None, Field(description="next_page_token of the previous page, passed back unchanged; omit for the first.")
+]
 MemoryId = Annotated[str, Field(min_length=1, description="The memory's id, as returned by save or search.")]
 
 
