@@ -108,7 +108,7 @@ def test_the_corpus_has_1600_memories_in_the_tie_groups_wanted() -> None:
 
 @pytest.mark.parametrize(
     ("backend", "limit"),
-    [*((backend, limit) for backend in BACKENDS for limit in (100, 37)), ("edge", 7),
+    [*((backend, limit) for backend in BACKENDS for limit in (100, 37)), ("edge", 7), ("edge", 1),
      pytest.param("server", 7, marks=pytest.mark.slow)],  # ~14 s: local mode filters every point in Python
 )  # fmt: skip
 def test_paging_gives_every_memory_once_in_time_then_id_order(
