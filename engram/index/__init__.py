@@ -44,6 +44,18 @@ class Scored:
     payload: dict[str, Any]
 
 
+@dataclass(frozen=True, slots=True)
+class Position:
+    """Where a listing stopped: its last memory's creation time and id.
+
+    Listings run newest first, ties broken by id (ascending), which is a total order: the next page starts just
+    after this position, so no memory sharing a timestamp with a page's last one is skipped or repeated.
+    """
+
+    created_ts: float
+    id: str = ""  # "": before every id, so the whole group created at created_ts comes next
+
+
 @dataclass(slots=True)
 class SearchRequest:
     namespace: str
@@ -71,8 +83,10 @@ class MemoryIndex(Protocol):
         ...
 
     def recent(
-        self, namespace: str, flt: SearchFilter, limit: int, before: float | None = None
-    ) -> list[dict[str, Any]]: ...
+        self, namespace: str, flt: SearchFilter, limit: int, after: Position | None = None
+    ) -> list[dict[str, Any]]:
+        """Up to `limit` payloads newest first, ties by id, starting just after `after` (see listing.py)."""
+        ...
 
     def count(self, namespace: str, flt: SearchFilter | None = None) -> int: ...
 

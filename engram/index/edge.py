@@ -21,9 +21,11 @@ from engram.index import (
     SPARSE,
     IndexDamaged,
     IndexPoint,
+    Position,
     Scored,
     SearchRequest,
 )
+from engram.index.listing import recent_page
 from engram.model import SearchFilter
 
 log = logging.getLogger(__name__)
@@ -129,14 +131,25 @@ class EdgeIndex:
         }
 
     def recent(
-        self, namespace: str, flt: SearchFilter, limit: int, before: float | None = None
+        self, namespace: str, flt: SearchFilter, limit: int, after: Position | None = None
     ) -> list[dict[str, Any]]:
         condition = build_filter(namespace, flt)
-        if before is not None:
-            condition = qe.Filter(must=[condition, qe.FieldCondition(CREATED_TS, range=qe.RangeFloat(lt=before))])
-        request = qe.ScrollRequest(
-            limit=limit, filter=condition, with_payload=True, order_by=qe.OrderBy(CREATED_TS, qe.Direction.Desc)
-        )
+
+        def by_time(older_than: float | None, size: int) -> list[dict[str, Any]]:
+            bounded = condition
+            if older_than is not None:
+                bounded = qe.Filter(must=[condition, qe.FieldCondition(CREATED_TS, range=qe.RangeFloat(lt=older_than))])
+            order = qe.OrderBy(CREATED_TS, qe.Direction.Desc)
+            return self._scroll(qe.ScrollRequest(limit=size, filter=bounded, with_payload=True, order_by=order))
+
+        def at_time(created_ts: float, from_id: str, size: int) -> list[dict[str, Any]]:
+            exact = qe.FieldCondition(CREATED_TS, range=qe.RangeFloat(gte=created_ts, lte=created_ts))
+            tied = qe.Filter(must=[condition, exact])
+            return self._scroll(qe.ScrollRequest(offset=from_id or None, limit=size, filter=tied, with_payload=True))
+
+        return recent_page(by_time, at_time, limit, after)
+
+    def _scroll(self, request: qe.ScrollRequest) -> list[dict[str, Any]]:
         with self._lock:
             records, _ = self._shard.scroll(request)
         return [r.payload for r in records if r.payload]

@@ -21,9 +21,11 @@ from engram.index import (
     QUESTIONS,
     SPARSE,
     IndexPoint,
+    Position,
     Scored,
     SearchRequest,
 )
+from engram.index.listing import recent_page
 from engram.model import SearchFilter
 
 DEFAULT_COLLECTION = "engram_memories"
@@ -115,17 +117,30 @@ class QdrantServerIndex:
         }
 
     def recent(
-        self, namespace: str, flt: SearchFilter, limit: int, before: float | None = None
+        self, namespace: str, flt: SearchFilter, limit: int, after: Position | None = None
     ) -> list[dict[str, Any]]:
-        """Newest first by creation time; `before` (exclusive) pages on from the last page's oldest."""
+        """Newest first by creation time, ties by id; `after` pages on from the last page's last memory."""
         condition = build_filter(namespace, flt)
-        if before is not None:
-            condition = models.Filter(must=[condition, _range(lt=before)])
-        order = models.OrderBy(key=CREATED_TS, direction=models.Direction.DESC)
+
+        def by_time(older_than: float | None, size: int) -> list[dict[str, Any]]:
+            bounded = condition if older_than is None else models.Filter(must=[condition, _range(lt=older_than)])
+            order = models.OrderBy(key=CREATED_TS, direction=models.Direction.DESC)
+            return self._scroll(bounded, size, order_by=order)
+
+        def at_time(created_ts: float, from_id: str, size: int) -> list[dict[str, Any]]:
+            tied = models.Filter(must=[condition, _range(gte=created_ts, lte=created_ts)])
+            return self._scroll(tied, size, offset=from_id or None)  # no order_by: Qdrant scrolls in id order
+
+        return recent_page(by_time, at_time, limit, after)
+
+    def _scroll(
+        self, condition: models.Filter, limit: int, *, order_by: models.OrderBy | None = None, offset: str | None = None
+    ) -> list[dict[str, Any]]:
         with self._call():
             records, _ = self._client.scroll(
-                self._collection, scroll_filter=condition, limit=limit, order_by=order, with_payload=True
-            )
+                self._collection, scroll_filter=condition, limit=limit, order_by=order_by, offset=offset,
+                with_payload=True,
+            )  # fmt: skip
         return [r.payload for r in records if r.payload]
 
     def count(self, namespace: str, flt: SearchFilter | None = None) -> int:
@@ -315,8 +330,8 @@ def _any(key: str, values: list[str]) -> models.FieldCondition:
     return models.FieldCondition(key=key, match=models.MatchAny(any=values))
 
 
-def _range(*, gte: float | None = None, lt: float | None = None) -> models.FieldCondition:
-    return models.FieldCondition(key=CREATED_TS, range=models.Range(gte=gte, lt=lt))
+def _range(*, gte: float | None = None, lt: float | None = None, lte: float | None = None) -> models.FieldCondition:
+    return models.FieldCondition(key=CREATED_TS, range=models.Range(gte=gte, lt=lt, lte=lte))
 
 
 def _vectors(point: IndexPoint) -> dict[str, Any]:

@@ -156,7 +156,9 @@ MinSeq = Annotated[
         description="Wait until the index has applied this log sequence (a `seq` from save_memory).",
     ),
 ]
-PageToken = Annotated[str | None, Field(description="next_page_token of the previous page; omit for the first.")]
+PageToken = Annotated[
+    str | None, Field(description="next_page_token of the previous page, passed back unchanged; omit for the first.")
+]
 MemoryId = Annotated[
     str,
     Field(

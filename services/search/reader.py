@@ -13,8 +13,9 @@ from engram.embed import Embedder
 from engram.embed.sparse import Bm25Encoder
 from engram.errors import InvalidArgument, NotFound
 from engram.ids import is_uuid
-from engram.index import DENSE, QUESTIONS, SPARSE, MemoryIndex, SearchRequest
+from engram.index import CREATED_TS, DENSE, QUESTIONS, SPARSE, MemoryIndex, Position, SearchRequest
 from engram.model import Caller, Memory, SearchFilter, servable_problem
+from engram.services.search import page_token as page_token_codec
 from engram.services.search.fusion import DEFAULT_RRF_K, relative, rrf
 from engram.services.search.indexer import Indexer
 
@@ -190,12 +191,15 @@ class MemoryReader:
         self, caller: Caller, *, limit: int, flt: SearchFilter, page_token: str = "", min_seq: int = 0
     ) -> tuple[list[Memory], str]:
         limit = _limit(limit, DEFAULT_LIST_LIMIT)
-        before = _page(page_token)
+        after = page_token_codec.decode(page_token)
         await self._ready_for(min_seq)
-        payloads = await asyncio.to_thread(self._index.recent, caller.namespace, flt, limit, before)
+        payloads = await asyncio.to_thread(self._index.recent, caller.namespace, flt, limit, after)
         memories = [memory for p in payloads if (memory := _memory(p)) is not None]
-        next_token = repr(payloads[-1].get("_created_ts", 0.0)) if len(payloads) == limit else ""
-        return memories, next_token
+        if len(payloads) < limit:
+            return memories, ""
+        # From the payload, not the memory: an unservable last memory still marks where the page ended.
+        last = Position(float(payloads[-1][CREATED_TS]), str(payloads[-1]["id"]))
+        return memories, page_token_codec.encode(last)
 
     async def count(self, caller: Caller) -> int:
         return await asyncio.to_thread(self._index.count, caller.namespace, None)
@@ -243,12 +247,3 @@ def _limit(limit: int, default: int) -> int:
     if not 1 <= limit <= MAX_SEARCH_LIMIT:
         raise InvalidArgument("limit", f"must be between 1 and {MAX_SEARCH_LIMIT}, got {limit}.")
     return limit
-
-
-def _page(token: str) -> float | None:
-    if not token:
-        return None
-    try:
-        return float(token)
-    except ValueError as e:
-        raise InvalidArgument("page_token", "is not a token returned by list_memories; omit it to start over.") from e

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from typing import Any
 
@@ -158,6 +159,28 @@ async def test_list_pages_through_all_memories_with_the_token(node: NodeHandle) 
         assert first["next_page_token"]
         second = await call(client, "list_memories", tags=[tag], limit=2, page_token=first["next_page_token"])
     assert [m["id"] for m in first["memories"] + second["memories"]] == ids[::-1]
+
+
+async def test_list_pages_memories_sharing_a_timestamp_each_exactly_once(node: NodeHandle) -> None:
+    tag = unique()
+    lines = "\n".join(json.dumps({"content": f"tied {i} {tag}", "tags": [tag]}) for i in range(120))
+    imported = httpx.post(
+        f"{node.http_url}/v1/memories:import", content=lines, headers={"Content-Type": "application/x-ndjson"},
+        timeout=60,
+    ).json()  # fmt: skip
+    listed: list[str] = []
+    async with http_client(node.mcp_url) as client:
+        # No min_seq: the gateway's cursor makes the list wait for the import it acknowledged.
+        page = await call(client, "list_memories", tags=[tag], limit=7)
+        listed += [m["id"] for m in page["memories"]]
+        while page["next_page_token"]:
+            page = await call(client, "list_memories", tags=[tag], limit=7, page_token=page["next_page_token"])
+            listed += [m["id"] for m in page["memories"]]
+        message = await tool_error(client, "list_memories", page_token="1e999")
+
+    assert len(listed) == len(set(listed)) == 120
+    assert set(listed) == {item["id"] for item in imported["items"]}
+    assert "page_token" in message and "omit it to start over" in message
 
 
 @pytest.mark.parametrize("mode", MODES)

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import json
 import uuid
 from collections.abc import Iterator
 
 import httpx
 import pytest
 
+from engram.model import parse_time
 from tests.conftest import NodeHandle
 
 pytestmark = pytest.mark.integration
@@ -99,6 +101,42 @@ def test_list_filters_by_several_types_and_owner(api: httpx.Client) -> None:
     assert {m["id"] for m in typed.json()["memories"]} == {fact["id"], mine["id"]}
     assert [m["id"] for m in owned.json()["memories"]] == [mine["id"]]
     assert mine["memory"]["owner_agent"] == "query-agent"
+
+
+def test_paging_a_list_skips_no_memory_that_shares_a_timestamp(api: httpx.Client) -> None:
+    """An import stores many memories in the same millisecond: every page boundary may cut a tie group."""
+    tag = unique()
+    lines = "\n".join(json.dumps({"content": f"imported {i} {tag}", "tags": [tag]}) for i in range(300))
+    imported = api.post("/v1/memories:import", content=lines, headers={"Content-Type": "application/x-ndjson"})
+    assert imported.status_code == 200 and imported.json()["imported"] == 300, imported.text
+    min_seq = imported.json()["last_seq"]
+
+    seen: dict[int, list[dict[str, str]]] = {}
+    for limit in (100, 37, 7):
+        memories, token = [], None
+        while True:
+            params = {"tags": tag, "limit": limit, "min_seq": min_seq, **({"page_token": token} if token else {})}
+            page = api.get("/v1/memories", params=params)
+            assert page.status_code == 200, page.text
+            memories += page.json()["memories"]
+            token = page.json()["next_page_token"]
+            if not token:
+                break
+        seen[limit] = memories
+
+    stored = {item["id"] for item in imported.json()["items"]}
+    created = [m["created_at"] for m in seen[7]]
+    assert len(set(created)) < len(created) / 2, "the import was too slow to make ties: the test proves nothing"
+    for limit, memories in seen.items():
+        ids = [m["id"] for m in memories]
+        assert len(ids) == len(set(ids)) == 300 and set(ids) == stored, limit
+        assert ids == [m["id"] for m in sorted(memories, key=lambda m: (-parse_time(m["created_at"]), m["id"]))]
+
+
+def test_a_page_token_not_from_list_memories_is_a_400_saying_to_start_over(api: httpx.Client) -> None:
+    for token in ("nope", "eyJ2IjoyfQ", "1e999", "x" * 300):
+        body = assert_problem(api.get("/v1/memories", params={"page_token": token}), 400)
+        assert "page_token" in str(body["detail"]) and "omit it to start over" in str(body["detail"])
 
 
 def test_secrets_are_redacted_and_listed(api: httpx.Client) -> None:

@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import pairwise
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pytest
@@ -17,7 +18,7 @@ from engram.config import SettingsError
 from engram.embed.sparse import Bm25Encoder
 from engram.errors import Unavailable
 from engram.ids import uuid7
-from engram.index import DENSE, QUESTIONS, SPARSE, IndexPoint, MemoryIndex, SearchRequest
+from engram.index import DENSE, QUESTIONS, SPARSE, IndexPoint, MemoryIndex, Position, SearchRequest
 from engram.index.edge import EdgeIndex
 from engram.index.server import QdrantServerIndex
 from engram.model import SearchFilter
@@ -79,6 +80,11 @@ def memory(
         "conversation_id": conversation, "questions": [], "_created_ts": ts,
     }  # fmt: skip
     return IndexPoint(memory_id, payload, dense, BM25.document(content))
+
+
+def position(payload: dict[str, Any]) -> Position:
+    """Where a page ending on this payload stopped."""
+    return Position(payload["_created_ts"], payload["id"])
 
 
 def search(index: MemoryIndex, text: str, *, namespace: str = "a", flt: SearchFilter | None = None,
@@ -161,15 +167,15 @@ def test_every_filter_applies_to_search_recent_and_count(
     assert index.count(namespace, flt) == len(expected)
 
 
-def test_recent_is_newest_first_and_before_pages_on(index: MemoryIndex) -> None:
+def test_recent_is_newest_first_and_after_pages_on(index: MemoryIndex) -> None:
     index.upsert([memory(f"note {ts}", ts=ts) for ts in (3.0, 1.0, 5.0, 2.0, 4.0)])
 
     first = index.recent("a", SearchFilter(), 2)
-    second = index.recent("a", SearchFilter(), 2, before=first[-1]["_created_ts"])
-    last = index.recent("a", SearchFilter(), 2, before=second[-1]["_created_ts"])
+    second = index.recent("a", SearchFilter(), 2, after=position(first[-1]))
+    last = index.recent("a", SearchFilter(), 2, after=position(second[-1]))
 
     assert [p["content"] for p in first + second + last] == ["note 5.0", "note 4.0", "note 3.0", "note 2.0", "note 1.0"]
-    assert index.recent("a", SearchFilter(), 2, before=last[-1]["_created_ts"]) == []
+    assert index.recent("a", SearchFilter(), 2, after=position(last[-1])) == []
 
 
 def test_count_is_exact_and_leaves_out_the_bookkeeping_point(index: MemoryIndex) -> None:
