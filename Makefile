@@ -24,7 +24,7 @@ test: $(STAMP)
 
 # A longer property-based run of the REST and MCP fuzzers than the one `make test` includes.
 fuzz: $(STAMP)
-	ENGRAM_FUZZ_EXAMPLES=$${ENGRAM_FUZZ_EXAMPLES:-300} $(PY) -m pytest -q -s tests/fuzz
+	ENGRAM_FUZZ_RANDOM=1 ENGRAM_FUZZ_EXAMPLES=$${ENGRAM_FUZZ_EXAMPLES:-300} $(PY) -m pytest -q -s tests/fuzz
 
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .

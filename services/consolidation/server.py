@@ -7,43 +7,18 @@ from dataclasses import dataclass, field
 
 import grpc
 
-from engram import wire
+from engram.clients import IngestClient
 from engram.config import Settings
 from engram.llm import ChatClient, redact_url
-from engram.model import Caller
-from engram.rpc import channel, error_from_rpc
 from engram.runtime import Resources, RunningServer, serve
 from engram.services.consolidation.enrichment import DURABLE_NAME, SUBJECTS, Enricher, EnrichOptions
 from engram.services.consolidation.servicer import ConsolidationServicer
-from engram.v1 import consolidation_pb2_grpc, ingest_pb2, ingest_pb2_grpc
+from engram.v1 import consolidation_pb2_grpc
 
 log = logging.getLogger(__name__)
 
 DEFAULT_INGEST_TIMEOUT = 30.0
 ACK_WAIT_MARGIN_SECONDS = 30.0
-
-
-class GrpcIngest:
-    """The enricher's way to ingest: the EnrichMemory RPC, with gRPC errors turned into kernel errors."""
-
-    def __init__(self, address: str, *, timeout: float = DEFAULT_INGEST_TIMEOUT) -> None:
-        self._channel = channel(address)
-        self._stub = ingest_pb2_grpc.IngestStub(self._channel)
-        self._timeout = timeout
-
-    async def enrich(self, caller: Caller, memory_id: str, questions: list[str], *, model: str) -> int:
-        request = ingest_pb2.EnrichMemoryRequest(
-            caller=wire.caller_to_proto(caller), id=memory_id, questions=questions, model=model
-        )
-        try:
-            # wait_for_ready: in the embedded node the enricher starts just before the gRPC server does.
-            response = await self._stub.EnrichMemory(request, timeout=self._timeout, wait_for_ready=True)
-        except grpc.aio.AioRpcError as e:
-            raise error_from_rpc(e) from e
-        return int(response.seq)
-
-    async def close(self) -> None:
-        await self._channel.close()
 
 
 @dataclass
@@ -52,7 +27,7 @@ class Enrichment:
 
     enricher: Enricher  # owns its queue
     llm: ChatClient
-    ingest: GrpcIngest
+    ingest: IngestClient
 
     async def close(self) -> None:
         await self.enricher.stop()  # also closes the queue
@@ -113,7 +88,7 @@ async def open_enrichment(settings: Settings, resources: Resources, ingest_addr:
     llm = ChatClient(
         settings.llm_url, model=settings.llm_model, api_key=settings.llm_api_key, timeout=settings.llm_timeout_seconds
     )
-    ingest = GrpcIngest(ingest_addr)
+    ingest = IngestClient(ingest_addr, timeout=DEFAULT_INGEST_TIMEOUT)
     options = EnrichOptions(
         retry_base_seconds=settings.enrich_retry_base_seconds, max_attempts=max(1, settings.enrich_max_attempts)
     )

@@ -28,7 +28,8 @@ from engram.model import (
     parse_time,
 )
 from engram.names import AGENT_PATTERN, AGENT_RULE
-from engram.services.gateway.backend import Backend, ImportLine, redactions_json
+from engram.results import ImportItem
+from engram.services.gateway.backend import Backend, redactions_json
 from engram.services.gateway.backend import metadata_json as encode_metadata
 from engram.services.gateway.identity import MCP_SOURCE, RequestIdentity, Resolver, require_scope
 from engram.services.ingest.validation import MAX_FIELD_CHARS, MAX_LABEL_CHARS, MAX_LIST_ITEMS, MAX_SUMMARY_CHARS
@@ -126,7 +127,9 @@ Sources = Annotated[
     list[SourceName] | None,
     Field(description="Retrievers to use: dense (meaning), bm25 (exact words), questions; default all."),
 ]
-Query = Annotated[str, Field(min_length=1, description="What to look for, in natural language or keywords.")]
+Query = Annotated[
+    str, Field(min_length=1, pattern=r"\S", description="What to look for, in natural language or keywords.")
+]
 SearchLimit = Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Number of hits (1-100).")]
 ListLimit = Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Number of memories (1-100).")]
 FilterTags = Annotated[list[str] | None, Field(description="Only memories that have all of these tags.")]
@@ -452,7 +455,7 @@ class Operations:
             HitOut(
                 score=hit.score,
                 memory=MemoryOut.of(hit.memory),
-                explain={stage: StageRank(**values) for stage, values in hit.explain.items()}
+                explain={stage: StageRank(rank=rank, score=score) for stage, (rank, score) in hit.explain.items()}
                 if request.explain
                 else None,
             )
@@ -478,7 +481,7 @@ class Operations:
         handled = first_line - 1  # the last line this gateway rejected or handed to ingest
         stop: EngramError | None = None
 
-        async def items() -> AsyncIterator[ImportLine]:
+        async def items() -> AsyncIterator[ImportItem]:
             nonlocal handled, stop
             try:
                 async for number, raw in lines:
@@ -494,7 +497,7 @@ class Operations:
                     except (ValidationError, InvalidArgument) as e:
                         rejected.append(ImportRejectionOut(line=number, reason=_reason(e)))
                         continue
-                    yield ImportLine(number, draft, line.source_id or "")
+                    yield ImportItem(number, draft, line.source_id or "")
             except EngramError as e:  # the body itself failed (e.g. passed its size limit): stop reading it
                 stop = e
 
@@ -507,13 +510,18 @@ class Operations:
         rejected = [r for r in rejected if r.line <= last_line]
         rejected.extend(ImportRejectionOut(line=line, reason=reason) for line, reason in outcome.rejected)
         result = ImportResult(
-            imported=outcome.imported,
-            already_present=outcome.already_present,
+            imported=len(outcome.imported),
+            already_present=len(outcome.present),
             rejected=sorted(rejected, key=lambda r: r.line),
             last_line=last_line,
             resume_from=last_line + 1,
             last_seq=outcome.last_seq,
-            items=[ImportedOut(line=line, id=mid, already_present=present) for line, mid, present in outcome.items],
+            items=[
+                ImportedOut(line=line, id=mid, already_present=present)
+                for line, mid, _, present in sorted(
+                    [(*item, False) for item in outcome.imported] + [(*item, True) for item in outcome.present]
+                )
+            ],
             redactions=[RedactionOut(**r) for r in redactions_json(outcome.redactions)],
             stopped=str(cause) if cause else None,
         )

@@ -8,8 +8,9 @@ from typing import Any
 import grpc
 
 from engram import wire
+from engram.results import ImportItem
 from engram.rpc import translate_errors, unimplemented
-from engram.services.ingest.writer import ImportItem, MemoryWriter
+from engram.services.ingest.writer import MemoryWriter
 from engram.v1 import common_pb2, ingest_pb2, ingest_pb2_grpc
 
 

@@ -8,7 +8,6 @@ import contextlib
 import hashlib
 import time
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
 from typing import Any, Protocol
 
 import numpy as np
@@ -20,45 +19,15 @@ from engram.events import MEMORY_ENRICHED, MEMORY_SAVED, event_body
 from engram.ids import is_uuid, uuid7
 from engram.log import Log
 from engram.model import Caller, Handoff, Memory, MemoryInput, Origin, format_time
+from engram.results import ImportItem, ImportSummary, SaveResult
 from engram.scrub import Redaction, merge, scrub_text, scrub_value
 from engram.services.ingest.validation import Limits, validate
 
-__all__ = ["ImportItem", "ImportSummary", "MemoryWriter", "SaveResult"]
+__all__ = ["MemoryWriter"]
 
 DEFAULT_IMPORT_BATCH = 128  # larger batches sort into tighter padding buckets
 MAX_QUESTIONS = 8
 MAX_QUESTION_CHARS = 300
-
-
-@dataclass(frozen=True, slots=True)
-class SaveResult:
-    memory: Memory
-    seq: int
-    redactions: tuple[Redaction, ...]
-
-
-@dataclass(frozen=True, slots=True)
-class ImportItem:
-    line: int
-    draft: MemoryInput
-    source_id: str = ""
-
-
-@dataclass(slots=True)
-class ImportSummary:
-    imported: list[tuple[int, str, int]] = field(default_factory=list)  # (line, id, seq), newly stored
-    present: list[tuple[int, str, int]] = field(default_factory=list)  # (line, id, seq), stored by an earlier import
-    rejected: list[tuple[int, str]] = field(default_factory=list)  # (line, reason)
-    redactions: list[Redaction] = field(default_factory=list)
-    last_line: int = 0
-    last_seq: int = 0
-    stopped: EngramError | None = None  # why the import stopped before the end of the stream, if it did
-
-    def stop(self, line: int, error: EngramError) -> None:
-        """Stops before ``line``: everything up to the line before it is done, nothing after it counts."""
-        self.stopped = error
-        self.last_line = line - 1
-        self.rejected = [(n, reason) for n, reason in self.rejected if n < line]
 
 
 class _Stop(Exception):

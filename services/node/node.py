@@ -17,8 +17,8 @@ from typing import IO
 import grpc
 
 from engram import __version__
-from engram.clients import connect_lines
 from engram.config import Settings
+from engram.connect import connect_lines
 from engram.errors import DiskFull
 from engram.health import MIB, disk_space
 from engram.natsd import NatsServer, NatsSupervisor

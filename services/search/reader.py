@@ -15,6 +15,7 @@ from engram.errors import InvalidArgument, NotFound
 from engram.ids import is_uuid
 from engram.index import CREATED_TS, DENSE, QUESTIONS, SPARSE, MemoryIndex, Position, SearchRequest
 from engram.model import Caller, Memory, SearchFilter, servable_problem
+from engram.results import Hit, SearchResult
 from engram.services.search import page_token as page_token_codec
 from engram.services.search.fusion import DEFAULT_RRF_K, relative, rrf
 from engram.services.search.indexer import Indexer
@@ -44,21 +45,6 @@ class PipelineConfig:
     candidates: int = DEFAULT_CANDIDATES
     rerank_top_n: int = DEFAULT_RERANK_TOP_N
     rerank_by_default: bool = True
-
-
-@dataclass(slots=True)
-class Hit:
-    memory: Memory
-    score: float
-    explain: dict[str, tuple[int, float]] = field(default_factory=dict)  # stage -> (rank, score); rank 0: absent
-
-
-@dataclass(slots=True)
-class SearchResult:
-    hits: list[Hit]
-    applied_seq: int
-    reranked: bool = False
-    rerank_note: str = ""
 
 
 class MemoryReader:

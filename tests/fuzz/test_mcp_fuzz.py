@@ -31,6 +31,8 @@ from tests.helpers.mcp import http_client
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
 EXAMPLES = int(os.environ.get("ENGRAM_FUZZ_EXAMPLES", "20"))
+# make test runs the same examples every time (CI stays reproducible); make fuzz explores new ones each run.
+DERANDOMIZE = os.environ.get("ENGRAM_FUZZ_RANDOM", "") != "1"
 # What an agent must never see in a tool error: internals instead of "field: what to fix".
 LEAKS = ("Traceback", "errors.pydantic.dev", "validation error for", "Internal Server Error", "Exception")
 # Tool errors that a schema-valid call may still get, for rules JSON Schema cannot state.
@@ -118,7 +120,13 @@ def _messages(error: BaseException) -> str:
 
 def _fuzz(strategy: st.SearchStrategy[dict[str, Any]], check: Callable[[dict[str, Any]], None]) -> None:
     @given(arguments=strategy)
-    @settings(max_examples=EXAMPLES, deadline=None, suppress_health_check=list(HealthCheck), database=None)
+    @settings(
+        max_examples=EXAMPLES,
+        deadline=None,
+        suppress_health_check=list(HealthCheck),
+        database=None,
+        derandomize=DERANDOMIZE,
+    )
     def run(arguments: dict[str, Any]) -> None:
         check(arguments)
 

@@ -14,6 +14,7 @@ from typing import Any
 import pytest
 
 from engram import wire
+from engram.clients import IngestClient
 from engram.config import Settings
 from engram.errors import Unavailable
 from engram.events import MEMORY_ENRICHED
@@ -25,7 +26,7 @@ from engram.natsd import NatsServer
 from engram.rpc import channel
 from engram.runtime import Resources, RunningServer, serve
 from engram.services.consolidation.enrichment import DURABLE_NAME, SUBJECTS, Enricher, EnrichOptions, Outcome
-from engram.services.consolidation.server import ConsolidationService, GrpcIngest
+from engram.services.consolidation.server import ConsolidationService
 from engram.services.ingest.server import build_service as build_ingest
 from engram.services.ingest.servicer import IngestServicer
 from engram.v1 import ingest_pb2, ingest_pb2_grpc
@@ -76,7 +77,7 @@ class Harness:
         outcomes: asyncio.Queue[Outcome] = asyncio.Queue()
         queue = await self.log.work_queue(DURABLE_NAME, SUBJECTS, ack_wait=30)
         llm = ChatClient(self.fake.url, model=MODEL, api_key=API_KEY, timeout=5)
-        real_ingest = GrpcIngest(self.ingest_addr, timeout=10)
+        real_ingest = IngestClient(self.ingest_addr, timeout=10)
         enricher = Enricher(queue, llm, ingest or real_ingest, options=options, observer=outcomes.put_nowait)
         await enricher.start()
         try:
@@ -207,7 +208,7 @@ async def test_secret_memories_never_reach_the_llm(harness: Harness) -> None:
 
 
 async def test_an_ingest_outage_is_retried_without_asking_the_llm_again(harness: Harness) -> None:
-    flaky = FlakyIngest(GrpcIngest(harness.ingest_addr, timeout=10), failures=2)
+    flaky = FlakyIngest(IngestClient(harness.ingest_addr, timeout=10), failures=2)
     memory_id = await harness.save("Invoices are archived for ten years")
     try:
         async with harness.enricher(ingest=flaky) as outcomes:
@@ -291,7 +292,7 @@ async def test_service_starts_enrichment_only_with_an_llm_and_an_ingest_address(
 class FlakyIngest:
     """The real ingest client, failing the first `failures` calls as an unreachable ingest would."""
 
-    inner: GrpcIngest
+    inner: IngestClient
     failures: int
 
     async def enrich(self, caller: Caller, memory_id: str, questions: list[str], *, model: str) -> int:

@@ -24,9 +24,10 @@ from engram.health import Health
 from engram.log.nats import NatsLog
 from engram.model import Caller, MemoryInput
 from engram.natsd import NatsServer
+from engram.results import ImportItem
 from engram.runtime import DiskGuard
 from engram.services.ingest.validation import Limits
-from engram.services.ingest.writer import ImportItem, MemoryWriter
+from engram.services.ingest.writer import MemoryWriter
 from tests.conftest import NodeHandle, engram_env
 from tests.helpers.mcp import http_client
 

@@ -6,8 +6,8 @@ import dataclasses
 import re
 from pathlib import Path
 
-from engram.clients import codex_toml
 from engram.config import Settings
+from engram.connect import codex_toml
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 

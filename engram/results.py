@@ -1,0 +1,71 @@
+"""Results of the domain operations, defined once: the services' domain code returns them and the kernel's gRPC
+clients (engram.clients) rebuild the same types from the wire, so the gateway and consolidation see what ingest
+and search produced."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from engram.errors import EngramError
+from engram.model import Memory, MemoryInput
+from engram.scrub import Redaction
+
+
+@dataclass(frozen=True, slots=True)
+class SaveResult:
+    """A stored memory, the log sequence of the write, and the secrets removed first."""
+
+    memory: Memory
+    seq: int
+    redactions: tuple[Redaction, ...]
+
+
+@dataclass(slots=True)
+class Hit:
+    memory: Memory
+    score: float
+    explain: dict[str, tuple[int, float]] = field(default_factory=dict)  # stage -> (rank, score); rank 0: absent
+
+
+@dataclass(slots=True)
+class SearchResult:
+    hits: list[Hit]
+    applied_seq: int  # the index had applied the log up to here when it answered
+    reranked: bool = False
+    rerank_note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class Page:
+    """One page of a listing; next_page_token is empty on the last page."""
+
+    memories: list[Memory]
+    next_page_token: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class ImportItem:
+    """One item of a bulk import: its line number, the memory, and an optional idempotency key."""
+
+    line: int
+    draft: MemoryInput
+    source_id: str = ""
+
+
+@dataclass(slots=True)
+class ImportSummary:
+    """What a bulk import did, line by line."""
+
+    imported: list[tuple[int, str, int]] = field(default_factory=list)  # (line, id, seq), newly stored
+    present: list[tuple[int, str, int]] = field(default_factory=list)  # (line, id, seq), stored by an earlier import
+    rejected: list[tuple[int, str]] = field(default_factory=list)  # (line, reason)
+    redactions: list[Redaction] = field(default_factory=list)
+    last_line: int = 0
+    last_seq: int = 0
+    stopped: EngramError | None = None  # why the import stopped before the end of the stream, if it did
+
+    def stop(self, line: int, error: EngramError) -> None:
+        """Stops before ``line``: everything up to the line before it is done, nothing after it counts."""
+        self.stopped = error
+        self.last_line = line - 1
+        self.rejected = [(n, reason) for n, reason in self.rejected if n < line]
