@@ -18,6 +18,8 @@ from engram.keys import KeyStore
 from engram.services.gateway.backend import Backend
 from engram.services.gateway.edge import EdgeMiddleware, EdgePolicy
 from engram.services.gateway.identity import Resolver
+from engram.services.gateway.mcp_server import build_mcp
+from engram.services.gateway.operations import CursorTracker, Operations
 from engram.services.gateway.rest import (
     IMPORT_PATH,
     JSON_BODY_PATHS,
@@ -26,8 +28,8 @@ from engram.services.gateway.rest import (
     problem,
     unauthenticated,
 )
+from engram.services.gateway.schemas import ENGRAM_VERSION
 from engram.services.gateway.status import add_probes
-from engram.services.gateway.tools import ENGRAM_VERSION, CursorTracker, Operations, build_mcp
 
 MCP_PATH = "/mcp"
 # Probes are answered whatever the Host: orchestrators call them by pod IP, and they reveal nothing.

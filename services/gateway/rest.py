@@ -21,7 +21,8 @@ from engram.errors import DEFAULT_RETRY_AFTER_SECONDS, EngramError, ImportStoppe
 from engram.model import Caller
 from engram.names import AGENT_PATTERN
 from engram.services.gateway.identity import REST_SOURCE, RequestIdentity, Resolver
-from engram.services.gateway.tools import (
+from engram.services.gateway.operations import Operations, describe_validation
+from engram.services.gateway.schemas import (
     DEFAULT_LIST_LIMIT,
     MAX_SEQ,
     ConversationId,
@@ -37,7 +38,6 @@ from engram.services.gateway.tools import (
     MemoryOut,
     MemoryTypeName,
     MinSeq,
-    Operations,
     OwnerAgent,
     PageToken,
     Project,
@@ -46,7 +46,6 @@ from engram.services.gateway.tools import (
     SearchRequest,
     SearchResult,
     TypeFilter,
-    describe_validation,
 )
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"

@@ -9,7 +9,8 @@ from engram.errors import EngramError
 from engram.keys import KeyStore
 from engram.services.gateway.backend import Backend
 from engram.services.gateway.identity import Resolver
-from engram.services.gateway.tools import CursorTracker, build_mcp
+from engram.services.gateway.mcp_server import build_mcp
+from engram.services.gateway.operations import CursorTracker
 
 log = logging.getLogger(__name__)
 

@@ -1,0 +1,274 @@
+"""The MCP server: the memory operations registered as tools, with descriptions that tell an agent when to use them."""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Iterator
+from typing import Any, Literal, get_args
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
+from mcp.types import Tool as MCPTool
+from pydantic import ValidationError
+
+from engram.config import DEFAULT_SEARCH_LIMIT, Settings
+from engram.errors import EngramError
+from engram.model import (
+    Caller,
+)
+from engram.services.gateway.backend import Backend
+from engram.services.gateway.identity import MCP_SOURCE, RequestIdentity, Resolver
+from engram.services.gateway.operations import CursorTracker, Operations, describe_validation
+from engram.services.gateway.schemas import (
+    DEFAULT_LIST_LIMIT,
+    ENGRAM_VERSION,
+    INSTRUCTIONS,
+    ConfidenceArg,
+    Content,
+    ContextArg,
+    ConversationId,
+    CreatedAfter,
+    CreatedBefore,
+    ExpiresAt,
+    Explain,
+    Filters,
+    FilterTags,
+    FilterTopics,
+    HandoffTarget,
+    ImportanceArg,
+    InvalidAt,
+    ListLimit,
+    ListRequest,
+    ListResult,
+    MemoryId,
+    MemoryOut,
+    MemoryTypeArg,
+    Metadata,
+    MinSeq,
+    OwnerAgent,
+    PageToken,
+    PingResult,
+    Project,
+    Query,
+    Rerank,
+    SaveRequest,
+    SaveResult,
+    SearchLimit,
+    SearchRequest,
+    SearchResult,
+    SensitivityArg,
+    Sources,
+    Summary,
+    Tags,
+    Team,
+    Topics,
+    TypeFilter,
+    ValidAt,
+)
+
+_LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
+
+# --- MCP ---------------------------------------------------------------------------------------------------
+
+_READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+_WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+
+SAVE_DESCRIPTION = """\
+Save a memory that you or other agents should be able to recall later. Use it whenever you learn \
+something worth keeping: a fact about the user or the project, a preference, a decision and why it was made, \
+a finding, a blocker, an action item, or a handoff of unfinished work to another agent. Save one \
+self-contained statement per call, understandable without this conversation. Secrets are redacted \
+before storage and listed in `redactions`. Returns the stored memory with its id and the log `seq` \
+of the write."""
+
+SEARCH_DESCRIPTION = """\
+Search the shared memory of your namespace (hybrid semantic + keyword search). Use it at the start of every \
+task, and before answering questions about the user, their preferences, the project or past decisions: \
+other agents may already have recorded the answer. Returns the best hits with a relevance score and the \
+full memory; filters narrow by tags, type, owner agent, topics, project and creation time."""
+
+GET_DESCRIPTION = """\
+Fetch one memory by id: its complete, current content and fields (earlier versions are not kept yet, so \
+history is empty). Use it when a search hit, a handoff or another memory refers to an id."""
+
+LIST_DESCRIPTION = """\
+List memories of your namespace, most recent first, optionally filtered. Use it to see what was saved \
+lately (e.g. to catch up at the start of a session) or to browse by tag or type when you have no query; \
+use search_memory when you are looking for something specific."""
+
+PING_DESCRIPTION = """\
+Check that Engram is reachable and see who you are to it: your agent id, namespace and scopes. Use it when \
+a memory tool fails unexpectedly, or to confirm which agent id your memories are saved under."""
+
+
+@contextlib.contextmanager
+def _tool_errors() -> Iterator[None]:
+    """Service errors become tool errors, whose message tells the agent what to do next."""
+    try:
+        yield
+    except EngramError as e:
+        raise ToolError(str(e)) from e
+
+
+def _request_identity(ctx: Context) -> RequestIdentity:
+    """The caller's hints: HTTP headers and query (None over stdio) and MCP clientInfo.name."""
+    context = ctx.request_context
+    request = context.request
+    params = getattr(context.session, "client_params", None)
+    client_name = params.client_info.name if params is not None and params.client_info else None
+    return RequestIdentity.from_http(
+        getattr(request, "headers", None), getattr(request, "query_params", None), client_name
+    )
+
+
+def _mcp_log_level(level: str) -> _LogLevel:
+    # MCPServer configures the root logger with this level; keep it the node's level.
+    upper = level.upper()
+    return upper if upper in get_args(_LogLevel) else "WARNING"  # type: ignore[return-value]
+
+
+class EngramMCPServer(MCPServer):
+    """An MCPServer whose tools refuse unknown arguments, as REST refuses unknown fields, and explain invalid
+    ones as REST does ("field: what to fix"), not as raw pydantic text.
+
+    The SDK builds each tool's argument model from its signature and ignores extra keys; here the published
+    input schemas say ``additionalProperties: false`` and calls are held to it.
+    """
+
+    _arguments: dict[str, frozenset[str]] | None = None
+
+    async def list_tools(self) -> list[MCPTool]:
+        tools = await super().list_tools()
+        return [tool.model_copy(update={"input_schema": _closed(tool.input_schema)}) for tool in tools]
+
+    async def call_tool(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
+    ) -> CallToolResult | InputRequiredResult:
+        known = (await self._known_arguments()).get(name)
+        unknown = sorted(set(arguments) - known) if known is not None else []
+        if unknown and known is not None:
+            takes = ", ".join(sorted(known)) or "no arguments"
+            problems = [f"{arg}: is not an argument of {name}; it takes {takes}." for arg in unknown]
+            raise ToolError(f"Error executing tool {name}: {'; '.join(problems)}")
+        try:
+            return await super().call_tool(name, arguments, context)
+        except ToolError as e:
+            if isinstance(e, UnexpectedToolError) or not isinstance(e.__cause__, ValidationError):
+                raise
+            detail = describe_validation(e.__cause__.errors(), where="arguments")
+            raise ToolError(f"Error executing tool {name}: {detail}") from e.__cause__
+
+    async def _known_arguments(self) -> dict[str, frozenset[str]]:
+        if self._arguments is None:
+            tools = await super().list_tools()
+            self._arguments = {t.name: frozenset(t.input_schema.get("properties", {})) for t in tools}
+        return self._arguments
+
+
+def _closed(schema: dict[str, Any]) -> dict[str, Any]:
+    return {**schema, "additionalProperties": False}
+
+
+def build_mcp(backend: Backend, resolver: Resolver, cursors: CursorTracker, settings: Settings) -> MCPServer:
+    """The Engram MCP server: save_memory, search_memory, get_memory, list_memories and ping."""
+    server: MCPServer = EngramMCPServer(
+        name="engram",
+        title="Engram shared memory",
+        instructions=INSTRUCTIONS,
+        version=ENGRAM_VERSION,
+        log_level=_mcp_log_level(settings.log_level),
+    )
+    ops = Operations(backend, cursors)
+
+    def caller(ctx: Context) -> Caller:
+        return resolver.resolve(_request_identity(ctx), default_source=MCP_SOURCE)
+
+    @server.tool(description=SAVE_DESCRIPTION, annotations=_WRITE)
+    async def save_memory(
+        content: Content,
+        ctx: Context,
+        tags: Tags = None,
+        topics: Topics = None,
+        memory_type: MemoryTypeArg = None,
+        importance: ImportanceArg = None,
+        summary: Summary = None,
+        metadata: Metadata = None,
+        team: Team = None,
+        project: Project = None,
+        conversation_id: ConversationId = None,
+        sensitivity: SensitivityArg = None,
+        confidence: ConfidenceArg = None,
+        valid_at: ValidAt = None,
+        invalid_at: InvalidAt = None,
+        expires_at: ExpiresAt = None,
+        handoff_target: HandoffTarget = None,
+        context: ContextArg = None,
+    ) -> SaveResult:
+        request = SaveRequest(
+            content=content, tags=tags, topics=topics, memory_type=memory_type, importance=importance,
+            summary=summary, metadata=metadata, team=team, project=project, conversation_id=conversation_id,
+            sensitivity=sensitivity, confidence=confidence, valid_at=valid_at, invalid_at=invalid_at,
+            expires_at=expires_at, handoff_target=handoff_target, context=context,
+        )  # fmt: skip
+        with _tool_errors():
+            return await ops.save(caller(ctx), request)
+
+    @server.tool(description=SEARCH_DESCRIPTION, annotations=_READ)
+    async def search_memory(
+        query: Query,
+        ctx: Context,
+        limit: SearchLimit = DEFAULT_SEARCH_LIMIT,
+        tags: FilterTags = None,
+        topics: FilterTopics = None,
+        owner_agent: OwnerAgent = None,
+        memory_type: TypeFilter = None,
+        project: Project = None,
+        conversation_id: ConversationId = None,
+        created_after: CreatedAfter = None,
+        created_before: CreatedBefore = None,
+        explain: Explain = False,
+        rerank: Rerank = None,
+        min_seq: MinSeq = None,
+        sources: Sources = None,
+    ) -> SearchResult:
+        filters = Filters(
+            tags=tags, topics=topics, owner_agent=owner_agent, memory_type=memory_type, project=project,
+            conversation_id=conversation_id, created_after=created_after, created_before=created_before,
+        )  # fmt: skip
+        request = SearchRequest(
+            query=query, limit=limit, filters=filters, explain=explain, rerank=rerank, min_seq=min_seq, sources=sources
+        )
+        with _tool_errors():
+            return await ops.search(caller(ctx), request)
+
+    @server.tool(description=GET_DESCRIPTION, annotations=_READ)
+    async def get_memory(id: MemoryId, ctx: Context) -> MemoryOut:
+        with _tool_errors():
+            return await ops.get(caller(ctx), id)
+
+    @server.tool(description=LIST_DESCRIPTION, annotations=_READ)
+    async def list_memories(
+        ctx: Context,
+        limit: ListLimit = DEFAULT_LIST_LIMIT,
+        tags: FilterTags = None,
+        memory_type: TypeFilter = None,
+        owner_agent: OwnerAgent = None,
+        topics: FilterTopics = None,
+        project: Project = None,
+        page_token: PageToken = None,
+    ) -> ListResult:
+        filters = Filters(tags=tags, memory_type=memory_type, owner_agent=owner_agent, topics=topics, project=project)
+        with _tool_errors():
+            return await ops.list(caller(ctx), ListRequest(limit=limit, filters=filters, page_token=page_token))
+
+    @server.tool(description=PING_DESCRIPTION, annotations=_READ)
+    async def ping(ctx: Context) -> PingResult:
+        with _tool_errors():
+            who = caller(ctx)
+        return PingResult(
+            ok=True, agent=who.agent_id, namespace=who.namespace, source=who.source,
+            scopes=sorted(who.scopes), version=ENGRAM_VERSION,
+        )  # fmt: skip
+
+    return server

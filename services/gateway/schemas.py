@@ -1,0 +1,375 @@
+"""The gateway's published shapes: argument types shared by the MCP tools and the REST bodies, requests and
+results. Enum values and limits come from the model and ingest, so the schemas cannot drift from what is accepted."""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+from engram import __version__
+from engram.config import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT
+from engram.model import (
+    CONFIDENCES,
+    IMPORTANCES,
+    MEMORY_TYPES,
+    SENSITIVITIES,
+    Memory,
+)
+from engram.names import AGENT_PATTERN
+from engram.services.ingest.validation import MAX_FIELD_CHARS, MAX_LABEL_CHARS, MAX_LIST_ITEMS, MAX_SUMMARY_CHARS
+
+ENGRAM_VERSION = __version__
+
+DEFAULT_LIST_LIMIT = 20
+MAX_SEQ = 2**63 - 1  # log sequences and line numbers travel as 64-bit integers
+
+INSTRUCTIONS = """\
+Engram is shared long-term memory for AI agents. What any agent saves here, every agent working for the same \
+person or team (the same namespace) can recall later, from any client, device or session.
+
+- Call search_memory at the start of a task, and before answering questions about the user, their \
+preferences, the project, or decisions made in the past. Prior agents may already know the answer.
+- Call save_memory whenever you learn something worth keeping: a fact, a preference, a decision and its \
+reason, a finding, a blocker, an action item, or a handoff for another agent. Save one self-contained \
+statement per memory, written so that a reader without this conversation understands it.
+- Never save secrets: API keys, tokens and passwords are redacted before storage.
+- Use get_memory for one memory by id, list_memories for the most recent ones, ping to check the connection.
+"""
+
+# Enum values come from the model, so the published schemas can never drift from what ingest accepts.
+MemoryTypeName = Literal[MEMORY_TYPES]  # type: ignore[valid-type]
+ImportanceName = Literal[IMPORTANCES]  # type: ignore[valid-type]
+SensitivityName = Literal[SENSITIVITIES]  # type: ignore[valid-type]
+ConfidenceName = Literal[CONFIDENCES]  # type: ignore[valid-type]
+
+# --- argument types shared by the MCP tools and the REST bodies -------------------------------------------
+
+Content = Annotated[
+    str,
+    Field(
+        min_length=1,
+        pattern=r"\S",
+        description="The memory: one self-contained statement, e.g. 'The user prefers tabs over spaces.'",
+    ),
+]
+# The limits ingest enforces are published in the schemas too, so clients (and fuzzers) know them up front.
+Label = Annotated[str, Field(max_length=MAX_LABEL_CHARS)]
+Tags = Annotated[
+    list[Label] | None,
+    Field(max_length=MAX_LIST_ITEMS, description="Short labels for filtering, e.g. ['billing', 'api']."),
+]
+Topics = Annotated[
+    list[Label] | None,
+    Field(max_length=MAX_LIST_ITEMS, description="Subjects the memory is about, e.g. ['authentication']."),
+]
+MemoryTypeArg = Annotated[MemoryTypeName | None, Field(description="Kind of memory; default 'general'.")]
+ImportanceArg = Annotated[ImportanceName | None, Field(description="How much it matters; default 'normal'.")]
+SensitivityArg = Annotated[
+    SensitivityName | None,
+    Field(description="'private' stays in the namespace; 'secret' never leaves this device. Default 'normal'."),
+]
+ConfidenceArg = Annotated[
+    ConfidenceName | None,
+    Field(description="'stated' (the user said so, the default) or 'inferred' (your conclusion)."),
+]
+Summary = Annotated[
+    str | None, Field(max_length=MAX_SUMMARY_CHARS, description="Optional one-line summary of a long memory.")
+]
+Metadata = Annotated[
+    dict[str, Any] | None,
+    Field(description="Free key-value data, returned exactly as given (any JSON object)."),
+]
+Team = Annotated[str | None, Field(max_length=MAX_FIELD_CHARS, description="Team the memory belongs to.")]
+Project = Annotated[str | None, Field(max_length=MAX_FIELD_CHARS, description="Project the memory belongs to.")]
+ConversationId = Annotated[
+    str | None, Field(max_length=MAX_FIELD_CHARS, description="Conversation or session the memory came from.")
+]
+_TIME = {"format": "date-time"}
+ValidAt = Annotated[
+    str | None, Field(json_schema_extra=_TIME, description="RFC 3339 time from which the memory is true.")
+]
+InvalidAt = Annotated[
+    str | None, Field(json_schema_extra=_TIME, description="RFC 3339 time from which the memory is no longer true.")
+]
+ExpiresAt = Annotated[
+    str | None, Field(json_schema_extra=_TIME, description="RFC 3339 time after which the memory is expired.")
+]
+HandoffTarget = Annotated[
+    str | None,
+    Field(
+        pattern=f"^{AGENT_PATTERN}$",
+        description="Agent id this memory hands work over to (makes it a pending handoff).",
+    ),
+]
+ContextArg = Annotated[
+    str | None,
+    Field(description="Text that situates the memory (e.g. the preceding turn); searched with it, not part of it."),
+]
+SourceName = Literal["dense", "bm25", "questions"]
+Sources = Annotated[
+    list[SourceName] | None,
+    Field(description="Retrievers to use: dense (meaning), bm25 (exact words), questions; default all."),
+]
+Query = Annotated[
+    str, Field(min_length=1, pattern=r"\S", description="What to look for, in natural language or keywords.")
+]
+SearchLimit = Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Number of hits (1-100).")]
+ListLimit = Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Number of memories (1-100).")]
+FilterTags = Annotated[list[str] | None, Field(description="Only memories that have all of these tags.")]
+FilterTopics = Annotated[list[str] | None, Field(description="Only memories about any of these topics.")]
+OwnerAgent = Annotated[
+    str | None, Field(max_length=MAX_FIELD_CHARS, description="Only memories saved by this agent id.")
+]
+TypeFilter = Annotated[
+    MemoryTypeName | list[MemoryTypeName] | None,
+    Field(description="Only memories of this type (or any of these)."),
+]
+CreatedAfter = Annotated[
+    str | None, Field(json_schema_extra=_TIME, description="Only memories created after this RFC 3339 time.")
+]
+CreatedBefore = Annotated[
+    str | None, Field(json_schema_extra=_TIME, description="Only memories created before this RFC 3339 time.")
+]
+Explain = Annotated[bool, Field(description="Add each ranking stage's rank and score to every hit.")]
+Rerank = Annotated[
+    bool | None, Field(description="Force the cross-encoder reranker on or off; omit for the server default.")
+]
+MinSeq = Annotated[
+    int | None,
+    Field(
+        ge=0,
+        le=MAX_SEQ,
+        description="Wait until the index has applied this log sequence (a `seq` from save_memory).",
+    ),
+]
+PageToken = Annotated[
+    str | None, Field(description="next_page_token of the previous page, passed back unchanged; omit for the first.")
+]
+MemoryId = Annotated[
+    str,
+    Field(
+        min_length=1,
+        json_schema_extra={"format": "uuid"},
+        description="The memory's id (a UUID), as returned by save or search.",
+    ),
+]
+
+
+# --- results ------------------------------------------------------------------------------------------------
+
+
+class MemoryVersionOut(BaseModel):
+    """An earlier version of a memory."""
+
+    version: int
+    content: str
+    summary: str = ""
+    agent_id: str = ""
+    source: str = ""
+    updated_at: str | None = None
+    seq: int = 0
+    conflict: bool = False
+
+
+class RelationOut(BaseModel):
+    kind: str
+    memory_id: str
+    note: str = ""
+
+
+class HandoffOut(BaseModel):
+    target_agent: str
+    status: str = "pending"
+    updated_at: str | None = None
+
+
+class OriginOut(BaseModel):
+    device: str = ""
+    source_id: str = ""
+
+
+class MemoryOut(BaseModel):
+    """A memory as every API shows it (``Memory.to_dict()``): RFC 3339 times, metadata exactly as saved."""
+
+    # Fields added to the model later pass through instead of being dropped.
+    model_config = ConfigDict(extra="allow")
+
+    id: str
+    namespace: str
+    content: str
+    owner_agent: str
+    summary: str = ""
+    memory_type: str = "general"
+    confidence: str = "stated"
+    topics: list[str] = Field(default_factory=list)
+    tags: list[str] = Field(default_factory=list)
+    importance: str = "normal"
+    source: str = ""
+    team: str = ""
+    project: str = ""
+    conversation_id: str = ""
+    metadata: dict[str, Any] = Field(default_factory=dict)
+    sensitivity: str = "normal"
+    created_at: str | None = None
+    updated_at: str | None = None
+    valid_at: str | None = None
+    invalid_at: str | None = None
+    expires_at: str | None = None
+    version: int = 1
+    history: list[MemoryVersionOut] = Field(default_factory=list)
+    status: str = "active"
+    superseded_by: str = ""
+    relations: list[RelationOut] = Field(default_factory=list)
+    handoff: HandoffOut | None = None
+    questions: list[str] = Field(default_factory=list)
+    access_count: int = 0
+    origin: OriginOut = Field(default_factory=OriginOut)
+    seq: int = 0
+
+    @classmethod
+    def of(cls, memory: Memory) -> MemoryOut:
+        return cls.model_validate(memory.to_dict())
+
+
+class RedactionOut(BaseModel):
+    kind: str = Field(description="What kind of secret was removed, e.g. 'api_key'.")
+    count: int
+
+
+class ImportRejectionOut(BaseModel):
+    line: int
+    reason: str
+
+
+class ImportedOut(BaseModel):
+    line: int
+    id: str
+    already_present: bool = Field(default=False, description="An earlier import stored it (same source_id).")
+
+
+class ImportResult(BaseModel):
+    imported: int = Field(description="How many memories were newly stored.")
+    already_present: int = Field(
+        default=0, description="Lines an earlier import already stored (same source_id): nothing new was written."
+    )
+    rejected: list[ImportRejectionOut] = Field(description="Lines that were not stored, and why.")
+    last_line: int = Field(description="The last line the server processed; resume after it.")
+    resume_from: int = Field(description="The line to send next (last_line + 1).")
+    last_seq: int = Field(description="Log sequence of the last stored memory (a min_seq for reads).")
+    items: list[ImportedOut] = Field(description="The id of each stored (or already present) line.")
+    redactions: list[RedactionOut] = Field(default_factory=list)
+    stopped: str | None = Field(
+        default=None, description="Set when the import stopped before the end of its body: why (see resume_from)."
+    )
+
+
+class SaveResult(BaseModel):
+    """What save_memory answers: the stored memory and what was redacted from it."""
+
+    id: str
+    version: int
+    seq: int = Field(description="Log sequence of the write; pass it as min_seq to read it back anywhere.")
+    memory: MemoryOut
+    redactions: list[RedactionOut] = Field(description="Secrets removed before storing; empty if none.")
+
+
+class StageRank(BaseModel):
+    rank: int
+    score: float
+
+
+class HitOut(BaseModel):
+    score: float = Field(description="Relevance; higher is better. Only comparable within one search.")
+    memory: MemoryOut
+    explain: dict[str, StageRank] | None = Field(
+        default=None, exclude_if=lambda v: v is None, description="Per-stage rank and score (explain=true)."
+    )
+
+
+class SearchResult(BaseModel):
+    hits: list[HitOut]
+    applied_seq: int = Field(description="Log sequence the index had applied when it answered.")
+    reranked: bool
+    rerank_note: str | None = Field(default=None, exclude_if=lambda v: not v)
+
+
+class ListResult(BaseModel):
+    memories: list[MemoryOut] = Field(description="Most recent first.")
+    next_page_token: str | None = Field(description="Pass it as page_token for the next page; null at the end.")
+
+
+class PingResult(BaseModel):
+    ok: bool
+    agent: str = Field(description="The agent id your memories are saved under.")
+    namespace: str
+    source: str
+    scopes: list[str]
+    version: str
+
+
+# --- requests (REST bodies; the MCP tools take the same fields flat) --------------------------------------
+
+
+class SaveRequest(BaseModel):
+    """A memory to save."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    content: Content
+    tags: Tags = None
+    topics: Topics = None
+    memory_type: MemoryTypeArg = None
+    importance: ImportanceArg = None
+    summary: Summary = None
+    metadata: Metadata = None
+    team: Team = None
+    project: Project = None
+    conversation_id: ConversationId = None
+    sensitivity: SensitivityArg = None
+    confidence: ConfidenceArg = None
+    valid_at: ValidAt = None
+    invalid_at: InvalidAt = None
+    expires_at: ExpiresAt = None
+    handoff_target: HandoffTarget = None
+    context: ContextArg = None
+
+
+class ImportLineIn(SaveRequest):
+    """One line of a bulk import: a save_memory object, plus an optional idempotency key."""
+
+    source_id: Annotated[str | None, Field(max_length=256, description="Stored once per key (dedup window).")] = None
+
+
+class Filters(BaseModel):
+    """Constraints shared by search and list; omitted fields do not constrain."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    tags: FilterTags = None
+    topics: FilterTopics = None
+    owner_agent: OwnerAgent = None
+    memory_type: TypeFilter = None
+    project: Project = None
+    conversation_id: ConversationId = None
+    created_after: CreatedAfter = None
+    created_before: CreatedBefore = None
+
+
+class SearchRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    query: Query
+    limit: SearchLimit = DEFAULT_SEARCH_LIMIT
+    filters: Filters = Field(default_factory=Filters)
+    explain: Explain = False
+    rerank: Rerank = None
+    min_seq: MinSeq = None
+    sources: Sources = None
+
+
+class ListRequest(BaseModel):
+    limit: ListLimit = DEFAULT_LIST_LIMIT
+    filters: Filters = Field(default_factory=Filters)
+    page_token: PageToken = None
+    min_seq: MinSeq = None
