@@ -226,6 +226,7 @@ class MemoryOut(BaseModel):
     access_count: int = 0
     origin: OriginOut = Field(default_factory=OriginOut)
     seq: int = 0
+    context: str = Field(default="", description="Text that situates the memory; searched, not part of it.")
 
     @classmethod
     def of(cls, memory: Memory) -> MemoryOut:

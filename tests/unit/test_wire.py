@@ -77,3 +77,19 @@ def test_unspecified_enums_read_as_the_domain_default_and_unknown_values_are_ref
     assert (back.memory_type, back.status, back.importance, back.handoff) == ("general", "active", "normal", None)
     with pytest.raises(ValueError, match="not a MemoryType"):
         wire.input_to_proto(model.MemoryInput(content="c", memory_type="gossip"))
+
+
+def test_the_published_memory_schema_has_exactly_the_domain_fields() -> None:
+    from engram.services.gateway.schemas import HandoffOut, MemoryOut, MemoryVersionOut, OriginOut, RelationOut
+
+    memory = _every_field_set()
+    shown = memory.to_dict()
+    assert set(MemoryOut.model_fields) == set(shown)
+    for out, value in (
+        (MemoryVersionOut, shown["history"][0]),
+        (RelationOut, shown["relations"][0]),
+        (HandoffOut, shown["handoff"]),
+        (OriginOut, shown["origin"]),
+    ):
+        assert set(out.model_fields) == set(value), out.__name__
+    assert MemoryOut.of(memory).model_dump() == shown
