@@ -346,7 +346,7 @@ _HEROKU_LABELLED = re.compile(
 
 # ADO.NET/ODBC connection strings: "Server=db;User Id=app;Pwd=s3cret;" ("Password=" is the rule below).
 _CONNECTION_PWD = re.compile(
-    r"(?<![A-Za-z0-9_])(?i:pwd)[ \t]*=[ \t]*(?P<secret>[^;\s'\"/~$%{<][^;\s'\"]{0,255}+)(?=;|\s|$)"
+    r"(?<![A-Za-z0-9_])(?i:pwd)[ \t]*=[ \t]*(?P<secret>[^;\s'\"/~$%{<\[][^;\s'\"]{0,255}+)(?=;|\s|$)"
 )
 
 
@@ -502,7 +502,8 @@ _NOT_PASSWORDS = frozenset(
         "something", "nothing", "anything", "everything", "obvious", "simple", "complex", "easy", "hard",
         "unique", "personal", "safe", "unsafe", "great", "fixed", "static", "dynamic", "per", "via", "as",
         "like", "because", "if", "when", "and", "or", "but", "so", "then", "than", "who", "how", "why",
-        "where", "all", "any", "some", "each", "every", "both", "either", "neither", "one", "two", "sufficient", "insufficient", "available", "unavailable", "enough", "ready", "due",
+        "where", "all", "any", "some", "each", "every", "both", "either", "neither", "one", "two",
+        "sufficient", "insufficient", "available", "unavailable", "enough", "ready", "due",
     }
 )  # fmt: skip
 _PASSWORD_WORDS = frozenset({"password", "passwd", "passphrase", "passcode", "pw", "pwd", "str", "string", "secretstr"})
@@ -513,6 +514,9 @@ _UNITS = frozenset(
 )  # fmt: skip
 _QUOTES = {"'": "'", '"': '"', "`": "`", "\u201c": "\u201d", "\u2018": "\u2019"}
 _TRAILING = ".,;:!?)]}"
+# Stripped from the end of a password in prose: sentence punctuation, but not "!" or "?", which passwords
+# often end with ("the password is hunter2!" loses the "!", which says nothing).
+_STRIPPED = ".,;:)]}"
 _WORD = re.compile(r"\S+")
 
 
@@ -551,7 +555,7 @@ def _prose_value(text: str, words: list[tuple[str, int]], j: int) -> _Span | Non
         word = word.strip("".join(_QUOTES) + "".join(_QUOTES.values()))
         start += 1
     value = word
-    while len(value) > 1 and value[-1] in _TRAILING:
+    while len(value) > 1 and value[-1] in _STRIPPED:
         value = value[:-1]
     if not value or value.lower() in _NOT_PASSWORDS or value.lower() in _PASSWORD_WORDS or _MASKED.fullmatch(value):
         return None
