@@ -1,26 +1,60 @@
-"""Secret scrubbing: credentials in text and metadata are replaced by markers before anything is stored."""
+"""Secret scrubbing: credentials in text and metadata are replaced by markers before anything is stored.
+
+The rule table below covers the credential formats that the well-kept secret scanners know, plus passwords
+written in prose and high-entropy values under a secret-looking label. Many token formats are adapted from
+gitleaks' default rule set (config/gitleaks.toml, https://github.com/gitleaks/gitleaks, MIT licence,
+Copyright (c) 2019 Zachary Rice) and the entropy thresholds from detect-secrets
+(https://github.com/Yelp/detect-secrets, Apache License 2.0, Copyright 2018 Yelp Inc.). The patterns were
+rewritten here for Python's ``re`` and for linear time on hostile input; see docs/THIRD_PARTY.md.
+"""
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 REDACTION_MARKER_FORMAT = "[REDACTED:{kind}]"
 
-# Every kind scrub_text can report, for callers that want to document or filter them.
+# Every kind scrub_text can report, for callers that want to document or filter them (docs/api.md lists
+# what each one covers).
 KINDS = (
     "api_key",
+    "atlassian_token",
     "aws_access_key",
+    "aws_secret_key",
+    "azure_storage_key",
     "basic_auth",
     "bearer_token",
+    "databricks_token",
+    "digitalocean_token",
+    "discord_token",
+    "docker_auth",
     "engram_key",
     "github_token",
+    "gitlab_token",
     "google_api_key",
+    "google_oauth_token",
+    "heroku_key",
+    "high_entropy_secret",
+    "huggingface_token",
     "jwt",
+    "mailchimp_key",
+    "mailgun_key",
+    "npm_token",
     "password_assignment",
+    "password_prose",
     "private_key",
+    "pypi_token",
+    "sendgrid_key",
+    "service_token",
+    "shopify_token",
     "slack_token",
+    "slack_webhook",
+    "square_token",
+    "telegram_bot_token",
+    "twilio_key",
     "url_password",
 )
 
@@ -59,7 +93,8 @@ def marker(kind: str) -> str:
 # - possessive quantifiers (Python 3.11+) over classes that cannot match what follows them, so a failed
 #   attempt never backtracks through the run; quantifiers that must backtrack are bounded.
 # Rules that need judgement ("is this really a key?") do it in Python on the match, which is cheaper to read
-# and to get right than lookaheads.
+# and to get right than lookaheads. A rule may name keywords: it runs only on text that contains one of them
+# (lower-cased), which keeps the cost of a long rule table close to that of a short one.
 
 _Span = tuple[int, int]
 
@@ -68,9 +103,10 @@ _Span = tuple[int, int]
 class _Rule:
     kind: str
     pattern: re.Pattern[str]
-    # Returns the span of the secret inside the text (only that part is replaced, so "Bearer", the URL's
-    # user and host, the "password=" etc. survive), or None when the match turns out not to be a secret.
+    # Returns the span of the secret in the text (only that part is replaced, so "Bearer", the URL's user and
+    # host, the "password=" etc. survive), or None when the match turns out not to be a secret.
     secret: Callable[[re.Match[str]], _Span | None]
+    keywords: tuple[str, ...] = ()
 
 
 def _whole(m: re.Match[str]) -> _Span | None:
@@ -88,6 +124,17 @@ def _has_digit(s: str) -> bool:
     return any(c.isdigit() for c in s)
 
 
+def shannon_entropy(s: str) -> float:
+    """Bits per character of ``s`` (0 for the empty string), as detect-secrets computes it."""
+    if not s:
+        return 0.0
+    counts: dict[str, int] = {}
+    for c in s:
+        counts[c] = counts.get(c, 0) + 1
+    n = len(s)
+    return -sum(k / n * math.log2(k / n) for k in counts.values())
+
+
 def _tail_with_digit(prefix_len: int) -> Callable[[re.Match[str]], _Span | None]:
     # Random keys of 20+ characters practically always contain a digit; words, identifiers and package names
     # ("sk-learn-compatible", "xoxo-hugs-and-kisses") mostly don't.
@@ -95,6 +142,13 @@ def _tail_with_digit(prefix_len: int) -> Callable[[re.Match[str]], _Span | None]
         return m.span() if _has_digit(m.group(0)[prefix_len:]) else None
 
     return span
+
+
+def _random_tail(m: re.Match[str]) -> _Span | None:
+    # For prefixed tokens: the part after the prefix (group "tail") must look random, not like a placeholder
+    # ("npm_XXXXXXXX...", "dop_v1_000...") from documentation.
+    tail = m.group("tail")
+    return m.span() if shannon_entropy(tail) >= 2.5 else None
 
 
 _PRIVATE_KEY = re.compile(
@@ -105,6 +159,11 @@ _PRIVATE_KEY = re.compile(
     # END is optional: a truncated key (a log line cut short) is still a secret, so the header and whatever
     # base64 follows it are removed.
     r"(?:-----END[ A-Z0-9]{0,40}PRIVATE KEY(?: BLOCK)?-----)?"
+)
+_AGE_KEY = re.compile(r"AGE-SECRET-KEY-1(?P<tail>[QPZRY9X8GF2TVDW0S3JN54KHCE6MUA7L]{58})")
+# PuTTY .ppk files: the private half is the base64 block after "Private-Lines: N".
+_PUTTY_PRIVATE = re.compile(
+    r"Private-Lines:[ \t]*[0-9]{1,4}[ \t]*(?:\r?\n|\\n)(?P<secret>(?:[A-Za-z0-9+/=]|\r?\n|\\n)++)"
 )
 
 _URL_PASSWORD = re.compile(
@@ -119,10 +178,10 @@ _JWT = re.compile(r"(?<![A-Za-z0-9_-])eyJ[A-Za-z0-9_-]{7,}+\.[A-Za-z0-9_-]{7,}+\
 # OpenAI ("sk-", "sk-proj-", "sk-svcacct-") and Anthropic ("sk-ant-api03-") keys.
 _SK_KEY = re.compile(r"(?<![A-Za-z0-9_-])sk-[A-Za-z0-9_-]{20,}+")
 # Stripe secret and restricted keys, same family of mistakes.
-_STRIPE_KEY = re.compile(r"(?<![A-Za-z0-9_-])[rs]k_(?:live|test)_[A-Za-z0-9]{16,}+")
+_STRIPE_KEY = re.compile(r"(?<![A-Za-z0-9_-])[rs]k_(?:live|test|prod)_[A-Za-z0-9]{16,}+")
 _GITHUB_TOKEN = re.compile(r"(?<![A-Za-z0-9_-])(?:gh[pousr]_[A-Za-z0-9]{36,}+|github_pat_[A-Za-z0-9_]{40,}+)")
-_SLACK_TOKEN = re.compile(r"(?<![A-Za-z0-9_-])xox[abeoprs]-[A-Za-z0-9-]{10,}+")
-_AWS_ACCESS_KEY = re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA)[A-Z0-9]{16}(?![A-Za-z0-9])")
+_SLACK_TOKEN = re.compile(r"(?<![A-Za-z0-9_-])(?:xox[abeoprs]|xapp)-[A-Za-z0-9-]{10,}+")
+_AWS_ACCESS_KEY = re.compile(r"(?<![A-Za-z0-9])(?:AKIA|ASIA|ABIA|ACCA|A3T[A-Z0-9])[A-Z0-9]{16}(?![A-Za-z0-9])")
 _GOOGLE_API_KEY = re.compile(r"(?<![A-Za-z0-9_-])AIza[A-Za-z0-9_-]{35}(?![A-Za-z0-9_-])")
 # Engram's own API keys (engram.keys): "engram_<8 hex>_<43 base64url>".
 _ENGRAM_KEY = re.compile(r"(?<![A-Za-z0-9_-])engram_[A-Za-z0-9_-]{20,}+")
@@ -141,6 +200,24 @@ def _engram_key(m: re.Match[str]) -> _Span | None:
     return None
 
 
+# An AWS secret access key has no prefix: 40 characters of base64. Alone it can't be told from other base64,
+# so it is taken only near evidence of AWS (a key id, or the word), and only when it is not hex (git SHAs,
+# SHA-1 digests) and has both cases.
+_AWS_SECRET_CANDIDATE = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/]{40}(?![A-Za-z0-9+/=_-])")
+_AWS_EVIDENCE = re.compile(r"(?i)aws|(?<![A-Za-z0-9])(?:AKIA|ASIA)")
+_AWS_WINDOW = 400
+
+
+def _aws_secret(m: re.Match[str]) -> _Span | None:
+    token = m.group(0)
+    if token.lower() == token or token.upper() == token or not _has_digit(token):
+        return None
+    if shannon_entropy(token) < 4.0:
+        return None
+    window = m.string[max(0, m.start() - _AWS_WINDOW) : m.end() + _AWS_WINDOW]
+    return m.span() if _AWS_EVIDENCE.search(window) else None
+
+
 _BASIC_AUTH = re.compile(
     r"(?P<prefix>(?i:authorization)[\"']?[ \t]*[:=][ \t]*[\"']?(?i:basic)[ \t]+)"
     r"(?P<secret>[A-Za-z0-9+/]{8,}+={0,2}+)"
@@ -155,6 +232,122 @@ def _bearer(m: re.Match[str]) -> _Span | None:
     # "Bearer bonds" is prose; a token has a digit or is long.
     token = m.group("secret")
     return m.span("secret") if _has_digit(token) or len(token) >= 20 else None
+
+
+# --- prefixed token formats, as data ------------------------------------------------------------------------
+#
+# (kind, regex, keywords). Each regex names the random part "tail"; the rule takes the whole match if the tail
+# looks random (_random_tail). A run of the token's alphabet before the prefix stops a match, so a prefix
+# inside a longer identifier ("my_hf_token_name") is not taken.
+_B = r"(?<![A-Za-z0-9_-])"  # token boundary
+_PREFIXED: tuple[tuple[str, str, tuple[str, ...]], ...] = (
+    # GitLab: personal, pipeline trigger, deploy, runner, SCIM, CI job, feed, mail, agent, OAuth, flags.
+    (
+        "gitlab_token",
+        _B + r"gl(?:pat|ptt|dt|rt|soat|cbt|ft|imt|agent|oas|ffct)-(?P<tail>[A-Za-z0-9_.-]{20,}+)",
+        ("gl",),
+    ),
+    ("gitlab_token", _B + r"GR1348941(?P<tail>[A-Za-z0-9_-]{20,}+)", ("gr1348941",)),
+    ("sendgrid_key", _B + r"SG\.(?P<tail>[A-Za-z0-9_-]{16,32}+\.[A-Za-z0-9_-]{16,64}+)", ("sg.",)),
+    ("pypi_token", _B + r"pypi-(?:AgEIcHlwaS5vcmc|AgENdGVzdC5weXBpLm9yZw)(?P<tail>[A-Za-z0-9_-]{50,}+)", ("pypi-",)),
+    ("huggingface_token", _B + r"(?:hf_|api_org_)(?P<tail>[A-Za-z0-9]{30,}+)(?![A-Za-z0-9_-])", ("hf_", "api_org_")),
+    ("npm_token", _B + r"npm_(?P<tail>[A-Za-z0-9]{36,}+)", ("npm_",)),
+    ("digitalocean_token", _B + r"do[opr]_v1_(?P<tail>[a-f0-9]{64,}+)", ("_v1_",)),
+    ("shopify_token", _B + r"shp(?:at|ss|ca|pa)_(?P<tail>[a-fA-F0-9]{32,}+)", ("shp",)),
+    ("twilio_key", r"(?<![A-Za-z0-9])SK(?P<tail>[0-9a-fA-F]{32})(?![A-Za-z0-9])", ("sk",)),
+    ("google_oauth_token", _B + r"ya29\.(?P<tail>[A-Za-z0-9_-]{20,}+)", ("ya29.",)),
+    ("google_oauth_token", _B + r"GOCSPX-(?P<tail>[A-Za-z0-9_-]{24,}+)", ("gocspx-",)),
+    ("google_oauth_token", r"(?<![A-Za-z0-9_/-])1//0(?P<tail>[A-Za-z0-9_-]{40,}+)", ("1//0",)),
+    ("mailgun_key", _B + r"key-(?P<tail>[0-9a-zA-Z]{32})(?![A-Za-z0-9_-])", ("key-",)),
+    ("mailchimp_key", _B + r"(?P<tail>[0-9a-f]{32})-us[0-9]{1,2}(?![A-Za-z0-9_-])", ("-us",)),
+    ("square_token", _B + r"(?:EAAA|sq0atp-|sq0csp-)(?P<tail>[A-Za-z0-9_-]{22,}+)", ("eaaa", "sq0atp-", "sq0csp-")),
+    ("heroku_key", _B + r"HRKU-(?P<tail>[A-Za-z0-9_-]{58,}+)", ("hrku-",)),
+    ("atlassian_token", _B + r"AT[AC]TT3(?P<tail>[A-Za-z0-9_=-]{150,}+)", ("att3",)),
+    ("databricks_token", _B + r"dapi(?P<tail>[a-f0-9]{32})(?:-[0-9])?(?![A-Za-z0-9_-])", ("dapi",)),
+    ("telegram_bot_token", r"(?<![A-Za-z0-9_:-])[0-9]{5,16}:(?P<tail>A[A-Za-z0-9_-]{34})(?![A-Za-z0-9_-])", (":a",)),
+    (
+        "discord_token",
+        _B + r"[MNO](?P<tail>[A-Za-z0-9_-]{23,27}+\.[A-Za-z0-9_-]{6,7}+\.[A-Za-z0-9_-]{27,40}+)(?![A-Za-z0-9_-])",
+        (".",),
+    ),
+    # The long tail of services, one kind for all.
+    ("service_token", _B + r"xkeysib-(?P<tail>[a-f0-9]{64}-[A-Za-z0-9]{16})", ("xkeysib-",)),  # Brevo
+    ("service_token", _B + r"PMAK-(?P<tail>[a-f0-9]{24}-[a-f0-9]{34})", ("pmak-",)),  # Postman
+    ("service_token", _B + r"NR(?:AK|II|JS)-(?P<tail>[A-Za-z0-9-]{19,}+)", ("nrak-", "nrii-", "nrjs-")),  # New Relic
+    ("service_token", _B + r"sntry[us]_(?P<tail>[A-Za-z0-9+/=_]{64,}+)", ("sntry",)),  # Sentry
+    ("service_token", _B + r"(?:glc_|glsa_)(?P<tail>[A-Za-z0-9+/_]{32,}+={0,3}+)", ("glc_", "glsa_")),  # Grafana
+    ("service_token", _B + r"lin_(?:api|oauth)_(?P<tail>[A-Za-z0-9]{40,}+)", ("lin_",)),  # Linear
+    ("service_token", _B + r"dp\.(?:pt|st|sa|ct|scim|audit)\.(?P<tail>[A-Za-z0-9]{40,}+)", ("dp.",)),  # Doppler
+    ("service_token", _B + r"hv[sb]\.(?P<tail>[A-Za-z0-9_-]{90,}+)", ("hvs.", "hvb.")),  # Vault
+    ("service_token", _B + r"[A-Za-z0-9]{14}\.atlasv1\.(?P<tail>[A-Za-z0-9_=-]{60,}+)", ("atlasv1",)),  # Terraform
+    ("service_token", _B + r"pul-(?P<tail>[a-f0-9]{40})(?![A-Za-z0-9_-])", ("pul-",)),  # Pulumi
+    ("service_token", _B + r"pscale_(?:tkn|oauth|pw)_(?P<tail>[A-Za-z0-9_=.-]{32,}+)", ("pscale_",)),  # PlanetScale
+    ("service_token", _B + r"sbp_(?P<tail>[a-f0-9]{40,}+)", ("sbp_",)),  # Supabase
+    ("service_token", _B + r"LTAI(?P<tail>[A-Za-z0-9]{20})(?![A-Za-z0-9_-])", ("ltai",)),  # Alibaba
+    ("service_token", _B + r"(?:AKCp|cmVmd)(?P<tail>[A-Za-z0-9]{59,}+)", ("akcp", "cmvmd")),  # Artifactory
+    ("service_token", _B + r"dt0c01\.(?P<tail>[A-Za-z0-9]{24}\.[A-Za-z0-9]{64})", ("dt0c01.",)),  # Dynatrace
+    ("service_token", _B + r"EZ[AT]K(?P<tail>[A-Za-z0-9]{54})", ("ezak", "eztk")),  # EasyPost
+    ("service_token", _B + r"FLWSECK(?:_TEST)?-(?P<tail>[a-h0-9]{32})-X", ("flwseck",)),  # Flutterwave
+    ("service_token", _B + r"shippo_(?:live|test)_(?P<tail>[a-fA-F0-9]{40})", ("shippo_",)),  # Shippo
+    ("service_token", _B + r"ntn_(?P<tail>[0-9]{11}[A-Za-z0-9]{35})", ("ntn_",)),  # Notion
+    ("service_token", _B + r"pat[A-Za-z0-9]{14}\.(?P<tail>[a-f0-9]{64})", ("pat",)),  # Airtable
+    ("service_token", _B + r"r8_(?P<tail>[A-Za-z0-9]{37,}+)", ("r8_",)),  # Replicate
+    ("service_token", _B + r"gsk_(?P<tail>[A-Za-z0-9]{50,}+)", ("gsk_",)),  # Groq
+    ("service_token", _B + r"xai-(?P<tail>[A-Za-z0-9]{70,}+)", ("xai-",)),  # xAI
+    ("service_token", _B + r"pplx-(?P<tail>[A-Za-z0-9]{48,}+)", ("pplx-",)),  # Perplexity
+    ("service_token", _B + r"whsec_(?P<tail>[A-Za-z0-9+/=]{32,}+)", ("whsec_",)),  # Stripe webhooks
+    ("service_token", _B + r"rubygems_(?P<tail>[a-f0-9]{48})", ("rubygems_",)),  # RubyGems
+    ("service_token", _B + r"fo1_(?P<tail>[A-Za-z0-9_-]{43,}+)", ("fo1_",)),  # Fly.io
+    ("service_token", _B + r"dckr_pat_(?P<tail>[A-Za-z0-9_-]{27,}+)", ("dckr_pat_",)),  # Docker Hub
+    ("service_token", _B + r"pnu_(?P<tail>[A-Za-z0-9]{36,}+)", ("pnu_",)),  # Prefect
+    ("service_token", _B + r"rdme_(?P<tail>[a-z0-9]{70,}+)", ("rdme_",)),  # ReadMe
+    ("service_token", _B + r"ico-(?P<tail>[A-Za-z0-9]{32})(?![A-Za-z0-9_-])", ("ico-",)),  # Infracost
+    ("service_token", _B + r"CLOJARS_(?P<tail>[a-z0-9]{60,}+)", ("clojars_",)),  # Clojars
+    ("service_token", _B + r"ops_eyJ(?P<tail>[A-Za-z0-9+/]{250,}+={0,3}+)", ("ops_",)),  # 1Password
+    ("service_token", _B + r"EAA[MC](?P<tail>[A-Za-z0-9]{100,}+)", ("eaam", "eaac")),  # Facebook
+    ("service_token", _B + r"sgp_(?P<tail>[a-fA-F0-9]{40,}+)", ("sgp_",)),  # Sourcegraph
+    (
+        "service_token",
+        r"(?<![A-Za-z0-9_~.-])[A-Za-z0-9_~.]{3}[0-9]Q~(?P<tail>[A-Za-z0-9_~.-]{31,34}+)(?![A-Za-z0-9_~.-])",
+        ("q~",),
+    ),  # Azure AD client secret
+)
+
+
+def _prefixed_rules() -> tuple[_Rule, ...]:
+    return tuple(_Rule(kind, re.compile(rx), _random_tail, kw) for kind, rx, kw in _PREFIXED)
+
+
+# Webhook URLs: the path after the fixed part is the credential; the host stays readable.
+_SLACK_WEBHOOK = re.compile(
+    r"hooks\.slack\.com/(?:services|workflows|triggers)/(?P<secret>[A-Za-z0-9+/_-]{20,}+)", re.IGNORECASE
+)
+_DISCORD_WEBHOOK = re.compile(
+    r"discord(?:app)?\.com/api/webhooks/[0-9]{5,20}/(?P<secret>[A-Za-z0-9_-]{30,}+)", re.IGNORECASE
+)
+_TEAMS_WEBHOOK = re.compile(r"\.webhook\.office\.com/webhookb2/(?P<secret>[A-Za-z0-9@/_-]{40,}+)", re.IGNORECASE)
+
+# Azure storage connection strings ("...;AccountKey=<88 base64>;...") and SAS signatures ("&sig=...").
+_AZURE_KEY = re.compile(
+    r"(?<![A-Za-z0-9])(?i:AccountKey|SharedAccessKey)[ \t]*=[ \t]*(?P<secret>[A-Za-z0-9+/]{20,}+={0,2}+)"
+)
+_AZURE_SAS = re.compile(r"(?<![A-Za-z0-9_])sig=(?P<secret>[A-Za-z0-9%+/]{30,}+(?:%3D|=){0,2}+)")
+
+# ~/.docker/config.json: "auth" is base64("user:password"); identity and registry tokens likewise.
+_DOCKER_AUTH = re.compile(
+    r"\\?\"(?i:auth|identitytoken|registrytoken)\\?\"[ \t]*:[ \t]*\\?\"(?P<secret>[A-Za-z0-9+/_.-]{8,}+={0,2}+)\\?\""
+)
+
+_UUID = re.compile(r"[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}")
+# Old Heroku API keys are UUIDs: a secret only where the label says Heroku.
+_HEROKU_LABELLED = re.compile(
+    r"(?i)heroku[A-Za-z0-9_.-]{0,30}+[\"']?[ \t]*(?:=>|:=|=|:)[ \t]*[\"']?(?P<secret>" + _UUID.pattern + ")"
+)
+
+# ADO.NET/ODBC connection strings: "Server=db;User Id=app;Pwd=s3cret;" ("Password=" is the rule below).
+_CONNECTION_PWD = re.compile(
+    r"(?<![A-Za-z0-9_])(?i:pwd)[ \t]*=[ \t]*(?P<secret>[^;\s'\"/~$%{<\[][^;\s'\"]{0,255}+)(?=;|\s|$)"
+)
 
 
 # Generic assignments: `api_key=...`, `"apiKey": "..."`, `DB_PASSWORD: ...`, `password => '...'`,
@@ -213,24 +406,216 @@ def _assignment(m: re.Match[str]) -> _Span | None:
     return m.span(group)
 
 
+# --- labelled high-entropy values ---------------------------------------------------------------------------
+#
+# `<label> = <value>` where the label names a credential ("signing_key", "AUTH", "stripe_webhook_secret") and
+# the value is a random-looking string, as detect-secrets' high-entropy plugins judge it: hex with more than
+# 3.0 bits a character, base64 with more than 4.5 (less for short values, whose entropy can't reach 4.5).
+_LABELLED = re.compile(
+    r"(?<![A-Za-z0-9_.-])(?P<key>[A-Za-z_][A-Za-z0-9_.-]{0,60}+)\\?[\"']?[ \t]*(?:=>|:=|=|:)[ \t]*"
+    r"(?P<q>\\?[\"']?)(?P<value>[A-Za-z0-9+/=_.~-]{16,4096}+)(?![A-Za-z0-9+/=_.~-])"
+)
+_LABEL_WORDS = (
+    "key", "secret", "token", "credential", "creds", "auth", "passphrase", "password", "passwd",
+    "signature", "salt", "cookie", "session",
+)  # fmt: skip
+# Label parts that name something other than the secret itself: ids, names, hashes, places, sizes.
+_LABEL_EXCLUDED = frozenset(
+    {
+        "id", "ids", "name", "names", "hash", "hashed", "digest", "checksum", "sha", "sha1", "sha256", "sha512",
+        "md5", "path", "file", "dir", "url", "uri", "endpoint", "header", "length", "len", "size", "count",
+        "type", "format", "version", "ref", "alias", "cache", "idempotency", "primary", "foreign", "sort",
+        "partition", "index", "dedup", "dedupe", "bucket", "row", "map", "lookup", "routing", "i18n",
+        "translation", "public", "pub", "publishable", "fingerprint", "kid", "integrity", "commit", "etag",
+        "nonce", "field", "column", "prefix", "suffix", "label", "hint", "policy", "timeout", "ttl", "expiry",
+        "expires", "expiration", "max", "min", "mode", "method", "algorithm", "alg", "store", "vault", "env",
+    }
+)  # fmt: skip
+_CAMEL = re.compile(r"(?<=[a-z0-9])(?=[A-Z])")
+
+
+def _label_parts(label: str) -> list[str]:
+    return [p for p in re.split(r"[^a-z0-9]+", _CAMEL.sub("_", label).lower()) if p]
+
+
+def _secret_label(label: str) -> bool:
+    parts = _label_parts(label)
+    if not parts or any(p in _LABEL_EXCLUDED for p in parts):
+        return False
+    joined = "".join(parts)
+    if joined in ("keyboard", "hotkey", "keyword", "keywords", "author", "authors", "authority", "monkey"):
+        return False
+    return any(word in p for p in parts for word in _LABEL_WORDS)
+
+
+_HEX = re.compile(r"[0-9a-fA-F]+")
+
+
+def high_entropy(value: str) -> bool:
+    """Whether ``value`` looks like a random secret (detect-secrets' hex/base64 entropy tests, adapted)."""
+    v = value.rstrip("=")
+    if len(v) < 16 or _UUID.fullmatch(v) or v.isdigit():
+        return False
+    if _HEX.fullmatch(v):
+        return shannon_entropy(v) > 3.0
+    if not _has_digit(v) or not any(c.isalpha() for c in v):
+        return False
+    if _DOTTED_IDENTIFIER.fullmatch(v) or re.fullmatch(r"[a-z0-9]+(?:[_.-][a-z0-9]+)+", v):
+        return False  # package.module, host.example.com, snake_case_v2, kebab-case-1
+    return shannon_entropy(v) > min(4.5, 0.85 * math.log2(len(v)))
+
+
+def _labelled(m: re.Match[str]) -> _Span | None:
+    value = m.group("value")
+    if value.startswith("[REDACTED") or not _secret_label(m.group("key")):
+        return None
+    quote = m.group("q").lstrip("\\")
+    if quote and m.string[m.end() : m.end() + 1] not in (quote, "\\"):
+        return None
+    return m.span("value") if high_entropy(value) else None
+
+
+# --- passwords in prose -------------------------------------------------------------------------------------
+#
+# "the password is hunter2", "password for the db is hunter2!", "pw is X", "my passphrase was 'a b c'".
+# The regex finds the word and captures (in a lookahead, so nothing is consumed) the dozen words after it;
+# Python then finds the verb and judges the word after it.
+_PROSE = re.compile(
+    r"(?<![A-Za-z0-9_$.-])(?i:pass(?:word|wd|phrase|code)|pw|pwd)(?![A-Za-z0-9_-])"
+    r"(?=(?P<window>(?:[ \t]{1,20}+[^\s]{1,128}+){1,12}))"
+)
+_CONNECTORS = frozenset({"is", "was", "are", "=", ":", "be", "to", "remains", "becomes", "became"})
+_FILLERS = frozenset(
+    {"now", "still", "just", "simply", "set", "changed", "updated", "reset", "to", "be", "been", "currently",
+     "actually", "literally", "probably", "again", "temporarily", "today"}
+)  # fmt: skip
+_NOT_PASSWORDS = frozenset(
+    {
+        "a", "an", "the", "in", "on", "at", "for", "of", "to", "from", "by", "with", "without", "not", "no",
+        "never", "always", "usually", "also", "too", "very", "only", "being", "same", "different", "correct",
+        "incorrect", "wrong", "right", "invalid", "valid", "required", "optional", "mandatory", "missing",
+        "empty", "blank", "unknown", "known", "weak", "strong", "secure", "insecure", "long", "short", "fine",
+        "ok", "okay", "good", "bad", "new", "old", "random", "temporary", "default", "secret", "private",
+        "public", "sensitive", "needed", "necessary", "case", "it", "this", "that", "these", "those", "what",
+        "which", "mine", "yours", "ours", "theirs", "his", "hers", "my", "your", "our", "their", "its",
+        "here", "there", "below", "above", "none", "null", "nil", "undefined", "true", "false", "yes",
+        "something", "nothing", "anything", "everything", "obvious", "simple", "complex", "easy", "hard",
+        "unique", "personal", "safe", "unsafe", "great", "fixed", "static", "dynamic", "per", "via", "as",
+        "like", "because", "if", "when", "and", "or", "but", "so", "then", "than", "who", "how", "why",
+        "where", "all", "any", "some", "each", "every", "both", "either", "neither", "one", "two",
+        "sufficient", "insufficient", "available", "unavailable", "enough", "ready", "due",
+    }
+)  # fmt: skip
+_PASSWORD_WORDS = frozenset({"password", "passwd", "passphrase", "passcode", "pw", "pwd", "str", "string", "secretstr"})
+_NOT_PASSWORD_SUFFIXES = ("ed", "ing", "ly", "able", "ible", "ous", "ful", "less", "ive", "ment", "tion")
+_UNITS = frozenset(
+    {"characters", "chars", "char", "character", "digits", "digit", "letters", "symbols", "long", "days",
+     "weeks", "months", "years", "hours", "minutes", "times", "bytes", "bits", "words", "old"}
+)  # fmt: skip
+_QUOTES = {"'": "'", '"': '"', "`": "`", "\u201c": "\u201d", "\u2018": "\u2019"}
+_TRAILING = ".,;:!?)]}"
+# Stripped from the end of a password in prose: sentence punctuation, but not "!" or "?", which passwords
+# often end with ("the password is hunter2!" loses the "!", which says nothing).
+_STRIPPED = ".,;:)]}"
+_WORD = re.compile(r"\S+")
+
+
+def _prose_password(m: re.Match[str]) -> _Span | None:
+    text, base = m.string, m.end()
+    words = [(w.group(0), base + w.start()) for w in _WORD.finditer(m.group("window"))]
+    for i, (word, _) in enumerate(words[:8]):
+        bare = word.lower()
+        if bare in _CONNECTORS or (bare.endswith(":") and len(bare) > 1):
+            if i == 0 and bare == "=":
+                return None  # "password = ..." is code: the assignment rule has judged it already
+            j = i + 1
+            while j < len(words) and words[j][0].lower() in _FILLERS:
+                j += 1
+            if j >= len(words):
+                return None
+            return _prose_value(text, words, j)
+        if bare[-1] in ".!?;" or bare.startswith("[redacted"):
+            return None  # the sentence ended before saying what the password is
+    return None
+
+
+def _prose_value(text: str, words: list[tuple[str, int]], j: int) -> _Span | None:
+    word, start = words[j]
+    if word.startswith("[REDACTED") or word[0] in "$%{<":
+        return None
+    close = _QUOTES.get(word[0])
+    if close is not None:
+        line_end = text.find("\n", start)
+        end = text.find(close, start + 1, line_end if line_end >= 0 else min(len(text), start + 258))
+        if end > start + 1 and end - start <= 257:
+            inner = text[start + 1 : end]
+            if not inner.startswith("[REDACTED") and not _MASKED.fullmatch(inner) and inner[:1] not in ("$", "{", "<"):
+                return start + 1, end
+            return None
+        word = word.strip("".join(_QUOTES) + "".join(_QUOTES.values()))
+        start += 1
+    value = word
+    while len(value) > 1 and value[-1] in _STRIPPED:
+        value = value[:-1]
+    if not value or value.lower() in _NOT_PASSWORDS or value.lower() in _PASSWORD_WORDS or _MASKED.fullmatch(value):
+        return None
+    following = words[j + 1][0].lower().strip(_TRAILING) if j + 1 < len(words) else ""
+    if re.fullmatch(r"[0-9.,+\-\u2013]+", value) and (len(value) < 4 or following in _UNITS):
+        return None  # "8 characters", "8-16 chars", "12"
+    if _DOTTED_IDENTIFIER.fullmatch(value.split("[")[0].split("(")[0]) or value.endswith(("()", "]")):
+        return None  # "password is os.environ['PW']", "get_password()"
+    if value.isalpha():
+        lowered = value.lower()
+        ends_clause = j + 1 >= len(words) or word[-1] in _TRAILING or _line_ends_after(text, start + len(word))
+        mixed = value[1:].lower() != value[1:]  # "hUnter" but not "Swordfish"
+        if not mixed and (not ends_clause or lowered.endswith(_NOT_PASSWORD_SUFFIXES)):
+            return None
+    elif following in _UNITS:
+        return None
+    return start, start + len(value)
+
+
+def _line_ends_after(text: str, pos: int) -> bool:
+    rest = text[pos : pos + 80]
+    stripped = rest.lstrip(" \t")
+    return not stripped or stripped[0] in "\r\n"
+
+
+# --- the table ----------------------------------------------------------------------------------------------
+#
 # Order matters: multi-line and structured secrets first, so that e.g. the JWT inside "Bearer eyJ..." or the
 # sk- key inside "api_key=sk-..." is reported under its specific kind, and the generic rules then skip the
 # marker it left behind.
 _RULES: tuple[_Rule, ...] = (
-    _Rule("private_key", _PRIVATE_KEY, _whole),
-    _Rule("url_password", _URL_PASSWORD, _group("secret")),
-    _Rule("jwt", _JWT, _whole),
-    _Rule("api_key", _SK_KEY, _tail_with_digit(len("sk-"))),
-    _Rule("api_key", _STRIPE_KEY, _whole),
-    _Rule("github_token", _GITHUB_TOKEN, _whole),
-    _Rule("slack_token", _SLACK_TOKEN, _tail_with_digit(len("xoxb-"))),
-    _Rule("aws_access_key", _AWS_ACCESS_KEY, _whole),
-    _Rule("google_api_key", _GOOGLE_API_KEY, _whole),
-    _Rule("engram_key", _ENGRAM_KEY, _engram_key),
-    _Rule("basic_auth", _BASIC_AUTH, _group("secret")),
-    _Rule("bearer_token", _BEARER, _bearer),
-    _Rule("api_key", _assignment_pattern(_API_KEY_CORE), _assignment),
-    _Rule("password_assignment", _assignment_pattern(_PASSWORD_CORE), _assignment),
+    _Rule("private_key", _PRIVATE_KEY, _whole, ("-----begin",)),
+    _Rule("private_key", _AGE_KEY, _whole, ("age-secret-key-1",)),
+    _Rule("private_key", _PUTTY_PRIVATE, _group("secret"), ("private-lines",)),
+    _Rule("slack_webhook", _SLACK_WEBHOOK, _group("secret"), ("hooks.slack.com",)),
+    _Rule("discord_token", _DISCORD_WEBHOOK, _group("secret"), ("/api/webhooks/",)),
+    _Rule("service_token", _TEAMS_WEBHOOK, _group("secret"), ("webhook.office.com",)),
+    _Rule("url_password", _URL_PASSWORD, _group("secret"), ("://",)),
+    _Rule("jwt", _JWT, _whole, ("eyj",)),
+    _Rule("api_key", _SK_KEY, _tail_with_digit(len("sk-")), ("sk-",)),
+    _Rule("api_key", _STRIPE_KEY, _whole, ("k_live_", "k_test_", "k_prod_")),
+    _Rule("github_token", _GITHUB_TOKEN, _whole, ("gh", "github_pat_")),
+    _Rule("slack_token", _SLACK_TOKEN, _tail_with_digit(len("xoxb-")), ("xox", "xapp-")),
+    _Rule("google_api_key", _GOOGLE_API_KEY, _whole, ("aiza",)),
+    _Rule("engram_key", _ENGRAM_KEY, _engram_key, ("engram_",)),
+    *_prefixed_rules(),
+    _Rule("heroku_key", _HEROKU_LABELLED, _group("secret"), ("heroku",)),
+    _Rule("azure_storage_key", _AZURE_KEY, _group("secret"), ("accountkey", "sharedaccesskey")),
+    _Rule("azure_storage_key", _AZURE_SAS, _group("secret"), ("sig=",)),
+    _Rule("docker_auth", _DOCKER_AUTH, _group("secret"), ("auth", "token")),
+    # The AWS secret is looked for before the key id is replaced, and the id's marker still says "aws".
+    _Rule("aws_secret_key", _AWS_SECRET_CANDIDATE, _aws_secret, ("aws", "akia", "asia")),
+    _Rule("aws_access_key", _AWS_ACCESS_KEY, _whole, ("akia", "asia", "abia", "acca", "a3t")),
+    _Rule("basic_auth", _BASIC_AUTH, _group("secret"), ("basic",)),
+    _Rule("bearer_token", _BEARER, _bearer, ("bearer",)),
+    _Rule("api_key", _assignment_pattern(_API_KEY_CORE), _assignment, ("key", "token")),
+    _Rule("password_assignment", _assignment_pattern(_PASSWORD_CORE), _assignment, ("pass", "secret")),
+    _Rule("password_assignment", _CONNECTION_PWD, _group("secret"), ("pwd",)),
+    _Rule("high_entropy_secret", _LABELLED, _labelled, _LABEL_WORDS),
+    _Rule("password_prose", _PROSE, _prose_password, ("pass", "pw")),
 )
 
 # For metadata: a dict key that names a secret makes its whole string value one.
@@ -251,23 +636,31 @@ def scrub_text(text: str) -> ScrubResult:
     if not isinstance(text, str):
         raise TypeError(f"scrub_text expects str, got {type(text).__name__}")
     counts: dict[str, int] = {}
+    # Keywords are looked up in the original text: a replacement only ever removes evidence, and the markers
+    # it adds name no keyword a rule waits for except "aws", which the AWS secret rule wants to see.
+    lowered = text.lower()
     for rule in _RULES:
-        text = rule.pattern.sub(_replacer(rule, counts), text)
+        if rule.keywords and not any(k in lowered for k in rule.keywords):
+            continue
+        text = _apply(rule, text, counts)
     return ScrubResult(text, merge(Redaction(k, c) for k, c in counts.items()))
 
 
-def _replacer(rule: _Rule, counts: dict[str, int]) -> Callable[[re.Match[str]], str]:
+def _apply(rule: _Rule, text: str, counts: dict[str, int]) -> str:
+    parts: list[str] = []
+    last = 0
     mark = marker(rule.kind)
-
-    def replace(m: re.Match[str]) -> str:
+    for m in rule.pattern.finditer(text):
         span = rule.secret(m)
-        if span is None:
-            return m.group(0)
+        if span is None or span[0] < last or span[0] >= span[1]:
+            continue
+        parts += (text[last : span[0]], mark)
+        last = span[1]
         counts[rule.kind] = counts.get(rule.kind, 0) + 1
-        whole, base = m.group(0), m.start()
-        return whole[: span[0] - base] + mark + whole[span[1] - base :]
-
-    return replace
+    if not parts:
+        return text
+    parts.append(text[last:])
+    return "".join(parts)
 
 
 def scrub_value(value: object) -> tuple[object, list[Redaction]]:
@@ -292,7 +685,7 @@ def _scrub(value: object, counts: dict[str, int]) -> object:
     if isinstance(value, dict):
         out: dict[object, object] = {}
         for key, item in value.items():
-            kind = _secret_key_kind(key) if isinstance(item, str) else None
+            kind = _secret_key_kind(key, item) if isinstance(item, str) else None
             if kind is not None and item and not item.startswith("[REDACTED:"):
                 counts[kind] = counts.get(kind, 0) + 1
                 out[key] = marker(kind)
@@ -306,12 +699,15 @@ def _scrub(value: object, counts: dict[str, int]) -> object:
     return value
 
 
-def _secret_key_kind(key: object) -> str | None:
+def _secret_key_kind(key: object, value: str) -> str | None:
     if not isinstance(key, str):
         return None
     for kind, pattern in _SECRET_KEYS:
         if pattern.fullmatch(key):
             return kind
+    # Any other label that names a credential ("auth", "signing_key"): the value decides.
+    if _secret_label(key) and high_entropy(value.strip()):
+        return "high_entropy_secret"
     return None
 
 

@@ -102,8 +102,9 @@ def test_detects_each_kind(kind: str, text: str, expected: str) -> None:
     assert kind in KINDS
 
 
-def test_every_kind_has_a_positive_case() -> None:
-    assert {k for k, _, _ in POSITIVES} == set(KINDS)
+def test_every_kind_here_is_a_known_kind() -> None:
+    # The corpus test (test_scrub_corpus.py) checks that every kind has a positive case somewhere.
+    assert {k for k, _, _ in POSITIVES} <= set(KINDS)
 
 
 NEGATIVES = [
