@@ -82,12 +82,13 @@ def _labels(name: str, values: list[str]) -> list[str]:
     if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
         raise InvalidArgument(name, "must be a list of strings.")
     cleaned: list[str] = []
-    for value in values:
+    for position, value in enumerate(values, start=1):
         value = value.strip()
         if not value:
             continue
         if len(value) > MAX_LABEL_CHARS:
-            raise InvalidArgument(name, f"'{value[:20]}…' is longer than {MAX_LABEL_CHARS} characters.")
+            # Named by position, not echoed: a label that long may be a pasted secret.
+            raise InvalidArgument(name, f"item {position} is longer than {MAX_LABEL_CHARS} characters.")
         if value not in cleaned:
             cleaned.append(value)
     if len(cleaned) > MAX_LIST_ITEMS:
