@@ -78,7 +78,10 @@ class MemoryWriter:
         """Imports items in order: invalid ones are rejected with a reason, the rest embedded in batches.
 
         The next batch is embedded while the previous one is appended, so the log and the embedder overlap.
+        Every memory of one import is created at the request's arrival time (like a transaction's timestamp):
+        listings order them by id within that time, so they come out the same however fast the import ran.
         """
+        arrived = time.time()
         summary = ImportSummary()
         pending: list[tuple[ImportItem, Memory]] = []
         embedding: tuple[list[tuple[ImportItem, Memory]], asyncio.Task[list[dict[str, Any]]]] | None = None
@@ -95,7 +98,7 @@ class MemoryWriter:
             async for item in items:
                 summary.last_line = max(summary.last_line, item.line)
                 try:
-                    memory, redactions = self._prepare(caller, item.draft)
+                    memory, redactions = self._prepare(caller, item.draft, now=arrived)
                 except InvalidArgument as e:
                     summary.rejected.append((item.line, str(e)))
                     continue
@@ -181,7 +184,9 @@ class MemoryWriter:
                 memory.id = original.body.get("memory_id", memory.id)
         return appended.seq, appended.duplicate
 
-    def _prepare(self, caller: Caller, draft: MemoryInput) -> tuple[Memory, tuple[Redaction, ...]]:
+    def _prepare(
+        self, caller: Caller, draft: MemoryInput, *, now: float | None = None
+    ) -> tuple[Memory, tuple[Redaction, ...]]:
         clean = validate(draft, self._limits)
         draft = clean.draft
         found: list[Redaction] = []
@@ -196,7 +201,7 @@ class MemoryWriter:
 
         metadata, metadata_redactions = scrub_value(clean.metadata)
         found.extend(metadata_redactions)
-        now = time.time()
+        now = time.time() if now is None else now
         # Every free-text field is scrubbed, labels included: a token pasted into a tag or a project name is
         # as much a leak as one in the content.
         memory = Memory(

@@ -126,7 +126,7 @@ def test_paging_a_list_skips_no_memory_that_shares_a_timestamp(api: httpx.Client
 
     stored = {item["id"] for item in imported.json()["items"]}
     created = [m["created_at"] for m in seen[7]]
-    assert len(set(created)) < len(created) / 2, "the import was too slow to make ties: the test proves nothing"
+    assert len(set(created)) == 1, "one import's memories share its arrival time: every page boundary cuts a tie"
     for limit, memories in seen.items():
         ids = [m["id"] for m in memories]
         assert len(ids) == len(set(ids)) == 300 and set(ids) == stored, limit
