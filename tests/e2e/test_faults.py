@@ -27,6 +27,7 @@ from engram.log.nats import NatsLog
 from engram.model import Caller, Memory
 from tests.conftest import NodeHandle, engram_env, start_node
 from tests.helpers.procs import pid_alive, wait_gone
+from tests.helpers.rest import list_all_ids
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -82,25 +83,9 @@ class Writer:
         self.thread.join(30)
 
 
-def _all_listed(client: httpx.Client, min_seq: int) -> list[str]:
-    ids: list[str] = []
-    token = None
-    while True:
-        params: dict[str, object] = {"limit": 100, "min_seq": min_seq}
-        if token:
-            params["page_token"] = token
-        page = client.get("/v1/memories", params=params)
-        assert page.status_code == 200, page.text
-        body = page.json()
-        ids += [m["id"] for m in body["memories"]]
-        token = body["next_page_token"]
-        if not token:
-            return ids
-
-
 def _assert_all_readable(client: httpx.Client, acked: dict[str, int]) -> None:
     newest = max(acked.values())
-    listed = _all_listed(client, newest)
+    listed = list_all_ids(client, newest)
     assert len(listed) == len(set(listed)), "a memory is listed twice"
     missing = set(acked) - set(listed)
     assert not missing, f"{len(missing)} acknowledged memories are missing"

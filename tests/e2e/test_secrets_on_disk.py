@@ -15,6 +15,7 @@ import pytest
 
 from engram.scrub import scrub_text
 from tests.conftest import start_node
+from tests.helpers.rest import list_all_ids
 from tests.helpers.secret_corpus import SecretCase, distinctive_slices, load_innocent, load_secrets
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -56,24 +57,6 @@ def _files(root: Path) -> list[Path]:
     return [p for p in root.rglob("*") if p.is_file()]
 
 
-def _wait_indexed(client: httpx.Client, seq: int, expected: int) -> None:
-    # min_seq makes the list wait until the index has applied the log up to seq.
-    ids: list[str] = []
-    token = None
-    while True:
-        params: dict[str, object] = {"limit": 100, "min_seq": seq}
-        if token:
-            params["page_token"] = token
-        page = client.get("/v1/memories", params=params)
-        assert page.status_code == 200, page.text
-        body = page.json()
-        ids += [m["id"] for m in body["memories"]]
-        token = body["next_page_token"]
-        if not token:
-            break
-    assert len(ids) >= expected
-
-
 def test_no_corpus_secret_reaches_disk_and_innocent_text_is_kept(tmp_path: Path, model_cache: Path) -> None:
     secrets = load_secrets()
     innocent = load_innocent()
@@ -101,7 +84,7 @@ def test_no_corpus_secret_reaches_disk_and_innocent_text_is_kept(tmp_path: Path,
             innocent_ids.append((body["id"], text))
             last_seq = max(last_seq, body["seq"])
         saved_at = time.monotonic()
-        _wait_indexed(client, last_seq, len(secrets) + len(innocent))
+        assert len(list_all_ids(client, last_seq)) >= len(secrets) + len(innocent)  # waits for the index
         print(f"\nsaved in {saved_at - started:.1f}s, indexed {time.monotonic() - saved_at:.1f}s later")
 
         false_positives = 0
