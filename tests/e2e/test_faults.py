@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import errno
 import json
 import os
 import shutil
@@ -149,7 +150,18 @@ class SmallDisk:
         """Allocates a file so that only leave_mib MiB stay free."""
         size = self.free() - leave_mib * MIB
         with open(self.filler, "ab") as handle:
-            os.posix_fallocate(handle.fileno(), handle.tell(), size)
+            try:
+                os.posix_fallocate(handle.fileno(), os.fstat(handle.fileno()).st_size, size)
+            except OSError as e:
+                # The node wrote meanwhile, so less is free than was asked for: the disk is full now anyway;
+                # with leave_mib=0 make sure of it by writing until nothing more fits.
+                if e.errno != errno.ENOSPC:
+                    raise
+                if leave_mib == 0:
+                    with contextlib.suppress(OSError):
+                        while True:
+                            handle.write(b"\0" * 65536)
+                            handle.flush()
 
     def release(self) -> None:
         self.filler.unlink(missing_ok=True)
