@@ -10,8 +10,21 @@ from typing import Any
 import grpc
 
 from engram import errors, wire
-from engram.model import Caller, Memory, MemoryInput, SearchFilter
-from engram.results import Hit, ImportItem, ImportSummary, Page, SaveResult, SearchResult
+from engram.model import Caller, Memory, MemoryInput, MemoryVersion, SearchFilter
+from engram.results import (
+    DeleteResult,
+    Expiring,
+    ExpireResult,
+    Hit,
+    History,
+    ImportItem,
+    ImportSummary,
+    MemoryStats,
+    Page,
+    SaveResult,
+    SearchResult,
+    SupersedeResult,
+)
 from engram.rpc import channel, error_from_rpc
 from engram.scrub import Redaction
 from engram.v1 import ingest_pb2, ingest_pb2_grpc, readiness_pb2, readiness_pb2_grpc, search_pb2, search_pb2_grpc
@@ -60,6 +73,59 @@ class IngestClient(_Client):
         request = ingest_pb2.SaveMemoryRequest(caller=wire.caller_to_proto(caller), memory=wire.input_to_proto(draft))
         response = await self._call(self._stub.SaveMemory, request)
         return SaveResult(wire.memory_from_proto(response.memory), response.seq, _redactions(response.redactions))
+
+    async def update(
+        self, caller: Caller, memory_id: str, draft: MemoryInput, fields: list[str], *, expected_version: int = 0
+    ) -> SaveResult:
+        """Writes a new version that changes ``fields`` (names of MemoryInput) to their values in ``draft``."""
+        request = ingest_pb2.UpdateMemoryRequest(
+            caller=wire.caller_to_proto(caller), id=memory_id, memory=wire.input_to_proto(draft),
+            update_mask=fields, expected_version=expected_version,
+        )  # fmt: skip
+        response = await self._call(self._stub.UpdateMemory, request)
+        return SaveResult(wire.memory_from_proto(response.memory), response.seq, _redactions(response.redactions))
+
+    async def delete(
+        self, caller: Caller, memory_id: str, *, expected_version: int = 0, purge: bool = False
+    ) -> DeleteResult:
+        """Archives a memory (a new version), or with ``purge`` (admin) removes it from the index and the log."""
+        request = ingest_pb2.DeleteMemoryRequest(
+            caller=wire.caller_to_proto(caller), id=memory_id, expected_version=expected_version, purge=purge
+        )
+        response = await self._call(self._stub.DeleteMemory, request)
+        memory = wire.memory_from_proto(response.memory) if response.HasField("memory") else None
+        return DeleteResult(response.id, response.seq, memory, response.erased)
+
+    async def supersede(
+        self,
+        caller: Caller,
+        memory_id: str,
+        *,
+        replacement: MemoryInput | None = None,
+        new_id: str = "",
+        expected_version: int = 0,
+    ) -> SupersedeResult:
+        """Replaces a memory (the head of its chain) with a new one, or with the existing memory ``new_id``."""
+        request = ingest_pb2.SupersedeMemoryRequest(
+            caller=wire.caller_to_proto(caller), id=memory_id, new_id=new_id, expected_version=expected_version,
+            replacement=wire.input_to_proto(replacement) if replacement is not None else None,
+        )  # fmt: skip
+        response = await self._call(self._stub.SupersedeMemory, request)
+        return SupersedeResult(
+            wire.memory_from_proto(response.old_memory),
+            wire.memory_from_proto(response.new_memory),
+            response.seq,
+            _redactions(response.redactions),
+        )
+
+    async def expire(self, caller: Caller, memory_id: str, *, expected_version: int, at: float) -> ExpireResult:
+        """Marks a due memory expired (consolidation's expiry job)."""
+        request = ingest_pb2.ExpireMemoryRequest(
+            caller=wire.caller_to_proto(caller), id=memory_id, expected_version=expected_version
+        )
+        wire.set_ts(request, "at", at)
+        response = await self._call(self._stub.ExpireMemory, request, wait_for_ready=True)
+        return ExpireResult(wire.memory_from_proto(response.memory), response.seq, response.expired)
 
     async def import_memories(self, caller: Caller, items: AsyncIterator[ImportItem]) -> ImportSummary:
         """Streams items to ImportMemories (client streaming); one summary for the whole stream."""
@@ -139,10 +205,50 @@ class SearchClient(_Client):
         ]
         return SearchResult(hits, response.applied_seq, response.reranked, response.rerank_note)
 
-    async def get(self, caller: Caller, memory_id: str, *, min_seq: int = 0) -> Memory:
-        request = search_pb2.GetMemoryRequest(caller=wire.caller_to_proto(caller), id=memory_id, min_seq=min_seq)
+    async def get(
+        self, caller: Caller, memory_id: str, *, min_seq: int = 0, with_history: bool = False, for_update: bool = False
+    ) -> Memory:
+        request = search_pb2.GetMemoryRequest(
+            caller=wire.caller_to_proto(caller), id=memory_id, min_seq=min_seq, with_history=with_history,
+            for_update=for_update,
+        )  # fmt: skip
         response = await self._call(self._stub.GetMemory, request)
         return wire.memory_from_proto(response.memory)
+
+    async def history(self, caller: Caller, memory_id: str, *, min_seq: int = 0) -> History:
+        request = search_pb2.GetHistoryRequest(caller=wire.caller_to_proto(caller), id=memory_id, min_seq=min_seq)
+        response = await self._call(self._stub.GetHistory, request)
+        versions = [wire.from_proto(v, MemoryVersion) for v in response.versions]
+        return History(response.memory_id, versions, list(response.seqs))
+
+    async def memory_at(self, caller: Caller, memory_id: str, at: float, *, min_seq: int = 0) -> Memory:
+        request = search_pb2.GetMemoryAtRequest(caller=wire.caller_to_proto(caller), id=memory_id, min_seq=min_seq)
+        wire.set_ts(request, "at", at)
+        response = await self._call(self._stub.GetMemoryAt, request)
+        return wire.memory_from_proto(response.memory)
+
+    async def memory_stats(self, caller: Caller) -> MemoryStats:
+        """Counts of the caller's namespace by agent, type, status and team."""
+        request = search_pb2.GetStatsRequest(caller=wire.caller_to_proto(caller), breakdown=True)
+        r = await self._call(self._stub.GetStats, request)
+
+        def counts(items: Any) -> dict[str, int]:
+            return {item.key: int(item.count) for item in items}
+
+        return MemoryStats(
+            memories=r.memories, total=r.total, by_agent=counts(r.by_agent), by_type=counts(r.by_type),
+            by_status=counts(r.by_status), by_team=counts(r.by_team), total_accesses=r.total_accesses,
+            applied_seq=r.applied_seq, log_last_seq=r.log_last_seq,
+        )  # fmt: skip
+
+    async def list_expiring(self, caller: Caller, *, at: float, limit: int) -> list[Expiring]:
+        """Active memories due to expire by ``at``, across namespaces (for the expiry job)."""
+        request = search_pb2.ListExpiringRequest(caller=wire.caller_to_proto(caller), limit=limit)
+        wire.set_ts(request, "at", at)
+        response = await self._call(self._stub.ListExpiring, request, wait_for_ready=True)
+        return [
+            Expiring(m.namespace, m.id, m.version, wire.ts_to_epoch(m, "expires_at")) for m in response.memories
+        ]
 
     async def list(
         self, caller: Caller, *, limit: int, flt: SearchFilter, page_token: str = "", min_seq: int = 0

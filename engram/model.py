@@ -19,7 +19,7 @@ STATUSES = ("active", "archived", "expired", "superseded")
 RELATION_KINDS = ("supersedes", "contradicts", "context-dependent", "merged-into")
 HANDOFF_STATUSES = ("pending", "accepted", "completed")
 
-TIME_FIELDS = ("created_at", "updated_at", "valid_at", "invalid_at", "expires_at")
+TIME_FIELDS = ("created_at", "updated_at", "valid_at", "invalid_at", "expires_at", "last_accessed_at")
 
 # Metadata is free JSON, returned as given; nesting is bounded so that every reader (Python's json, pydantic's
 # serializer, protobuf, JSON libraries of other languages) can always serve it back.
@@ -60,6 +60,8 @@ class MemoryVersion:
     updated_at: float | None = None
     seq: int = 0
     conflict: bool = False
+    status: str = "active"
+    event: str = ""  # the mutation that made this version (memory_saved, memory_updated, ...)
 
 
 @dataclass(slots=True)
@@ -98,6 +100,8 @@ class Memory:
     origin: Origin = field(default_factory=Origin)
     seq: int = 0
     context: str = ""  # situates the memory (e.g. the preceding turn); searched, not part of content
+    last_accessed_at: float | None = None
+    updated_by: str = ""  # the agent that wrote this version
 
     def search_text(self) -> str:
         """The text that is embedded, BM25-indexed and reranked: the content, preceded by its context."""
@@ -248,6 +252,8 @@ class SearchFilter:
     statuses: list[str] = field(default_factory=list)
     conversation_id: str = ""
     project: str = ""
+    as_of: float | None = None  # the memories as they were then (search only)
+    team: str = ""
 
 
 @dataclass(frozen=True, slots=True)

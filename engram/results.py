@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from engram.errors import EngramError
-from engram.model import Memory, MemoryInput
+from engram.model import Memory, MemoryInput, MemoryVersion
 from engram.scrub import Redaction
 
 
@@ -69,3 +69,64 @@ class ImportSummary:
         self.stopped = error
         self.last_line = line - 1
         self.rejected = [(n, reason) for n, reason in self.rejected if n < line]
+
+
+@dataclass(frozen=True, slots=True)
+class DeleteResult:
+    """An archived memory (its new version), or after a purge the number of log entries erased."""
+
+    id: str
+    seq: int
+    memory: Memory | None = None  # None after a purge
+    erased: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SupersedeResult:
+    """The replaced memory (now superseded, at its new version) and the memory that replaces it."""
+
+    old: Memory
+    new: Memory
+    seq: int
+    redactions: tuple[Redaction, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ExpireResult:
+    memory: Memory
+    seq: int
+    expired: bool  # False: nothing to do (not due, or not active)
+
+
+@dataclass(frozen=True, slots=True)
+class History:
+    """Every version of a memory, oldest first (the last is the current one), and every log entry about it."""
+
+    memory_id: str
+    versions: list[MemoryVersion]
+    seqs: list[int] = field(default_factory=list)
+
+
+@dataclass(frozen=True, slots=True)
+class Expiring:
+    """An active memory whose expiry time is due."""
+
+    namespace: str
+    id: str
+    version: int
+    expires_at: float | None
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryStats:
+    """Counts of one namespace: by owning agent, type, status and team (every status), plus the index's state."""
+
+    memories: int  # active memories
+    total: int  # every memory, whatever its status
+    by_agent: dict[str, int]
+    by_type: dict[str, int]
+    by_status: dict[str, int]
+    by_team: dict[str, int]
+    total_accesses: int
+    applied_seq: int
+    log_last_seq: int

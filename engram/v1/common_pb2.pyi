@@ -152,7 +152,7 @@ class Origin(_message.Message):
     def __init__(self, device: _Optional[str] = ..., source_id: _Optional[str] = ...) -> None: ...
 
 class MemoryVersion(_message.Message):
-    __slots__ = ("version", "content", "summary", "agent_id", "source", "updated_at", "seq", "conflict")
+    __slots__ = ("version", "content", "summary", "agent_id", "source", "updated_at", "seq", "conflict", "status", "event")
     VERSION_FIELD_NUMBER: _ClassVar[int]
     CONTENT_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
@@ -161,6 +161,8 @@ class MemoryVersion(_message.Message):
     UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
     CONFLICT_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    EVENT_FIELD_NUMBER: _ClassVar[int]
     version: int
     content: str
     summary: str
@@ -169,10 +171,12 @@ class MemoryVersion(_message.Message):
     updated_at: _timestamp_pb2.Timestamp
     seq: int
     conflict: bool
-    def __init__(self, version: _Optional[int] = ..., content: _Optional[str] = ..., summary: _Optional[str] = ..., agent_id: _Optional[str] = ..., source: _Optional[str] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., seq: _Optional[int] = ..., conflict: _Optional[bool] = ...) -> None: ...
+    status: Status
+    event: str
+    def __init__(self, version: _Optional[int] = ..., content: _Optional[str] = ..., summary: _Optional[str] = ..., agent_id: _Optional[str] = ..., source: _Optional[str] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., seq: _Optional[int] = ..., conflict: _Optional[bool] = ..., status: _Optional[_Union[Status, str]] = ..., event: _Optional[str] = ...) -> None: ...
 
 class Memory(_message.Message):
-    __slots__ = ("id", "namespace", "content", "summary", "memory_type", "confidence", "topics", "tags", "importance", "owner_agent", "source", "team", "project", "conversation_id", "metadata_json", "sensitivity", "created_at", "updated_at", "valid_at", "invalid_at", "expires_at", "version", "history", "status", "superseded_by", "relations", "handoff", "questions", "access_count", "origin", "seq", "context")
+    __slots__ = ("id", "namespace", "content", "summary", "memory_type", "confidence", "topics", "tags", "importance", "owner_agent", "source", "team", "project", "conversation_id", "metadata_json", "sensitivity", "created_at", "updated_at", "valid_at", "invalid_at", "expires_at", "version", "history", "status", "superseded_by", "relations", "handoff", "questions", "access_count", "origin", "seq", "context", "last_accessed_at", "updated_by")
     ID_FIELD_NUMBER: _ClassVar[int]
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     CONTENT_FIELD_NUMBER: _ClassVar[int]
@@ -205,6 +209,8 @@ class Memory(_message.Message):
     ORIGIN_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
     CONTEXT_FIELD_NUMBER: _ClassVar[int]
+    LAST_ACCESSED_AT_FIELD_NUMBER: _ClassVar[int]
+    UPDATED_BY_FIELD_NUMBER: _ClassVar[int]
     id: str
     namespace: str
     content: str
@@ -237,7 +243,9 @@ class Memory(_message.Message):
     origin: Origin
     seq: int
     context: str
-    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., content: _Optional[str] = ..., summary: _Optional[str] = ..., memory_type: _Optional[_Union[MemoryType, str]] = ..., confidence: _Optional[_Union[Confidence, str]] = ..., topics: _Optional[_Iterable[str]] = ..., tags: _Optional[_Iterable[str]] = ..., importance: _Optional[_Union[Importance, str]] = ..., owner_agent: _Optional[str] = ..., source: _Optional[str] = ..., team: _Optional[str] = ..., project: _Optional[str] = ..., conversation_id: _Optional[str] = ..., metadata_json: _Optional[str] = ..., sensitivity: _Optional[_Union[Sensitivity, str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., invalid_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., version: _Optional[int] = ..., history: _Optional[_Iterable[_Union[MemoryVersion, _Mapping]]] = ..., status: _Optional[_Union[Status, str]] = ..., superseded_by: _Optional[str] = ..., relations: _Optional[_Iterable[_Union[Relation, _Mapping]]] = ..., handoff: _Optional[_Union[Handoff, _Mapping]] = ..., questions: _Optional[_Iterable[str]] = ..., access_count: _Optional[int] = ..., origin: _Optional[_Union[Origin, _Mapping]] = ..., seq: _Optional[int] = ..., context: _Optional[str] = ...) -> None: ...
+    last_accessed_at: _timestamp_pb2.Timestamp
+    updated_by: str
+    def __init__(self, id: _Optional[str] = ..., namespace: _Optional[str] = ..., content: _Optional[str] = ..., summary: _Optional[str] = ..., memory_type: _Optional[_Union[MemoryType, str]] = ..., confidence: _Optional[_Union[Confidence, str]] = ..., topics: _Optional[_Iterable[str]] = ..., tags: _Optional[_Iterable[str]] = ..., importance: _Optional[_Union[Importance, str]] = ..., owner_agent: _Optional[str] = ..., source: _Optional[str] = ..., team: _Optional[str] = ..., project: _Optional[str] = ..., conversation_id: _Optional[str] = ..., metadata_json: _Optional[str] = ..., sensitivity: _Optional[_Union[Sensitivity, str]] = ..., created_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., valid_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., invalid_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., version: _Optional[int] = ..., history: _Optional[_Iterable[_Union[MemoryVersion, _Mapping]]] = ..., status: _Optional[_Union[Status, str]] = ..., superseded_by: _Optional[str] = ..., relations: _Optional[_Iterable[_Union[Relation, _Mapping]]] = ..., handoff: _Optional[_Union[Handoff, _Mapping]] = ..., questions: _Optional[_Iterable[str]] = ..., access_count: _Optional[int] = ..., origin: _Optional[_Union[Origin, _Mapping]] = ..., seq: _Optional[int] = ..., context: _Optional[str] = ..., last_accessed_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., updated_by: _Optional[str] = ...) -> None: ...
 
 class MemoryInput(_message.Message):
     __slots__ = ("content", "summary", "memory_type", "confidence", "topics", "tags", "importance", "team", "project", "conversation_id", "metadata_json", "sensitivity", "valid_at", "invalid_at", "expires_at", "handoff_target", "context")

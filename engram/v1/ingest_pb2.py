@@ -23,47 +23,52 @@ _sym_db = _symbol_database.Default()
 
 
 from engram.v1 import common_pb2 as engram_dot_v1_dot_common__pb2
+from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16\x65ngram/v1/ingest.proto\x12\tengram.v1\x1a\x16\x65ngram/v1/common.proto\"c\n\x11SaveMemoryRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12&\n\x06memory\x18\x02 \x01(\x0b\x32\x16.engram.v1.MemoryInput\"\x7f\n\x12SaveMemoryResponse\x12!\n\x06memory\x18\x01 \x01(\x0b\x32\x11.engram.v1.Memory\x12\x0f\n\x07version\x18\x02 \x01(\x03\x12\x0b\n\x03seq\x18\x03 \x01(\x04\x12(\n\nredactions\x18\x04 \x03(\x0b\x32\x14.engram.v1.Redaction\"\xa0\x01\n\x13UpdateMemoryRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\n\n\x02id\x18\x02 \x01(\t\x12&\n\x06memory\x18\x03 \x01(\x0b\x32\x16.engram.v1.MemoryInput\x12\x13\n\x0bupdate_mask\x18\x04 \x03(\t\x12\x18\n\x10\x65xpected_version\x18\x05 \x01(\x03\"\x81\x01\n\x14UpdateMemoryResponse\x12!\n\x06memory\x18\x01 \x01(\x0b\x32\x11.engram.v1.Memory\x12\x0f\n\x07version\x18\x02 \x01(\x03\x12\x0b\n\x03seq\x18\x03 \x01(\x04\x12(\n\nredactions\x18\x04 \x03(\x0b\x32\x14.engram.v1.Redaction\"r\n\x13\x44\x65leteMemoryRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\n\n\x02id\x18\x02 \x01(\t\x12\x18\n\x10\x65xpected_version\x18\x03 \x01(\x03\x12\r\n\x05purge\x18\x04 \x01(\x08\"@\n\x14\x44\x65leteMemoryResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\x03\x12\x0b\n\x03seq\x18\x03 \x01(\x04\"y\n\x16SupersedeMemoryRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\n\n\x02id\x18\x02 \x01(\t\x12+\n\x0breplacement\x18\x03 \x01(\x0b\x32\x16.engram.v1.MemoryInput\"t\n\x17SupersedeMemoryResponse\x12%\n\nold_memory\x18\x01 \x01(\x0b\x32\x11.engram.v1.Memory\x12%\n\nnew_memory\x18\x02 \x01(\x0b\x32\x11.engram.v1.Memory\x12\x0b\n\x03seq\x18\x03 \x01(\x04\"t\n\x14UpdateHandoffRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\n\n\x02id\x18\x02 \x01(\t\x12(\n\x06status\x18\x03 \x01(\x0e\x32\x18.engram.v1.HandoffStatus\"G\n\x15UpdateHandoffResponse\x12!\n\x06memory\x18\x01 \x01(\x0b\x32\x11.engram.v1.Memory\x12\x0b\n\x03seq\x18\x02 \x01(\x04\"\x88\x01\n\x15ImportMemoriesRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12&\n\x06memory\x18\x02 \x01(\x0b\x32\x16.engram.v1.MemoryInput\x12\x0c\n\x04line\x18\x03 \x01(\x04\x12\x11\n\tsource_id\x18\x04 \x01(\t\"N\n\x0cImportedItem\x12\x0c\n\x04line\x18\x01 \x01(\x04\x12\n\n\x02id\x18\x02 \x01(\t\x12\x0b\n\x03seq\x18\x03 \x01(\x04\x12\x17\n\x0f\x61lready_present\x18\x04 \x01(\x08\"/\n\x0fImportRejection\x12\x0c\n\x04line\x18\x01 \x01(\x04\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\x8f\x02\n\x16ImportMemoriesResponse\x12\x10\n\x08imported\x18\x01 \x01(\x04\x12,\n\x08rejected\x18\x02 \x03(\x0b\x32\x1a.engram.v1.ImportRejection\x12\x11\n\tlast_line\x18\x03 \x01(\x04\x12\x10\n\x08last_seq\x18\x04 \x01(\x04\x12&\n\x05items\x18\x05 \x03(\x0b\x32\x17.engram.v1.ImportedItem\x12(\n\nredactions\x18\x06 \x03(\x0b\x32\x14.engram.v1.Redaction\x12\x17\n\x0f\x61lready_present\x18\x07 \x01(\x04\x12\x0f\n\x07stopped\x18\x08 \x01(\t\x12\x14\n\x0cstopped_code\x18\t \x01(\t\"k\n\x13\x45nrichMemoryRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\n\n\x02id\x18\x02 \x01(\t\x12\x11\n\tquestions\x18\x03 \x03(\t\x12\r\n\x05model\x18\x04 \x01(\t\"#\n\x14\x45nrichMemoryResponse\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x32\xcd\x04\n\x06Ingest\x12I\n\nSaveMemory\x12\x1c.engram.v1.SaveMemoryRequest\x1a\x1d.engram.v1.SaveMemoryResponse\x12O\n\x0cUpdateMemory\x12\x1e.engram.v1.UpdateMemoryRequest\x1a\x1f.engram.v1.UpdateMemoryResponse\x12O\n\x0c\x44\x65leteMemory\x12\x1e.engram.v1.DeleteMemoryRequest\x1a\x1f.engram.v1.DeleteMemoryResponse\x12X\n\x0fSupersedeMemory\x12!.engram.v1.SupersedeMemoryRequest\x1a\".engram.v1.SupersedeMemoryResponse\x12R\n\rUpdateHandoff\x12\x1f.engram.v1.UpdateHandoffRequest\x1a .engram.v1.UpdateHandoffResponse\x12W\n\x0eImportMemories\x12 .engram.v1.ImportMemoriesRequest\x1a!.engram.v1.ImportMemoriesResponse(\x01\x12O\n\x0c\x45nrichMemory\x12\x1e.engram.v1.EnrichMemoryRequest\x1a\x1f.engram.v1.EnrichMemoryResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16\x65ngram/v1/ingest.proto\x12\tengram.v1\x1a\x16\x65ngram/v1/common.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"c\n\x11SaveMemoryRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12&\n\x06memory\x18\x02 \x01(\x0b\x32\x16.engram.v1.MemoryInput\"\x7f\n\x12SaveMemoryResponse\x12!\n\x06memory\x18\x01 \x01(\x0b\x32\x11.engram.v1.Memory\x12\x0f\n\x07version\x18\x02 \x01(\x03\x12\x0b\n\x03seq\x18\x03 \x01(\x04\x12(\n\nredactions\x18\x04 \x03(\x0b\x32\x14.engram.v1.Redaction\"\xa0\x01\n\x13UpdateMemoryRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\n\n\x02id\x18\x02 \x01(\t\x12&\n\x06memory\x18\x03 \x01(\x0b\x32\x16.engram.v1.MemoryInput\x12\x13\n\x0bupdate_mask\x18\x04 \x03(\t\x12\x18\n\x10\x65xpected_version\x18\x05 \x01(\x03\"\x81\x01\n\x14UpdateMemoryResponse\x12!\n\x06memory\x18\x01 \x01(\x0b\x32\x11.engram.v1.Memory\x12\x0f\n\x07version\x18\x02 \x01(\x03\x12\x0b\n\x03seq\x18\x03 \x01(\x04\x12(\n\nredactions\x18\x04 \x03(\x0b\x32\x14.engram.v1.Redaction\"r\n\x13\x44\x65leteMemoryRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\n\n\x02id\x18\x02 \x01(\t\x12\x18\n\x10\x65xpected_version\x18\x03 \x01(\x03\x12\r\n\x05purge\x18\x04 \x01(\x08\"s\n\x14\x44\x65leteMemoryResponse\x12\n\n\x02id\x18\x01 \x01(\t\x12\x0f\n\x07version\x18\x02 \x01(\x03\x12\x0b\n\x03seq\x18\x03 \x01(\x04\x12!\n\x06memory\x18\x04 \x01(\x0b\x32\x11.engram.v1.Memory\x12\x0e\n\x06\x65rased\x18\x05 \x01(\x04\"\xa3\x01\n\x16SupersedeMemoryRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\n\n\x02id\x18\x02 \x01(\t\x12+\n\x0breplacement\x18\x03 \x01(\x0b\x32\x16.engram.v1.MemoryInput\x12\x0e\n\x06new_id\x18\x04 \x01(\t\x12\x18\n\x10\x65xpected_version\x18\x05 \x01(\x03\"\x9e\x01\n\x17SupersedeMemoryResponse\x12%\n\nold_memory\x18\x01 \x01(\x0b\x32\x11.engram.v1.Memory\x12%\n\nnew_memory\x18\x02 \x01(\x0b\x32\x11.engram.v1.Memory\x12\x0b\n\x03seq\x18\x03 \x01(\x04\x12(\n\nredactions\x18\x04 \x03(\x0b\x32\x14.engram.v1.Redaction\"t\n\x14UpdateHandoffRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\n\n\x02id\x18\x02 \x01(\t\x12(\n\x06status\x18\x03 \x01(\x0e\x32\x18.engram.v1.HandoffStatus\"G\n\x15UpdateHandoffResponse\x12!\n\x06memory\x18\x01 \x01(\x0b\x32\x11.engram.v1.Memory\x12\x0b\n\x03seq\x18\x02 \x01(\x04\"\x88\x01\n\x15ImportMemoriesRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12&\n\x06memory\x18\x02 \x01(\x0b\x32\x16.engram.v1.MemoryInput\x12\x0c\n\x04line\x18\x03 \x01(\x04\x12\x11\n\tsource_id\x18\x04 \x01(\t\"N\n\x0cImportedItem\x12\x0c\n\x04line\x18\x01 \x01(\x04\x12\n\n\x02id\x18\x02 \x01(\t\x12\x0b\n\x03seq\x18\x03 \x01(\x04\x12\x17\n\x0f\x61lready_present\x18\x04 \x01(\x08\"/\n\x0fImportRejection\x12\x0c\n\x04line\x18\x01 \x01(\x04\x12\x0e\n\x06reason\x18\x02 \x01(\t\"\x8f\x02\n\x16ImportMemoriesResponse\x12\x10\n\x08imported\x18\x01 \x01(\x04\x12,\n\x08rejected\x18\x02 \x03(\x0b\x32\x1a.engram.v1.ImportRejection\x12\x11\n\tlast_line\x18\x03 \x01(\x04\x12\x10\n\x08last_seq\x18\x04 \x01(\x04\x12&\n\x05items\x18\x05 \x03(\x0b\x32\x17.engram.v1.ImportedItem\x12(\n\nredactions\x18\x06 \x03(\x0b\x32\x14.engram.v1.Redaction\x12\x17\n\x0f\x61lready_present\x18\x07 \x01(\x04\x12\x0f\n\x07stopped\x18\x08 \x01(\t\x12\x14\n\x0cstopped_code\x18\t \x01(\t\"k\n\x13\x45nrichMemoryRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\n\n\x02id\x18\x02 \x01(\t\x12\x11\n\tquestions\x18\x03 \x03(\t\x12\r\n\x05model\x18\x04 \x01(\t\"#\n\x14\x45nrichMemoryResponse\x12\x0b\n\x03seq\x18\x01 \x01(\x04\"\x8b\x01\n\x13\x45xpireMemoryRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\n\n\x02id\x18\x02 \x01(\t\x12\x18\n\x10\x65xpected_version\x18\x03 \x01(\x03\x12&\n\x02\x61t\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"W\n\x14\x45xpireMemoryResponse\x12!\n\x06memory\x18\x01 \x01(\x0b\x32\x11.engram.v1.Memory\x12\x0b\n\x03seq\x18\x02 \x01(\x04\x12\x0f\n\x07\x65xpired\x18\x03 \x01(\x08\x32\x9e\x05\n\x06Ingest\x12I\n\nSaveMemory\x12\x1c.engram.v1.SaveMemoryRequest\x1a\x1d.engram.v1.SaveMemoryResponse\x12O\n\x0cUpdateMemory\x12\x1e.engram.v1.UpdateMemoryRequest\x1a\x1f.engram.v1.UpdateMemoryResponse\x12O\n\x0c\x44\x65leteMemory\x12\x1e.engram.v1.DeleteMemoryRequest\x1a\x1f.engram.v1.DeleteMemoryResponse\x12X\n\x0fSupersedeMemory\x12!.engram.v1.SupersedeMemoryRequest\x1a\".engram.v1.SupersedeMemoryResponse\x12R\n\rUpdateHandoff\x12\x1f.engram.v1.UpdateHandoffRequest\x1a .engram.v1.UpdateHandoffResponse\x12W\n\x0eImportMemories\x12 .engram.v1.ImportMemoriesRequest\x1a!.engram.v1.ImportMemoriesResponse(\x01\x12O\n\x0c\x45nrichMemory\x12\x1e.engram.v1.EnrichMemoryRequest\x1a\x1f.engram.v1.EnrichMemoryResponse\x12O\n\x0c\x45xpireMemory\x12\x1e.engram.v1.ExpireMemoryRequest\x1a\x1f.engram.v1.ExpireMemoryResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'engram.v1.ingest_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_SAVEMEMORYREQUEST']._serialized_start=61
-  _globals['_SAVEMEMORYREQUEST']._serialized_end=160
-  _globals['_SAVEMEMORYRESPONSE']._serialized_start=162
-  _globals['_SAVEMEMORYRESPONSE']._serialized_end=289
-  _globals['_UPDATEMEMORYREQUEST']._serialized_start=292
-  _globals['_UPDATEMEMORYREQUEST']._serialized_end=452
-  _globals['_UPDATEMEMORYRESPONSE']._serialized_start=455
-  _globals['_UPDATEMEMORYRESPONSE']._serialized_end=584
-  _globals['_DELETEMEMORYREQUEST']._serialized_start=586
-  _globals['_DELETEMEMORYREQUEST']._serialized_end=700
-  _globals['_DELETEMEMORYRESPONSE']._serialized_start=702
-  _globals['_DELETEMEMORYRESPONSE']._serialized_end=766
-  _globals['_SUPERSEDEMEMORYREQUEST']._serialized_start=768
-  _globals['_SUPERSEDEMEMORYREQUEST']._serialized_end=889
-  _globals['_SUPERSEDEMEMORYRESPONSE']._serialized_start=891
-  _globals['_SUPERSEDEMEMORYRESPONSE']._serialized_end=1007
-  _globals['_UPDATEHANDOFFREQUEST']._serialized_start=1009
-  _globals['_UPDATEHANDOFFREQUEST']._serialized_end=1125
-  _globals['_UPDATEHANDOFFRESPONSE']._serialized_start=1127
-  _globals['_UPDATEHANDOFFRESPONSE']._serialized_end=1198
-  _globals['_IMPORTMEMORIESREQUEST']._serialized_start=1201
-  _globals['_IMPORTMEMORIESREQUEST']._serialized_end=1337
-  _globals['_IMPORTEDITEM']._serialized_start=1339
-  _globals['_IMPORTEDITEM']._serialized_end=1417
-  _globals['_IMPORTREJECTION']._serialized_start=1419
-  _globals['_IMPORTREJECTION']._serialized_end=1466
-  _globals['_IMPORTMEMORIESRESPONSE']._serialized_start=1469
-  _globals['_IMPORTMEMORIESRESPONSE']._serialized_end=1740
-  _globals['_ENRICHMEMORYREQUEST']._serialized_start=1742
-  _globals['_ENRICHMEMORYREQUEST']._serialized_end=1849
-  _globals['_ENRICHMEMORYRESPONSE']._serialized_start=1851
-  _globals['_ENRICHMEMORYRESPONSE']._serialized_end=1886
-  _globals['_INGEST']._serialized_start=1889
-  _globals['_INGEST']._serialized_end=2478
+  _globals['_SAVEMEMORYREQUEST']._serialized_start=94
+  _globals['_SAVEMEMORYREQUEST']._serialized_end=193
+  _globals['_SAVEMEMORYRESPONSE']._serialized_start=195
+  _globals['_SAVEMEMORYRESPONSE']._serialized_end=322
+  _globals['_UPDATEMEMORYREQUEST']._serialized_start=325
+  _globals['_UPDATEMEMORYREQUEST']._serialized_end=485
+  _globals['_UPDATEMEMORYRESPONSE']._serialized_start=488
+  _globals['_UPDATEMEMORYRESPONSE']._serialized_end=617
+  _globals['_DELETEMEMORYREQUEST']._serialized_start=619
+  _globals['_DELETEMEMORYREQUEST']._serialized_end=733
+  _globals['_DELETEMEMORYRESPONSE']._serialized_start=735
+  _globals['_DELETEMEMORYRESPONSE']._serialized_end=850
+  _globals['_SUPERSEDEMEMORYREQUEST']._serialized_start=853
+  _globals['_SUPERSEDEMEMORYREQUEST']._serialized_end=1016
+  _globals['_SUPERSEDEMEMORYRESPONSE']._serialized_start=1019
+  _globals['_SUPERSEDEMEMORYRESPONSE']._serialized_end=1177
+  _globals['_UPDATEHANDOFFREQUEST']._serialized_start=1179
+  _globals['_UPDATEHANDOFFREQUEST']._serialized_end=1295
+  _globals['_UPDATEHANDOFFRESPONSE']._serialized_start=1297
+  _globals['_UPDATEHANDOFFRESPONSE']._serialized_end=1368
+  _globals['_IMPORTMEMORIESREQUEST']._serialized_start=1371
+  _globals['_IMPORTMEMORIESREQUEST']._serialized_end=1507
+  _globals['_IMPORTEDITEM']._serialized_start=1509
+  _globals['_IMPORTEDITEM']._serialized_end=1587
+  _globals['_IMPORTREJECTION']._serialized_start=1589
+  _globals['_IMPORTREJECTION']._serialized_end=1636
+  _globals['_IMPORTMEMORIESRESPONSE']._serialized_start=1639
+  _globals['_IMPORTMEMORIESRESPONSE']._serialized_end=1910
+  _globals['_ENRICHMEMORYREQUEST']._serialized_start=1912
+  _globals['_ENRICHMEMORYREQUEST']._serialized_end=2019
+  _globals['_ENRICHMEMORYRESPONSE']._serialized_start=2021
+  _globals['_ENRICHMEMORYRESPONSE']._serialized_end=2056
+  _globals['_EXPIREMEMORYREQUEST']._serialized_start=2059
+  _globals['_EXPIREMEMORYREQUEST']._serialized_end=2198
+  _globals['_EXPIREMEMORYRESPONSE']._serialized_start=2200
+  _globals['_EXPIREMEMORYRESPONSE']._serialized_end=2287
+  _globals['_INGEST']._serialized_start=2290
+  _globals['_INGEST']._serialized_end=2960
 # @@protoc_insertion_point(module_scope)

@@ -1,4 +1,7 @@
+import datetime
+
 from engram.v1 import common_pb2 as _common_pb2
+from google.protobuf import timestamp_pb2 as _timestamp_pb2
 from google.protobuf.internal import containers as _containers
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -66,34 +69,44 @@ class DeleteMemoryRequest(_message.Message):
     def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., id: _Optional[str] = ..., expected_version: _Optional[int] = ..., purge: _Optional[bool] = ...) -> None: ...
 
 class DeleteMemoryResponse(_message.Message):
-    __slots__ = ("id", "version", "seq")
+    __slots__ = ("id", "version", "seq", "memory", "erased")
     ID_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    ERASED_FIELD_NUMBER: _ClassVar[int]
     id: str
     version: int
     seq: int
-    def __init__(self, id: _Optional[str] = ..., version: _Optional[int] = ..., seq: _Optional[int] = ...) -> None: ...
+    memory: _common_pb2.Memory
+    erased: int
+    def __init__(self, id: _Optional[str] = ..., version: _Optional[int] = ..., seq: _Optional[int] = ..., memory: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ..., erased: _Optional[int] = ...) -> None: ...
 
 class SupersedeMemoryRequest(_message.Message):
-    __slots__ = ("caller", "id", "replacement")
+    __slots__ = ("caller", "id", "replacement", "new_id", "expected_version")
     CALLER_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     REPLACEMENT_FIELD_NUMBER: _ClassVar[int]
+    NEW_ID_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_VERSION_FIELD_NUMBER: _ClassVar[int]
     caller: _common_pb2.CallContext
     id: str
     replacement: _common_pb2.MemoryInput
-    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., id: _Optional[str] = ..., replacement: _Optional[_Union[_common_pb2.MemoryInput, _Mapping]] = ...) -> None: ...
+    new_id: str
+    expected_version: int
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., id: _Optional[str] = ..., replacement: _Optional[_Union[_common_pb2.MemoryInput, _Mapping]] = ..., new_id: _Optional[str] = ..., expected_version: _Optional[int] = ...) -> None: ...
 
 class SupersedeMemoryResponse(_message.Message):
-    __slots__ = ("old_memory", "new_memory", "seq")
+    __slots__ = ("old_memory", "new_memory", "seq", "redactions")
     OLD_MEMORY_FIELD_NUMBER: _ClassVar[int]
     NEW_MEMORY_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
+    REDACTIONS_FIELD_NUMBER: _ClassVar[int]
     old_memory: _common_pb2.Memory
     new_memory: _common_pb2.Memory
     seq: int
-    def __init__(self, old_memory: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ..., new_memory: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ..., seq: _Optional[int] = ...) -> None: ...
+    redactions: _containers.RepeatedCompositeFieldContainer[_common_pb2.Redaction]
+    def __init__(self, old_memory: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ..., new_memory: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ..., seq: _Optional[int] = ..., redactions: _Optional[_Iterable[_Union[_common_pb2.Redaction, _Mapping]]] = ...) -> None: ...
 
 class UpdateHandoffRequest(_message.Message):
     __slots__ = ("caller", "id", "status")
@@ -184,3 +197,25 @@ class EnrichMemoryResponse(_message.Message):
     SEQ_FIELD_NUMBER: _ClassVar[int]
     seq: int
     def __init__(self, seq: _Optional[int] = ...) -> None: ...
+
+class ExpireMemoryRequest(_message.Message):
+    __slots__ = ("caller", "id", "expected_version", "at")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_VERSION_FIELD_NUMBER: _ClassVar[int]
+    AT_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallContext
+    id: str
+    expected_version: int
+    at: _timestamp_pb2.Timestamp
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., id: _Optional[str] = ..., expected_version: _Optional[int] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ExpireMemoryResponse(_message.Message):
+    __slots__ = ("memory", "seq", "expired")
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    EXPIRED_FIELD_NUMBER: _ClassVar[int]
+    memory: _common_pb2.Memory
+    seq: int
+    expired: bool
+    def __init__(self, memory: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ..., seq: _Optional[int] = ..., expired: _Optional[bool] = ...) -> None: ...

@@ -69,6 +69,11 @@ class IngestStub:
                 request_serializer=engram_dot_v1_dot_ingest__pb2.EnrichMemoryRequest.SerializeToString,
                 response_deserializer=engram_dot_v1_dot_ingest__pb2.EnrichMemoryResponse.FromString,
                 _registered_method=True)
+        self.ExpireMemory = channel.unary_unary(
+                '/engram.v1.Ingest/ExpireMemory',
+                request_serializer=engram_dot_v1_dot_ingest__pb2.ExpireMemoryRequest.SerializeToString,
+                response_deserializer=engram_dot_v1_dot_ingest__pb2.ExpireMemoryResponse.FromString,
+                _registered_method=True)
 
 
 class IngestServicer:
@@ -119,6 +124,13 @@ class IngestServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ExpireMemory(self, request, context):
+        """Marks a memory whose expires_at has passed as expired (used by consolidation's expiry job; admin scope).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_IngestServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -156,6 +168,11 @@ def add_IngestServicer_to_server(servicer, server):
                     servicer.EnrichMemory,
                     request_deserializer=engram_dot_v1_dot_ingest__pb2.EnrichMemoryRequest.FromString,
                     response_serializer=engram_dot_v1_dot_ingest__pb2.EnrichMemoryResponse.SerializeToString,
+            ),
+            'ExpireMemory': grpc.unary_unary_rpc_method_handler(
+                    servicer.ExpireMemory,
+                    request_deserializer=engram_dot_v1_dot_ingest__pb2.ExpireMemoryRequest.FromString,
+                    response_serializer=engram_dot_v1_dot_ingest__pb2.ExpireMemoryResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -347,6 +364,33 @@ class Ingest:
             '/engram.v1.Ingest/EnrichMemory',
             engram_dot_v1_dot_ingest__pb2.EnrichMemoryRequest.SerializeToString,
             engram_dot_v1_dot_ingest__pb2.EnrichMemoryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ExpireMemory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/engram.v1.Ingest/ExpireMemory',
+            engram_dot_v1_dot_ingest__pb2.ExpireMemoryRequest.SerializeToString,
+            engram_dot_v1_dot_ingest__pb2.ExpireMemoryResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -26,45 +26,53 @@ from engram.v1 import common_pb2 as engram_dot_v1_dot_common__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16\x65ngram/v1/search.proto\x12\tengram.v1\x1a\x16\x65ngram/v1/common.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xa4\x02\n\x0cSearchFilter\x12\x0c\n\x04tags\x18\x01 \x03(\t\x12\x13\n\x0bowner_agent\x18\x02 \x01(\t\x12+\n\x0cmemory_types\x18\x03 \x03(\x0e\x32\x15.engram.v1.MemoryType\x12\x31\n\rcreated_after\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x63reated_before\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06topics\x18\x06 \x03(\t\x12#\n\x08statuses\x18\x07 \x03(\x0e\x32\x11.engram.v1.Status\x12\x17\n\x0f\x63onversation_id\x18\x08 \x01(\t\x12\x0f\n\x07project\x18\t \x01(\t\"\xe0\x01\n\x15SearchMemoriesRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\r\n\x05query\x18\x02 \x01(\t\x12\r\n\x05limit\x18\x03 \x01(\r\x12\'\n\x06\x66ilter\x18\x04 \x01(\x0b\x32\x17.engram.v1.SearchFilter\x12\x0f\n\x07min_seq\x18\x05 \x01(\x04\x12\x0f\n\x07\x65xplain\x18\x06 \x01(\x08\x12%\n\x06rerank\x18\x07 \x01(\x0e\x32\x15.engram.v1.RerankMode\x12\x0f\n\x07sources\x18\x08 \x03(\t\"7\n\tStageRank\x12\r\n\x05stage\x18\x01 \x01(\t\x12\x0c\n\x04rank\x18\x02 \x01(\x05\x12\r\n\x05score\x18\x03 \x01(\x01\"d\n\tSearchHit\x12!\n\x06memory\x18\x01 \x01(\x0b\x32\x11.engram.v1.Memory\x12\r\n\x05score\x18\x02 \x01(\x01\x12%\n\x07\x65xplain\x18\x03 \x03(\x0b\x32\x14.engram.v1.StageRank\"x\n\x16SearchMemoriesResponse\x12\"\n\x04hits\x18\x01 \x03(\x0b\x32\x14.engram.v1.SearchHit\x12\x13\n\x0b\x61pplied_seq\x18\x02 \x01(\x04\x12\x10\n\x08reranked\x18\x03 \x01(\x08\x12\x13\n\x0brerank_note\x18\x04 \x01(\t\"W\n\x10GetMemoryRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\n\n\x02id\x18\x02 \x01(\t\x12\x0f\n\x07min_seq\x18\x03 \x01(\x04\"6\n\x11GetMemoryResponse\x12!\n\x06memory\x18\x01 \x01(\x0b\x32\x11.engram.v1.Memory\"\x9a\x01\n\x13ListMemoriesRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\r\n\x05limit\x18\x02 \x01(\r\x12\'\n\x06\x66ilter\x18\x03 \x01(\x0b\x32\x17.engram.v1.SearchFilter\x12\x12\n\npage_token\x18\x04 \x01(\t\x12\x0f\n\x07min_seq\x18\x05 \x01(\x04\"T\n\x14ListMemoriesResponse\x12#\n\x08memories\x18\x01 \x03(\x0b\x32\x11.engram.v1.Memory\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"G\n\x11GetHistoryRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\n\n\x02id\x18\x02 \x01(\t\"@\n\x12GetHistoryResponse\x12*\n\x08versions\x18\x01 \x03(\x0b\x32\x18.engram.v1.MemoryVersion\"p\n\x12GetMemoryAtRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\n\n\x02id\x18\x02 \x01(\t\x12&\n\x02\x61t\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"8\n\x13GetMemoryAtResponse\x12!\n\x06memory\x18\x01 \x01(\x0b\x32\x11.engram.v1.Memory\"9\n\x0fGetStatsRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\"\x80\x01\n\x10GetStatsResponse\x12\x10\n\x08memories\x18\x01 \x01(\x04\x12\x13\n\x0b\x61pplied_seq\x18\x02 \x01(\x04\x12\x17\n\x0f\x65mbedding_model\x18\x03 \x01(\t\x12\x16\n\x0ereranker_model\x18\x04 \x01(\t\x12\x14\n\x0clog_last_seq\x18\x05 \x01(\x04*R\n\nRerankMode\x12\x1b\n\x17RERANK_MODE_UNSPECIFIED\x10\x00\x12\x12\n\x0eRERANK_MODE_ON\x10\x01\x12\x13\n\x0fRERANK_MODE_OFF\x10\x02\x32\xd6\x03\n\x06Search\x12U\n\x0eSearchMemories\x12 .engram.v1.SearchMemoriesRequest\x1a!.engram.v1.SearchMemoriesResponse\x12\x46\n\tGetMemory\x12\x1b.engram.v1.GetMemoryRequest\x1a\x1c.engram.v1.GetMemoryResponse\x12O\n\x0cListMemories\x12\x1e.engram.v1.ListMemoriesRequest\x1a\x1f.engram.v1.ListMemoriesResponse\x12I\n\nGetHistory\x12\x1c.engram.v1.GetHistoryRequest\x1a\x1d.engram.v1.GetHistoryResponse\x12L\n\x0bGetMemoryAt\x12\x1d.engram.v1.GetMemoryAtRequest\x1a\x1e.engram.v1.GetMemoryAtResponse\x12\x43\n\x08GetStats\x12\x1a.engram.v1.GetStatsRequest\x1a\x1b.engram.v1.GetStatsResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x16\x65ngram/v1/search.proto\x12\tengram.v1\x1a\x16\x65ngram/v1/common.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xdd\x02\n\x0cSearchFilter\x12\x0c\n\x04tags\x18\x01 \x03(\t\x12\x13\n\x0bowner_agent\x18\x02 \x01(\t\x12+\n\x0cmemory_types\x18\x03 \x03(\x0e\x32\x15.engram.v1.MemoryType\x12\x31\n\rcreated_after\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x32\n\x0e\x63reated_before\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0e\n\x06topics\x18\x06 \x03(\t\x12#\n\x08statuses\x18\x07 \x03(\x0e\x32\x11.engram.v1.Status\x12\x17\n\x0f\x63onversation_id\x18\x08 \x01(\t\x12\x0f\n\x07project\x18\t \x01(\t\x12)\n\x05\x61s_of\x18\n \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0c\n\x04team\x18\x0b \x01(\t\"\xe0\x01\n\x15SearchMemoriesRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\r\n\x05query\x18\x02 \x01(\t\x12\r\n\x05limit\x18\x03 \x01(\r\x12\'\n\x06\x66ilter\x18\x04 \x01(\x0b\x32\x17.engram.v1.SearchFilter\x12\x0f\n\x07min_seq\x18\x05 \x01(\x04\x12\x0f\n\x07\x65xplain\x18\x06 \x01(\x08\x12%\n\x06rerank\x18\x07 \x01(\x0e\x32\x15.engram.v1.RerankMode\x12\x0f\n\x07sources\x18\x08 \x03(\t\"7\n\tStageRank\x12\r\n\x05stage\x18\x01 \x01(\t\x12\x0c\n\x04rank\x18\x02 \x01(\x05\x12\r\n\x05score\x18\x03 \x01(\x01\"d\n\tSearchHit\x12!\n\x06memory\x18\x01 \x01(\x0b\x32\x11.engram.v1.Memory\x12\r\n\x05score\x18\x02 \x01(\x01\x12%\n\x07\x65xplain\x18\x03 \x03(\x0b\x32\x14.engram.v1.StageRank\"x\n\x16SearchMemoriesResponse\x12\"\n\x04hits\x18\x01 \x03(\x0b\x32\x14.engram.v1.SearchHit\x12\x13\n\x0b\x61pplied_seq\x18\x02 \x01(\x04\x12\x10\n\x08reranked\x18\x03 \x01(\x08\x12\x13\n\x0brerank_note\x18\x04 \x01(\t\"\x81\x01\n\x10GetMemoryRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\n\n\x02id\x18\x02 \x01(\t\x12\x0f\n\x07min_seq\x18\x03 \x01(\x04\x12\x14\n\x0cwith_history\x18\x04 \x01(\x08\x12\x12\n\nfor_update\x18\x05 \x01(\x08\"6\n\x11GetMemoryResponse\x12!\n\x06memory\x18\x01 \x01(\x0b\x32\x11.engram.v1.Memory\"\x9a\x01\n\x13ListMemoriesRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\r\n\x05limit\x18\x02 \x01(\r\x12\'\n\x06\x66ilter\x18\x03 \x01(\x0b\x32\x17.engram.v1.SearchFilter\x12\x12\n\npage_token\x18\x04 \x01(\t\x12\x0f\n\x07min_seq\x18\x05 \x01(\x04\"T\n\x14ListMemoriesResponse\x12#\n\x08memories\x18\x01 \x03(\x0b\x32\x11.engram.v1.Memory\x12\x17\n\x0fnext_page_token\x18\x02 \x01(\t\"X\n\x11GetHistoryRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\n\n\x02id\x18\x02 \x01(\t\x12\x0f\n\x07min_seq\x18\x03 \x01(\x04\"a\n\x12GetHistoryResponse\x12*\n\x08versions\x18\x01 \x03(\x0b\x32\x18.engram.v1.MemoryVersion\x12\x11\n\tmemory_id\x18\x02 \x01(\t\x12\x0c\n\x04seqs\x18\x03 \x03(\x04\"\x81\x01\n\x12GetMemoryAtRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\n\n\x02id\x18\x02 \x01(\t\x12&\n\x02\x61t\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07min_seq\x18\x04 \x01(\x04\"8\n\x13GetMemoryAtResponse\x12!\n\x06memory\x18\x01 \x01(\x0b\x32\x11.engram.v1.Memory\"L\n\x0fGetStatsRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\x11\n\tbreakdown\x18\x02 \x01(\x08\"\'\n\tStatCount\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05\x63ount\x18\x02 \x01(\x04\"\xc6\x02\n\x10GetStatsResponse\x12\x10\n\x08memories\x18\x01 \x01(\x04\x12\x13\n\x0b\x61pplied_seq\x18\x02 \x01(\x04\x12\x17\n\x0f\x65mbedding_model\x18\x03 \x01(\t\x12\x16\n\x0ereranker_model\x18\x04 \x01(\t\x12\x14\n\x0clog_last_seq\x18\x05 \x01(\x04\x12&\n\x08\x62y_agent\x18\x06 \x03(\x0b\x32\x14.engram.v1.StatCount\x12%\n\x07\x62y_type\x18\x07 \x03(\x0b\x32\x14.engram.v1.StatCount\x12\'\n\tby_status\x18\x08 \x03(\x0b\x32\x14.engram.v1.StatCount\x12%\n\x07\x62y_team\x18\t \x03(\x0b\x32\x14.engram.v1.StatCount\x12\r\n\x05total\x18\n \x01(\x04\x12\x16\n\x0etotal_accesses\x18\x0b \x01(\x04\"t\n\x13ListExpiringRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12&\n\x02\x61t\x18\x02 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\r\n\x05limit\x18\x03 \x01(\r\"p\n\x0e\x45xpiringMemory\x12\x11\n\tnamespace\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\x12\x0f\n\x07version\x18\x03 \x01(\x03\x12.\n\nexpires_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\"C\n\x14ListExpiringResponse\x12+\n\x08memories\x18\x01 \x03(\x0b\x32\x19.engram.v1.ExpiringMemory*R\n\nRerankMode\x12\x1b\n\x17RERANK_MODE_UNSPECIFIED\x10\x00\x12\x12\n\x0eRERANK_MODE_ON\x10\x01\x12\x13\n\x0fRERANK_MODE_OFF\x10\x02\x32\xa7\x04\n\x06Search\x12U\n\x0eSearchMemories\x12 .engram.v1.SearchMemoriesRequest\x1a!.engram.v1.SearchMemoriesResponse\x12\x46\n\tGetMemory\x12\x1b.engram.v1.GetMemoryRequest\x1a\x1c.engram.v1.GetMemoryResponse\x12O\n\x0cListMemories\x12\x1e.engram.v1.ListMemoriesRequest\x1a\x1f.engram.v1.ListMemoriesResponse\x12I\n\nGetHistory\x12\x1c.engram.v1.GetHistoryRequest\x1a\x1d.engram.v1.GetHistoryResponse\x12L\n\x0bGetMemoryAt\x12\x1d.engram.v1.GetMemoryAtRequest\x1a\x1e.engram.v1.GetMemoryAtResponse\x12\x43\n\x08GetStats\x12\x1a.engram.v1.GetStatsRequest\x1a\x1b.engram.v1.GetStatsResponse\x12O\n\x0cListExpiring\x12\x1e.engram.v1.ListExpiringRequest\x1a\x1f.engram.v1.ListExpiringResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'engram.v1.search_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_RERANKMODE']._serialized_start=1786
-  _globals['_RERANKMODE']._serialized_end=1868
+  _globals['_RERANKMODE']._serialized_start=2513
+  _globals['_RERANKMODE']._serialized_end=2595
   _globals['_SEARCHFILTER']._serialized_start=95
-  _globals['_SEARCHFILTER']._serialized_end=387
-  _globals['_SEARCHMEMORIESREQUEST']._serialized_start=390
-  _globals['_SEARCHMEMORIESREQUEST']._serialized_end=614
-  _globals['_STAGERANK']._serialized_start=616
-  _globals['_STAGERANK']._serialized_end=671
-  _globals['_SEARCHHIT']._serialized_start=673
-  _globals['_SEARCHHIT']._serialized_end=773
-  _globals['_SEARCHMEMORIESRESPONSE']._serialized_start=775
-  _globals['_SEARCHMEMORIESRESPONSE']._serialized_end=895
-  _globals['_GETMEMORYREQUEST']._serialized_start=897
-  _globals['_GETMEMORYREQUEST']._serialized_end=984
-  _globals['_GETMEMORYRESPONSE']._serialized_start=986
-  _globals['_GETMEMORYRESPONSE']._serialized_end=1040
-  _globals['_LISTMEMORIESREQUEST']._serialized_start=1043
-  _globals['_LISTMEMORIESREQUEST']._serialized_end=1197
-  _globals['_LISTMEMORIESRESPONSE']._serialized_start=1199
-  _globals['_LISTMEMORIESRESPONSE']._serialized_end=1283
-  _globals['_GETHISTORYREQUEST']._serialized_start=1285
-  _globals['_GETHISTORYREQUEST']._serialized_end=1356
-  _globals['_GETHISTORYRESPONSE']._serialized_start=1358
-  _globals['_GETHISTORYRESPONSE']._serialized_end=1422
-  _globals['_GETMEMORYATREQUEST']._serialized_start=1424
-  _globals['_GETMEMORYATREQUEST']._serialized_end=1536
-  _globals['_GETMEMORYATRESPONSE']._serialized_start=1538
-  _globals['_GETMEMORYATRESPONSE']._serialized_end=1594
-  _globals['_GETSTATSREQUEST']._serialized_start=1596
-  _globals['_GETSTATSREQUEST']._serialized_end=1653
-  _globals['_GETSTATSRESPONSE']._serialized_start=1656
-  _globals['_GETSTATSRESPONSE']._serialized_end=1784
-  _globals['_SEARCH']._serialized_start=1871
-  _globals['_SEARCH']._serialized_end=2341
+  _globals['_SEARCHFILTER']._serialized_end=444
+  _globals['_SEARCHMEMORIESREQUEST']._serialized_start=447
+  _globals['_SEARCHMEMORIESREQUEST']._serialized_end=671
+  _globals['_STAGERANK']._serialized_start=673
+  _globals['_STAGERANK']._serialized_end=728
+  _globals['_SEARCHHIT']._serialized_start=730
+  _globals['_SEARCHHIT']._serialized_end=830
+  _globals['_SEARCHMEMORIESRESPONSE']._serialized_start=832
+  _globals['_SEARCHMEMORIESRESPONSE']._serialized_end=952
+  _globals['_GETMEMORYREQUEST']._serialized_start=955
+  _globals['_GETMEMORYREQUEST']._serialized_end=1084
+  _globals['_GETMEMORYRESPONSE']._serialized_start=1086
+  _globals['_GETMEMORYRESPONSE']._serialized_end=1140
+  _globals['_LISTMEMORIESREQUEST']._serialized_start=1143
+  _globals['_LISTMEMORIESREQUEST']._serialized_end=1297
+  _globals['_LISTMEMORIESRESPONSE']._serialized_start=1299
+  _globals['_LISTMEMORIESRESPONSE']._serialized_end=1383
+  _globals['_GETHISTORYREQUEST']._serialized_start=1385
+  _globals['_GETHISTORYREQUEST']._serialized_end=1473
+  _globals['_GETHISTORYRESPONSE']._serialized_start=1475
+  _globals['_GETHISTORYRESPONSE']._serialized_end=1572
+  _globals['_GETMEMORYATREQUEST']._serialized_start=1575
+  _globals['_GETMEMORYATREQUEST']._serialized_end=1704
+  _globals['_GETMEMORYATRESPONSE']._serialized_start=1706
+  _globals['_GETMEMORYATRESPONSE']._serialized_end=1762
+  _globals['_GETSTATSREQUEST']._serialized_start=1764
+  _globals['_GETSTATSREQUEST']._serialized_end=1840
+  _globals['_STATCOUNT']._serialized_start=1842
+  _globals['_STATCOUNT']._serialized_end=1881
+  _globals['_GETSTATSRESPONSE']._serialized_start=1884
+  _globals['_GETSTATSRESPONSE']._serialized_end=2210
+  _globals['_LISTEXPIRINGREQUEST']._serialized_start=2212
+  _globals['_LISTEXPIRINGREQUEST']._serialized_end=2328
+  _globals['_EXPIRINGMEMORY']._serialized_start=2330
+  _globals['_EXPIRINGMEMORY']._serialized_end=2442
+  _globals['_LISTEXPIRINGRESPONSE']._serialized_start=2444
+  _globals['_LISTEXPIRINGRESPONSE']._serialized_end=2511
+  _globals['_SEARCH']._serialized_start=2598
+  _globals['_SEARCH']._serialized_end=3149
 # @@protoc_insertion_point(module_scope)

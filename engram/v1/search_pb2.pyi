@@ -21,7 +21,7 @@ RERANK_MODE_ON: RerankMode
 RERANK_MODE_OFF: RerankMode
 
 class SearchFilter(_message.Message):
-    __slots__ = ("tags", "owner_agent", "memory_types", "created_after", "created_before", "topics", "statuses", "conversation_id", "project")
+    __slots__ = ("tags", "owner_agent", "memory_types", "created_after", "created_before", "topics", "statuses", "conversation_id", "project", "as_of", "team")
     TAGS_FIELD_NUMBER: _ClassVar[int]
     OWNER_AGENT_FIELD_NUMBER: _ClassVar[int]
     MEMORY_TYPES_FIELD_NUMBER: _ClassVar[int]
@@ -31,6 +31,8 @@ class SearchFilter(_message.Message):
     STATUSES_FIELD_NUMBER: _ClassVar[int]
     CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     PROJECT_FIELD_NUMBER: _ClassVar[int]
+    AS_OF_FIELD_NUMBER: _ClassVar[int]
+    TEAM_FIELD_NUMBER: _ClassVar[int]
     tags: _containers.RepeatedScalarFieldContainer[str]
     owner_agent: str
     memory_types: _containers.RepeatedScalarFieldContainer[_common_pb2.MemoryType]
@@ -40,7 +42,9 @@ class SearchFilter(_message.Message):
     statuses: _containers.RepeatedScalarFieldContainer[_common_pb2.Status]
     conversation_id: str
     project: str
-    def __init__(self, tags: _Optional[_Iterable[str]] = ..., owner_agent: _Optional[str] = ..., memory_types: _Optional[_Iterable[_Union[_common_pb2.MemoryType, str]]] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., topics: _Optional[_Iterable[str]] = ..., statuses: _Optional[_Iterable[_Union[_common_pb2.Status, str]]] = ..., conversation_id: _Optional[str] = ..., project: _Optional[str] = ...) -> None: ...
+    as_of: _timestamp_pb2.Timestamp
+    team: str
+    def __init__(self, tags: _Optional[_Iterable[str]] = ..., owner_agent: _Optional[str] = ..., memory_types: _Optional[_Iterable[_Union[_common_pb2.MemoryType, str]]] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., topics: _Optional[_Iterable[str]] = ..., statuses: _Optional[_Iterable[_Union[_common_pb2.Status, str]]] = ..., conversation_id: _Optional[str] = ..., project: _Optional[str] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., team: _Optional[str] = ...) -> None: ...
 
 class SearchMemoriesRequest(_message.Message):
     __slots__ = ("caller", "query", "limit", "filter", "min_seq", "explain", "rerank", "sources")
@@ -95,14 +99,18 @@ class SearchMemoriesResponse(_message.Message):
     def __init__(self, hits: _Optional[_Iterable[_Union[SearchHit, _Mapping]]] = ..., applied_seq: _Optional[int] = ..., reranked: _Optional[bool] = ..., rerank_note: _Optional[str] = ...) -> None: ...
 
 class GetMemoryRequest(_message.Message):
-    __slots__ = ("caller", "id", "min_seq")
+    __slots__ = ("caller", "id", "min_seq", "with_history", "for_update")
     CALLER_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     MIN_SEQ_FIELD_NUMBER: _ClassVar[int]
+    WITH_HISTORY_FIELD_NUMBER: _ClassVar[int]
+    FOR_UPDATE_FIELD_NUMBER: _ClassVar[int]
     caller: _common_pb2.CallContext
     id: str
     min_seq: int
-    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., id: _Optional[str] = ..., min_seq: _Optional[int] = ...) -> None: ...
+    with_history: bool
+    for_update: bool
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., id: _Optional[str] = ..., min_seq: _Optional[int] = ..., with_history: _Optional[bool] = ..., for_update: _Optional[bool] = ...) -> None: ...
 
 class GetMemoryResponse(_message.Message):
     __slots__ = ("memory",)
@@ -133,28 +141,36 @@ class ListMemoriesResponse(_message.Message):
     def __init__(self, memories: _Optional[_Iterable[_Union[_common_pb2.Memory, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
 
 class GetHistoryRequest(_message.Message):
-    __slots__ = ("caller", "id")
+    __slots__ = ("caller", "id", "min_seq")
     CALLER_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
+    MIN_SEQ_FIELD_NUMBER: _ClassVar[int]
     caller: _common_pb2.CallContext
     id: str
-    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., id: _Optional[str] = ...) -> None: ...
+    min_seq: int
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., id: _Optional[str] = ..., min_seq: _Optional[int] = ...) -> None: ...
 
 class GetHistoryResponse(_message.Message):
-    __slots__ = ("versions",)
+    __slots__ = ("versions", "memory_id", "seqs")
     VERSIONS_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_ID_FIELD_NUMBER: _ClassVar[int]
+    SEQS_FIELD_NUMBER: _ClassVar[int]
     versions: _containers.RepeatedCompositeFieldContainer[_common_pb2.MemoryVersion]
-    def __init__(self, versions: _Optional[_Iterable[_Union[_common_pb2.MemoryVersion, _Mapping]]] = ...) -> None: ...
+    memory_id: str
+    seqs: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, versions: _Optional[_Iterable[_Union[_common_pb2.MemoryVersion, _Mapping]]] = ..., memory_id: _Optional[str] = ..., seqs: _Optional[_Iterable[int]] = ...) -> None: ...
 
 class GetMemoryAtRequest(_message.Message):
-    __slots__ = ("caller", "id", "at")
+    __slots__ = ("caller", "id", "at", "min_seq")
     CALLER_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     AT_FIELD_NUMBER: _ClassVar[int]
+    MIN_SEQ_FIELD_NUMBER: _ClassVar[int]
     caller: _common_pb2.CallContext
     id: str
     at: _timestamp_pb2.Timestamp
-    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., id: _Optional[str] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    min_seq: int
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., id: _Optional[str] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., min_seq: _Optional[int] = ...) -> None: ...
 
 class GetMemoryAtResponse(_message.Message):
     __slots__ = ("memory",)
@@ -163,21 +179,71 @@ class GetMemoryAtResponse(_message.Message):
     def __init__(self, memory: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ...) -> None: ...
 
 class GetStatsRequest(_message.Message):
-    __slots__ = ("caller",)
+    __slots__ = ("caller", "breakdown")
     CALLER_FIELD_NUMBER: _ClassVar[int]
+    BREAKDOWN_FIELD_NUMBER: _ClassVar[int]
     caller: _common_pb2.CallContext
-    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ...) -> None: ...
+    breakdown: bool
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., breakdown: _Optional[bool] = ...) -> None: ...
+
+class StatCount(_message.Message):
+    __slots__ = ("key", "count")
+    KEY_FIELD_NUMBER: _ClassVar[int]
+    COUNT_FIELD_NUMBER: _ClassVar[int]
+    key: str
+    count: int
+    def __init__(self, key: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
 
 class GetStatsResponse(_message.Message):
-    __slots__ = ("memories", "applied_seq", "embedding_model", "reranker_model", "log_last_seq")
+    __slots__ = ("memories", "applied_seq", "embedding_model", "reranker_model", "log_last_seq", "by_agent", "by_type", "by_status", "by_team", "total", "total_accesses")
     MEMORIES_FIELD_NUMBER: _ClassVar[int]
     APPLIED_SEQ_FIELD_NUMBER: _ClassVar[int]
     EMBEDDING_MODEL_FIELD_NUMBER: _ClassVar[int]
     RERANKER_MODEL_FIELD_NUMBER: _ClassVar[int]
     LOG_LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
+    BY_AGENT_FIELD_NUMBER: _ClassVar[int]
+    BY_TYPE_FIELD_NUMBER: _ClassVar[int]
+    BY_STATUS_FIELD_NUMBER: _ClassVar[int]
+    BY_TEAM_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_ACCESSES_FIELD_NUMBER: _ClassVar[int]
     memories: int
     applied_seq: int
     embedding_model: str
     reranker_model: str
     log_last_seq: int
-    def __init__(self, memories: _Optional[int] = ..., applied_seq: _Optional[int] = ..., embedding_model: _Optional[str] = ..., reranker_model: _Optional[str] = ..., log_last_seq: _Optional[int] = ...) -> None: ...
+    by_agent: _containers.RepeatedCompositeFieldContainer[StatCount]
+    by_type: _containers.RepeatedCompositeFieldContainer[StatCount]
+    by_status: _containers.RepeatedCompositeFieldContainer[StatCount]
+    by_team: _containers.RepeatedCompositeFieldContainer[StatCount]
+    total: int
+    total_accesses: int
+    def __init__(self, memories: _Optional[int] = ..., applied_seq: _Optional[int] = ..., embedding_model: _Optional[str] = ..., reranker_model: _Optional[str] = ..., log_last_seq: _Optional[int] = ..., by_agent: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_type: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_status: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_team: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., total: _Optional[int] = ..., total_accesses: _Optional[int] = ...) -> None: ...
+
+class ListExpiringRequest(_message.Message):
+    __slots__ = ("caller", "at", "limit")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    AT_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallContext
+    at: _timestamp_pb2.Timestamp
+    limit: int
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class ExpiringMemory(_message.Message):
+    __slots__ = ("namespace", "id", "version", "expires_at")
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
+    namespace: str
+    id: str
+    version: int
+    expires_at: _timestamp_pb2.Timestamp
+    def __init__(self, namespace: _Optional[str] = ..., id: _Optional[str] = ..., version: _Optional[int] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ListExpiringResponse(_message.Message):
+    __slots__ = ("memories",)
+    MEMORIES_FIELD_NUMBER: _ClassVar[int]
+    memories: _containers.RepeatedCompositeFieldContainer[ExpiringMemory]
+    def __init__(self, memories: _Optional[_Iterable[_Union[ExpiringMemory, _Mapping]]] = ...) -> None: ...

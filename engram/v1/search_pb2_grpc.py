@@ -64,6 +64,11 @@ class SearchStub:
                 request_serializer=engram_dot_v1_dot_search__pb2.GetStatsRequest.SerializeToString,
                 response_deserializer=engram_dot_v1_dot_search__pb2.GetStatsResponse.FromString,
                 _registered_method=True)
+        self.ListExpiring = channel.unary_unary(
+                '/engram.v1.Search/ListExpiring',
+                request_serializer=engram_dot_v1_dot_search__pb2.ListExpiringRequest.SerializeToString,
+                response_deserializer=engram_dot_v1_dot_search__pb2.ListExpiringResponse.FromString,
+                _registered_method=True)
 
 
 class SearchServicer:
@@ -105,6 +110,13 @@ class SearchServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListExpiring(self, request, context):
+        """Active memories whose expires_at is due, across namespaces (for consolidation's expiry job).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SearchServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -137,6 +149,11 @@ def add_SearchServicer_to_server(servicer, server):
                     servicer.GetStats,
                     request_deserializer=engram_dot_v1_dot_search__pb2.GetStatsRequest.FromString,
                     response_serializer=engram_dot_v1_dot_search__pb2.GetStatsResponse.SerializeToString,
+            ),
+            'ListExpiring': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListExpiring,
+                    request_deserializer=engram_dot_v1_dot_search__pb2.ListExpiringRequest.FromString,
+                    response_serializer=engram_dot_v1_dot_search__pb2.ListExpiringResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -301,6 +318,33 @@ class Search:
             '/engram.v1.Search/GetStats',
             engram_dot_v1_dot_search__pb2.GetStatsRequest.SerializeToString,
             engram_dot_v1_dot_search__pb2.GetStatsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListExpiring(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/engram.v1.Search/ListExpiring',
+            engram_dot_v1_dot_search__pb2.ListExpiringRequest.SerializeToString,
+            engram_dot_v1_dot_search__pb2.ListExpiringResponse.FromString,
             options,
             channel_credentials,
             insecure,

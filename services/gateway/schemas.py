@@ -170,6 +170,8 @@ class MemoryVersionOut(BaseModel):
     updated_at: str | None = None
     seq: int = 0
     conflict: bool = False
+    status: str = "active"
+    event: str = Field(default="", description="The change that made this version: memory_saved, memory_updated, ...")
 
 
 class RelationOut(BaseModel):
@@ -227,6 +229,8 @@ class MemoryOut(BaseModel):
     origin: OriginOut = Field(default_factory=OriginOut)
     seq: int = 0
     context: str = Field(default="", description="Text that situates the memory; searched, not part of it.")
+    last_accessed_at: str | None = None
+    updated_by: str = Field(default="", description="The agent that wrote this version.")
 
     @classmethod
     def of(cls, memory: Memory) -> MemoryOut:

@@ -56,10 +56,11 @@ def _every_field_set() -> model.Memory:
         confidence="inferred", topics=["t"], tags=["x", "y"], importance="critical", source="rest", team="tm",
         project="p", conversation_id="cv", metadata={"k": [1, {"v": None}]}, sensitivity="secret",
         created_at=1.25, updated_at=2.5, valid_at=3.0, invalid_at=4.0, expires_at=5.0, version=3,
-        history=[model.MemoryVersion(2, "old", "os", "b@d", "mcp", 1.5, 7, True)], status="superseded",
+        history=[model.MemoryVersion(2, "old", "os", "b@d", "mcp", 1.5, 7, True, "archived", "memory_deleted")],
+        status="superseded",
         superseded_by=uuid7(), relations=[model.Relation("merged-into", "m", "n")],
         handoff=model.Handoff("b@d", "completed", 6.0), questions=["q?"], access_count=9,
-        origin=model.Origin("dev", "dev:4"), seq=11, context="ctx",
+        origin=model.Origin("dev", "dev:4"), seq=11, context="ctx", last_accessed_at=7.5, updated_by="b@d",
     )  # fmt: skip
 
 
