@@ -13,10 +13,10 @@ from engram import errors, wire
 from engram.model import Caller, Memory, MemoryInput, MemoryVersion, SearchFilter
 from engram.results import (
     DeleteResult,
-    Expiring,
     ExpireResult,
-    Hit,
+    Expiring,
     History,
+    Hit,
     ImportItem,
     ImportSummary,
     MemoryStats,
@@ -237,7 +237,7 @@ class SearchClient(_Client):
 
         return MemoryStats(
             memories=r.memories, total=r.total, by_agent=counts(r.by_agent), by_type=counts(r.by_type),
-            by_status=counts(r.by_status), by_team=counts(r.by_team), total_accesses=r.total_accesses,
+            by_status=counts(r.by_status), by_team=counts(r.by_team),
             applied_seq=r.applied_seq, log_last_seq=r.log_last_seq,
         )  # fmt: skip
 
@@ -246,9 +246,7 @@ class SearchClient(_Client):
         request = search_pb2.ListExpiringRequest(caller=wire.caller_to_proto(caller), limit=limit)
         wire.set_ts(request, "at", at)
         response = await self._call(self._stub.ListExpiring, request, wait_for_ready=True)
-        return [
-            Expiring(m.namespace, m.id, m.version, wire.ts_to_epoch(m, "expires_at")) for m in response.memories
-        ]
+        return [Expiring(m.namespace, m.id, m.version, wire.ts_to_epoch(m, "expires_at")) for m in response.memories]
 
     async def list(
         self, caller: Caller, *, limit: int, flt: SearchFilter, page_token: str = "", min_seq: int = 0

@@ -58,6 +58,8 @@ class Settings:
     max_import_bytes: int = DEFAULT_MAX_IMPORT_BYTES
     disk_reserve_mb: int = DEFAULT_DISK_RESERVE_MB
     read_wait_seconds: float = DEFAULT_READ_WAIT_SECONDS
+    access_flush_seconds: float = 10.0  # how often read counts (access_count) are written to the log, batched
+    expiry_interval_seconds: float = 60.0  # how often consolidation expires memories whose expires_at passed
     qdrant_url: str | None = None
     model_cache: Path | None = None  # where built ONNX models are kept; default <home>/models
     # int8: per-channel int8 weights, about 1.7x faster embedding on CPU at cosine ~0.99 to fp32 and the same

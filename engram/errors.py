@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any, ClassVar, Self
 
+from engram.model import format_time
+
 DEFAULT_RETRY_AFTER_SECONDS = 2.0
 
 
@@ -84,6 +86,27 @@ class NotFound(EngramError):
     @classmethod
     def rebuild(cls, message: str, details: dict[str, str]) -> Self:
         return cls(details.get("memory_id", ""))
+
+
+class NoVersionAt(NotFound):
+    """The memory did not exist yet at the time asked for."""
+
+    def __init__(self, memory_id: str, at: float, created_at: float) -> None:
+        EngramError.__init__(
+            self,
+            f"Memory '{memory_id}' did not exist yet at {format_time(at)} (it was created at "
+            f"{format_time(created_at)}). Ask for a later time, or use memory_history to see its versions.",
+        )
+        self.memory_id = memory_id
+        self.at = at
+        self.created_at = created_at
+
+    def details(self) -> dict[str, str]:
+        return {"memory_id": self.memory_id, "at": repr(self.at), "created_at": repr(self.created_at)}
+
+    @classmethod
+    def rebuild(cls, message: str, details: dict[str, str]) -> Self:
+        return cls(details.get("memory_id", ""), float(details.get("at", 0)), float(details.get("created_at", 0)))
 
 
 class Unauthenticated(EngramError):

@@ -21,10 +21,13 @@ HANDOFF_CREATED = "handoff_created"
 HANDOFF_ACCEPTED = "handoff_accepted"
 HANDOFF_COMPLETED = "handoff_completed"
 MEMORY_ENRICHED = "memory_enriched"  # reverse-HyDE questions were added to a memory's index entry
+MEMORY_PURGED = "memory_purged"  # an admin removed a memory for good (its earlier entries are erased from the log)
+MEMORY_ACCESSED = "memory_accessed"  # read counts of a batch of memories (no new version)
 
 EVENTS = (
     MEMORY_SAVED, MEMORY_UPDATED, MEMORY_DELETED, MEMORY_SUPERSEDED, MEMORY_EXPIRED, CONSOLIDATION_COMPLETE,
-    CONTRADICTION_DETECTED, HANDOFF_CREATED, HANDOFF_ACCEPTED, HANDOFF_COMPLETED, MEMORY_ENRICHED,
+    CONTRADICTION_DETECTED, HANDOFF_CREATED, HANDOFF_ACCEPTED, HANDOFF_COMPLETED, MEMORY_ENRICHED, MEMORY_PURGED,
+    MEMORY_ACCESSED,
 )  # fmt: skip
 MEMORY_STATE_EVENTS = (MEMORY_SAVED, MEMORY_UPDATED, MEMORY_DELETED, MEMORY_SUPERSEDED, MEMORY_EXPIRED)
 SCHEMA_VERSION = 1

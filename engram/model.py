@@ -218,9 +218,9 @@ def _days_from_civil(year: int, month: int, day: int) -> int:
 
 @dataclass(slots=True)
 class MemoryInput:
-    """What a caller may set when saving a memory; validated by ingest."""
+    """What a caller may set when saving a memory (or changing one: then only the named fields count)."""
 
-    content: str
+    content: str = ""
     summary: str = ""
     memory_type: str = ""
     confidence: str = ""

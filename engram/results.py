@@ -127,6 +127,5 @@ class MemoryStats:
     by_type: dict[str, int]
     by_status: dict[str, int]
     by_team: dict[str, int]
-    total_accesses: int
     applied_seq: int
     log_last_seq: int

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import uuid
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -11,8 +12,20 @@ from engram.model import SearchFilter
 DENSE = "dense"
 CREATED_TS = "_created_ts"  # creation time as epoch seconds: range filters and recent-first order
 META_ID = "00000000-0000-0000-0000-000000000001"  # the point holding the applied log sequence
-KEYWORD_FIELDS = ("tags", "owner_agent", "memory_type", "status", "topics", "conversation_id", "project")
-INDEXED_FIELDS = ("namespace", *KEYWORD_FIELDS, CREATED_TS)  # every payload index the queries rely on
+# A version's validity, as epoch seconds: recorded [VALID_FROM, VALID_TO) (when it was the current version) and
+# in the world [WORLD_FROM, WORLD_TO) (valid_at, invalid_at). Open ends are +-FAR, so every point has every field
+# and range filters need no "is empty" cases.
+VALID_FROM = "_valid_from"
+VALID_TO = "_valid_to"
+WORLD_FROM = "_world_from"
+WORLD_TO = "_world_to"
+EXPIRES_TS = "_expires_ts"  # expires_at, or FAR
+FAR = 1e15
+KEYWORD_FIELDS = (
+    "id", "tags", "owner_agent", "memory_type", "status", "topics", "conversation_id", "project", "team",
+)  # fmt: skip
+FLOAT_FIELDS = (CREATED_TS, VALID_FROM, VALID_TO, WORLD_FROM, WORLD_TO, EXPIRES_TS)
+INDEXED_FIELDS = ("namespace", *KEYWORD_FIELDS, *FLOAT_FIELDS)  # every payload index the queries rely on
 SPARSE = "bm25"
 QUESTIONS = "questions"
 
@@ -68,11 +81,39 @@ class SearchRequest:
 
 
 class MemoryIndex(Protocol):
-    """Implemented by the Qdrant Edge adapter (embedded, edge) and the Qdrant server adapter (cluster)."""
+    """Implemented by the Qdrant Edge adapter (embedded, edge) and the Qdrant server adapter (cluster).
+
+    The search service keeps two: the current version of every memory (point id = memory id), and the earlier
+    versions (point id = version_point_id(memory id, version), payload "id" = the memory id).
+    """
 
     def upsert(self, points: list[IndexPoint]) -> None: ...
 
     def retrieve(self, namespace: str, ids: list[str]) -> list[dict[str, Any]]: ...
+
+    def retrieve_points(self, namespace: str, ids: list[str]) -> list[IndexPoint]:
+        """Points with their payloads and vectors (to move a replaced version into the versions index)."""
+        ...
+
+    def versions_of(self, namespace: str, memory_id: str) -> list[dict[str, Any]]:
+        """Payloads whose "id" is memory_id (on the versions index: every earlier version), in any order."""
+        ...
+
+    def delete_memory(self, namespace: str, memory_id: str) -> None:
+        """Removes every point whose "id" is memory_id (a purge)."""
+        ...
+
+    def set_fields(self, namespace: str, fields: dict[str, dict[str, Any]]) -> None:
+        """Sets payload fields of existing points: {point id: {field: value}} (access counts)."""
+        ...
+
+    def facet(self, namespace: str, key: str, flt: SearchFilter | None = None) -> dict[str, int]:
+        """How many points have each value of a keyword field (every status unless flt says otherwise)."""
+        ...
+
+    def due(self, at: float, limit: int) -> list[dict[str, Any]]:
+        """Active points of every namespace whose EXPIRES_TS is at or before ``at``, up to limit."""
+        ...
 
     def update_questions(self, namespace: str, id: str, questions: list[list[float]], texts: list[str]) -> bool:
         """Sets a memory's question vectors and their texts; False when the memory is not in namespace."""
@@ -115,3 +156,11 @@ class MemoryIndex(Protocol):
     def flush(self) -> None: ...
 
     def close(self) -> None: ...
+
+
+def version_point_id(memory_id: str, version: int) -> str:
+    """The versions index's point id of one version of a memory (deterministic, so replays overwrite)."""
+    return str(uuid.uuid5(uuid.UUID(memory_id), str(version)))
+
+
+EVERY_STATUS = ("active", "archived", "expired", "superseded")

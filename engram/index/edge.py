@@ -11,14 +11,22 @@ from typing import Any
 
 import qdrant_edge as qe
 
+from engram.embed.sparse import SparseVector
 from engram.index import (
     CREATED_TS,
     DENSE,
+    EVERY_STATUS,
+    EXPIRES_TS,
+    FLOAT_FIELDS,
     INDEXED_FIELDS,
     KEYWORD_FIELDS,
     META_ID,
     QUESTIONS,
     SPARSE,
+    VALID_FROM,
+    VALID_TO,
+    WORLD_FROM,
+    WORLD_TO,
     IndexDamaged,
     IndexPoint,
     Position,
@@ -73,7 +81,8 @@ class EdgeIndex:
         shard.update(qe.UpdateOperation.create_field_index("namespace", qe.KeywordIndexParams(is_tenant=True)))
         for name in KEYWORD_FIELDS:
             shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword))
-        shard.update(qe.UpdateOperation.create_field_index(CREATED_TS, qe.PayloadSchemaType.Float))
+        for name in FLOAT_FIELDS:
+            shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Float))
         return shard
 
     def upsert(self, points: list[IndexPoint]) -> None:
@@ -94,6 +103,73 @@ class EdgeIndex:
         with self._lock:
             records = self._shard.retrieve(list[Any](ids), with_payload=True, with_vector=False)
         return [r.payload for r in records if r.payload and r.payload.get("namespace") == namespace]
+
+    def retrieve_points(self, namespace: str, ids: list[str]) -> list[IndexPoint]:
+        with self._lock:
+            records = self._shard.retrieve(list[Any](ids), with_payload=True, with_vector=True)
+        points = []
+        for r in records:
+            if not r.payload or r.payload.get("namespace") != namespace:
+                continue
+            vectors: dict[str, Any] = r.vector if isinstance(r.vector, dict) else {}
+            sparse = vectors.get(SPARSE)
+            points.append(
+                IndexPoint(
+                    id=str(r.id),
+                    payload=dict(r.payload),
+                    dense=list(vectors.get(DENSE) or []),
+                    sparse=SparseVector(list(sparse.indices), [float(v) for v in sparse.values])
+                    if sparse is not None
+                    else SparseVector([], []),
+                    questions=[list(q) for q in vectors.get(QUESTIONS) or []],
+                )
+            )
+        return points
+
+    def versions_of(self, namespace: str, memory_id: str) -> list[dict[str, Any]]:
+        condition = qe.Filter(must=[_namespace(namespace), qe.FieldCondition("id", match=qe.MatchValue(memory_id))])
+        return self._scroll_all(condition)
+
+    def _scroll_all(self, condition: qe.Filter, page: int = 256) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        offset = None
+        while True:
+            with self._lock:
+                records, offset = self._shard.scroll(
+                    qe.ScrollRequest(offset=offset, limit=page, filter=condition, with_payload=True)
+                )
+            out.extend(r.payload for r in records if r.payload)
+            if offset is None:
+                return out
+
+    def delete_memory(self, namespace: str, memory_id: str) -> None:
+        condition = qe.Filter(must=[_namespace(namespace), qe.FieldCondition("id", match=qe.MatchValue(memory_id))])
+        with self._lock:
+            self._shard.update(qe.UpdateOperation.delete_points_by_filter(condition))
+
+    def set_fields(self, namespace: str, fields: dict[str, dict[str, Any]]) -> None:
+        present = {p["id"] for p in self.retrieve(namespace, list(fields))}
+        with self._lock:
+            for point_id, values in fields.items():
+                if point_id in present:
+                    self._shard.update(qe.UpdateOperation.set_payload([point_id], values))
+
+    def facet(self, namespace: str, key: str, flt: SearchFilter | None = None) -> dict[str, int]:
+        condition = build_filter(namespace, flt or SearchFilter(statuses=list(EVERY_STATUS)))
+        with self._lock:
+            response = self._shard.facet(qe.FacetRequest(key, limit=10_000, exact=True, filter=condition))
+        return {str(hit.value): int(hit.count) for hit in response.hits}
+
+    def due(self, at: float, limit: int) -> list[dict[str, Any]]:
+        condition = qe.Filter(
+            must=[
+                qe.FieldCondition("status", match=qe.MatchValue("active")),
+                qe.FieldCondition(EXPIRES_TS, range=qe.RangeFloat(lte=at)),
+            ]
+        )
+        with self._lock:
+            records, _ = self._shard.scroll(qe.ScrollRequest(limit=limit, filter=condition, with_payload=True))
+        return [r.payload for r in records if r.payload]
 
     def update_questions(self, namespace: str, id: str, questions: list[list[float]], texts: list[str]) -> bool:
         if not self.retrieve(namespace, [id]):
@@ -223,9 +299,15 @@ def move_aside(path: Path) -> Path | None:
     return aside
 
 
+def _namespace(namespace: str) -> qe.FieldCondition:
+    return qe.FieldCondition("namespace", match=qe.MatchValue(namespace))
+
+
 def build_filter(namespace: str, flt: SearchFilter | None) -> qe.Filter:
-    """The namespace boundary plus the caller's filters. Tags are all-of; types and topics any-of."""
-    must: list[Any] = [qe.FieldCondition("namespace", match=qe.MatchValue(namespace))]
+    """The namespace boundary plus the caller's filters. Tags are all-of; types and topics any-of.
+
+    With ``as_of``: only versions that were the current one then, and valid in the world then."""
+    must: list[Any] = [_namespace(namespace)]
     flt = flt or SearchFilter()
     must.append(qe.FieldCondition("status", match=qe.MatchAny(flt.statuses or ["active"])))
     must.extend(qe.FieldCondition("tags", match=qe.MatchValue(tag)) for tag in flt.tags)
@@ -239,6 +321,14 @@ def build_filter(namespace: str, flt: SearchFilter | None) -> qe.Filter:
         must.append(qe.FieldCondition("conversation_id", match=qe.MatchValue(flt.conversation_id)))
     if flt.project:
         must.append(qe.FieldCondition("project", match=qe.MatchValue(flt.project)))
+    if flt.team:
+        must.append(qe.FieldCondition("team", match=qe.MatchValue(flt.team)))
     if flt.created_after is not None or flt.created_before is not None:
         must.append(qe.FieldCondition(CREATED_TS, range=qe.RangeFloat(gte=flt.created_after, lt=flt.created_before)))
+    if flt.as_of is not None:
+        at = flt.as_of
+        must.append(qe.FieldCondition(VALID_FROM, range=qe.RangeFloat(lte=at)))
+        must.append(qe.FieldCondition(VALID_TO, range=qe.RangeFloat(gt=at)))
+        must.append(qe.FieldCondition(WORLD_FROM, range=qe.RangeFloat(lte=at)))
+        must.append(qe.FieldCondition(WORLD_TO, range=qe.RangeFloat(gt=at)))
     return qe.Filter(must=must)

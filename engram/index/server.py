@@ -12,14 +12,22 @@ from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from engram.config import SettingsError
+from engram.embed.sparse import SparseVector
 from engram.errors import Unavailable
 from engram.index import (
     CREATED_TS,
     DENSE,
+    EVERY_STATUS,
+    EXPIRES_TS,
+    FLOAT_FIELDS,
     KEYWORD_FIELDS,
     META_ID,
     QUESTIONS,
     SPARSE,
+    VALID_FROM,
+    VALID_TO,
+    WORLD_FROM,
+    WORLD_TO,
     IndexPoint,
     Position,
     Scored,
@@ -92,6 +100,89 @@ class QdrantServerIndex:
         with self._call():
             records = self._client.retrieve(self._collection, ids, with_payload=True, with_vectors=False)
         return [r.payload for r in records if r.payload and r.payload.get("namespace") == namespace]
+
+    def retrieve_points(self, namespace: str, ids: list[str]) -> list[IndexPoint]:
+        with self._call():
+            records = self._client.retrieve(self._collection, ids, with_payload=True, with_vectors=True)
+        points = []
+        for r in records:
+            if not r.payload or r.payload.get("namespace") != namespace:
+                continue
+            vectors: dict[str, Any] = r.vector if isinstance(r.vector, dict) else {}
+            sparse = vectors.get(SPARSE)
+            points.append(
+                IndexPoint(
+                    id=str(r.id),
+                    payload=dict(r.payload),
+                    dense=list(vectors.get(DENSE) or []),
+                    sparse=SparseVector(list(sparse.indices), list(sparse.values))
+                    if sparse is not None
+                    else SparseVector([], []),
+                    questions=[list(q) for q in vectors.get(QUESTIONS) or []],
+                )
+            )
+        return points
+
+    def versions_of(self, namespace: str, memory_id: str) -> list[dict[str, Any]]:
+        condition = models.Filter(must=[_match("namespace", namespace), _match("id", memory_id)])
+        out: list[dict[str, Any]] = []
+        offset: Any = None
+        while True:
+            with self._call():
+                records, offset = self._client.scroll(
+                    self._collection, scroll_filter=condition, limit=256, offset=offset, with_payload=True
+                )
+            out.extend(r.payload for r in records if r.payload)
+            if offset is None:
+                return out
+
+    def delete_memory(self, namespace: str, memory_id: str) -> None:
+        condition = models.Filter(must=[_match("namespace", namespace), _match("id", memory_id)])
+        with self._call():
+            self._client.delete(self._collection, points_selector=models.FilterSelector(filter=condition), wait=True)
+
+    def set_fields(self, namespace: str, fields: dict[str, dict[str, Any]]) -> None:
+        present = {p["id"] for p in self.retrieve(namespace, list(fields))}
+        operations: list[models.UpdateOperation] = [
+            models.SetPayloadOperation(set_payload=models.SetPayload(payload=values, points=[point_id]))
+            for point_id, values in fields.items()
+            if point_id in present
+        ]
+        if operations:
+            with self._call():
+                self._client.batch_update_points(self._collection, operations, wait=True)
+
+    def facet(self, namespace: str, key: str, flt: SearchFilter | None = None) -> dict[str, int]:
+        if self._local:  # local mode has no facet API: count by scrolling (tests only)
+            counts: dict[str, int] = {}
+            for payload in self._scroll_every(build_filter(namespace, flt or SearchFilter(statuses=[*EVERY_STATUS]))):
+                values = payload.get(key)
+                for value in values if isinstance(values, list) else [values]:
+                    if value not in (None, ""):
+                        counts[str(value)] = counts.get(str(value), 0) + 1
+            return counts
+        condition = build_filter(namespace, flt or SearchFilter(statuses=[*EVERY_STATUS]))
+        with self._call():
+            response = self._client.facet(self._collection, key, facet_filter=condition, limit=10_000, exact=True)
+        return {str(hit.value): int(hit.count) for hit in response.hits}
+
+    def _scroll_every(self, condition: models.Filter) -> list[dict[str, Any]]:
+        out: list[dict[str, Any]] = []
+        offset: Any = None
+        while True:
+            with self._call():
+                records, offset = self._client.scroll(
+                    self._collection, scroll_filter=condition, limit=256, offset=offset, with_payload=True
+                )
+            out.extend(r.payload for r in records if r.payload)
+            if offset is None:
+                return out
+
+    def due(self, at: float, limit: int) -> list[dict[str, Any]]:
+        condition = models.Filter(must=[_match("status", "active"), _range(lte=at, key=EXPIRES_TS)])
+        with self._call():
+            records, _ = self._client.scroll(self._collection, scroll_filter=condition, limit=limit, with_payload=True)
+        return [r.payload for r in records if r.payload]
 
     def search(self, request: SearchRequest) -> dict[str, list[Scored]]:
         """One ranked list per vector given in the request, all in one round trip (a query batch)."""
@@ -256,7 +347,8 @@ class QdrantServerIndex:
             # is_tenant: the server co-locates each namespace's points, so per-namespace queries stay fast.
             "namespace": models.KeywordIndexParams(type=models.KeywordIndexType.KEYWORD, is_tenant=True),
             **dict.fromkeys(KEYWORD_FIELDS, models.PayloadSchemaType.KEYWORD),
-            CREATED_TS: models.PayloadSchemaType.FLOAT,  # range filters and order_by need it on a server
+            # range filters and order_by need them on a server
+            **dict.fromkeys(FLOAT_FIELDS, models.PayloadSchemaType.FLOAT),
         }
         for name, schema in wanted.items():
             if name not in existing:
@@ -317,8 +409,16 @@ def build_filter(namespace: str, flt: SearchFilter | None) -> models.Filter:
         must.append(_match("conversation_id", flt.conversation_id))
     if flt.project:
         must.append(_match("project", flt.project))
+    if flt.team:
+        must.append(_match("team", flt.team))
     if flt.created_after is not None or flt.created_before is not None:
         must.append(_range(gte=flt.created_after, lt=flt.created_before))
+    if flt.as_of is not None:
+        at = flt.as_of
+        must.append(_range(lte=at, key=VALID_FROM))
+        must.append(_range(gt=at, key=VALID_TO))
+        must.append(_range(lte=at, key=WORLD_FROM))
+        must.append(_range(gt=at, key=WORLD_TO))
     return models.Filter(must=must)
 
 
@@ -330,8 +430,15 @@ def _any(key: str, values: list[str]) -> models.FieldCondition:
     return models.FieldCondition(key=key, match=models.MatchAny(any=values))
 
 
-def _range(*, gte: float | None = None, lt: float | None = None, lte: float | None = None) -> models.FieldCondition:
-    return models.FieldCondition(key=CREATED_TS, range=models.Range(gte=gte, lt=lt, lte=lte))
+def _range(
+    *,
+    gte: float | None = None,
+    lt: float | None = None,
+    lte: float | None = None,
+    gt: float | None = None,
+    key: str = CREATED_TS,
+) -> models.FieldCondition:
+    return models.FieldCondition(key=key, range=models.Range(gte=gte, lt=lt, lte=lte, gt=gt))
 
 
 def _vectors(point: IndexPoint) -> dict[str, Any]:

@@ -39,6 +39,18 @@ class LogEntry:
         return self.subject.rsplit(".", 1)[-1]
 
 
+class Overtaken(Exception):
+    """A conditional append found a newer entry about the same thing after the sequence it was based on."""
+
+    def __init__(self, entry: LogEntry) -> None:
+        super().__init__(f"log entry {entry.seq} changed it first")
+        self.entry = entry
+
+
+# A predicate over the entries appended since a write's base: True means the write is based on stale state.
+Stale = Callable[[LogEntry], bool]
+
+
 class LogState(Protocol):
     """Told when the log becomes unreachable or stops acknowledging writes, and when it recovers."""
 
@@ -118,8 +130,25 @@ class Log(Protocol):
     def on_reconnect(self, listener: Callable[[], Awaitable[None]]) -> None:
         """Calls listener after the connection to the log came back (readers resume their follow)."""
 
-    async def append(self, namespace: str, event: str, body: dict[str, Any], *, msg_id: str) -> Appended:
-        """Appends one entry exactly once per msg_id; raises Unavailable or DiskFull when it cannot."""
+    async def append(
+        self,
+        namespace: str,
+        event: str,
+        body: dict[str, Any],
+        *,
+        msg_id: str,
+        based_on: int = 0,
+        stale: Stale | None = None,
+    ) -> Appended:
+        """Appends one entry exactly once per msg_id; raises Unavailable or DiskFull when it cannot.
+
+        With ``stale``, the append is conditional: it happens only if no entry after ``based_on`` (the sequence
+        the writer's state reflects) makes ``stale`` true, checked atomically with the append; otherwise it
+        raises Overtaken with the first such entry.
+        """
+
+    async def erase(self, seqs: Sequence[int]) -> int:
+        """Removes entries for good (their data overwritten); returns how many existed and were removed."""
 
     async def read(self, seq: int) -> LogEntry | None: ...
 

@@ -19,7 +19,7 @@ from nats.js import api
 
 from engram.config import DEFAULT_STREAM
 from engram.errors import DiskFull, Unavailable
-from engram.log import SUBJECT_PREFIX, Appended, LogEntry, LogState, NoState, Subscription, subject
+from engram.log import SUBJECT_PREFIX, Appended, LogEntry, LogState, NoState, Overtaken, Stale, Subscription, subject
 from engram.log.workqueue import NatsWorkQueue
 
 log = logging.getLogger(__name__)
@@ -166,13 +166,27 @@ class NatsLog:
         info = await self._js.stream_info(self._stream, subjects_filter=subject("*", event))
         return sum(int(n) for n in (info.state.subjects or {}).values())
 
-    async def append(self, namespace: str, event: str, body: dict[str, Any], *, msg_id: str) -> Appended:
+    async def append(
+        self,
+        namespace: str,
+        event: str,
+        body: dict[str, Any],
+        *,
+        msg_id: str,
+        based_on: int = 0,
+        stale: Stale | None = None,
+    ) -> Appended:
         """Appends one mutation and returns its sequence once JetStream has stored it.
 
         `msg_id` makes retries idempotent: JetStream drops a second copy within the duplicate window. Fails
         fast with Unavailable while NATS is unreachable (nothing is buffered for later), and with DiskFull when
         the log's store is out of space. An append whose connection drops mid-way waits briefly for the
         reconnection and publishes again under the same `msg_id`, so it is stored exactly once either way.
+
+        A conditional append (``stale``) reads the entries between ``based_on`` and the end of the log it
+        expects, and publishes with that end as the expected last sequence: if another writer (another
+        replica) appends meanwhile, JetStream refuses, the new entries are read too, and so on. So no entry
+        can slip in unseen between the check and the append.
         """
         async with self._lock:
             failures = conflicts = 0
@@ -194,6 +208,9 @@ class NatsLog:
                     if self._last is None:
                         self._last = await self.last_seq()
                     expected = self._last
+                    if stale is not None and expected > based_on:
+                        await self._check_since(based_on, expected, stale)
+                        based_on = expected
                     payload = json.dumps({**body, "seq": expected + 1}, ensure_ascii=False).encode()
                     ack = await self._publish(
                         subject(namespace, event),
@@ -242,6 +259,28 @@ class NatsLog:
             "list_memories before saving it again.",
             retry_after=5.0,
         )
+
+    async def _check_since(self, after: int, until: int, stale: Stale) -> None:
+        """Raises Overtaken with the first entry in (after, until] that ``stale`` flags."""
+        for seq in range(after + 1, until + 1):
+            entry = await self.read(seq)
+            if entry is not None and stale(entry):
+                raise Overtaken(entry)
+
+    async def erase(self, seqs: Sequence[int]) -> int:
+        """Deletes entries from the stream; JetStream overwrites their data (not just marks them deleted)."""
+        erased = 0
+        for seq in sorted(set(seqs)):
+            try:
+                if await self._js.delete_msg(self._stream, seq):
+                    erased += 1
+            except nats.js.errors.NotFoundError:
+                continue  # already gone (an earlier purge, or never there)
+            except nats.js.errors.APIError as e:
+                if e.err_code == 10057:  # "no message found"
+                    continue
+                raise Unavailable(f"The log refused to erase entry {seq}: {e.description}") from e
+        return erased
 
     async def _publish(self, subject_: str, payload: bytes, headers: dict[str, str]) -> Any:
         """js.publish, abandoned as soon as the connection drops (its answer could not arrive anyway)."""

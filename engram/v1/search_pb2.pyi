@@ -195,7 +195,7 @@ class StatCount(_message.Message):
     def __init__(self, key: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
 
 class GetStatsResponse(_message.Message):
-    __slots__ = ("memories", "applied_seq", "embedding_model", "reranker_model", "log_last_seq", "by_agent", "by_type", "by_status", "by_team", "total", "total_accesses")
+    __slots__ = ("memories", "applied_seq", "embedding_model", "reranker_model", "log_last_seq", "by_agent", "by_type", "by_status", "by_team", "total")
     MEMORIES_FIELD_NUMBER: _ClassVar[int]
     APPLIED_SEQ_FIELD_NUMBER: _ClassVar[int]
     EMBEDDING_MODEL_FIELD_NUMBER: _ClassVar[int]
@@ -206,7 +206,6 @@ class GetStatsResponse(_message.Message):
     BY_STATUS_FIELD_NUMBER: _ClassVar[int]
     BY_TEAM_FIELD_NUMBER: _ClassVar[int]
     TOTAL_FIELD_NUMBER: _ClassVar[int]
-    TOTAL_ACCESSES_FIELD_NUMBER: _ClassVar[int]
     memories: int
     applied_seq: int
     embedding_model: str
@@ -217,8 +216,7 @@ class GetStatsResponse(_message.Message):
     by_status: _containers.RepeatedCompositeFieldContainer[StatCount]
     by_team: _containers.RepeatedCompositeFieldContainer[StatCount]
     total: int
-    total_accesses: int
-    def __init__(self, memories: _Optional[int] = ..., applied_seq: _Optional[int] = ..., embedding_model: _Optional[str] = ..., reranker_model: _Optional[str] = ..., log_last_seq: _Optional[int] = ..., by_agent: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_type: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_status: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_team: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., total: _Optional[int] = ..., total_accesses: _Optional[int] = ...) -> None: ...
+    def __init__(self, memories: _Optional[int] = ..., applied_seq: _Optional[int] = ..., embedding_model: _Optional[str] = ..., reranker_model: _Optional[str] = ..., log_last_seq: _Optional[int] = ..., by_agent: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_type: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_status: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_team: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., total: _Optional[int] = ...) -> None: ...
 
 class ListExpiringRequest(_message.Message):
     __slots__ = ("caller", "at", "limit")

@@ -7,11 +7,12 @@ from dataclasses import dataclass, field
 
 import grpc
 
-from engram.clients import IngestClient
+from engram.clients import IngestClient, SearchClient
 from engram.config import Settings
 from engram.llm import ChatClient, redact_url
 from engram.runtime import Resources, RunningServer, serve
 from engram.services.consolidation.enrichment import DURABLE_NAME, SUBJECTS, Enricher, EnrichOptions
+from engram.services.consolidation.expiry import ExpiryJob
 from engram.services.consolidation.servicer import ConsolidationServicer
 from engram.v1 import consolidation_pb2_grpc
 
@@ -36,18 +37,33 @@ class Enrichment:
 
 
 @dataclass
+class Expiry:
+    job: ExpiryJob
+    search: SearchClient
+    ingest: IngestClient
+
+    async def close(self) -> None:
+        await self.job.stop()
+        await self.search.close()
+        await self.ingest.close()
+
+
+@dataclass
 class ConsolidationService:
     """The consolidation gRPC service and its background workers.
 
-    Set `ingest_addr` before start(): enrichment needs it to store questions, and in the embedded node
-    it is only known once the shared gRPC server has bound its port.
+    Set `ingest_addr` and `search_addr` before start(): enrichment and expiry write through ingest and expiry
+    finds due memories through search; in the embedded node they are only known once the shared gRPC server has
+    bound its port.
     """
 
     settings: Settings
     resources: Resources
     ingest_addr: str | None = None
+    search_addr: str | None = None
     name: str = "engram.v1.Consolidation"
     _enrichment: Enrichment | None = field(default=None, init=False, repr=False)
+    _expiry: Expiry | None = field(default=None, init=False, repr=False)
 
     def register(self, server: grpc.aio.Server) -> None:
         consolidation_pb2_grpc.add_ConsolidationServicer_to_server(ConsolidationServicer(), server)
@@ -57,6 +73,16 @@ class ConsolidationService:
         return self._enrichment is not None and self._enrichment.enricher.running
 
     async def start(self) -> None:
+        if self.ingest_addr and self.search_addr and self.settings.expiry_interval_seconds > 0:
+            search = SearchClient(self.search_addr, timeout=DEFAULT_INGEST_TIMEOUT)
+            ingest = IngestClient(self.ingest_addr, timeout=DEFAULT_INGEST_TIMEOUT)
+            job = ExpiryJob(search, ingest, interval=self.settings.expiry_interval_seconds)
+            await job.start()
+            self._expiry = Expiry(job, search, ingest)
+        else:
+            log.info(
+                "expiry off: it needs ENGRAM_INGEST_ADDR, ENGRAM_SEARCH_ADDR and ENGRAM_EXPIRY_INTERVAL_SECONDS > 0"
+            )
         if reason := self._enrichment_off_reason():
             log.info("enrichment off: %s", reason)
             return
@@ -66,6 +92,9 @@ class ConsolidationService:
                  redact_url(self.settings.llm_url), self.ingest_addr)  # fmt: skip
 
     async def stop(self) -> None:
+        expiry, self._expiry = self._expiry, None
+        if expiry is not None:
+            await expiry.close()
         enrichment, self._enrichment = self._enrichment, None
         if enrichment is not None:
             await enrichment.close()
@@ -99,7 +128,7 @@ async def open_enrichment(settings: Settings, resources: Resources, ingest_addr:
 
 async def build_service(settings: Settings, resources: Resources) -> ConsolidationService:
     """The service; the embedded node replaces `ingest_addr` with its own bound address before start()."""
-    return ConsolidationService(settings, resources, ingest_addr=settings.ingest_addr)
+    return ConsolidationService(settings, resources, ingest_addr=settings.ingest_addr, search_addr=settings.search_addr)
 
 
 async def build_server(settings: Settings, resources: Resources) -> RunningServer:

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import grpc
 
+from engram.clients import SearchClient
 from engram.config import Settings
 from engram.runtime import Resources, RunningServer, serve
+from engram.services.ingest.lifecycle import Lifecycle
 from engram.services.ingest.servicer import IngestServicer
 from engram.services.ingest.validation import Limits
 from engram.services.ingest.writer import MemoryWriter
@@ -16,23 +18,34 @@ from engram.v1 import ingest_pb2_grpc
 
 @dataclass
 class IngestService:
+    """The ingest gRPC service. Changes to existing memories read their current version from the search service:
+    set ``search_addr`` before start() (the embedded node knows it only once its gRPC server has bound)."""
+
     writer: MemoryWriter
+    lifecycle: Lifecycle
+    search_addr: str | None = None
     name: str = "engram.v1.Ingest"
+    _search: SearchClient | None = field(default=None, init=False, repr=False)
 
     def register(self, server: grpc.aio.Server) -> None:
-        ingest_pb2_grpc.add_IngestServicer_to_server(IngestServicer(self.writer), server)
+        ingest_pb2_grpc.add_IngestServicer_to_server(IngestServicer(self.writer, self.lifecycle), server)
 
     async def start(self) -> None:
-        return None
+        if self.search_addr:
+            self._search = SearchClient(self.search_addr)
+            self.lifecycle.state = self._search
 
     async def stop(self) -> None:
-        return None
+        search, self._search = self._search, None
+        if search is not None:
+            await search.close()
 
 
 async def build_service(settings: Settings, resources: Resources) -> IngestService:
     limits = Limits(max_content_bytes=settings.max_content_bytes, max_metadata_bytes=settings.max_metadata_bytes)
+    event_log = await resources.log()
     writer = MemoryWriter(
-        await resources.log(),
+        event_log,
         await resources.embedder(),
         resources.sparse,
         limits,
@@ -40,7 +53,7 @@ async def build_service(settings: Settings, resources: Resources) -> IngestServi
         # Only a log stored on this machine fills this machine's disk (the embedded node).
         disk=resources.disk if resources.local_store else None,
     )
-    return IngestService(writer)
+    return IngestService(writer, Lifecycle(writer, event_log), search_addr=settings.search_addr)
 
 
 async def build_server(settings: Settings, resources: Resources) -> RunningServer:

@@ -8,15 +8,23 @@ from typing import Any
 import grpc
 
 from engram import wire
+from engram.errors import InvalidArgument
 from engram.results import ImportItem
 from engram.rpc import translate_errors, unimplemented
+from engram.scrub import Redaction
+from engram.services.ingest.lifecycle import Lifecycle
 from engram.services.ingest.writer import MemoryWriter
 from engram.v1 import common_pb2, ingest_pb2, ingest_pb2_grpc
 
 
+def _redactions(redactions: tuple[Redaction, ...] | list[Redaction]) -> list[common_pb2.Redaction]:
+    return [common_pb2.Redaction(kind=r.kind, count=r.count) for r in redactions]
+
+
 class IngestServicer(ingest_pb2_grpc.IngestServicer):
-    def __init__(self, writer: MemoryWriter) -> None:
+    def __init__(self, writer: MemoryWriter, lifecycle: Lifecycle) -> None:
         self._writer = writer
+        self._lifecycle = lifecycle
 
     @translate_errors
     async def SaveMemory(
@@ -27,17 +35,73 @@ class IngestServicer(ingest_pb2_grpc.IngestServicer):
             memory=wire.memory_to_proto(result.memory),
             version=result.memory.version,
             seq=result.seq,
-            redactions=[common_pb2.Redaction(kind=r.kind, count=r.count) for r in result.redactions],
+            redactions=_redactions(result.redactions),
         )
 
-    async def UpdateMemory(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
-        return await unimplemented(context, "UpdateMemory (editing a memory)")
+    @translate_errors
+    async def UpdateMemory(
+        self, request: ingest_pb2.UpdateMemoryRequest, context: grpc.aio.ServicerContext
+    ) -> ingest_pb2.UpdateMemoryResponse:
+        result = await self._lifecycle.update(
+            wire.caller_from_proto(request.caller),
+            request.id,
+            wire.input_from_proto(request.memory),
+            list(request.update_mask),
+            expected_version=request.expected_version,
+        )
+        return ingest_pb2.UpdateMemoryResponse(
+            memory=wire.memory_to_proto(result.memory),
+            version=result.memory.version,
+            seq=result.seq,
+            redactions=_redactions(result.redactions),
+        )
 
-    async def DeleteMemory(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
-        return await unimplemented(context, "DeleteMemory (archiving a memory)")
+    @translate_errors
+    async def DeleteMemory(
+        self, request: ingest_pb2.DeleteMemoryRequest, context: grpc.aio.ServicerContext
+    ) -> ingest_pb2.DeleteMemoryResponse:
+        caller = wire.caller_from_proto(request.caller)
+        if request.purge:
+            result = await self._lifecycle.purge(caller, request.id)
+        else:
+            result = await self._lifecycle.delete(caller, request.id, expected_version=request.expected_version)
+        response = ingest_pb2.DeleteMemoryResponse(id=result.id, seq=result.seq, erased=result.erased)
+        if result.memory is not None:
+            response.memory.CopyFrom(wire.memory_to_proto(result.memory))
+            response.version = result.memory.version
+        return response
 
-    async def SupersedeMemory(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
-        return await unimplemented(context, "SupersedeMemory")
+    @translate_errors
+    async def SupersedeMemory(
+        self, request: ingest_pb2.SupersedeMemoryRequest, context: grpc.aio.ServicerContext
+    ) -> ingest_pb2.SupersedeMemoryResponse:
+        result = await self._lifecycle.supersede(
+            wire.caller_from_proto(request.caller),
+            request.id,
+            replacement=wire.input_from_proto(request.replacement) if request.HasField("replacement") else None,
+            new_id=request.new_id,
+            expected_version=request.expected_version,
+        )
+        return ingest_pb2.SupersedeMemoryResponse(
+            old_memory=wire.memory_to_proto(result.old),
+            new_memory=wire.memory_to_proto(result.new),
+            seq=result.seq,
+            redactions=_redactions(result.redactions),
+        )
+
+    @translate_errors
+    async def ExpireMemory(
+        self, request: ingest_pb2.ExpireMemoryRequest, context: grpc.aio.ServicerContext
+    ) -> ingest_pb2.ExpireMemoryResponse:
+        at = wire.ts_to_epoch(request, "at")
+        if at is None:
+            raise InvalidArgument("at", "is required: the time the expiry runs for.")
+        result = await self._lifecycle.expire(
+            wire.caller_from_proto(request.caller), request.id, expected_version=request.expected_version, at=at
+        )
+        return ingest_pb2.ExpireMemoryResponse(
+            memory=wire.memory_to_proto(result.memory), seq=result.seq, expired=result.expired
+        )
 
     async def UpdateHandoff(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
         return await unimplemented(context, "UpdateHandoff (accepting or completing a handoff)")

@@ -17,7 +17,7 @@ from engram.embed.sparse import Bm25Encoder
 from engram.errors import DiskFull, EngramError, InvalidArgument, Unavailable
 from engram.events import MEMORY_ENRICHED, MEMORY_SAVED, event_body
 from engram.ids import is_uuid, uuid7
-from engram.log import Log
+from engram.log import Appended, Log, Stale
 from engram.model import Caller, Handoff, Memory, MemoryInput, Origin, format_time
 from engram.results import ImportItem, ImportSummary, SaveResult
 from engram.scrub import Redaction, merge, scrub_text, scrub_value
@@ -66,8 +66,8 @@ class MemoryWriter:
         self._limits = limits
 
     async def save(self, caller: Caller, draft: MemoryInput) -> SaveResult:
-        memory, redactions = self._prepare(caller, draft)
-        (vectors,) = await asyncio.to_thread(self._vectors, [memory])
+        memory, redactions = self.prepare(caller, draft)
+        (vectors,) = await asyncio.to_thread(self.vectors, [memory])
         seq, _ = await self._append(caller, memory, vectors, msg_id=f"{memory.id}:{memory.version}")
         memory.seq = seq
         return SaveResult(memory, seq, redactions)
@@ -88,7 +88,7 @@ class MemoryWriter:
 
         async def flush(current: list[tuple[ImportItem, Memory]]) -> None:
             nonlocal embedding
-            vectors = asyncio.to_thread(self._vectors, [memory for _, memory in current])
+            vectors = asyncio.to_thread(self.vectors, [memory for _, memory in current])
             task = asyncio.create_task(vectors)  # held in `embedding` until awaited (or cancelled on a stop)
             previous, embedding = embedding, (current, task)
             if previous is not None:
@@ -98,7 +98,7 @@ class MemoryWriter:
             async for item in items:
                 summary.last_line = max(summary.last_line, item.line)
                 try:
-                    memory, redactions = self._prepare(caller, item.draft, now=arrived)
+                    memory, redactions = self.prepare(caller, item.draft, now=arrived)
                 except InvalidArgument as e:
                     summary.rejected.append((item.line, str(e)))
                     continue
@@ -169,6 +169,30 @@ class MemoryWriter:
             (summary.present if duplicate else summary.imported).append((item.line, memory.id, seq))
             summary.last_seq = max(summary.last_seq, seq)
 
+    async def append_new(self, caller: Caller, memory: Memory) -> int:
+        """Embeds and appends a memory prepared by prepare() as memory_saved; returns its log sequence."""
+        (vectors,) = await asyncio.to_thread(self.vectors, [memory])
+        seq, _ = await self._append(caller, memory, vectors, msg_id=f"{memory.id}:{memory.version}")
+        return seq
+
+    async def append_entry(
+        self,
+        caller: Caller,
+        event: str,
+        body: dict[str, Any],
+        *,
+        msg_id: str,
+        based_on: int = 0,
+        stale: Stale | None = None,
+    ) -> Appended:
+        """Appends one event body (after the disk check), conditionally when ``stale`` is given."""
+        if self._disk is not None:
+            self._disk.require_space()
+        return await self._log.append(caller.namespace, event, body, msg_id=msg_id, based_on=based_on, stale=stale)
+
+    def scrubbed_source(self, caller: Caller) -> str:
+        return scrub_text(caller.source).text
+
     async def _append(
         self, caller: Caller, memory: Memory, vectors: dict[str, Any], *, msg_id: str, resolve_duplicate: bool = False
     ) -> tuple[int, bool]:
@@ -184,7 +208,7 @@ class MemoryWriter:
                 memory.id = original.body.get("memory_id", memory.id)
         return appended.seq, appended.duplicate
 
-    def _prepare(
+    def prepare(
         self, caller: Caller, draft: MemoryInput, *, now: float | None = None
     ) -> tuple[Memory, tuple[Redaction, ...]]:
         clean = validate(draft, self._limits)
@@ -216,6 +240,7 @@ class MemoryWriter:
             tags=labels(draft.tags),
             importance=draft.importance,
             source=text(caller.source),
+            updated_by=caller.agent_id,
             team=text(draft.team),
             project=text(draft.project),
             conversation_id=text(draft.conversation_id),
@@ -232,7 +257,7 @@ class MemoryWriter:
         )
         return memory, merge(found)
 
-    def _vectors(self, memories: list[Memory]) -> list[dict[str, Any]]:
+    def vectors(self, memories: list[Memory]) -> list[dict[str, Any]]:
         # Dense embeds the content alone: context dilutes its meaning. BM25 also indexes the context,
         # whose exact words often name what the content only refers to (measured in docs/search.md).
         dense = self._embedder.embed([memory.content for memory in memories])

@@ -169,15 +169,19 @@ async def run_node(settings: Settings, *, idle_exit: bool = False, announce: boo
             )
             control = NodeControl(home=home, idle_exit=idle_exit, stop=stop)
             consolidation = await build_consolidation(settings, resources)
+            ingest = await build_ingest(settings, resources)
             services = [
-                await build_ingest(settings, resources),
+                ingest,
                 await build_search(settings, resources),
                 consolidation,
                 await build_sync(settings, resources),
             ]
 
             def bound(address: str) -> None:
-                consolidation.ingest_addr = address  # enrichment writes go through ingest, here in-process
+                # Consolidation writes through ingest, and ingest reads current versions from search: all here.
+                consolidation.ingest_addr = address
+                consolidation.search_addr = address
+                ingest.search_addr = address
 
             grpc_server = await serve(services, "127.0.0.1:0", resources=resources, extra=[control], on_bound=bound)
             deps = GatewayDeps(grpc_server.address, grpc_server.address, keys, sock=http_socket)

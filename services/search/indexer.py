@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 from typing import Any, Protocol
 
 from engram.errors import InvalidArgument, Unavailable
 from engram.events import (
+    MEMORY_ACCESSED,
     MEMORY_ENRICHED,
+    MEMORY_PURGED,
     MEMORY_SAVED,
     MEMORY_STATE_EVENTS,
     decode_dense,
@@ -22,7 +25,18 @@ from engram.events import (
     decode_sparse,
 )
 from engram.health import INDEX, Health
-from engram.index import CREATED_TS, IndexPoint, MemoryIndex
+from engram.index import (
+    CREATED_TS,
+    EXPIRES_TS,
+    FAR,
+    VALID_FROM,
+    VALID_TO,
+    WORLD_FROM,
+    WORLD_TO,
+    IndexPoint,
+    MemoryIndex,
+    version_point_id,
+)
 from engram.log import Log, LogEntry
 from engram.model import parse_time, servable_problem
 
@@ -53,12 +67,15 @@ class Indexer:
         event_log: Log,
         index: MemoryIndex,
         *,
+        versions: MemoryIndex | None = None,
         health: Health | None = None,
         disk: SpaceCheck | None = None,
         verify: bool = True,
     ) -> None:
         self._log = event_log
         self._index = index
+        # Earlier versions of every memory (history, point-in-time reads); derived from the log like the index.
+        self._versions = versions
         self._health = health or Health()
         self._disk = disk
         self._verify = verify  # only for an index this process owns (not a Qdrant server shared by replicas)
@@ -87,7 +104,7 @@ class Indexer:
         problem = await asyncio.to_thread(self._structural_problem, last)
         if problem is not None:
             log.warning("%s: moving it aside and rebuilding it from the log", problem)
-            await asyncio.to_thread(self._index.reset)
+            await asyncio.to_thread(self._reset_indexes)
         self._applied = await asyncio.to_thread(self._index.applied_seq)
         self._skipped = await asyncio.to_thread(self._index.skipped_count) if self._applied else 0
         await self._follow()
@@ -107,6 +124,9 @@ class Indexer:
         await self._unfollow()
         with contextlib.suppress(Exception):  # a damaged index may not even flush; it is rebuilt next start
             await asyncio.to_thread(self._index.flush)
+        if self._versions is not None:
+            with contextlib.suppress(Exception):
+                await asyncio.to_thread(self._versions.flush)
 
     def require_ready(self) -> None:
         """Raises Unavailable while the index is still catching up with (or being rebuilt from) the log."""
@@ -155,6 +175,8 @@ class Indexer:
         problem = self._index.check()
         if problem is not None:
             return f"the index is damaged ({problem})"
+        if self._versions is not None and (problem := self._versions.check()) is not None:
+            return f"the versions index is damaged ({problem})"
         applied = self._index.applied_seq()
         if applied > last_seq:
             # The index belongs to another log (e.g. the data dir's log was wiped).
@@ -233,12 +255,18 @@ class Indexer:
 
     async def _rebuild(self) -> None:
         await self._unfollow()
-        await asyncio.to_thread(self._index.reset)
+        await asyncio.to_thread(self._reset_indexes)
         async with self._changed:
             self._applied = 0
             self._skipped = 0
         self._queue = asyncio.Queue()
         await self._follow()
+
+    def _reset_indexes(self) -> None:
+        """Both indexes start over together: the versions index is derived from the same entries."""
+        self._index.reset()
+        if self._versions is not None:
+            self._versions.reset()
 
     async def _refollow(self) -> None:
         """After NATS reconnects (a restarted server has forgotten the consumer), follow again at once from the
@@ -310,53 +338,122 @@ class Indexer:
             self._changed.notify_all()
 
     def _apply(self, batch: list[LogEntry], skipped: int) -> int:
-        """Applies entries in log order: runs of memory versions are upserted together, then the cursor.
+        """Applies entries in log order: runs of memory versions are applied together, then the cursor.
 
         Returns the new count of skipped memory_saved entries.
         """
         run: list[IndexPoint] = []
         for entry in batch:
             try:
-                if entry.body.get("event") == MEMORY_ENRICHED:
-                    self._upsert_newest(run)
+                event = entry.body.get("event")
+                if event in (MEMORY_ENRICHED, MEMORY_PURGED, MEMORY_ACCESSED):
+                    self._apply_versions(run)
                     run = []
-                    self._add_questions(entry.body)
+                    if event == MEMORY_ENRICHED:
+                        self._add_questions(entry)
+                    elif event == MEMORY_PURGED:
+                        self._purge(entry.body)
+                    else:
+                        self._count_accesses(entry.body)
                 elif (point := _point(entry)) is not None:
                     run.append(point)
             except (KeyError, ValueError, TypeError, RecursionError) as e:
                 # An entry that cannot be served must not stop the index (or break reads): it is skipped.
                 log.warning("skipped log entry %d (%s): %s", entry.seq, entry.subject, e)
                 skipped += entry.event == MEMORY_SAVED
-        self._upsert_newest(run)
+        self._apply_versions(run)
         self._index.set_applied_seq(batch[-1].seq, skipped=skipped)
         return skipped
 
-    def _upsert_newest(self, points: list[IndexPoint]) -> None:
-        """Version guard: an older version never overwrites a newer one (in the index or later in the batch)."""
+    def _apply_versions(self, points: list[IndexPoint]) -> None:
+        """Makes the newest version of each memory its current one and files the versions it replaces.
+
+        Version guard: an older version never overwrites a newer one (in the index or later in the batch). A
+        replaced version moves to the versions index, its recorded validity closed where its successor's opens;
+        so every version of a memory stays searchable at the times it was current, and a replay changes nothing.
+        """
         if not points:
             return
-        newest: dict[str, IndexPoint] = {}
-        for point in points:
-            held = newest.get(point.id)
-            if held is None or _version(point) >= _version(held):
-                newest[point.id] = point
+        chains: dict[tuple[str, str], dict[int, IndexPoint]] = {}
+        for point in points:  # in log order: a version written twice keeps its later write
+            chains.setdefault((point.payload["namespace"], point.id), {})[_version(point)] = point
         by_namespace: dict[str, list[str]] = {}
-        for point in newest.values():
-            by_namespace.setdefault(point.payload["namespace"], []).append(point.id)
+        for namespace, memory_id in chains:
+            by_namespace.setdefault(namespace, []).append(memory_id)
         stored = {
-            payload["id"]: int(payload.get("version", 0))
+            (namespace, point.id): point
             for namespace, ids in by_namespace.items()
-            for payload in self._index.retrieve(namespace, ids)
+            for point in self._index.retrieve_points(namespace, ids)
         }
-        fresh = [p for p in newest.values() if stored.get(p.id, 0) <= _version(p)]
-        if fresh:
-            self._index.upsert(fresh)
+        heads: list[IndexPoint] = []
+        replaced: list[IndexPoint] = []
+        for key, versions in chains.items():
+            current = stored.get(key)
+            chain = [versions[v] for v in sorted(versions) if current is None or v > _version(current)]
+            if not chain:
+                continue  # a replay of versions the index already has
+            if current is not None:
+                _carry_over(current, chain[-1])
+                chain.insert(0, current)
+            for older, newer in itertools.pairwise(chain):
+                older.payload[VALID_TO] = newer.payload[VALID_FROM]
+                replaced.append(older)
+            heads.append(chain[-1])
+        if replaced and self._versions is not None:
+            self._versions.upsert(
+                [
+                    IndexPoint(version_point_id(p.id, _version(p)), p.payload, p.dense, p.sparse, p.questions)
+                    for p in replaced
+                ]
+            )
+        if heads:
+            self._index.upsert(heads)
 
-    def _add_questions(self, body: dict[str, Any]) -> None:
+    def _add_questions(self, entry: LogEntry) -> None:
+        body = entry.body
         vectors = decode_questions(body.get("vectors", {}))
         namespace, memory_id = body["namespace"], body["memory_id"]
         if vectors and not self._index.update_questions(namespace, memory_id, vectors, body["questions"]):
             log.warning("questions for unknown memory %s in %s ignored", memory_id, namespace)
+            return
+        found = self._index.retrieve(namespace, [memory_id])
+        if found:  # a purge erases these entries too
+            seqs = [*found[0].get(ENRICHED_SEQS, []), entry.seq]
+            self._index.set_fields(namespace, {memory_id: {ENRICHED_SEQS: seqs}})
+
+    def _purge(self, body: dict[str, Any]) -> None:
+        namespace, memory_id = body["namespace"], body["memory_id"]
+        self._index.delete_memory(namespace, memory_id)
+        if self._versions is not None:
+            self._versions.delete_memory(namespace, memory_id)
+
+    def _count_accesses(self, body: dict[str, Any]) -> None:
+        """Adds a batch of read counts to the current versions (no new version: reads are not changes)."""
+        namespace, counts, at = body["namespace"], dict(body["counts"]), body.get("time")
+        current = {p["id"]: p for p in self._index.retrieve(namespace, list(counts))}
+        self._index.set_fields(
+            namespace,
+            {
+                memory_id: {"access_count": int(payload.get("access_count") or 0) + int(counts[memory_id]),
+                            "last_accessed_at": at}
+                for memory_id, payload in current.items()
+            },
+        )  # fmt: skip
+
+
+ENRICHED_SEQS = "_enriched_seqs"  # the log entries that added questions to a memory (erased with it by a purge)
+# Kept from the current version when a new one replaces it: they are not written by ingest but by reads and
+# enrichment, which the index alone knows about.
+_CARRIED = ("access_count", "last_accessed_at", ENRICHED_SEQS)
+
+
+def _carry_over(current: IndexPoint, newest: IndexPoint) -> None:
+    for name in _CARRIED:
+        if name in current.payload:
+            newest.payload[name] = current.payload[name]
+    if newest.payload.get("content") == current.payload.get("content") and current.questions:
+        newest.questions = current.questions  # the questions a memory answers stay while its content does
+        newest.payload["questions"] = current.payload.get("questions", [])
 
 
 def _point(entry: LogEntry) -> IndexPoint | None:
@@ -367,7 +464,13 @@ def _point(entry: LogEntry) -> IndexPoint | None:
     if (problem := servable_problem(payload)) is not None:
         raise ValueError(problem)
     payload["seq"] = entry.seq
+    payload["_event"] = body["event"]
     payload[CREATED_TS] = parse_time(payload.get("created_at")) or 0.0
+    payload[VALID_FROM] = parse_time(payload.get("updated_at")) or payload[CREATED_TS]
+    payload[VALID_TO] = FAR
+    payload[WORLD_FROM] = parse_time(payload.get("valid_at")) or -FAR
+    payload[WORLD_TO] = parse_time(payload.get("invalid_at")) or FAR
+    payload[EXPIRES_TS] = parse_time(payload.get("expires_at")) or FAR
     vectors = body["vectors"]
     return IndexPoint(id=payload["id"], payload=payload, dense=decode_dense(vectors), sparse=decode_sparse(vectors))
 

@@ -11,14 +11,27 @@ from typing import TYPE_CHECKING, Any
 from engram.config import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT
 from engram.embed import Embedder
 from engram.embed.sparse import Bm25Encoder
-from engram.errors import InvalidArgument, NotFound
+from engram.errors import InvalidArgument, NotFound, NoVersionAt
 from engram.ids import is_uuid
-from engram.index import CREATED_TS, DENSE, QUESTIONS, SPARSE, MemoryIndex, Position, SearchRequest
-from engram.model import Caller, Memory, SearchFilter, servable_problem
-from engram.results import Hit, SearchResult
+from engram.index import (
+    CREATED_TS,
+    DENSE,
+    EVERY_STATUS,
+    QUESTIONS,
+    SPARSE,
+    VALID_FROM,
+    VALID_TO,
+    MemoryIndex,
+    Position,
+    Scored,
+    SearchRequest,
+)
+from engram.model import Caller, Memory, MemoryVersion, SearchFilter, parse_time, servable_problem
+from engram.results import Expiring, History, Hit, MemoryStats, SearchResult
 from engram.services.search import page_token as page_token_codec
+from engram.services.search.access import AccessRecorder
 from engram.services.search.fusion import DEFAULT_RRF_K, relative, rrf
-from engram.services.search.indexer import Indexer
+from engram.services.search.indexer import ENRICHED_SEQS, Indexer
 
 if TYPE_CHECKING:
     from engram.rerank import Reranker
@@ -58,8 +71,12 @@ class MemoryReader:
         read_wait: float,
         config: PipelineConfig | None = None,
         reranker: Reranker | None = None,
+        versions: MemoryIndex | None = None,
+        access: AccessRecorder | None = None,
     ) -> None:
         self._index = index
+        self._versions = versions
+        self._access = access
         self._indexer = indexer
         self._embedder = embedder
         self._sparse = sparse
@@ -112,9 +129,15 @@ class MemoryReader:
             dense=dense if DENSE in chosen else None,
             sparse=self._sparse.query(query) if SPARSE in chosen else None,
             questions=dense if QUESTIONS in chosen else None,
-            with_payload=False,  # converting 2 x 100 payloads costs more than fetching the few we keep
+            # Converting 2 x 100 payloads costs more than fetching the few we keep; a point-in-time search reads
+            # two indexes, so it keeps the payloads it gets rather than asking each index again.
+            with_payload=flt.as_of is not None,
         )
-        lists = await asyncio.to_thread(self._index.search, request)
+        known: dict[str, dict[str, Any]] = {}
+        if flt.as_of is None:
+            lists = await asyncio.to_thread(self._index.search, request)
+        else:
+            lists = await asyncio.to_thread(self._search_as_of, request, known)
         ranked_lists = {name: [(s.id, s.score) for s in ranked] for name, ranked in lists.items()}
         if self._config.fusion == "rrf":
             fused = rrf(ranked_lists, k=self._config.rrf_k, weights=self._config.weights)
@@ -122,8 +145,11 @@ class MemoryReader:
             fused = relative(ranked_lists, weights=self._config.weights)
         keep = max(limit, self._config.rerank_top_n) if use_rerank else limit
         top = fused[:keep]
-        found = await asyncio.to_thread(self._index.retrieve, caller.namespace, [item.id for item in top])
-        payloads = {payload["id"]: payload for payload in found}
+        if flt.as_of is None:
+            found = await asyncio.to_thread(self._index.retrieve, caller.namespace, [item.id for item in top])
+            payloads = {payload["id"]: payload for payload in found}
+        else:
+            payloads = known
         hits = [
             Hit(memory, item.score, _stages(item.ranks, item.scores, rank, item.score))
             for rank, item in enumerate(top, start=1)
@@ -136,7 +162,28 @@ class MemoryReader:
         if not explain:
             for hit in hits:
                 hit.explain = {}
+        if self._access is not None and flt.as_of is None:
+            self._access.note(caller.namespace, [hit.memory.id for hit in hits])
         return SearchResult(hits, self._indexer.applied_seq, reranked=use_rerank and bool(hits), rerank_note=note)
+
+    def _search_as_of(self, request: SearchRequest, payloads: dict[str, dict[str, Any]]) -> dict[str, list[Scored]]:
+        """Searches the current and the earlier versions that were current at request.filter.as_of.
+
+        A memory has at most one version current at any time, so the two result lists never share a memory:
+        each retriever's lists are merged by score. Hits are keyed by memory id; their payloads go to payloads.
+        """
+        lists = self._index.search(request)
+        if self._versions is not None:
+            for name, ranked in self._versions.search(request).items():
+                lists[name] = sorted([*lists.get(name, []), *ranked], key=lambda s: s.score, reverse=True)
+        merged: dict[str, list[Scored]] = {}
+        for name, ranked in lists.items():
+            merged[name] = []
+            for scored in ranked[: request.limit]:
+                memory_id = str(scored.payload.get("id", scored.id))
+                payloads[memory_id] = scored.payload
+                merged[name].append(Scored(memory_id, scored.score, {}))
+        return merged
 
     def _rerank_decision(self, requested: bool | None) -> tuple[bool, str]:
         if self._reranker is None:
@@ -162,16 +209,95 @@ class MemoryReader:
             hit.explain[RERANK] = (0, 0.0)
         return reranked + tail
 
-    async def get(self, caller: Caller, memory_id: str, *, min_seq: int = 0) -> Memory:
-        memory_id = memory_id.strip().lower()
-        if not is_uuid(memory_id):
-            raise InvalidArgument("id", f"'{memory_id[:40]}' is not a memory id (a UUID as returned by save_memory).")
+    async def get(
+        self,
+        caller: Caller,
+        memory_id: str,
+        *,
+        min_seq: int = 0,
+        with_history: bool = False,
+        for_update: bool = False,
+    ) -> Memory:
+        """The current version of a memory, whatever its status; with_history adds its earlier versions."""
+        memory_id = _memory_id(memory_id)
         await self._ready_for(min_seq)
-        found = await asyncio.to_thread(self._index.retrieve, caller.namespace, [memory_id])
-        memory = _memory(found[0]) if found else None
+        payload = await asyncio.to_thread(self._current, caller.namespace, memory_id)
+        memory = _memory(payload)
         if memory is None:
-            raise NotFound(memory_id)  # also for other namespaces' ids: never confirm they exist
+            raise NotFound(memory_id)
+        if with_history:
+            memory.history = [
+                _version_of(p) for p in await asyncio.to_thread(self._earlier, caller.namespace, memory_id)
+            ]
+        if self._access is not None and not for_update:
+            self._access.note(caller.namespace, [memory_id])
         return memory
+
+    async def history(self, caller: Caller, memory_id: str, *, min_seq: int = 0) -> History:
+        """Every version of a memory, oldest first, and every log entry about it (what a purge erases)."""
+        memory_id = _memory_id(memory_id)
+        await self._ready_for(min_seq)
+        current = await asyncio.to_thread(self._current, caller.namespace, memory_id)
+        earlier = await asyncio.to_thread(self._earlier, caller.namespace, memory_id)
+        payloads = [*earlier, current]
+        seqs = sorted({int(p.get("seq", 0)) for p in payloads} | {int(s) for s in current.get(ENRICHED_SEQS, [])})
+        return History(memory_id, [_version_of(p) for p in payloads], [s for s in seqs if s])
+
+    async def memory_at(self, caller: Caller, memory_id: str, at: float, *, min_seq: int = 0) -> Memory:
+        """The version of a memory that was current at ``at``."""
+        memory_id = _memory_id(memory_id)
+        await self._ready_for(min_seq)
+        current = await asyncio.to_thread(self._current, caller.namespace, memory_id)
+        if float(current.get(VALID_FROM, 0.0)) <= at:
+            found: dict[str, Any] | None = current
+        else:
+            earlier = await asyncio.to_thread(self._earlier, caller.namespace, memory_id)
+            found = next((p for p in earlier if float(p[VALID_FROM]) <= at < float(p[VALID_TO])), None)
+        memory = _memory(found) if found is not None else None
+        if memory is None:
+            raise NoVersionAt(memory_id, at, float(current.get(CREATED_TS, 0.0)))
+        return memory
+
+    def _current(self, namespace: str, memory_id: str) -> dict[str, Any]:
+        found = self._index.retrieve(namespace, [memory_id])
+        if not found:
+            raise NotFound(memory_id)  # also for other namespaces' ids: never confirm they exist
+        return found[0]
+
+    def _earlier(self, namespace: str, memory_id: str) -> list[dict[str, Any]]:
+        if self._versions is None:
+            return []
+        return sorted(self._versions.versions_of(namespace, memory_id), key=lambda p: int(p.get("version", 0)))
+
+    async def stats(self, caller: Caller) -> MemoryStats:
+        """Counts of the caller's namespace by owning agent, type, status and team (every status)."""
+        await self._ready_for(0)
+
+        def count() -> MemoryStats:
+            every = SearchFilter(statuses=list(EVERY_STATUS))
+            by_status = self._index.facet(caller.namespace, "status", every)
+            return MemoryStats(
+                memories=by_status.get("active", 0),
+                total=sum(by_status.values()),
+                by_agent=self._index.facet(caller.namespace, "owner_agent", every),
+                by_type=self._index.facet(caller.namespace, "memory_type", every),
+                by_status=by_status,
+                by_team={team: n for team, n in self._index.facet(caller.namespace, "team", every).items() if team},
+                applied_seq=self._indexer.applied_seq,
+                log_last_seq=0,
+            )
+
+        stats = await asyncio.to_thread(count)
+        return MemoryStats(**{**_fields(stats), "log_last_seq": await self.log_last_seq()})
+
+    async def expiring(self, *, at: float, limit: int) -> list[Expiring]:
+        """Active memories of every namespace whose expires_at is due by ``at``."""
+        self._indexer.require_ready()
+        payloads = await asyncio.to_thread(self._index.due, at, max(1, min(limit, 1000)))
+        return [
+            Expiring(p["namespace"], p["id"], int(p.get("version", 1)), parse_time(p.get("expires_at")))
+            for p in payloads
+        ]
 
     async def list_recent(
         self, caller: Caller, *, limit: int, flt: SearchFilter, page_token: str = "", min_seq: int = 0
@@ -198,6 +324,32 @@ class MemoryReader:
         self._indexer.require_ready()
         await self._indexer.check_min_seq(min_seq)
         await self._indexer.wait_for(min_seq, timeout=self._read_wait)
+
+
+def _memory_id(memory_id: str) -> str:
+    memory_id = memory_id.strip().lower()
+    if not is_uuid(memory_id):
+        raise InvalidArgument("id", f"'{memory_id[:40]}' is not a memory id (a UUID as returned by save_memory).")
+    return memory_id
+
+
+def _version_of(payload: dict[str, Any]) -> MemoryVersion:
+    memory = Memory.from_dict(payload)
+    return MemoryVersion(
+        version=memory.version,
+        content=memory.content,
+        summary=memory.summary,
+        agent_id=memory.updated_by or memory.owner_agent,
+        source=memory.source,
+        updated_at=memory.updated_at,
+        seq=int(payload.get("seq", 0)),
+        status=memory.status,
+        event=str(payload.get("_event", "")),
+    )
+
+
+def _fields(stats: MemoryStats) -> dict[str, Any]:
+    return {name: getattr(stats, name) for name in stats.__dataclass_fields__}
 
 
 def _memory(payload: dict[str, Any]) -> Memory | None:

@@ -17,6 +17,7 @@ from engram.index import DENSE, QUESTIONS, SPARSE, IndexDamaged, MemoryIndex
 from engram.index.edge import EdgeIndex, move_aside
 from engram.rerank import Reranker, load_reranker
 from engram.runtime import Resources, RunningServer, serve
+from engram.services.search.access import AccessRecorder
 from engram.services.search.indexer import Indexer
 from engram.services.search.reader import MemoryReader, PipelineConfig
 from engram.services.search.servicer import SearchServicer
@@ -30,9 +31,11 @@ INDEX_MIN_HEADROOM_MB = 64
 @dataclass
 class SearchService:
     index: MemoryIndex
+    versions: MemoryIndex
     indexer: Indexer
     reader: MemoryReader
     embedder: CachedEmbedder
+    access: AccessRecorder
     name: str = "engram.v1.Search"
 
     def register(self, server: grpc.aio.Server) -> None:
@@ -40,10 +43,13 @@ class SearchService:
 
     async def start(self) -> None:
         await self.indexer.start()
+        await self.access.start()
 
     async def stop(self) -> None:
+        await self.access.stop()
         await self.indexer.stop()
         await asyncio.to_thread(self.index.close)
+        await asyncio.to_thread(self.versions.close)
         self.embedder.close()
 
 
@@ -70,18 +76,27 @@ def index_reserve_bytes(settings: Settings) -> int:
     return max(INDEX_MIN_HEADROOM_MB, settings.disk_reserve_mb // 2) * MIB
 
 
-def open_index(settings: Settings, dim: int) -> MemoryIndex:
+VERSIONS_SUFFIX = "-versions"
+
+
+def open_index(settings: Settings, dim: int, *, versions: bool = False) -> MemoryIndex:
     """The index backend: a Qdrant server when ENGRAM_QDRANT_URL is set, else a Qdrant Edge shard in the data dir.
 
-    An Edge shard that cannot be loaded is moved aside and a new one created: the indexer rebuilds it from the log.
+    ``versions`` opens the index of earlier versions: the collection ``<name>-versions`` or the shard
+    ``index-versions``. An Edge shard that cannot be loaded is moved aside and a new one created: the indexer
+    rebuilds it from the log.
     """
+    suffix = VERSIONS_SUFFIX if versions else ""
     if settings.qdrant_url:
         from engram.index.server import QdrantServerIndex
 
         return QdrantServerIndex.from_url(
-            settings.qdrant_url, api_key=settings.qdrant_api_key, collection=settings.qdrant_collection, dim=dim
+            settings.qdrant_url,
+            api_key=settings.qdrant_api_key,
+            collection=settings.qdrant_collection + suffix,
+            dim=dim,
         )
-    path = settings.home / "index"
+    path = settings.home / f"index{suffix}"
     space = disk_space(path, index_reserve_bytes(settings))
     if not space.ok:
         raise DiskFull(
@@ -120,15 +135,19 @@ async def build_service(settings: Settings, resources: Resources) -> SearchServi
     # The query cache belongs to the data dir, not the (possibly shared) model cache.
     embedder = CachedEmbedder(await resources.embedder(), settings.home / "cache" / "query-embeddings.sqlite")
     index = await asyncio.to_thread(open_index, settings, embedder.dim)
+    versions = await asyncio.to_thread(lambda: open_index(settings, embedder.dim, versions=True))
     local = not settings.qdrant_url
+    event_log = await resources.log()
     indexer = Indexer(
-        await resources.log(),
+        event_log,
         index,
+        versions=versions,
         health=resources.health,
         disk=IndexSpace(settings.home / "index", index_reserve_bytes(settings)) if local else None,
         verify=local,  # a Qdrant server collection may be shared by several search replicas
     )
     reranker = await asyncio.to_thread(open_reranker, settings)
+    access = AccessRecorder(event_log, interval=settings.access_flush_seconds)
     reader = MemoryReader(
         index,
         indexer,
@@ -137,8 +156,10 @@ async def build_service(settings: Settings, resources: Resources) -> SearchServi
         read_wait=settings.read_wait_seconds,
         config=pipeline_config(settings),
         reranker=reranker,
+        versions=versions,
+        access=access,
     )
-    return SearchService(index, indexer, reader, embedder)
+    return SearchService(index, versions, indexer, reader, embedder, access)
 
 
 async def build_server(settings: Settings, resources: Resources) -> RunningServer:

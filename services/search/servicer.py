@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-from typing import Any
-
 import grpc
 
 from engram import wire
-from engram.rpc import translate_errors, unimplemented
+from engram.errors import InvalidArgument
+from engram.ownership import require_admin
+from engram.rpc import translate_errors
 from engram.services.search.reader import MemoryReader
-from engram.v1 import search_pb2, search_pb2_grpc
+from engram.v1 import common_pb2, search_pb2, search_pb2_grpc
 
 _RERANK = {search_pb2.RERANK_MODE_ON: True, search_pb2.RERANK_MODE_OFF: False}
 
@@ -53,7 +53,13 @@ class SearchServicer(search_pb2_grpc.SearchServicer):
     async def GetMemory(
         self, request: search_pb2.GetMemoryRequest, context: grpc.aio.ServicerContext
     ) -> search_pb2.GetMemoryResponse:
-        memory = await self._reader.get(wire.caller_from_proto(request.caller), request.id, min_seq=request.min_seq)
+        memory = await self._reader.get(
+            wire.caller_from_proto(request.caller),
+            request.id,
+            min_seq=request.min_seq,
+            with_history=request.with_history,
+            for_update=request.for_update,
+        )
         return search_pb2.GetMemoryResponse(memory=wire.memory_to_proto(memory))
 
     @translate_errors
@@ -75,17 +81,62 @@ class SearchServicer(search_pb2_grpc.SearchServicer):
     async def GetStats(
         self, request: search_pb2.GetStatsRequest, context: grpc.aio.ServicerContext
     ) -> search_pb2.GetStatsResponse:
-        count = await self._reader.count(wire.caller_from_proto(request.caller))
-        return search_pb2.GetStatsResponse(
-            memories=count,
+        caller = wire.caller_from_proto(request.caller)
+        response = search_pb2.GetStatsResponse(
             applied_seq=self._reader.applied_seq,
             embedding_model=self._reader.embedding_model,
             reranker_model=self._reader.reranker_model,
             log_last_seq=await self._reader.log_last_seq(),
         )
+        if not request.breakdown:
+            response.memories = await self._reader.count(caller)
+            return response
+        stats = await self._reader.stats(caller)
+        response.memories = stats.memories
+        response.total = stats.total
+        for name, counts in (("by_agent", stats.by_agent), ("by_type", stats.by_type),
+                             ("by_status", stats.by_status), ("by_team", stats.by_team)):  # fmt: skip
+            getattr(response, name).extend(
+                search_pb2.StatCount(key=key, count=count) for key, count in sorted(counts.items())
+            )
+        return response
 
-    async def GetHistory(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
-        return await unimplemented(context, "GetHistory (the versions of a memory)")
+    @translate_errors
+    async def GetHistory(
+        self, request: search_pb2.GetHistoryRequest, context: grpc.aio.ServicerContext
+    ) -> search_pb2.GetHistoryResponse:
+        history = await self._reader.history(
+            wire.caller_from_proto(request.caller), request.id, min_seq=request.min_seq
+        )
+        return search_pb2.GetHistoryResponse(
+            memory_id=history.memory_id,
+            versions=[wire.to_proto(v, common_pb2.MemoryVersion) for v in history.versions],
+            seqs=history.seqs,
+        )
 
-    async def GetMemoryAt(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
-        return await unimplemented(context, "GetMemoryAt (point-in-time reads)")
+    @translate_errors
+    async def GetMemoryAt(
+        self, request: search_pb2.GetMemoryAtRequest, context: grpc.aio.ServicerContext
+    ) -> search_pb2.GetMemoryAtResponse:
+        at = wire.ts_to_epoch(request, "at")
+        if at is None:
+            raise InvalidArgument("at", "is required: the time to read the memory at.")
+        memory = await self._reader.memory_at(
+            wire.caller_from_proto(request.caller), request.id, at, min_seq=request.min_seq
+        )
+        return search_pb2.GetMemoryAtResponse(memory=wire.memory_to_proto(memory))
+
+    @translate_errors
+    async def ListExpiring(
+        self, request: search_pb2.ListExpiringRequest, context: grpc.aio.ServicerContext
+    ) -> search_pb2.ListExpiringResponse:
+        require_admin(wire.caller_from_proto(request.caller))
+        at = wire.ts_to_epoch(request, "at")
+        if at is None:
+            raise InvalidArgument("at", "is required: the time the expiry runs for.")
+        due = await self._reader.expiring(at=at, limit=request.limit or 100)
+        response = search_pb2.ListExpiringResponse()
+        for item in due:
+            entry = response.memories.add(namespace=item.namespace, id=item.id, version=item.version)
+            wire.set_ts(entry, "expires_at", item.expires_at)
+        return response

@@ -25,6 +25,7 @@ EXAMPLES: list[errors.EngramError] = [
     errors.PayloadTooLarge(None, 1_048_576, "The line", setting="ENGRAM_MAX_IMPORT_LINE_BYTES", hint="Shorten it."),
     errors.UnsupportedMediaType("text/plain", "application/json"),
     errors.NotImplementedYet("PullChanges"),
+    errors.NoVersionAt("0190a0b0-0000-7000-8000-000000000001", 1700000000.25, 1800000000.5),
 ]
 
 

@@ -1,0 +1,106 @@
+"""The expiry job: memories whose expires_at has passed become expired (a new version, event memory_expired).
+
+It runs in the consolidation service on a schedule. The due memories come from the search service, across
+namespaces; each is expired through ingest, whose compare-and-set makes a second runner (another replica, or a
+memory changed meanwhile) harmless: a memory already expired, or no longer due, is left alone.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import logging
+import time
+from collections.abc import Callable
+from typing import Protocol
+
+from engram.errors import EngramError, NotFound, VersionConflict
+from engram.model import Caller
+from engram.ownership import ADMIN_SCOPE
+from engram.results import ExpireResult, Expiring
+
+log = logging.getLogger(__name__)
+
+DEFAULT_BATCH = 200
+AGENT = "engram-consolidation"
+SOURCE = "consolidation"
+
+
+def system_caller(namespace: str) -> Caller:
+    """Who the job acts as: an admin of the namespace, named in each version it writes."""
+    return Caller(namespace=namespace, agent_id=AGENT, source=SOURCE, scopes=frozenset({"read", "write", ADMIN_SCOPE}))
+
+
+class DueMemories(Protocol):
+    async def list_expiring(self, caller: Caller, *, at: float, limit: int) -> list[Expiring]: ...
+
+
+class Expirer(Protocol):
+    async def expire(self, caller: Caller, memory_id: str, *, expected_version: int, at: float) -> ExpireResult: ...
+
+
+class ExpiryJob:
+    """Expires what is due, now (run_once) and every ``interval`` seconds; the clock can be injected."""
+
+    def __init__(
+        self,
+        due: DueMemories,
+        ingest: Expirer,
+        *,
+        interval: float,
+        clock: Callable[[], float] = time.time,
+        batch: int = DEFAULT_BATCH,
+    ) -> None:
+        self._due = due
+        self._ingest = ingest
+        self._interval = interval
+        self._clock = clock
+        self._batch = batch
+        self._task: asyncio.Task[None] | None = None
+
+    async def run_once(self) -> int:
+        """Expires every memory due by now; returns how many were expired."""
+        now = self._clock()
+        expired = 0
+        seen: set[tuple[str, str]] = set()
+        while True:
+            due = await self._due.list_expiring(system_caller(""), at=now, limit=self._batch)
+            fresh = [item for item in due if (item.namespace, item.id) not in seen]
+            if not fresh:
+                return expired
+            for item in fresh:
+                seen.add((item.namespace, item.id))
+                expired += await self._expire(item, now)
+            if len(due) < self._batch:
+                return expired
+
+    async def _expire(self, item: Expiring, now: float) -> int:
+        try:
+            result = await self._ingest.expire(
+                system_caller(item.namespace), item.id, expected_version=item.version, at=now
+            )
+        except (VersionConflict, NotFound):
+            return 0  # changed or purged since it was listed: the next run sees its new state
+        return int(result.expired)
+
+    async def start(self) -> None:
+        self._task = asyncio.create_task(self._run(), name="expiry")
+
+    async def stop(self) -> None:
+        if self._task is not None:
+            self._task.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._task
+            self._task = None
+
+    async def _run(self) -> None:
+        while True:
+            try:
+                count = await self.run_once()
+                if count:
+                    log.info("expired %d memories", count)
+            except EngramError as e:  # the search index catching up, ingest briefly away: the next round retries
+                log.info("expiry postponed: %s", e)
+            except Exception:
+                log.exception("the expiry job failed; it runs again at the next interval")
+            await asyncio.sleep(self._interval)
