@@ -281,7 +281,11 @@ async def test_service_starts_enrichment_only_with_an_llm_and_an_ingest_address(
     finally:
         await resources.close()
     assert entry.body["memory_id"] == memory_id and running
-    messages = [r.getMessage() for r in caplog.records if r.name == "engram.services.consolidation.server"]
+    messages = [
+        r.getMessage()
+        for r in caplog.records
+        if r.name == "engram.services.consolidation.server" and r.getMessage().startswith("enrichment")
+    ]
     assert messages[0].startswith("enrichment off: no LLM configured")
     assert messages[1].startswith("enrichment off: no ingest address")
     assert messages[2].startswith(f"enrichment on: questions by {MODEL} at {harness.fake.url}")
