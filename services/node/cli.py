@@ -1,4 +1,4 @@
-"""The `engram` command: serve, mcp, run <service>, keys."""
+"""The `engram` command: serve, mcp, run <service>, keys, import, status, models, and the memory lifecycle."""
 
 from __future__ import annotations
 
@@ -43,7 +43,9 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument("--nats-url", help="NATS address (ENGRAM_NATS_URL)")
     run.add_argument("--listen", help="gRPC listen address host:port (ENGRAM_GRPC_LISTEN)")
     run.add_argument("--ingest-addr", help="gateway: ingest service address (ENGRAM_INGEST_ADDR)")
-    run.add_argument("--search-addr", help="gateway: search service address (ENGRAM_SEARCH_ADDR)")
+    run.add_argument(
+        "--search-addr", help="gateway, ingest, consolidation: search service address (ENGRAM_SEARCH_ADDR)"
+    )
     run.add_argument("--host", help="gateway: HTTP bind address (ENGRAM_HOST)")
     run.add_argument("--port", type=int, help="gateway: HTTP port (ENGRAM_PORT)")
 
@@ -77,6 +79,10 @@ def _parser() -> argparse.ArgumentParser:
     home(status)
     status.add_argument("--url", help="gateway URL (default: the running node of --home, else http://127.0.0.1:8765)")
     status.add_argument("--json", action="store_true", help="print the status as JSON (for scripts)")
+
+    from engram import memory_cli
+
+    memory_cli.add_parsers(sub)  # update, delete, supersede, history, at, stats, admin purge
 
     sub.add_parser("version", help="print the version")
     return parser
@@ -142,6 +148,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         from engram import status_cli
 
         return status_cli.run(_node_url(args.url, settings), api_key=settings.api_key, as_json=args.json)
+    from engram import memory_cli
+
+    if args.command in memory_cli.COMMANDS:
+        return memory_cli.run(args, _node_url(args.url, settings), api_key=settings.api_key)
     if args.command == "models":
         from engram import models_cli
 

@@ -10,6 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from engram.clients import IngestClient, SearchClient
+from engram.model import Caller, MemoryInput
 from engram.natsd import NatsServer
 from tests.conftest import engram_env
 from tests.helpers.mcp import call, http_client
@@ -34,12 +36,13 @@ async def test_separate_processes_save_and_search_through_mcp(tmp_path: Path, mo
     env = engram_env(model_cache, ENGRAM_HOME=str(tmp_path / "home"))
     processes: list[subprocess.Popen[str]] = []
     try:
-        ingest = _run("ingest", env, "--nats-url", nats.url, "--listen", "127.0.0.1:0")
-        processes.append(ingest)
         search = _run("search", env, "--nats-url", nats.url, "--listen", "127.0.0.1:0")
         processes.append(search)
-        ingest_addr = wait_line(ingest, "ready at").rsplit(" ", 1)[-1]
         search_addr = wait_line(search, "ready at").rsplit(" ", 1)[-1]
+        # Ingest reads the current version of a memory from search before changing it.
+        ingest = _run("ingest", env, "--nats-url", nats.url, "--listen", "127.0.0.1:0", "--search-addr", search_addr)
+        processes.append(ingest)
+        ingest_addr = wait_line(ingest, "ready at").rsplit(" ", 1)[-1]
         gateway = _run("gateway", env, "--ingest-addr", ingest_addr, "--search-addr", search_addr, "--port", "0")
         processes.append(gateway)
         url = re.search(r"(http://\S+) ", wait_line(gateway, "ready at"))
@@ -52,6 +55,20 @@ async def test_separate_processes_save_and_search_through_mcp(tmp_path: Path, mo
             found = await call(client, "search_memory", query="where does staging run?", tags=["ops"])
         assert found["hits"][0]["memory"]["id"] == saved["id"]
         assert found["hits"][0]["memory"]["owner_agent"]
+        who = Caller(namespace="default", agent_id=found["hits"][0]["memory"]["owner_agent"], source="test")
+        ingest_client, search_client = IngestClient(ingest_addr), SearchClient(search_addr)
+        try:
+            updated = await ingest_client.update(
+                who, saved["id"], MemoryInput(content="The staging cluster runs in eu-central-1"), ["content"]
+            )
+            history = await search_client.history(who, saved["id"], min_seq=updated.seq)
+        finally:
+            await ingest_client.close()
+            await search_client.close()
+        assert [v.content for v in history.versions] == [
+            "The staging cluster runs in eu-west-3",
+            "The staging cluster runs in eu-central-1",
+        ]
     finally:
         codes = [stop_process(process, signal.SIGTERM) for process in reversed(processes)]
         nats.stop()

@@ -68,7 +68,11 @@ async def test_update_makes_a_new_version_and_keeps_the_old_one_in_history(
         MemoryInput(content="The deploy target is Fly.io"),
         ["content"],
     )
-    assert (updated.memory.version, updated.memory.content, updated.memory.tags) == (2, "The deploy target is Fly.io", ["deploy"])
+    assert (updated.memory.version, updated.memory.content, updated.memory.tags) == (
+        2,
+        "The deploy target is Fly.io",
+        ["deploy"],
+    )
     assert updated.memory.updated_by == "claude-code@laptop" and updated.memory.source == "cursor"
     current = await search.get(alice, saved.memory.id, min_seq=updated.seq, with_history=True)
     assert current.version == 2 and current.content == "The deploy target is Fly.io"
@@ -268,13 +272,17 @@ async def test_supersession_chains_resolve_to_their_head(clients: tuple[IngestCl
     word = uuid.uuid4().hex[:8]
     first = await ingest.save(me, MemoryInput(content=f"Decision {word}: use Postgres 14", memory_type="decision"))
     second = await ingest.supersede(
-        me, first.memory.id, replacement=MemoryInput(content=f"Decision {word}: use Postgres 16", memory_type="decision")
+        me,
+        first.memory.id,
+        replacement=MemoryInput(content=f"Decision {word}: use Postgres 16", memory_type="decision"),
     )
     assert second.old.status == "superseded" and second.old.superseded_by == second.new.id
     assert second.old.invalid_at is not None and second.new.valid_at is not None
     assert [(r.kind, r.memory_id) for r in second.new.relations] == [("supersedes", first.memory.id)]
     # Superseding #1 again resolves to the head of its chain (#2).
-    third = await ingest.supersede(me, first.memory.id, replacement=MemoryInput(content=f"Decision {word}: use Postgres 17"))
+    third = await ingest.supersede(
+        me, first.memory.id, replacement=MemoryInput(content=f"Decision {word}: use Postgres 17")
+    )
     assert third.old.id == second.new.id and third.old.superseded_by == third.new.id
     assert (await search.get(me, first.memory.id, min_seq=third.seq)).superseded_by == second.new.id
     hits = await search.search(me, f"Decision {word} Postgres", limit=5, flt=SearchFilter())
