@@ -9,7 +9,7 @@ from pathlib import Path
 from bench.datasets import CONTEXT_MODES, DEFAULT_CONTEXT_MODE
 from bench.report import table
 from bench.run import DEFAULT_BEIR, DEFAULT_CHUNK, DEFAULT_LOCOMO, DEFAULT_MODEL_CACHE, BenchConfig, run
-from bench.speed import DEFAULT_SAVES, DEFAULT_SEARCHES, DEFAULT_SIZES, DEFAULT_WARMUP
+from bench.speed import DEFAULT_SAVES, DEFAULT_SEARCHES, DEFAULT_SIZES, DEFAULT_UPDATES, DEFAULT_WARMUP
 
 
 def parse_args(argv: list[str] | None = None) -> BenchConfig:
@@ -60,6 +60,12 @@ def parse_args(argv: list[str] | None = None) -> BenchConfig:
     parser.add_argument("--chunk", type=_positive, default=DEFAULT_CHUNK, help="NDJSON lines per import request")
     parser.add_argument("--searches", type=_positive, default=DEFAULT_SEARCHES, help="timed searches per size")
     parser.add_argument("--saves", type=_positive, default=DEFAULT_SAVES, help="timed saves per size")
+    parser.add_argument(
+        "--updates",
+        type=int,
+        default=DEFAULT_UPDATES,
+        help="memories updated (timed) at each size before its searches, so they run with versions present",
+    )
     parser.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, help="untimed searches before each series")
     parser.add_argument(
         "--model-cache",
@@ -74,7 +80,8 @@ def parse_args(argv: list[str] | None = None) -> BenchConfig:
     return BenchConfig(
         quality=args.quality, speed=args.speed, sizes=args.sizes, locomo=args.locomo, beir=args.beir,
         out=args.out, env=dict(args.env), quick=args.quick, context=args.context, chunk=args.chunk,
-        searches=args.searches, saves=args.saves, warmup=args.warmup, model_cache=args.model_cache.resolve(),
+        searches=args.searches, saves=args.saves, updates=args.updates, warmup=args.warmup,
+        model_cache=args.model_cache.resolve(),
         keep=args.keep,
     )  # fmt: skip
 

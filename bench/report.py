@@ -144,7 +144,8 @@ def _speed_rows(speed: dict[str, Any]) -> Iterator[Row]:
             status = (
                 _verdict(search["p95_ms"], SEARCH_P95_TARGET_MS, higher=False) if size >= SEARCH_P95_TARGET_SIZE else ""
             )
-            yield Row(f"search {at} p50/p95/p99 ms", _triple(search), target, _errors(search), status)
+            versions = f", {step['versions']} updated" if step.get("versions") else ""
+            yield Row(f"search {at}{versions} p50/p95/p99 ms", _triple(search), target, _errors(search), status)
         for source in ("dense", "bm25"):
             only = step.get(f"search_{source}_only")
             if only:
@@ -161,6 +162,12 @@ def _speed_rows(speed: dict[str, Any]) -> Iterator[Row]:
         save = step.get("save")
         if save:
             yield Row(f"save_memory {at} p50/p95/p99 ms", _triple(save), "", _errors(save))
+        update = step.get("update")
+        if update:
+            yield Row(f"update_memory {at} p50/p95/p99 ms", _triple(update), "", _errors(update))
+        as_of = step.get("search_as_of")
+        if as_of:
+            yield Row(f"search as_of {at} p50/p95/p99 ms", _triple(as_of), "", _errors(as_of))
         rss = step.get("rss_bytes", {})
         if rss:
             yield Row(f"node RSS {at} (MiB, node+nats)", f"{rss.get('total', 0) / MIB:.0f}", "",

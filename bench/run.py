@@ -30,7 +30,15 @@ from bench.node import node_env
 from bench.progress import Phases, note
 from bench.quality import QualityOptions, run_beir, run_locomo
 from bench.report import git_state, machine, source_fingerprint, write_json
-from bench.speed import DEFAULT_SAVES, DEFAULT_SEARCHES, DEFAULT_SIZES, DEFAULT_WARMUP, SpeedOptions, run_speed
+from bench.speed import (
+    DEFAULT_SAVES,
+    DEFAULT_SEARCHES,
+    DEFAULT_SIZES,
+    DEFAULT_UPDATES,
+    DEFAULT_WARMUP,
+    SpeedOptions,
+    run_speed,
+)
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_LOCOMO = REPO_ROOT.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
@@ -60,6 +68,7 @@ class BenchConfig:
     chunk: int = DEFAULT_CHUNK
     searches: int = DEFAULT_SEARCHES
     saves: int = DEFAULT_SAVES
+    updates: int = DEFAULT_UPDATES
     warmup: int = DEFAULT_WARMUP
     model_cache: Path = DEFAULT_MODEL_CACHE
     keep: bool = False
@@ -71,7 +80,8 @@ class BenchConfig:
         sizes = self.sizes if self.sizes != DEFAULT_SIZES else QUICK_SIZES
         searches = min(self.searches, QUICK_CALLS)
         saves = min(self.saves, QUICK_CALLS)
-        return dataclasses.replace(self, sizes=sizes, searches=searches, saves=saves)
+        updates = min(self.updates, QUICK_CALLS)
+        return dataclasses.replace(self, sizes=sizes, searches=searches, saves=saves, updates=updates)
 
 
 def run(config: BenchConfig) -> tuple[dict[str, Any], Path]:
@@ -94,6 +104,7 @@ def run(config: BenchConfig) -> tuple[dict[str, Any], Path]:
             "sizes": list(config.sizes),
             "searches": config.searches,
             "saves": config.saves,
+            "updates": config.updates,
             "warmup": config.warmup,
             "chunk": config.chunk,
             "context": config.context,
@@ -158,7 +169,7 @@ async def _speed(config: BenchConfig, conversations: list[Conversation], beir: B
                  settings: dict[str, str], phases: Phases, out: dict[str, Any]) -> None:  # fmt: skip
     options = SpeedOptions(
         home_root=home_root, settings=settings, chunk=config.chunk, sizes=config.sizes,
-        searches=config.searches, saves=config.saves, warmup=config.warmup,
+        searches=config.searches, saves=config.saves, updates=config.updates, warmup=config.warmup,
     )  # fmt: skip
     corpus = speed_corpus(beir, conversations, needed=options.texts_needed)
     queries = speed_queries(beir, conversations)

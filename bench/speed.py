@@ -7,6 +7,7 @@ import shutil
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -20,10 +21,12 @@ from bench.quality import reranker_missing
 DEFAULT_SIZES = (10_000, 50_000)
 DEFAULT_SEARCHES = 200
 DEFAULT_SAVES = 200
+DEFAULT_UPDATES = 1000  # memories updated at each size before its searches: searches then run with versions present
 DEFAULT_WARMUP = 20
 SEARCH_LIMIT = 10
 IMPORT_TAG = "bench-speed"
 SAVE_TAG = "bench-speed-save"
+VERSION_TAG = "bench-speed-updated"
 DIAGNOSTIC_SOURCES = ("dense", "bm25")
 REBUILD_TIMEOUT = 1800.0  # a damaged index of 50k memories is rebuilt in about a minute; generous for slow disks
 DIAGNOSTIC_SHARE = 4  # each single-retriever series is a quarter of the main one (no warm-up: the node is warm)
@@ -40,6 +43,7 @@ class SpeedOptions:
     searches: int = DEFAULT_SEARCHES
     saves: int = DEFAULT_SAVES
     warmup: int = DEFAULT_WARMUP
+    updates: int = DEFAULT_UPDATES
 
     @property
     def texts_needed(self) -> int:
@@ -75,11 +79,13 @@ async def run_speed(
     imports = corpus.texts[: max(sizes)]
     saves = iter(corpus.texts[max(sizes) :])
     pool = QueryPool(queries)
+    ids: list[str] = []
     out |= {
         "sizes": list(sizes),
         "corpus_sources": corpus.sources,
         "searches_per_size": options.searches,
         "saves_per_size": options.saves,
+        "updates_per_size": options.updates,
         "warmup": options.warmup,
         "search_limit": SEARCH_LIMIT,
         "steps": [],
@@ -97,7 +103,9 @@ async def run_speed(
             for size in sizes:
                 step: dict[str, Any] = {"size": size}
                 out["steps"].append(step)
-                await _grow(client, node, imports, imported, size, options, phases, step)
+                ids += await _grow(client, node, imports, imported, size, options, phases, step)
+                if options.updates and client.accepts("update_memory", "content"):
+                    await _versions(client, ids, options, phases, step)
                 if not imported:  # a probe search needs memories to rerank
                     rerank_missing = await reranker_missing(client, node.ready)
                     if rerank_missing:
@@ -150,8 +158,10 @@ async def _grow(
     options: SpeedOptions,
     phases: Phases,
     step: dict[str, Any],
-) -> None:
-    """Imports texts[start:size] and waits until the index has them; records rates and RSS into ``step``."""
+) -> list[str]:
+    """Imports texts[start:size] and waits until the index has them; records rates and RSS into ``step``.
+
+    Returns the ids of the imported memories."""
     records = [
         {"content": text, "tags": [IMPORT_TAG], "source_id": f"speed:{i}"}
         for i, text in enumerate(texts[start:size], start=start)
@@ -168,6 +178,39 @@ async def _grow(
     total = result.seconds + waited
     step["indexed_memories_per_second"] = round(result.imported / total, 1) if total > 0 else 0.0
     step["rss_bytes_after_import"] = node.rss()
+    return result.ids
+
+
+async def _versions(
+    client: EngramClient, ids: list[str], options: SpeedOptions, phases: Phases, step: dict[str, Any]
+) -> None:
+    """Updates ``options.updates`` imported memories (timed), so that the searches that follow run with earlier
+    versions in the versions index; then times point-in-time searches (as_of a moment before the updates)."""
+    size = step["size"]
+    stride = max(1, len(ids) // options.updates)
+    chosen = ids[::stride][: options.updates]
+    before = datetime.now(UTC).isoformat().replace("+00:00", "Z")
+    last_seq = 0
+
+    async def update(memory_id: str) -> Any:
+        nonlocal last_seq
+        answer = await client.tool("update_memory", id=memory_id, content=f"Revised: {memory_id}", tags=[VERSION_TAG])
+        last_seq = max(last_seq, int(answer.get("seq", 0)))
+        return answer
+
+    with phases(f"speed/{size}/update"):
+        step["update"] = await _timed(f"update @{size}", update, chosen, warmup=0)
+    with phases(f"speed/{size}/index"):
+        await client.wait_indexed(last_seq)
+    step["versions"] = len(chosen)
+    if client.accepts("search_memory", "as_of"):
+        queries = [f"Revised {memory_id}" for memory_id in chosen[: max(1, options.searches // DIAGNOSTIC_SHARE)]]
+
+        async def as_of(query: str) -> Any:
+            return await client.search(query, limit=SEARCH_LIMIT, rerank=False, as_of=before)
+
+        with phases(f"speed/{size}/search_as_of"):
+            step["search_as_of"] = await _timed(f"search_as_of @{size}", as_of, queries, warmup=0)
 
 
 async def _searches(
