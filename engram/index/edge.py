@@ -158,7 +158,7 @@ class EdgeIndex:
         condition = build_filter(namespace, flt or SearchFilter(statuses=list(EVERY_STATUS)))
         with self._lock:
             response = self._shard.facet(qe.FacetRequest(key, limit=10_000, exact=True, filter=condition))
-        return {str(hit.value): int(hit.count) for hit in response.hits}
+        return {str(hit.value): int(hit.count) for hit in response.hits if hit.value not in (None, "")}
 
     def due(self, at: float, limit: int) -> list[dict[str, Any]]:
         condition = qe.Filter(

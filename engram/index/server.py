@@ -164,7 +164,7 @@ class QdrantServerIndex:
         condition = build_filter(namespace, flt or SearchFilter(statuses=[*EVERY_STATUS]))
         with self._call():
             response = self._client.facet(self._collection, key, facet_filter=condition, limit=10_000, exact=True)
-        return {str(hit.value): int(hit.count) for hit in response.hits}
+        return {str(hit.value): int(hit.count) for hit in response.hits if hit.value not in (None, "")}
 
     def _scroll_every(self, condition: models.Filter) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []

@@ -18,7 +18,22 @@ from engram.config import SettingsError
 from engram.embed.sparse import Bm25Encoder
 from engram.errors import Unavailable
 from engram.ids import uuid7
-from engram.index import DENSE, QUESTIONS, SPARSE, IndexPoint, MemoryIndex, Position, SearchRequest
+from engram.index import (
+    DENSE,
+    EXPIRES_TS,
+    FAR,
+    QUESTIONS,
+    SPARSE,
+    VALID_FROM,
+    VALID_TO,
+    WORLD_FROM,
+    WORLD_TO,
+    IndexPoint,
+    MemoryIndex,
+    Position,
+    SearchRequest,
+    version_point_id,
+)
 from engram.index.edge import EdgeIndex
 from engram.index.server import QdrantServerIndex
 from engram.model import SearchFilter
@@ -321,3 +336,72 @@ def test_server_index_refuses_a_collection_made_for_another_dimension() -> None:
             QdrantServerIndex(client, collection="memories", dim=384)
     finally:
         client.close()
+
+
+# --- the lifecycle's queries ----------------------------------------------------------------------------------
+
+
+def _versioned(point: IndexPoint, *, version: int, valid: tuple[float, float], team: str = "") -> IndexPoint:
+    """The point with the fields the indexer adds for versions: validity, world validity, expiry, team."""
+    point.payload |= {
+        "version": version, "team": team, VALID_FROM: valid[0], VALID_TO: valid[1], WORLD_FROM: -FAR,
+        WORLD_TO: FAR, EXPIRES_TS: FAR,
+    }  # fmt: skip
+    return point
+
+
+def test_retrieve_points_returns_payloads_and_every_vector(index: MemoryIndex) -> None:
+    point = memory("vectors come back", dense=Y)
+    index.upsert([point])
+    (back,) = index.retrieve_points("a", [point.id])
+    assert back.payload["content"] == "vectors come back"
+    assert np.allclose(back.dense, Y)
+    assert sorted(back.sparse.indices) == sorted(point.sparse.indices)
+    assert index.retrieve_points("other", [point.id]) == []
+
+
+def test_versions_of_and_delete_memory_select_by_the_memory_id_payload(index: MemoryIndex) -> None:
+    memory_id = uuid7()
+    versions = []
+    for n in (1, 2):
+        point = _versioned(memory(f"v{n}", memory_id=memory_id), version=n, valid=(float(n), float(n + 1)))
+        versions.append(IndexPoint(version_point_id(memory_id, n), point.payload, point.dense, point.sparse))
+    other = memory("someone else's", memory_id=uuid7())
+    index.upsert([*versions, other])
+    assert sorted(p["content"] for p in index.versions_of("a", memory_id)) == ["v1", "v2"]
+    assert index.versions_of("b", memory_id) == []
+    index.delete_memory("a", memory_id)
+    assert index.versions_of("a", memory_id) == []
+    assert index.retrieve("a", [other.id])
+
+
+def test_as_of_filters_on_recorded_validity(index: MemoryIndex) -> None:
+    old = _versioned(memory("was true", dense=X), version=1, valid=(10.0, 20.0))
+    new = _versioned(memory("is true", dense=X), version=2, valid=(20.0, 1e15))
+    index.upsert([old, new])
+
+    request = SearchRequest("a", SearchFilter(as_of=15.0), 10, dense=X, with_payload=True)
+    assert [s.payload["content"] for s in index.search(request)[DENSE]] == ["was true"]
+    request = SearchRequest("a", SearchFilter(as_of=25.0), 10, dense=X, with_payload=True)
+    assert [s.payload["content"] for s in index.search(request)[DENSE]] == ["is true"]
+    request = SearchRequest("a", SearchFilter(as_of=5.0), 10, dense=X, with_payload=True)
+    assert index.search(request)[DENSE] == []
+
+
+def test_facet_set_fields_and_due(index: MemoryIndex) -> None:
+    points = [
+        _versioned(memory("one", owner="p", kind="fact"), version=1, valid=(1.0, 1e15), team="core"),
+        _versioned(memory("two", owner="p", kind="decision", status="archived"), version=1, valid=(1.0, 1e15)),
+        _versioned(memory("three", owner="q", kind="fact"), version=1, valid=(1.0, 1e15), team="core"),
+    ]
+    points[0].payload[EXPIRES_TS] = 50.0
+    points[1].payload[EXPIRES_TS] = 40.0  # archived: never due
+    index.upsert(points)
+    assert index.facet("a", "owner_agent") == {"p": 2, "q": 1}
+    assert index.facet("a", "status") == {"active": 2, "archived": 1}
+    assert index.facet("a", "team") == {"core": 2}
+    assert index.facet("b", "owner_agent") == {}
+    index.set_fields("a", {points[2].id: {"access_count": 7}, uuid7(): {"access_count": 1}})
+    assert index.retrieve("a", [points[2].id])[0]["access_count"] == 7
+    assert [p["id"] for p in index.due(60.0, 10)] == [points[0].id]
+    assert index.due(45.0, 10) == []
