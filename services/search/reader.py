@@ -302,6 +302,8 @@ class MemoryReader:
     async def list_recent(
         self, caller: Caller, *, limit: int, flt: SearchFilter, page_token: str = "", min_seq: int = 0
     ) -> tuple[list[Memory], str]:
+        if flt.as_of is not None:
+            raise InvalidArgument("as_of", "is for search_memory and memory_at; a listing shows current versions.")
         limit = _limit(limit, DEFAULT_LIST_LIMIT)
         after = page_token_codec.decode(page_token)
         await self._ready_for(min_seq)
