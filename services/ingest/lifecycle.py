@@ -94,7 +94,7 @@ class Lifecycle:
     ) -> SaveResult:
         mask = _mask(fields)
 
-        def change(current: Memory) -> tuple[Memory, tuple[Redaction, ...]]:
+        def change(current: Memory) -> tuple[Memory, tuple[Redaction, ...]] | None:
             if current.status == "superseded":
                 raise InvalidArgument(
                     "id", f"memory '{current.id}' was superseded by '{current.superseded_by}'; update that one instead."
@@ -104,6 +104,8 @@ class Lifecycle:
                 setattr(merged, name, getattr(draft, name))
             prepared, redactions = self._writer.prepare(caller, merged)
             values = {name: getattr(prepared, name) for name in _MEMORY_FIELDS}
+            if all(getattr(current, name) == value for name, value in values.items()):
+                return None  # nothing would change: no new version
             return self._next(current, caller, **values), redactions
 
         memory, seq, redactions = await self._mutate(caller, memory_id, MEMORY_UPDATED, change, expected_version)

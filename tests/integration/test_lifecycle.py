@@ -89,6 +89,14 @@ async def test_update_makes_a_new_version_and_keeps_the_old_one_in_history(
     assert history.versions[0].updated_at <= history.versions[1].updated_at
 
 
+async def test_an_update_that_changes_nothing_writes_no_version(clients: tuple[IngestClient, SearchClient]) -> None:
+    ingest, _ = clients
+    me = caller(namespace(), "a@d")
+    saved = await ingest.save(me, MemoryInput(content="Unchanged", tags=["a"]))
+    same = await ingest.update(me, saved.memory.id, MemoryInput(content="Unchanged", tags=["a"]), ["content", "tags"])
+    assert (same.memory.version, same.seq) == (1, saved.seq)
+
+
 async def test_a_stale_expected_version_is_refused_with_the_current_version(
     clients: tuple[IngestClient, SearchClient],
 ) -> None:
