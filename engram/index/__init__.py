@@ -158,6 +158,20 @@ class MemoryIndex(Protocol):
     def close(self) -> None: ...
 
 
+def stored_point(point_id: str, payload: dict[str, Any], vectors: dict[str, Any]) -> IndexPoint:
+    """An IndexPoint from what an adapter read back: named vectors, the sparse one as indices and values."""
+    sparse = vectors.get(SPARSE)
+    return IndexPoint(
+        id=point_id,
+        payload=dict(payload),
+        dense=list(vectors.get(DENSE) or []),
+        sparse=SparseVector(list(sparse.indices), [float(v) for v in sparse.values])
+        if sparse is not None
+        else SparseVector([], []),
+        questions=[list(q) for q in vectors.get(QUESTIONS) or []],
+    )
+
+
 def version_point_id(memory_id: str, version: int) -> str:
     """The versions index's point id of one version of a memory (deterministic, so replays overwrite)."""
     return str(uuid.uuid5(uuid.UUID(memory_id), str(version)))

@@ -11,7 +11,6 @@ from typing import Any
 
 import qdrant_edge as qe
 
-from engram.embed.sparse import SparseVector
 from engram.index import (
     CREATED_TS,
     DENSE,
@@ -32,6 +31,7 @@ from engram.index import (
     Position,
     Scored,
     SearchRequest,
+    stored_point,
 )
 from engram.index.listing import recent_page
 from engram.model import SearchFilter
@@ -107,24 +107,11 @@ class EdgeIndex:
     def retrieve_points(self, namespace: str, ids: list[str]) -> list[IndexPoint]:
         with self._lock:
             records = self._shard.retrieve(list[Any](ids), with_payload=True, with_vector=True)
-        points = []
-        for r in records:
-            if not r.payload or r.payload.get("namespace") != namespace:
-                continue
-            vectors: dict[str, Any] = r.vector if isinstance(r.vector, dict) else {}
-            sparse = vectors.get(SPARSE)
-            points.append(
-                IndexPoint(
-                    id=str(r.id),
-                    payload=dict(r.payload),
-                    dense=list(vectors.get(DENSE) or []),
-                    sparse=SparseVector(list(sparse.indices), [float(v) for v in sparse.values])
-                    if sparse is not None
-                    else SparseVector([], []),
-                    questions=[list(q) for q in vectors.get(QUESTIONS) or []],
-                )
-            )
-        return points
+        return [
+            stored_point(str(r.id), r.payload, r.vector if isinstance(r.vector, dict) else {})
+            for r in records
+            if r.payload and r.payload.get("namespace") == namespace
+        ]
 
     def versions_of(self, namespace: str, memory_id: str) -> list[dict[str, Any]]:
         condition = qe.Filter(must=[_namespace(namespace), qe.FieldCondition("id", match=qe.MatchValue(memory_id))])

@@ -12,7 +12,6 @@ from qdrant_client import QdrantClient, models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
 from engram.config import SettingsError
-from engram.embed.sparse import SparseVector
 from engram.errors import Unavailable
 from engram.index import (
     CREATED_TS,
@@ -32,6 +31,7 @@ from engram.index import (
     Position,
     Scored,
     SearchRequest,
+    stored_point,
 )
 from engram.index.listing import recent_page
 from engram.model import SearchFilter
@@ -104,37 +104,14 @@ class QdrantServerIndex:
     def retrieve_points(self, namespace: str, ids: list[str]) -> list[IndexPoint]:
         with self._call():
             records = self._client.retrieve(self._collection, ids, with_payload=True, with_vectors=True)
-        points = []
-        for r in records:
-            if not r.payload or r.payload.get("namespace") != namespace:
-                continue
-            vectors: dict[str, Any] = r.vector if isinstance(r.vector, dict) else {}
-            sparse = vectors.get(SPARSE)
-            points.append(
-                IndexPoint(
-                    id=str(r.id),
-                    payload=dict(r.payload),
-                    dense=list(vectors.get(DENSE) or []),
-                    sparse=SparseVector(list(sparse.indices), list(sparse.values))
-                    if sparse is not None
-                    else SparseVector([], []),
-                    questions=[list(q) for q in vectors.get(QUESTIONS) or []],
-                )
-            )
-        return points
+        return [
+            stored_point(str(r.id), r.payload, r.vector if isinstance(r.vector, dict) else {})
+            for r in records
+            if r.payload and r.payload.get("namespace") == namespace
+        ]
 
     def versions_of(self, namespace: str, memory_id: str) -> list[dict[str, Any]]:
-        condition = models.Filter(must=[_match("namespace", namespace), _match("id", memory_id)])
-        out: list[dict[str, Any]] = []
-        offset: Any = None
-        while True:
-            with self._call():
-                records, offset = self._client.scroll(
-                    self._collection, scroll_filter=condition, limit=256, offset=offset, with_payload=True
-                )
-            out.extend(r.payload for r in records if r.payload)
-            if offset is None:
-                return out
+        return self._scroll_every(models.Filter(must=[_match("namespace", namespace), _match("id", memory_id)]))
 
     def delete_memory(self, namespace: str, memory_id: str) -> None:
         condition = models.Filter(must=[_match("namespace", namespace), _match("id", memory_id)])

@@ -7,16 +7,15 @@ memory changed meanwhile) harmless: a memory already expired, or no longer due, 
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 import time
 from collections.abc import Callable
 from typing import Protocol
 
-from engram.errors import EngramError, NotFound, VersionConflict
+from engram.errors import NotFound, VersionConflict
 from engram.model import Caller
 from engram.ownership import ADMIN_SCOPE
+from engram.periodic import Periodic
 from engram.results import ExpireResult, Expiring
 
 log = logging.getLogger(__name__)
@@ -53,10 +52,9 @@ class ExpiryJob:
     ) -> None:
         self._due = due
         self._ingest = ingest
-        self._interval = interval
         self._clock = clock
         self._batch = batch
-        self._task: asyncio.Task[None] | None = None
+        self._periodic = Periodic("expiry", interval, self._run_and_report)
 
     async def run_once(self) -> int:
         """Expires every memory due by now; returns how many were expired."""
@@ -83,24 +81,12 @@ class ExpiryJob:
             return 0  # changed or purged since it was listed: the next run sees its new state
         return int(result.expired)
 
+    async def _run_and_report(self) -> None:
+        if count := await self.run_once():
+            log.info("expired %d memories", count)
+
     async def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="expiry")
+        self._periodic.start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
-
-    async def _run(self) -> None:
-        while True:
-            try:
-                count = await self.run_once()
-                if count:
-                    log.info("expired %d memories", count)
-            except EngramError as e:  # the search index catching up, ingest briefly away: the next round retries
-                log.info("expiry postponed: %s", e)
-            except Exception:
-                log.exception("the expiry job failed; it runs again at the next interval")
-            await asyncio.sleep(self._interval)
+        await self._periodic.stop()

@@ -8,9 +8,7 @@ lost: they are statistics, not memories.
 
 from __future__ import annotations
 
-import asyncio
 import contextlib
-import logging
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
@@ -20,8 +18,7 @@ from engram.events import MEMORY_ACCESSED, SCHEMA_VERSION
 from engram.ids import uuid7
 from engram.log import Log
 from engram.model import format_time
-
-log = logging.getLogger(__name__)
+from engram.periodic import Periodic
 
 DEFAULT_FLUSH_SECONDS = 10.0
 MAX_PENDING_IDS = 100_000  # per namespace; beyond it, new ids wait for the next flush (counts are approximate)
@@ -38,10 +35,9 @@ class AccessRecorder:
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._log = event_log
-        self._interval = interval
         self._clock = clock
         self._pending: dict[str, Counter[str]] = {}
-        self._task: asyncio.Task[None] | None = None
+        self._periodic = Periodic("access-flush", interval, self.flush)
 
     def note(self, namespace: str, memory_ids: Iterable[str]) -> None:
         """Counts one read of each memory; cheap, synchronous, never touches the log."""
@@ -51,14 +47,10 @@ class AccessRecorder:
                 counts[memory_id] += 1
 
     async def start(self) -> None:
-        self._task = asyncio.create_task(self._run(), name="access-flush")
+        self._periodic.start()
 
     async def stop(self) -> None:
-        if self._task is not None:
-            self._task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._task
-            self._task = None
+        await self._periodic.stop()
         with contextlib.suppress(EngramError):  # the log may be gone at shutdown: the counts are statistics
             await self.flush()
 
@@ -84,11 +76,3 @@ class AccessRecorder:
                 raise
             written += 1
         return written
-
-    async def _run(self) -> None:
-        while True:
-            await asyncio.sleep(self._interval)
-            try:
-                await self.flush()
-            except EngramError as e:
-                log.debug("access counts not written yet (%s); retrying at the next flush", e)
