@@ -22,10 +22,10 @@ from engram.services.gateway.mcp_server import build_mcp
 from engram.services.gateway.operations import CursorTracker, Operations
 from engram.services.gateway.rest import (
     IMPORT_PATH,
-    JSON_BODY_PATHS,
     add_error_handlers,
     build_router,
     problem,
+    reads_json_body,
     unauthenticated,
 )
 from engram.services.gateway.schemas import ENGRAM_VERSION
@@ -69,7 +69,7 @@ def build_app(settings: Settings, backend: Backend, keys: KeyStore) -> FastAPI:
     edge = EdgePolicy(
         max_request_bytes=settings.max_request_bytes,
         max_import_bytes=settings.max_import_bytes,
-        json_paths=JSON_BODY_PATHS,
+        reads_json=reads_json_body,
         import_path=IMPORT_PATH,
         mcp_path=MCP_PATH,
     )

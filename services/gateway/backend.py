@@ -10,7 +10,17 @@ from typing import Any
 from engram import errors, wire
 from engram.clients import DEFAULT_RPC_TIMEOUT, IndexStats, IngestClient, SearchClient
 from engram.model import Caller, Memory, MemoryInput
-from engram.results import ImportItem, ImportSummary, Page, SaveResult, SearchResult
+from engram.results import (
+    DeleteResult,
+    History,
+    ImportItem,
+    ImportSummary,
+    MemoryStats,
+    Page,
+    SaveResult,
+    SearchResult,
+    SupersedeResult,
+)
 from engram.scrub import Redaction
 from engram.v1 import readiness_pb2
 
@@ -51,14 +61,46 @@ class Backend:
     async def save(self, caller: Caller, draft: MemoryInput) -> SaveResult:
         return await self.ingest.save(caller, draft)
 
+    async def update(
+        self, caller: Caller, memory_id: str, draft: MemoryInput, fields: list[str], *, expected_version: int = 0
+    ) -> SaveResult:
+        return await self.ingest.update(caller, memory_id, draft, fields, expected_version=expected_version)
+
+    async def delete(
+        self, caller: Caller, memory_id: str, *, expected_version: int = 0, purge: bool = False
+    ) -> DeleteResult:
+        return await self.ingest.delete(caller, memory_id, expected_version=expected_version, purge=purge)
+
+    async def supersede(
+        self,
+        caller: Caller,
+        memory_id: str,
+        *,
+        replacement: MemoryInput | None = None,
+        new_id: str = "",
+        expected_version: int = 0,
+    ) -> SupersedeResult:
+        return await self.ingest.supersede(
+            caller, memory_id, replacement=replacement, new_id=new_id, expected_version=expected_version
+        )
+
     async def import_memories(self, caller: Caller, items: AsyncIterator[ImportItem]) -> ImportSummary:
         return await self.ingest.import_memories(caller, items)
 
     async def search(self, caller: Caller, query: str, **options: Any) -> SearchResult:
         return await self.search_client.search(caller, query, **options)
 
-    async def get(self, caller: Caller, memory_id: str, *, min_seq: int = 0) -> Memory:
-        return await self.search_client.get(caller, memory_id, min_seq=min_seq)
+    async def get(self, caller: Caller, memory_id: str, *, min_seq: int = 0, with_history: bool = False) -> Memory:
+        return await self.search_client.get(caller, memory_id, min_seq=min_seq, with_history=with_history)
+
+    async def history(self, caller: Caller, memory_id: str, *, min_seq: int = 0) -> History:
+        return await self.search_client.history(caller, memory_id, min_seq=min_seq)
+
+    async def memory_at(self, caller: Caller, memory_id: str, at: float, *, min_seq: int = 0) -> Memory:
+        return await self.search_client.memory_at(caller, memory_id, at, min_seq=min_seq)
+
+    async def memory_stats(self, caller: Caller) -> MemoryStats:
+        return await self.search_client.memory_stats(caller)
 
     async def list(self, caller: Caller, **options: Any) -> Page:
         return await self.search_client.list(caller, **options)

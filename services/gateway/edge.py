@@ -10,6 +10,7 @@ from __future__ import annotations
 import json
 import re
 from collections import deque
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from starlette.datastructures import Headers
@@ -31,11 +32,11 @@ IMPORT_SETTING = "ENGRAM_MAX_IMPORT_BYTES"
 
 @dataclass(frozen=True, slots=True)
 class EdgePolicy:
-    """What the edge checks: the limits, which paths read JSON, which path streams (import), where MCP is."""
+    """What the edge checks: the limits, which routes read JSON, which path streams (import), where MCP is."""
 
     max_request_bytes: int
     max_import_bytes: int
-    json_paths: frozenset[str]
+    reads_json: Callable[[str, str], bool]  # (method, path) -> the route's body is one JSON document
     import_path: str
     mcp_path: str
 
@@ -72,7 +73,8 @@ class EdgeMiddleware:
         declared = _content_length(headers)
         if declared is not None and declared > limit:
             raise _too_large(declared, limit, setting, streamed)
-        reads_json = scope["method"] == "POST" and (path in policy.json_paths or path == policy.mcp_path)
+        mcp_post = scope["method"] == "POST" and path == policy.mcp_path
+        reads_json = mcp_post or policy.reads_json(scope["method"], path)
         if reads_json:
             _require_json(headers.get("content-type", ""))
         if streamed:

@@ -137,13 +137,14 @@ class Resolver:
 
 
 def require_scope(caller: Caller, scope: str) -> None:
-    """Raises PermissionDenied unless the caller may ``scope`` ("read" or "write"; "admin" implies both)."""
+    """Raises PermissionDenied unless the caller may ``scope`` ("read", "write" or "admin"; "admin" implies all)."""
     if scope in caller.scopes or "admin" in caller.scopes:
         return
-    action = {"read": "read memories", "write": "save or change memories"}.get(scope, scope)
+    action = {"read": "read memories", "write": "save or change memories", "admin": "purge memories"}.get(scope, scope)
+    scopes = "read,write,admin" if scope == "admin" else "read,write"
     raise PermissionDenied(
         f"This API key may not {action} (it grants: {', '.join(sorted(caller.scopes)) or 'nothing'}). "
-        f"Use a key with the '{scope}' scope: `{CREATE_KEY_HINT} --scopes read,write`."
+        f"Use a key with the '{scope}' scope: `{CREATE_KEY_HINT} --scopes {scopes}`."
     )
 
 

@@ -24,31 +24,41 @@ from engram.services.gateway.schemas import (
     DEFAULT_LIST_LIMIT,
     ENGRAM_VERSION,
     INSTRUCTIONS,
+    SUPERSEDE_RULE,
+    UPDATE_RULE,
+    AsOf,
     ConfidenceArg,
     Content,
     ContextArg,
     ConversationId,
     CreatedAfter,
     CreatedBefore,
+    DeleteResult,
+    ExpectedVersion,
     ExpiresAt,
     Explain,
     Filters,
     FilterTags,
     FilterTopics,
     HandoffTarget,
+    HistoryResult,
     ImportanceArg,
+    IncludeArchived,
     InvalidAt,
     ListLimit,
     ListRequest,
     ListResult,
     MemoryId,
     MemoryOut,
+    MemoryStatsOut,
     MemoryTypeArg,
     Metadata,
     MinSeq,
+    NewId,
     OwnerAgent,
     PageToken,
     PingResult,
+    PointInTime,
     Project,
     Query,
     Rerank,
@@ -59,11 +69,16 @@ from engram.services.gateway.schemas import (
     SearchResult,
     SensitivityArg,
     Sources,
+    StatusFilter,
     Summary,
+    SupersedeRequest,
+    SupersedeResult,
     Tags,
     Team,
+    TeamFilter,
     Topics,
     TypeFilter,
+    UpdateRequest,
     ValidAt,
 )
 
@@ -73,6 +88,9 @@ _LogLevel = Literal["DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL"]
 
 _READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 _WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+_DELETE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
+# Rules across arguments that a tool's signature cannot state, published in its input schema (as REST does).
+_INPUT_RULES = {"update_memory": UPDATE_RULE, "supersede_memory": SUPERSEDE_RULE}
 
 SAVE_DESCRIPTION = """\
 Save a memory that you or other agents should be able to recall later. Use it whenever you learn \
@@ -86,11 +104,54 @@ SEARCH_DESCRIPTION = """\
 Search the shared memory of your namespace (hybrid semantic + keyword search). Use it at the start of every \
 task, and before answering questions about the user, their preferences, the project or past decisions: \
 other agents may already have recorded the answer. Returns the best hits with a relevance score and the \
-full memory; filters narrow by tags, type, owner agent, topics, project and creation time."""
+full memory; filters narrow by tags, type, owner agent, topics, project, team, status and creation time. Only \
+active memories are searched unless you ask for others (include_archived, status). With as_of (an RFC 3339 \
+time) it searches the memories as they were then: their content then, the ones active then and valid in the \
+world then; use it to answer "what did we know or decide at that time?"."""
 
 GET_DESCRIPTION = """\
-Fetch one memory by id: its complete, current content and fields (earlier versions are not kept yet, so \
-history is empty). Use it when a search hit, a handoff or another memory refers to an id."""
+Fetch one memory by id: its complete, current content and fields, its status (active, archived, expired, \
+superseded; a superseded one names its replacement in superseded_by), and its earlier versions in `history` \
+(oldest first). Use it when a search hit, a handoff or another memory refers to an id, and to read the \
+current `version` before changing a memory with expected_version."""
+
+UPDATE_DESCRIPTION = """\
+Correct or complete one of your own memories in place: a new version with the fields you pass changed; \
+fields you leave out keep their value (lists and metadata are replaced whole). Use it when a memory you saved \
+is wrong, imprecise or missing a tag. Only the agent that saved a memory may update it (read all, write own): \
+for another agent's memory, save your own version instead. When the world changed (a new decision replaces an \
+old one), use supersede_memory, so the old one stays on record. Pass expected_version (the version you read) to \
+fail instead of overwriting a change made since. Returns the memory at its new version; the earlier versions \
+stay in its history."""
+
+DELETE_DESCRIPTION = """\
+Delete one of your own memories that is wrong or no longer wanted: it is archived, so search and lists stop \
+returning it, but it stays readable by id and in its history (reversible: nothing is erased). Only the agent \
+that saved it may delete it. Prefer supersede_memory when a newer memory replaces it. Erasing a memory for \
+good (purge) is not a tool: an administrator does it with `engram admin purge`."""
+
+SUPERSEDE_DESCRIPTION = """\
+Replace an outdated memory of yours (a fact that changed, a decision that was revised) with a new one: pass \
+old_id and either content (plus any save_memory field) for a new memory, or new_id of an existing memory that \
+replaces it. The old memory is marked superseded and names its replacement (superseded_by); it leaves search \
+but stays on record, so memory_at and search with as_of still show what was known before. If the old memory was \
+superseded already, the head of its chain (the memory that currently replaces it) is the one replaced. Returns \
+the replacing memory and the superseded one."""
+
+HISTORY_DESCRIPTION = """\
+Every version of a memory, oldest first (the last is the current one): its content then, who changed it \
+(agent_id), from which client (source), when, the change (event: memory_saved, memory_updated, \
+memory_deleted, memory_superseded, memory_expired) and the status it left. Use it to see how a fact or \
+decision evolved, or who changed it."""
+
+MEMORY_AT_DESCRIPTION = """\
+A memory as it was at a past time (RFC 3339): the version that was current then. Use it to see what a memory \
+said when a decision was made, or before it was updated or superseded. Fails if the memory did not exist yet \
+at that time."""
+
+STATS_DESCRIPTION = """\
+Counts of the memories of your namespace: active and total, by owning agent, by type, by status and by team. \
+Use it to get an overview of what the shared memory holds, or to see which agents contribute to it."""
 
 LIST_DESCRIPTION = """\
 List memories of your namespace, most recent first, optionally filtered. Use it to see what was saved \
@@ -140,7 +201,7 @@ class EngramMCPServer(MCPServer):
 
     async def list_tools(self) -> list[MCPTool]:
         tools = await super().list_tools()
-        return [tool.model_copy(update={"input_schema": _closed(tool.input_schema)}) for tool in tools]
+        return [tool.model_copy(update={"input_schema": _closed(tool.name, tool.input_schema)}) for tool in tools]
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
@@ -166,12 +227,15 @@ class EngramMCPServer(MCPServer):
         return self._arguments
 
 
-def _closed(schema: dict[str, Any]) -> dict[str, Any]:
-    return {**schema, "additionalProperties": False}
+def _closed(tool: str, schema: dict[str, Any]) -> dict[str, Any]:
+    """The tool's input schema refusing unknown arguments, with its rules across arguments (the operations
+    enforce the same rules)."""
+    return {**schema, **_INPUT_RULES.get(tool, {}), "additionalProperties": False}
 
 
 def build_mcp(backend: Backend, resolver: Resolver, cursors: CursorTracker, settings: Settings) -> MCPServer:
-    """The Engram MCP server: save_memory, search_memory, get_memory, list_memories and ping."""
+    """The Engram MCP server: save, search, get, list, update, delete and supersede memories, their history,
+    a memory at a point in time, the namespace's stats, and ping."""
     server: MCPServer = EngramMCPServer(
         name="engram",
         title="Engram shared memory",
@@ -227,6 +291,10 @@ def build_mcp(backend: Backend, resolver: Resolver, cursors: CursorTracker, sett
         conversation_id: ConversationId = None,
         created_after: CreatedAfter = None,
         created_before: CreatedBefore = None,
+        team: TeamFilter = None,
+        status: StatusFilter = None,
+        include_archived: IncludeArchived = False,
+        as_of: AsOf = None,
         explain: Explain = False,
         rerank: Rerank = None,
         min_seq: MinSeq = None,
@@ -234,11 +302,13 @@ def build_mcp(backend: Backend, resolver: Resolver, cursors: CursorTracker, sett
     ) -> SearchResult:
         filters = Filters(
             tags=tags, topics=topics, owner_agent=owner_agent, memory_type=memory_type, project=project,
-            conversation_id=conversation_id, created_after=created_after, created_before=created_before,
+            conversation_id=conversation_id, created_after=created_after, created_before=created_before, team=team,
+            status=status, include_archived=include_archived,
         )  # fmt: skip
         request = SearchRequest(
-            query=query, limit=limit, filters=filters, explain=explain, rerank=rerank, min_seq=min_seq, sources=sources
-        )
+            query=query, limit=limit, filters=filters, as_of=as_of, explain=explain, rerank=rerank, min_seq=min_seq,
+            sources=sources,
+        )  # fmt: skip
         with _tool_errors():
             return await ops.search(caller(ctx), request)
 
@@ -256,11 +326,101 @@ def build_mcp(backend: Backend, resolver: Resolver, cursors: CursorTracker, sett
         owner_agent: OwnerAgent = None,
         topics: FilterTopics = None,
         project: Project = None,
+        team: TeamFilter = None,
+        status: StatusFilter = None,
+        include_archived: IncludeArchived = False,
         page_token: PageToken = None,
     ) -> ListResult:
-        filters = Filters(tags=tags, memory_type=memory_type, owner_agent=owner_agent, topics=topics, project=project)
+        filters = Filters(
+            tags=tags, memory_type=memory_type, owner_agent=owner_agent, topics=topics, project=project, team=team,
+            status=status, include_archived=include_archived,
+        )  # fmt: skip
         with _tool_errors():
             return await ops.list(caller(ctx), ListRequest(limit=limit, filters=filters, page_token=page_token))
+
+    @server.tool(description=UPDATE_DESCRIPTION, annotations=_WRITE)
+    async def update_memory(
+        id: MemoryId,
+        ctx: Context,
+        content: Content | None = None,
+        summary: Summary = None,
+        tags: Tags = None,
+        topics: Topics = None,
+        memory_type: MemoryTypeArg = None,
+        importance: ImportanceArg = None,
+        metadata: Metadata = None,
+        team: Team = None,
+        project: Project = None,
+        sensitivity: SensitivityArg = None,
+        confidence: ConfidenceArg = None,
+        valid_at: ValidAt = None,
+        invalid_at: InvalidAt = None,
+        expires_at: ExpiresAt = None,
+        context: ContextArg = None,
+        expected_version: ExpectedVersion = None,
+    ) -> SaveResult:
+        request = UpdateRequest(
+            content=content, summary=summary, tags=tags, topics=topics, memory_type=memory_type,
+            importance=importance, metadata=metadata, team=team, project=project, sensitivity=sensitivity,
+            confidence=confidence, valid_at=valid_at, invalid_at=invalid_at, expires_at=expires_at, context=context,
+            expected_version=expected_version,
+        )  # fmt: skip
+        with _tool_errors():
+            return await ops.update(caller(ctx), id, request)
+
+    @server.tool(description=DELETE_DESCRIPTION, annotations=_DELETE)
+    async def delete_memory(id: MemoryId, ctx: Context, expected_version: ExpectedVersion = None) -> DeleteResult:
+        with _tool_errors():
+            return await ops.delete(caller(ctx), id, expected_version=expected_version)
+
+    @server.tool(description=SUPERSEDE_DESCRIPTION, annotations=_WRITE)
+    async def supersede_memory(
+        old_id: MemoryId,
+        ctx: Context,
+        content: Content | None = None,
+        tags: Tags = None,
+        topics: Topics = None,
+        memory_type: MemoryTypeArg = None,
+        importance: ImportanceArg = None,
+        summary: Summary = None,
+        metadata: Metadata = None,
+        team: Team = None,
+        project: Project = None,
+        conversation_id: ConversationId = None,
+        sensitivity: SensitivityArg = None,
+        confidence: ConfidenceArg = None,
+        valid_at: ValidAt = None,
+        invalid_at: InvalidAt = None,
+        expires_at: ExpiresAt = None,
+        handoff_target: HandoffTarget = None,
+        context: ContextArg = None,
+        new_id: NewId = None,
+        expected_version: ExpectedVersion = None,
+    ) -> SupersedeResult:
+        request = SupersedeRequest(
+            content=content, tags=tags, topics=topics, memory_type=memory_type, importance=importance,
+            summary=summary, metadata=metadata, team=team, project=project, conversation_id=conversation_id,
+            sensitivity=sensitivity, confidence=confidence, valid_at=valid_at, invalid_at=invalid_at,
+            expires_at=expires_at, handoff_target=handoff_target, context=context, new_id=new_id,
+            expected_version=expected_version,
+        )  # fmt: skip
+        with _tool_errors():
+            return await ops.supersede(caller(ctx), old_id, request)
+
+    @server.tool(description=HISTORY_DESCRIPTION, annotations=_READ)
+    async def memory_history(id: MemoryId, ctx: Context) -> HistoryResult:
+        with _tool_errors():
+            return await ops.history(caller(ctx), id)
+
+    @server.tool(description=MEMORY_AT_DESCRIPTION, annotations=_READ)
+    async def memory_at(id: MemoryId, time: PointInTime, ctx: Context) -> MemoryOut:
+        with _tool_errors():
+            return await ops.memory_at(caller(ctx), id, time)
+
+    @server.tool(description=STATS_DESCRIPTION, annotations=_READ)
+    async def get_memory_stats(ctx: Context) -> MemoryStatsOut:
+        with _tool_errors():
+            return await ops.stats(caller(ctx))
 
     @server.tool(description=PING_DESCRIPTION, annotations=_READ)
     async def ping(ctx: Context) -> PingResult:

@@ -2,17 +2,22 @@
 
 from __future__ import annotations
 
+import dataclasses
+import re
 import threading
+import time
 from collections.abc import AsyncIterator, Sequence
 from typing import Any
 
-from pydantic import ValidationError
+from pydantic import BaseModel, ValidationError
 
 from engram.errors import EngramError, ImportStopped, InvalidArgument
 from engram.model import (
     Caller,
+    Memory,
     MemoryInput,
     SearchFilter,
+    format_time,
     parse_time,
 )
 from engram.names import AGENT_PATTERN, AGENT_RULE
@@ -21,7 +26,11 @@ from engram.services.gateway.backend import Backend, redactions_json
 from engram.services.gateway.backend import metadata_json as encode_metadata
 from engram.services.gateway.identity import require_scope
 from engram.services.gateway.schemas import (
+    DURATION_PATTERN,
+    UPDATE_FIELDS,
+    DeleteResult,
     Filters,
+    HistoryResult,
     HitOut,
     ImportedOut,
     ImportLineIn,
@@ -30,13 +39,30 @@ from engram.services.gateway.schemas import (
     ListRequest,
     ListResult,
     MemoryOut,
+    MemoryStatsOut,
+    MemoryVersionOut,
     RedactionOut,
     SaveRequest,
     SaveResult,
     SearchRequest,
     SearchResult,
     StageRank,
+    SupersedeRequest,
+    SupersedeResult,
+    UpdateRequest,
 )
+
+# Seconds per unit of an expiry duration (30d, 12h, ...).
+DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
+_DURATION = re.compile(DURATION_PATTERN)
+_INPUT_FIELDS = frozenset(f.name for f in dataclasses.fields(MemoryInput))
+# A request field whose MemoryInput name differs (update masks name MemoryInput fields).
+_INPUT_NAME = {"metadata": "metadata_json"}
+# The times the wire (a protobuf Timestamp) carries: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z. RFC 3339 also
+# writes a few hours beyond either end (year 0000, or an offset across the first or last day); such a time is
+# taken as the nearest end, so every published date-time is accepted.
+EARLIEST_TIME = -62135596800.0
+LATEST_TIME = 253402300799.0
 
 # --- operations ---------------------------------------------------------------------------------------------
 
@@ -68,7 +94,7 @@ class CursorTracker:
 
 
 class Operations:
-    """Save, search, get and list for an already resolved caller; shared by the MCP tools and REST."""
+    """Every memory operation for an already resolved caller; shared by the MCP tools and REST."""
 
     def __init__(self, backend: Backend, cursors: CursorTracker) -> None:
         self._backend = backend
@@ -78,13 +104,87 @@ class Operations:
         require_scope(caller, "write")
         outcome = await self._backend.save(caller, _draft(request))
         self._cursors.observe(caller.namespace, outcome.seq)
-        return SaveResult(
-            id=outcome.memory.id,
-            version=outcome.memory.version,
-            seq=outcome.seq,
-            memory=MemoryOut.of(outcome.memory),
-            redactions=[RedactionOut(**r) for r in redactions_json(outcome.redactions)],
+        return _saved(outcome.memory, outcome.seq, outcome.redactions)
+
+    async def update(self, caller: Caller, memory_id: str, request: UpdateRequest) -> SaveResult:
+        """A new version of a memory with the fields given in ``request`` changed (the owner's act)."""
+        require_scope(caller, "write")
+        fields = [_INPUT_NAME.get(name, name) for name in UPDATE_FIELDS if getattr(request, name) is not None]
+        if not fields:
+            raise InvalidArgument(
+                "update", f"give at least one field to change ({', '.join(UPDATE_FIELDS)}); null means unchanged."
+            )
+        outcome = await self._backend.update(
+            caller, memory_id, _draft(request), fields, expected_version=request.expected_version or 0
         )
+        self._cursors.observe(caller.namespace, outcome.seq)
+        return _saved(outcome.memory, outcome.seq, outcome.redactions)
+
+    async def delete(
+        self, caller: Caller, memory_id: str, *, expected_version: int | None = None, purge: bool = False
+    ) -> DeleteResult:
+        """Archives a memory (a new version, kept in its history), or with ``purge`` (admin) erases it."""
+        require_scope(caller, "admin" if purge else "write")
+        outcome = await self._backend.delete(caller, memory_id, expected_version=expected_version or 0, purge=purge)
+        self._cursors.observe(caller.namespace, outcome.seq)
+        return DeleteResult(
+            id=outcome.id,
+            seq=outcome.seq,
+            purged=purge,
+            memory=MemoryOut.of(outcome.memory) if outcome.memory is not None else None,
+            erased=outcome.erased,
+        )
+
+    async def supersede(self, caller: Caller, memory_id: str, request: SupersedeRequest) -> SupersedeResult:
+        """Replaces a memory with a new one (``content``) or an existing one (``new_id``)."""
+        require_scope(caller, "write")
+        _check_replacement(request)
+        replacement = _draft(request) if request.content is not None else None
+        outcome = await self._backend.supersede(
+            caller, memory_id, replacement=replacement, new_id=request.new_id or "",
+            expected_version=request.expected_version or 0,
+        )  # fmt: skip
+        self._cursors.observe(caller.namespace, outcome.seq)
+        return SupersedeResult(
+            id=outcome.new.id,
+            version=outcome.new.version,
+            seq=outcome.seq,
+            memory=MemoryOut.of(outcome.new),
+            superseded=MemoryOut.of(outcome.old),
+            redactions=[RedactionOut(**r) for r in redactions_json(list(outcome.redactions))],
+        )
+
+    async def history(self, caller: Caller, memory_id: str, *, min_seq: int | None = None) -> HistoryResult:
+        require_scope(caller, "read")
+        outcome = await self._backend.history(
+            caller, memory_id, min_seq=self._cursors.min_seq(caller.namespace, min_seq)
+        )
+        versions = [
+            MemoryVersionOut.model_validate({**dataclasses.asdict(v), "updated_at": format_time(v.updated_at)})
+            for v in outcome.versions
+        ]
+        return HistoryResult(memory_id=outcome.memory_id, versions=versions)
+
+    async def memory_at(self, caller: Caller, memory_id: str, at: str, *, min_seq: int | None = None) -> MemoryOut:
+        """The memory as it was at the RFC 3339 time ``at``."""
+        require_scope(caller, "read")
+        moment = _time("time", at)
+        if moment is None:
+            raise InvalidArgument("time", "is required: an RFC 3339 time, e.g. 2026-01-31T12:00:00Z.")
+        memory = await self._backend.memory_at(
+            caller, memory_id, moment, min_seq=self._cursors.min_seq(caller.namespace, min_seq)
+        )
+        return MemoryOut.of(memory)
+
+    async def stats(self, caller: Caller) -> MemoryStatsOut:
+        """Counts of the caller's namespace by agent, type, status and team."""
+        require_scope(caller, "read")
+        outcome = await self._backend.memory_stats(caller)
+        return MemoryStatsOut(
+            namespace=caller.namespace, memories=outcome.memories, total=outcome.total, by_agent=outcome.by_agent,
+            by_type=outcome.by_type, by_status=outcome.by_status, by_team=outcome.by_team,
+            applied_seq=outcome.applied_seq, log_last_seq=outcome.log_last_seq,
+        )  # fmt: skip
 
     async def search(self, caller: Caller, request: SearchRequest) -> SearchResult:
         require_scope(caller, "read")
@@ -92,7 +192,7 @@ class Operations:
             caller,
             request.query,
             limit=request.limit,
-            flt=_filter(request.filters),
+            flt=_filter(request.filters, as_of=_time("as_of", request.as_of)),
             min_seq=self._cursors.min_seq(caller.namespace, request.min_seq),
             explain=request.explain,
             rerank=request.rerank,
@@ -178,7 +278,9 @@ class Operations:
 
     async def get(self, caller: Caller, memory_id: str, *, min_seq: int | None = None) -> MemoryOut:
         require_scope(caller, "read")
-        memory = await self._backend.get(caller, memory_id, min_seq=self._cursors.min_seq(caller.namespace, min_seq))
+        memory = await self._backend.get(
+            caller, memory_id, min_seq=self._cursors.min_seq(caller.namespace, min_seq), with_history=True
+        )
         return MemoryOut.of(memory)
 
     async def list(self, caller: Caller, request: ListRequest) -> ListResult:
@@ -196,30 +298,52 @@ class Operations:
         )
 
 
-def _draft(request: SaveRequest) -> MemoryInput:
-    return MemoryInput(
-        content=request.content,
-        summary=request.summary or "",
-        memory_type=request.memory_type or "",
-        confidence=request.confidence or "",
-        topics=list(request.topics or []),
-        tags=list(request.tags or []),
-        importance=request.importance or "",
-        team=request.team or "",
-        project=request.project or "",
-        conversation_id=request.conversation_id or "",
-        metadata_json=encode_metadata(request.metadata),
-        sensitivity=request.sensitivity or "",
-        valid_at=_time("valid_at", request.valid_at),
-        invalid_at=_time("invalid_at", request.invalid_at),
-        expires_at=_time("expires_at", request.expires_at),
-        handoff_target=request.handoff_target or "",
-        context=request.context or "",
+def _saved(memory: Memory, seq: int, redactions: Sequence[Any]) -> SaveResult:
+    return SaveResult(
+        id=memory.id,
+        version=memory.version,
+        seq=seq,
+        memory=MemoryOut.of(memory),
+        redactions=[RedactionOut(**r) for r in redactions_json(list(redactions))],
     )
 
 
-def _filter(filters: Filters) -> SearchFilter:
-    types = filters.memory_type
+def _draft(request: BaseModel) -> MemoryInput:
+    """The MemoryInput of a save, update or supersede body: the fields it gives, the others empty."""
+    given = request.model_dump(exclude_none=True)
+    values = {name: value for name, value in given.items() if name in _INPUT_FIELDS}
+    values.update(
+        content=given.get("content", ""),
+        metadata_json=encode_metadata(given.get("metadata")),
+        valid_at=_time("valid_at", given.get("valid_at")),
+        invalid_at=_time("invalid_at", given.get("invalid_at")),
+        expires_at=expiry_time(given.get("expires_at"), now=time.time()),
+    )
+    return MemoryInput(**values)
+
+
+def _check_replacement(request: SupersedeRequest) -> None:
+    """Exactly one replacement: content for a new memory, or new_id of an existing one (SUPERSEDE_RULE)."""
+    if request.new_id is None:
+        if request.content is None:
+            raise InvalidArgument(
+                "content", "give content for a new memory that replaces the old one, or new_id of an existing one."
+            )
+        return
+    if request.content is not None:
+        raise InvalidArgument("new_id", "give either content (a new memory) or new_id (an existing one), not both.")
+    extra = sorted(name for name, value in request if value is not None and name not in ("new_id", "expected_version"))
+    if extra:
+        raise InvalidArgument(
+            extra[0], "only goes with content; with new_id the replacing memory exists already (update it instead)."
+        )
+
+
+def _filter(filters: Filters, *, as_of: float | None = None) -> SearchFilter:
+    types, statuses = filters.memory_type, filters.status
+    wanted = [statuses] if isinstance(statuses, str) else list(statuses or [])
+    if filters.include_archived and "archived" not in wanted:
+        wanted = [*(wanted or ["active"]), "archived"]  # no status given means active
     return SearchFilter(
         tags=list(filters.tags or []),
         topics=list(filters.topics or []),
@@ -229,7 +353,26 @@ def _filter(filters: Filters) -> SearchFilter:
         conversation_id=filters.conversation_id or "",
         created_after=_time("created_after", filters.created_after),
         created_before=_time("created_before", filters.created_before),
+        statuses=wanted,
+        team=filters.team or "",
+        as_of=as_of,
     )
+
+
+def expiry_time(value: str | None, *, now: float) -> float | None:
+    """An ``expires_at`` as epoch seconds: an RFC 3339 time, or a duration from ``now`` (30d, 12h, 45m, 90s, 2w).
+
+    None or "" is no expiry. Raises InvalidArgument naming ``expires_at`` for anything else."""
+    if value and _DURATION.fullmatch(value):
+        return _on_the_wire(now + int(value[:-1]) * DURATION_UNITS[value[-1]])
+    try:
+        return _on_the_wire(parse_time(value))
+    except ValueError as e:
+        raise InvalidArgument(
+            "expires_at",
+            f"{value!r} is neither an RFC 3339 time nor a duration; use e.g. 2026-01-31T12:00:00Z, or 30d "
+            "(a number and s, m, h, d or w: seconds, minutes, hours, days, weeks from now).",
+        ) from e
 
 
 def _reason(error: ValidationError | InvalidArgument) -> str:
@@ -264,6 +407,10 @@ def _fix(item: Any) -> str:
 
 def _time(field: str, value: str | None) -> float | None:
     try:
-        return parse_time(value)
+        return _on_the_wire(parse_time(value))
     except ValueError as e:
         raise InvalidArgument(field, f"{value!r} is not an RFC 3339 time; use e.g. 2026-01-31T12:00:00Z.") from e
+
+
+def _on_the_wire(moment: float | None) -> float | None:
+    return None if moment is None else min(max(moment, EARLIEST_TIME), LATEST_TIME)

@@ -4,6 +4,7 @@
 # the routes below use a dependency alias local to build_router.
 
 import math
+import re
 from collections.abc import AsyncIterator, Awaitable, Callable
 from http import HTTPStatus
 from typing import Annotated, Any, get_args
@@ -17,7 +18,7 @@ from pydantic.fields import FieldInfo
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from engram.config import MAX_SEARCH_LIMIT, Settings
-from engram.errors import DEFAULT_RETRY_AFTER_SECONDS, EngramError, ImportStopped, PayloadTooLarge
+from engram.errors import DEFAULT_RETRY_AFTER_SECONDS, EngramError, ImportStopped, PayloadTooLarge, VersionConflict
 from engram.model import Caller
 from engram.names import AGENT_PATTERN
 from engram.services.gateway.identity import REST_SOURCE, RequestIdentity, Resolver
@@ -28,24 +29,36 @@ from engram.services.gateway.schemas import (
     ConversationId,
     CreatedAfter,
     CreatedBefore,
+    DeleteResult,
+    ExpectedVersion,
     Filters,
     FilterTags,
     FilterTopics,
+    HistoryResult,
     ImportResult,
+    IncludeArchived,
     ListRequest,
     ListResult,
     MemoryId,
     MemoryOut,
+    MemoryStatsOut,
     MemoryTypeName,
     MinSeq,
     OwnerAgent,
     PageToken,
+    PointInTime,
     Project,
     SaveRequest,
     SaveResult,
     SearchRequest,
     SearchResult,
+    StatusFilter,
+    StatusName,
+    SupersedeRequest,
+    SupersedeResult,
+    TeamFilter,
     TypeFilter,
+    UpdateRequest,
 )
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
@@ -60,7 +73,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "not_found": 404,
     "already_exists": 409,
     "aborted": 409,
-    "failed_precondition": 412,
+    "failed_precondition": 409,  # a stale expected_version: the answer names the current version
     "payload_too_large": 413,
     "unsupported_media_type": 415,
     "internal": 500,
@@ -123,8 +136,13 @@ def error_response(error: EngramError) -> Response:
     if error.code == "payload_too_large":
         # The rest of the body is never read: closing the connection stops the client sending it.
         headers["Connection"] = "close"
-    # A stopped import also says what was stored and where to resume (the fields of ImportResult).
-    extensions = error.result if isinstance(error, ImportStopped) else None
+    # A stopped import also says what was stored and where to resume (the fields of ImportResult); a version
+    # conflict, the version to read again.
+    extensions: dict[str, Any] | None = None
+    if isinstance(error, ImportStopped):
+        extensions = error.result
+    elif isinstance(error, VersionConflict):
+        extensions = {"expected_version": error.expected, "current_version": error.actual}
     status = STATUS_BY_CODE.get(error.code, 500)
     return problem(status, str(error), code=error.code, headers=headers, extensions=extensions)
 
@@ -168,6 +186,20 @@ _NOT_FOUND: dict[int | str, dict[str, Any]] = {
         "description": "No such memory in your namespace",
     }
 }
+# A change to a memory: 403 also when another agent owns it, 409 when expected_version is stale.
+_CHANGE: dict[int | str, dict[str, Any]] = {
+    **_NOT_FOUND,
+    403: {
+        "model": Problem,
+        "content": {PROBLEM_MEDIA_TYPE: {}},
+        "description": "Missing scope, or the memory is owned by another agent (read all, write own)",
+    },
+    409: {
+        "model": Problem,
+        "content": {PROBLEM_MEDIA_TYPE: {}},
+        "description": "expected_version is stale: the problem's current_version is the memory's version now",
+    },
+}
 
 _bearer = HTTPBearer(
     auto_error=False,
@@ -191,7 +223,7 @@ def _query(alias: Any) -> Any:
     constraints = {
         name: value
         for item in info.metadata
-        for name in ("pattern", "max_length")
+        for name in ("pattern", "max_length", "ge", "le")
         if (value := getattr(item, name, None)) is not None
     }
     return Query(description=info.description, json_schema_extra=info.json_schema_extra, **constraints)
@@ -233,9 +265,18 @@ def caller_dependency(resolver: Resolver) -> Callable[..., Awaitable[Caller]]:
 
 
 IMPORT_PATH = "/v1/memories:import"
-# The routes whose body is one JSON document (the edge checks their Content-Type and nesting first).
-JSON_BODY_PATHS = frozenset({"/v1/memories", "/v1/memories:search"})
 LINE_SETTING = "ENGRAM_MAX_IMPORT_LINE_BYTES"
+# The routes whose body is one JSON document (the edge checks their Content-Type and nesting first).
+JSON_BODY_ROUTES = (
+    ("POST", re.compile(r"/v1/memories(?::search)?")),
+    ("PATCH", re.compile(r"/v1/memories/[^/]+")),
+    ("POST", re.compile(r"/v1/memories/[^/]+:supersede")),
+)
+
+
+def reads_json_body(method: str, path: str) -> bool:
+    """True for a request to a route whose body is one JSON document."""
+    return any(method == m and pattern.fullmatch(path) for m, pattern in JSON_BODY_ROUTES)
 
 
 async def _numbered_lines(
@@ -278,7 +319,8 @@ async def _numbered_lines(
 
 
 def build_router(ops: Operations, resolver: Resolver, settings: Settings) -> APIRouter:
-    """Routes /v1/memories (save, list), /v1/memories/{id} (get) and /v1/memories:search."""
+    """Routes /v1/memories (save, list), /v1/memories/{id} (get, update, delete; history, at, :supersede),
+    /v1/memories:search, /v1/memories:import and /v1/stats."""
     router = APIRouter(prefix="/v1", tags=["memories"], responses=ERROR_RESPONSES)
     CurrentCaller = Annotated[Caller, Depends(caller_dependency(resolver))]
 
@@ -295,8 +337,74 @@ def build_router(ops: Operations, resolver: Resolver, settings: Settings) -> API
         caller: CurrentCaller,
         min_seq: Annotated[int | None, Query(ge=0, le=MAX_SEQ, description=_description(MinSeq))] = None,
     ) -> MemoryOut:
-        """One memory of the caller's namespace, as it is now (earlier versions are not kept yet)."""
+        """One memory of the caller's namespace as it is now, with its earlier versions in `history`."""
         return await ops.get(caller, memory_id, min_seq=min_seq)
+
+    @router.patch("/memories/{memory_id}", response_model=SaveResult, responses=_CHANGE, summary="Update a memory")
+    async def update_memory(
+        memory_id: Annotated[str, _path(MemoryId)], body: UpdateRequest, caller: CurrentCaller
+    ) -> SaveResult:
+        """Writes a new version with the fields given changed (only the owning agent may). With
+        `expected_version`, only if the memory is still at that version (else 409 naming the current one)."""
+        return await ops.update(caller, memory_id, body)
+
+    @router.delete(
+        "/memories/{memory_id}", response_model=DeleteResult, responses=_CHANGE, summary="Archive or purge a memory"
+    )
+    async def delete_memory(
+        memory_id: Annotated[str, _path(MemoryId)],
+        caller: CurrentCaller,
+        expected_version: Annotated[int | None, _query(ExpectedVersion)] = None,
+        purge: Annotated[
+            bool,
+            Query(description="Erase the memory and every version of it for good (needs an admin key)."),
+        ] = False,
+    ) -> DeleteResult:
+        """Archives the memory: hidden from search and lists, still readable by id and in its history (only the
+        owning agent may). With `purge=true` (admin scope) it is erased from the index and the log instead."""
+        return await ops.delete(caller, memory_id, expected_version=expected_version, purge=purge)
+
+    @router.post(
+        "/memories/{memory_id}:supersede",
+        response_model=SupersedeResult,
+        responses=_CHANGE,
+        summary="Replace a memory with a new or an existing one",
+    )
+    async def supersede_memory(
+        memory_id: Annotated[str, _path(MemoryId)], body: SupersedeRequest, caller: CurrentCaller
+    ) -> SupersedeResult:
+        """Marks the memory superseded by a new memory (`content` and save fields) or by an existing one
+        (`new_id`). A memory superseded already is replaced at the head of its chain."""
+        return await ops.supersede(caller, memory_id, body)
+
+    @router.get(
+        "/memories/{memory_id}/history",
+        response_model=HistoryResult,
+        responses=_NOT_FOUND,
+        summary="Every version of a memory",
+    )
+    async def memory_history(
+        memory_id: Annotated[str, _path(MemoryId)],
+        caller: CurrentCaller,
+        min_seq: Annotated[int | None, Query(ge=0, le=MAX_SEQ, description=_description(MinSeq))] = None,
+    ) -> HistoryResult:
+        """Every version, oldest first (the last is the current one), with who wrote it, from where and when."""
+        return await ops.history(caller, memory_id, min_seq=min_seq)
+
+    @router.get(
+        "/memories/{memory_id}/at",
+        response_model=MemoryOut,
+        responses=_NOT_FOUND,
+        summary="A memory as it was at a point in time",
+    )
+    async def memory_at(
+        memory_id: Annotated[str, _path(MemoryId)],
+        caller: CurrentCaller,
+        time: Annotated[str, _query(PointInTime)],
+        min_seq: Annotated[int | None, Query(ge=0, le=MAX_SEQ, description=_description(MinSeq))] = None,
+    ) -> MemoryOut:
+        """The version that was current at `time`; 404 if the memory did not exist yet then."""
+        return await ops.memory_at(caller, memory_id, time, min_seq=min_seq)
 
     @router.get("/memories", response_model=ListResult, summary="List memories, most recent first")
     async def list_memories(
@@ -312,13 +420,17 @@ def build_router(ops: Operations, resolver: Resolver, settings: Settings) -> API
         conversation_id: Annotated[str | None, _query(ConversationId)] = None,
         created_after: Annotated[str | None, _query(CreatedAfter)] = None,
         created_before: Annotated[str | None, _query(CreatedBefore)] = None,
+        team: Annotated[str | None, _query(TeamFilter)] = None,
+        status: Annotated[list[StatusName] | None, _query(StatusFilter)] = None,
+        include_archived: Annotated[bool, _query(IncludeArchived)] = False,
         page_token: Annotated[str | None, _query(PageToken)] = None,
         min_seq: Annotated[int | None, Query(ge=0, le=MAX_SEQ, description=_description(MinSeq))] = None,
     ) -> ListResult:
         """Recent memories of the caller's namespace, filtered; page with `next_page_token`."""
         filters = Filters(
             tags=tags, topics=topics, memory_type=memory_type, owner_agent=owner_agent, project=project,
-            conversation_id=conversation_id, created_after=created_after, created_before=created_before,
+            conversation_id=conversation_id, created_after=created_after, created_before=created_before, team=team,
+            status=status, include_archived=include_archived,
         )  # fmt: skip
         request = ListRequest(limit=limit, filters=filters, page_token=page_token, min_seq=min_seq)
         return await ops.list(caller, request)
@@ -346,7 +458,12 @@ def build_router(ops: Operations, resolver: Resolver, settings: Settings) -> API
 
     @router.post("/memories:search", response_model=SearchResult, summary="Search memories")
     async def search_memories(body: SearchRequest, caller: CurrentCaller) -> SearchResult:
-        """Hybrid (semantic + keyword) search of the caller's namespace."""
+        """Hybrid (semantic + keyword) search of the caller's namespace; `as_of` searches it as it was then."""
         return await ops.search(caller, body)
+
+    @router.get("/stats", response_model=MemoryStatsOut, summary="Counts of your namespace's memories")
+    async def memory_stats(caller: CurrentCaller) -> MemoryStatsOut:
+        """Memories of the caller's namespace by owning agent, type, status and team."""
+        return await ops.stats(caller)
 
     return router

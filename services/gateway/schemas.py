@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
 
 from engram import __version__
 from engram.config import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT
@@ -14,6 +14,7 @@ from engram.model import (
     IMPORTANCES,
     MEMORY_TYPES,
     SENSITIVITIES,
+    STATUSES,
     Memory,
 )
 from engram.names import AGENT_PATTERN
@@ -23,6 +24,9 @@ ENGRAM_VERSION = __version__
 
 DEFAULT_LIST_LIMIT = 20
 MAX_SEQ = 2**63 - 1  # log sequences and line numbers travel as 64-bit integers
+# Versions count the changes of one memory; capped where JSON numbers are exact everywhere (JavaScript's, and
+# the float64 that generic JSON tools read numbers as).
+MAX_VERSION = 2**53 - 1
 
 INSTRUCTIONS = """\
 Engram is shared long-term memory for AI agents. What any agent saves here, every agent working for the same \
@@ -33,8 +37,15 @@ preferences, the project, or decisions made in the past. Prior agents may alread
 - Call save_memory whenever you learn something worth keeping: a fact, a preference, a decision and its \
 reason, a finding, a blocker, an action item, or a handoff for another agent. Save one self-contained \
 statement per memory, written so that a reader without this conversation understands it.
+- Read all, write own: every agent of the namespace reads every memory, but only the agent that saved a \
+memory changes it. When a memory of yours is out of date, call update_memory to correct it in place, \
+supersede_memory when a new fact or decision replaces it (the old one stays in the record, marked \
+superseded), and delete_memory when it was wrong or is no longer wanted (it is archived, not erased). To \
+change another agent's memory, save your own version instead.
 - Never save secrets: API keys, tokens and passwords are redacted before storage.
-- Use get_memory for one memory by id, list_memories for the most recent ones, ping to check the connection.
+- Use get_memory for one memory by id (with its earlier versions), memory_history for who changed it and when, \
+memory_at for a memory as it was at a past time, list_memories for the most recent ones, get_memory_stats for \
+counts, ping to check the connection.
 """
 
 # Enum values come from the model, so the published schemas can never drift from what ingest accepts.
@@ -42,6 +53,11 @@ MemoryTypeName = Literal[MEMORY_TYPES]  # type: ignore[valid-type]
 ImportanceName = Literal[IMPORTANCES]  # type: ignore[valid-type]
 SensitivityName = Literal[SENSITIVITIES]  # type: ignore[valid-type]
 ConfidenceName = Literal[CONFIDENCES]  # type: ignore[valid-type]
+StatusName = Literal[STATUSES]  # type: ignore[valid-type]
+
+# A duration from now, e.g. 30d: seconds, minutes, hours, days or weeks. Weeks have one digit less, so that
+# every duration the pattern allows ends before the year 9999 (the last a time can be written in).
+DURATION_PATTERN = r"^(?:[1-9][0-9]{0,5}[smhd]|[1-9][0-9]{0,4}w)$"
 
 # --- argument types shared by the MCP tools and the REST bodies -------------------------------------------
 
@@ -92,8 +108,14 @@ ValidAt = Annotated[
 InvalidAt = Annotated[
     str | None, Field(json_schema_extra=_TIME, description="RFC 3339 time from which the memory is no longer true.")
 ]
+# Either form is published, so clients (and fuzzers) know both are accepted; the gateway parses them.
+_EXPIRY = {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "string", "pattern": DURATION_PATTERN}]}
 ExpiresAt = Annotated[
-    str | None, Field(json_schema_extra=_TIME, description="RFC 3339 time after which the memory is expired.")
+    Annotated[str, WithJsonSchema(_EXPIRY)] | None,
+    Field(
+        description="When the memory expires: an RFC 3339 time, or a duration from now such as 30d, 12h, 45m, "
+        "90s or 2w. An expired memory leaves search and lists but stays readable by id and in its history."
+    ),
 ]
 HandoffTarget = Annotated[
     str | None,
@@ -131,9 +153,29 @@ CreatedAfter = Annotated[
 CreatedBefore = Annotated[
     str | None, Field(json_schema_extra=_TIME, description="Only memories created before this RFC 3339 time.")
 ]
-Explain = Annotated[bool, Field(description="Add each ranking stage's rank and score to every hit.")]
+# Booleans are strict (true or false, not 0.0 or "yes"), as the published schemas say; REST query parameters
+# declare their own (text) booleans.
+IncludeArchived = Annotated[
+    bool, Field(strict=True, description="Also return archived (deleted) memories; by default only active ones are.")
+]
+StatusFilter = Annotated[
+    StatusName | list[StatusName] | None,
+    Field(description="Only memories in this status (or any of these): active, archived, expired, superseded. "
+          "Default: active only."),
+]  # fmt: skip
+TeamFilter = Annotated[str | None, Field(max_length=MAX_FIELD_CHARS, description="Only memories of this team.")]
+AsOf = Annotated[
+    str | None,
+    Field(
+        json_schema_extra=_TIME,
+        description="Search the memories as they were at this RFC 3339 time: their content then, the ones "
+        "active then and valid in the world then (valid_at <= time < invalid_at). Omit for now.",
+    ),
+]
+Explain = Annotated[bool, Field(strict=True, description="Add each ranking stage's rank and score to every hit.")]
 Rerank = Annotated[
-    bool | None, Field(description="Force the cross-encoder reranker on or off; omit for the server default.")
+    bool | None,
+    Field(strict=True, description="Force the cross-encoder reranker on or off; omit for the server default."),
 ]
 MinSeq = Annotated[
     int | None,
@@ -152,6 +194,31 @@ MemoryId = Annotated[
         min_length=1,
         json_schema_extra={"format": "uuid"},
         description="The memory's id (a UUID), as returned by save or search.",
+    ),
+]
+ExpectedVersion = Annotated[
+    int | None,
+    Field(
+        ge=1,
+        le=MAX_VERSION,
+        description="Change it only if it is still at this version (the `version` you last read); otherwise "
+        "the call fails naming the current version, so you can read it again and retry. Omit to change it "
+        "whatever its version.",
+    ),
+]
+NewId = Annotated[
+    str | None,
+    Field(
+        min_length=1,
+        json_schema_extra={"format": "uuid"},
+        description="An existing memory that replaces the old one (instead of content for a new one).",
+    ),
+]
+PointInTime = Annotated[
+    str,
+    Field(
+        json_schema_extra=_TIME,
+        description="The RFC 3339 time to look at, e.g. 2026-01-31T12:00:00Z.",
     ),
 ]
 
@@ -304,6 +371,50 @@ class ListResult(BaseModel):
     next_page_token: str | None = Field(description="Pass it as page_token for the next page; null at the end.")
 
 
+class DeleteResult(BaseModel):
+    """What delete answers: the archived memory, or after a purge how much was erased."""
+
+    id: str
+    seq: int = Field(description="Log sequence of the write; pass it as min_seq to read it back anywhere.")
+    purged: bool = Field(description="True: erased for good (admin). False: archived, kept in its history.")
+    memory: MemoryOut | None = Field(description="The archived memory at its new version; null after a purge.")
+    erased: int = Field(default=0, description="Log entries removed for good by a purge.")
+
+
+class SupersedeResult(BaseModel):
+    """What supersede answers: the memory that now holds (new or existing) and the one it replaced."""
+
+    id: str = Field(description="The id of the replacing memory.")
+    version: int
+    seq: int = Field(description="Log sequence of the write; pass it as min_seq to read it back anywhere.")
+    memory: MemoryOut = Field(description="The replacing memory.")
+    superseded: MemoryOut = Field(description="The replaced memory, now status superseded, with superseded_by.")
+    redactions: list[RedactionOut] = Field(description="Secrets removed from the new memory; empty if none.")
+
+
+class HistoryResult(BaseModel):
+    memory_id: str
+    versions: list[MemoryVersionOut] = Field(
+        description="Every version, oldest first; the last is the current one. Each says who wrote it, from "
+        "which client, when, and the change that made it (event)."
+    )
+
+
+class MemoryStatsOut(BaseModel):
+    """Counts of the memories of your namespace."""
+
+    namespace: str
+    memories: int = Field(description="Active memories.")
+    total: int = Field(description="Every memory, whatever its status.")
+    by_agent: dict[str, int] = Field(description="Memories per owning agent (every status).")
+    by_type: dict[str, int] = Field(description="Memories per memory_type (every status).")
+    by_status: dict[str, int] = Field(description="Memories per status: active, archived, expired, superseded.")
+    by_team: dict[str, int] = Field(description="Memories per team (every status; memories without a team are not "
+                                    "counted).")  # fmt: skip
+    applied_seq: int = Field(description="Log sequence the index had applied when it answered.")
+    log_last_seq: int = Field(description="The newest log sequence (0 when the log cannot be asked).")
+
+
 class PingResult(BaseModel):
     ok: bool
     agent: str = Field(description="The agent id your memories are saved under.")
@@ -340,6 +451,83 @@ class SaveRequest(BaseModel):
     context: ContextArg = None
 
 
+# The fields update_memory may change (named as in the request); `metadata` is MemoryInput.metadata_json.
+UPDATE_FIELDS = (
+    "content", "summary", "tags", "topics", "memory_type", "importance", "metadata", "team", "project",
+    "sensitivity", "confidence", "valid_at", "invalid_at", "expires_at", "context",
+)  # fmt: skip
+# The save fields a supersede may give for the new memory (everything a save takes).
+REPLACEMENT_FIELDS = (
+    "content", "tags", "topics", "memory_type", "importance", "summary", "metadata", "team", "project",
+    "conversation_id", "sensitivity", "confidence", "valid_at", "invalid_at", "expires_at", "handoff_target",
+    "context",
+)  # fmt: skip
+# Rules across fields, published in the schemas (REST and MCP) and enforced by the operations; null means omitted.
+UPDATE_RULE: dict[str, Any] = {
+    "anyOf": [{"required": [name], "properties": {name: {"not": {"type": "null"}}}} for name in UPDATE_FIELDS]
+}
+SUPERSEDE_RULE: dict[str, Any] = {
+    "anyOf": [
+        {"required": ["content"], "properties": {"content": {"type": "string"}, "new_id": {"type": "null"}}},
+        {
+            "required": ["new_id"],
+            "properties": {"new_id": {"type": "string"}, **{name: {"type": "null"} for name in REPLACEMENT_FIELDS}},
+        },
+    ]
+}
+
+
+class UpdateRequest(BaseModel):
+    """The fields to change (at least one); a field left out, or null, keeps its value. Lists and metadata are
+    replaced whole; an empty string, list or object clears a field."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=UPDATE_RULE)
+
+    content: Content | None = None
+    summary: Summary = None
+    tags: Tags = None
+    topics: Topics = None
+    memory_type: MemoryTypeArg = None
+    importance: ImportanceArg = None
+    metadata: Metadata = None
+    team: Team = None
+    project: Project = None
+    sensitivity: SensitivityArg = None
+    confidence: ConfidenceArg = None
+    valid_at: ValidAt = None
+    invalid_at: InvalidAt = None
+    expires_at: ExpiresAt = None
+    context: ContextArg = None
+    expected_version: ExpectedVersion = None
+
+
+class SupersedeRequest(BaseModel):
+    """What replaces a memory: either `content` (and any save field) for a new memory, or `new_id` of an existing
+    one; exactly one of the two."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=SUPERSEDE_RULE)
+
+    content: Content | None = None
+    tags: Tags = None
+    topics: Topics = None
+    memory_type: MemoryTypeArg = None
+    importance: ImportanceArg = None
+    summary: Summary = None
+    metadata: Metadata = None
+    team: Team = None
+    project: Project = None
+    conversation_id: ConversationId = None
+    sensitivity: SensitivityArg = None
+    confidence: ConfidenceArg = None
+    valid_at: ValidAt = None
+    invalid_at: InvalidAt = None
+    expires_at: ExpiresAt = None
+    handoff_target: HandoffTarget = None
+    context: ContextArg = None
+    new_id: NewId = None
+    expected_version: ExpectedVersion = None
+
+
 class ImportLineIn(SaveRequest):
     """One line of a bulk import: a save_memory object, plus an optional idempotency key."""
 
@@ -359,6 +547,9 @@ class Filters(BaseModel):
     conversation_id: ConversationId = None
     created_after: CreatedAfter = None
     created_before: CreatedBefore = None
+    team: TeamFilter = None
+    status: StatusFilter = None
+    include_archived: IncludeArchived = False
 
 
 class SearchRequest(BaseModel):
@@ -367,6 +558,7 @@ class SearchRequest(BaseModel):
     query: Query
     limit: SearchLimit = DEFAULT_SEARCH_LIMIT
     filters: Filters = Field(default_factory=Filters)
+    as_of: AsOf = None
     explain: Explain = False
     rerank: Rerank = None
     min_seq: MinSeq = None

@@ -15,7 +15,8 @@ from tests.helpers.mcp import call, http_client, stdio_client
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 MODES = ["legacy", "auto"]  # legacy = initialize handshake (Claude Code, Cursor...); auto = 2026-07-28
-READ_TOOLS = {"search_memory", "get_memory", "list_memories", "ping"}
+READ_TOOLS = {"search_memory", "get_memory", "list_memories", "memory_history", "memory_at", "get_memory_stats", "ping"}
+WRITE_TOOLS = {"save_memory", "update_memory", "delete_memory", "supersede_memory"}
 METADATA = {"n": 5, "nested": {"a": [1, 2]}, "ratio": 0.5, "flag": True, "none": None}
 INITIALIZE = {
     "jsonrpc": "2.0",
@@ -54,7 +55,7 @@ async def test_tools_are_listed_with_when_to_use_descriptions_and_output_schemas
     async with http_client(node.mcp_url, mode=mode) as client:
         tools = {t.name: t for t in (await client.list_tools()).tools}
         instructions = client.instructions
-    assert set(tools) == {"save_memory", "search_memory", "get_memory", "list_memories", "ping"}
+    assert set(tools) == READ_TOOLS | WRITE_TOOLS
     for tool in tools.values():
         assert tool.description and len(tool.description) > 80, tool.name
         assert tool.output_schema is not None, tool.name
