@@ -187,10 +187,7 @@ def build_call(args: argparse.Namespace) -> Call:
         return Call("GET", f"{memory}/at", render_memory, params={"time": args.time})
     if args.command == "stats":
         return Call("GET", "/v1/stats", render_stats)
-    hint = (
-        "Purging needs an admin key: create one with `engram keys create --namespace N --agent A --scopes "
-        "read,write,admin` and set ENGRAM_API_KEY to it."
-    )
+    hint = "Set ENGRAM_API_KEY to a key with the admin scope."
     return Call("DELETE", memory, render_delete, params={"purge": "true"}, hint_403=hint)
 
 
@@ -290,14 +287,15 @@ def render_memory(memory: dict[str, Any]) -> str:
 
 
 def render_stats(stats: dict[str, Any]) -> str:
+    active = stats["memories"]
     lines = [
-        f"Namespace {stats['namespace']}: {stats['memories']:,} active memories, {stats['total']:,} in all "
-        f"(index at log seq {stats['applied_seq']:,} of {stats['log_last_seq']:,})"
+        f"Namespace {stats['namespace']}: {active:,} active memor{'y' if active == 1 else 'ies'}, "
+        f"{stats['total']:,} in all (index at log seq {stats['applied_seq']:,} of {stats['log_last_seq']:,})"
     ]
     for label, key in (("status", "by_status"), ("agent", "by_agent"), ("type", "by_type"), ("team", "by_team")):
         counts = sorted((stats.get(key) or {}).items(), key=lambda item: (-item[1], item[0]))
         shown = " · ".join(f"{name} {count:,}" for name, count in counts) or "none"
-        lines.append(f"  by {label:<7}{shown}")
+        lines.append(f"  by {label:<8}{shown}")
     return "\n".join(lines)
 
 
