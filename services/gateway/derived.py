@@ -1,6 +1,6 @@
 """Pydantic models derived from the domain dataclasses, so the REST and MCP shapes of a memory follow engram.model.
 
-A model declared with ``source=SomeDataclass`` gets one field per dataclass field, in the dataclass's order:
+A model that names its dataclass in ``__derived_from__`` gets one field per dataclass field, in the dataclass's order:
 times (``*_at`` epoch floats) become RFC 3339 strings, nested dataclasses become their derived models, defaults
 and default factories carry over. A field the class declares itself (to add a description, say) is kept as
 declared. So a field added to the domain type shows in the published schemas without being written again.
@@ -26,9 +26,9 @@ class _DerivedMeta(ModelMetaclass):
         name: str,
         bases: tuple[type, ...],
         namespace: dict[str, Any],
-        source: type | None = None,
         **kwargs: Any,
     ) -> type:
+        source: type | None = namespace.get("__derived_from__")
         if source is not None:
             declared = dict(namespace.get("__annotations__", {}))
             annotations: dict[str, Any] = {}
@@ -46,7 +46,11 @@ class _DerivedMeta(ModelMetaclass):
 
 
 class DerivedModel(BaseModel, metaclass=_DerivedMeta):
-    """Base of the models derived from a dataclass: ``class MemoryOut(DerivedModel, source=Memory)``."""
+    """Base of the models derived from a dataclass::
+
+    class MemoryOut(DerivedModel):
+        __derived_from__ = Memory
+    """
 
 
 def _public(f: dataclasses.Field[Any], hint: Any) -> tuple[Any, Any]:

@@ -15,9 +15,14 @@ from engram.model import (
     MEMORY_TYPES,
     SENSITIVITIES,
     STATUSES,
+    Handoff,
     Memory,
+    MemoryVersion,
+    Origin,
+    Relation,
 )
 from engram.names import AGENT_PATTERN
+from engram.services.gateway.derived import DerivedModel
 from engram.services.ingest.validation import MAX_FIELD_CHARS, MAX_LABEL_CHARS, MAX_LIST_ITEMS, MAX_SUMMARY_CHARS
 
 ENGRAM_VERSION = __version__
@@ -226,77 +231,51 @@ PointInTime = Annotated[
 # --- results ------------------------------------------------------------------------------------------------
 
 
-class MemoryVersionOut(BaseModel):
-    """An earlier version of a memory."""
+# The memory's public shape is derived from engram.model: a field added there is published here too. Fields
+# declared below only add a description to the derived one.
 
-    version: int
-    content: str
-    summary: str = ""
-    agent_id: str = ""
-    source: str = ""
-    updated_at: str | None = None
-    seq: int = 0
-    conflict: bool = False
-    status: str = "active"
+
+class OriginOut(DerivedModel):
+    """Where a memory was first written."""
+
+    __derived_from__ = Origin
+
+
+class RelationOut(DerivedModel):
+    """A link to another memory: supersedes, contradicts, context-dependent, merged-into."""
+
+    __derived_from__ = Relation
+
+
+class HandoffOut(DerivedModel):
+    """Work handed over to another agent."""
+
+    __derived_from__ = Handoff
+
+
+class MemoryVersionOut(DerivedModel):
+    """One version of a memory: what it said, who wrote it, when, from which client."""
+
+    __derived_from__ = MemoryVersion
+
     event: str = Field(default="", description="The change that made this version: memory_saved, memory_updated, ...")
 
 
-class RelationOut(BaseModel):
-    kind: str
-    memory_id: str
-    note: str = ""
-
-
-class HandoffOut(BaseModel):
-    target_agent: str
-    status: str = "pending"
-    updated_at: str | None = None
-
-
-class OriginOut(BaseModel):
-    device: str = ""
-    source_id: str = ""
-
-
-class MemoryOut(BaseModel):
+class MemoryOut(DerivedModel):
     """A memory as every API shows it (``Memory.to_dict()``): RFC 3339 times, metadata exactly as saved."""
 
-    # Fields added to the model later pass through instead of being dropped.
+    __derived_from__ = Memory
+
+    # Fields a newer service adds before this gateway knows them pass through instead of being dropped.
     model_config = ConfigDict(extra="allow")
 
-    id: str
-    namespace: str
-    content: str
-    owner_agent: str
-    summary: str = ""
-    memory_type: str = "general"
-    confidence: str = "stated"
-    topics: list[str] = Field(default_factory=list)
-    tags: list[str] = Field(default_factory=list)
-    importance: str = "normal"
-    source: str = ""
-    team: str = ""
-    project: str = ""
-    conversation_id: str = ""
-    metadata: dict[str, Any] = Field(default_factory=dict)
-    sensitivity: str = "normal"
-    created_at: str | None = None
-    updated_at: str | None = None
-    valid_at: str | None = None
-    invalid_at: str | None = None
-    expires_at: str | None = None
-    version: int = 1
-    history: list[MemoryVersionOut] = Field(default_factory=list)
-    status: str = "active"
-    superseded_by: str = ""
-    relations: list[RelationOut] = Field(default_factory=list)
-    handoff: HandoffOut | None = None
-    questions: list[str] = Field(default_factory=list)
-    access_count: int = 0
-    origin: OriginOut = Field(default_factory=OriginOut)
-    seq: int = 0
+    version: int = Field(default=1, description="Its version: 1 when saved, one more for every change.")
+    history: list[MemoryVersionOut] = Field(
+        default_factory=list, description="Earlier versions, oldest first (get_memory fills it; searches do not)."
+    )
+    status: str = Field(default="active", description="active, archived, expired or superseded.")
+    superseded_by: str = Field(default="", description="The id of the memory that replaced this one, if any.")
     context: str = Field(default="", description="Text that situates the memory; searched, not part of it.")
-    last_accessed_at: str | None = None
     updated_by: str = Field(default="", description="The agent that wrote this version.")
 
     @classmethod

@@ -298,7 +298,10 @@ class Indexer:
     async def _run(self) -> None:
         while True:
             try:
-                first = await asyncio.wait_for(self._queue.get(), IDLE_SECONDS)
+                # asyncio.timeout, not wait_for: on Python 3.11 wait_for returns an item that arrives together
+                # with a cancellation and swallows the cancellation, so stop() would wait for ever.
+                async with asyncio.timeout(IDLE_SECONDS):
+                    first = await self._queue.get()
             except TimeoutError:
                 # Idle: let the index do its housekeeping (Qdrant Edge builds its HNSW graph here), unless the
                 # disk is nearly full: rebuilding segments needs room.

@@ -82,3 +82,16 @@ def test_second_node_for_the_same_data_dir_is_refused(tmp_path: Path, model_cach
         assert "already runs" in result.stderr and str(node.pid) in result.stderr
     finally:
         assert node.stop() == 0
+
+
+def test_a_node_with_unwritten_read_counts_stops_at_once(tmp_path: Path, model_cache: Path) -> None:
+    """Stopping writes the read counts gathered so far to the log while the indexer follows it: the indexer must
+    still stop (it once swallowed its cancellation when that entry arrived with it)."""
+    node = start_node(tmp_path / "home", model_cache)  # counts are written every 10 s: some are pending at stop
+    agent = {"X-Engram-Agent-ID": "owner"}
+    with httpx.Client(base_url=node.http_url, timeout=60, headers=agent) as api:
+        saved = api.post("/v1/memories", json={"content": "The deploy target is Heroku"}).json()
+        assert api.patch(f"/v1/memories/{saved['id']}", json={"content": "It is Fly.io"}).status_code == 200
+        assert api.get(f"/v1/memories/{saved['id']}").json()["version"] == 2
+        assert api.post("/v1/memories:search", json={"query": "deploy target"}).status_code == 200
+    assert node.stop(timeout=20) == 0

@@ -94,3 +94,35 @@ def test_the_published_memory_schema_has_exactly_the_domain_fields() -> None:
     ):
         assert set(out.model_fields) == set(value), out.__name__
     assert MemoryOut.of(memory).model_dump() == shown
+
+
+@dataclasses.dataclass
+class _Part:
+    name: str = ""
+
+
+@dataclasses.dataclass
+class _Thing:
+    id: str
+    seen_at: float | None = None
+    parts: list[_Part] = dataclasses.field(default_factory=list)
+    part: _Part = dataclasses.field(default_factory=_Part)
+    colour: str = "red"  # the "new field"
+
+
+def test_a_field_added_to_a_domain_dataclass_is_published_without_editing_the_schemas() -> None:
+    from engram.services.gateway.derived import DerivedModel
+
+    class PartOut(DerivedModel):
+        __derived_from__ = _Part
+
+    class ThingOut(DerivedModel):
+        __derived_from__ = _Thing
+
+    assert list(ThingOut.model_fields) == ["id", "seen_at", "parts", "part", "colour"]
+    shown = ThingOut.model_validate({"id": "x", "seen_at": "2026-01-01T00:00:00Z", "parts": [{"name": "a"}]})
+    assert shown.model_dump() == {
+        "id": "x", "seen_at": "2026-01-01T00:00:00Z", "parts": [{"name": "a"}], "part": {"name": ""}, "colour": "red"
+    }  # fmt: skip
+    assert ThingOut.model_json_schema()["required"] == ["id"]
+    assert PartOut.model_fields["name"].default == ""
