@@ -231,6 +231,8 @@ def _problem(response: httpx.Response, body: dict[str, Any], call: Call) -> str:
         detail += " Set ENGRAM_API_KEY to the key."
     if response.status_code == 403 and call.hint_403 and "admin" in detail:
         detail = f"{detail} {call.hint_403}"
+    if response.status_code == 403 and detail.startswith("Memory owned by"):
+        detail += " From the CLI, act as the owner with --agent (or a key of that agent)."
     return f"{detail} (HTTP {response.status_code})"
 
 
