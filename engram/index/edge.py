@@ -140,8 +140,7 @@ class EdgeIndex:
             for point_id, values in fields.items():
                 if point_id in present:
                     self._shard.update(qe.UpdateOperation.set_payload([point_id], values))
-            # A payload change moves a point out of an indexed segment: count it towards the next optimize().
-            self._unindexed += len(present)
+            # No count towards optimize(): a payload change leaves the point in its indexed segment (measured).
 
     def facet(self, namespace: str, key: str, flt: SearchFilter | None = None) -> dict[str, int]:
         condition = build_filter(namespace, flt or SearchFilter(statuses=list(EVERY_STATUS)))

@@ -308,6 +308,8 @@ class Indexer:
                 if self._disk is None or self._disk.index_space_problem() is None:
                     try:
                         await asyncio.to_thread(self._index.maintain)
+                        if self._versions is not None:
+                            await asyncio.to_thread(self._versions.maintain)
                     except Exception:
                         log.exception("index maintenance failed; it is retried when idle again")
                 continue

@@ -25,6 +25,7 @@ from engram.index import (
     Position,
     Scored,
     SearchRequest,
+    version_point_id,
 )
 from engram.model import Caller, Memory, MemoryVersion, SearchFilter, parse_time, servable_problem
 from engram.results import Expiring, History, Hit, MemoryStats, SearchResult
@@ -129,15 +130,12 @@ class MemoryReader:
             dense=dense if DENSE in chosen else None,
             sparse=self._sparse.query(query) if SPARSE in chosen else None,
             questions=dense if QUESTIONS in chosen else None,
-            # Converting 2 x 100 payloads costs more than fetching the few we keep; a point-in-time search reads
-            # two indexes, so it keeps the payloads it gets rather than asking each index again.
-            with_payload=flt.as_of is not None,
+            with_payload=False,  # converting 2 x 100 payloads costs more than fetching the few we keep
         )
-        known: dict[str, dict[str, Any]] = {}
         if flt.as_of is None:
             lists = await asyncio.to_thread(self._index.search, request)
         else:
-            lists = await asyncio.to_thread(self._search_as_of, request, known)
+            lists = await asyncio.to_thread(self._search_as_of, request)
         ranked_lists = {name: [(s.id, s.score) for s in ranked] for name, ranked in lists.items()}
         if self._config.fusion == "rrf":
             fused = rrf(ranked_lists, k=self._config.rrf_k, weights=self._config.weights)
@@ -145,11 +143,7 @@ class MemoryReader:
             fused = relative(ranked_lists, weights=self._config.weights)
         keep = max(limit, self._config.rerank_top_n) if use_rerank else limit
         top = fused[:keep]
-        if flt.as_of is None:
-            found = await asyncio.to_thread(self._index.retrieve, caller.namespace, [item.id for item in top])
-            payloads = {payload["id"]: payload for payload in found}
-        else:
-            payloads = known
+        payloads = await asyncio.to_thread(self._payloads, caller.namespace, [item.id for item in top], flt.as_of)
         hits = [
             Hit(memory, item.score, _stages(item.ranks, item.scores, rank, item.score))
             for rank, item in enumerate(top, start=1)
@@ -166,24 +160,26 @@ class MemoryReader:
             self._access.note(caller.namespace, [hit.memory.id for hit in hits])
         return SearchResult(hits, self._indexer.applied_seq, reranked=use_rerank and bool(hits), rerank_note=note)
 
-    def _search_as_of(self, request: SearchRequest, payloads: dict[str, dict[str, Any]]) -> dict[str, list[Scored]]:
-        """Searches the current and the earlier versions that were current at request.filter.as_of.
+    def _search_as_of(self, request: SearchRequest) -> dict[str, list[Scored]]:
+        """Searches the current versions and the earlier ones, each filtered to what was current at ``as_of``.
 
-        A memory has at most one version current at any time, so the two result lists never share a memory:
-        each retriever's lists are merged by score. Hits are keyed by memory id; their payloads go to payloads.
+        A memory has one version current at any time, so the two lists never hold the same memory twice: each
+        retriever's lists are merged by score (point ids: a memory's id, or one of its versions' ids).
         """
         lists = self._index.search(request)
         if self._versions is not None:
             for name, ranked in self._versions.search(request).items():
-                lists[name] = sorted([*lists.get(name, []), *ranked], key=lambda s: s.score, reverse=True)
-        merged: dict[str, list[Scored]] = {}
-        for name, ranked in lists.items():
-            merged[name] = []
-            for scored in ranked[: request.limit]:
-                memory_id = str(scored.payload.get("id", scored.id))
-                payloads[memory_id] = scored.payload
-                merged[name].append(Scored(memory_id, scored.score, {}))
-        return merged
+                merged = sorted([*lists.get(name, []), *ranked], key=lambda s: s.score, reverse=True)
+                lists[name] = merged[: request.limit]
+        return lists
+
+    def _payloads(self, namespace: str, ids: list[str], as_of: float | None) -> dict[str, dict[str, Any]]:
+        """The payloads of search hits by point id; a point-in-time search's hits may be earlier versions."""
+        payloads = {payload["id"]: payload for payload in self._index.retrieve(namespace, ids)}
+        if as_of is not None and self._versions is not None:
+            for payload in self._versions.retrieve(namespace, [i for i in ids if i not in payloads]):
+                payloads[version_point_id(payload["id"], int(payload.get("version", 0)))] = payload
+        return payloads
 
     def _rerank_decision(self, requested: bool | None) -> tuple[bool, str]:
         if self._reranker is None:
