@@ -116,6 +116,12 @@ class Settings:
             raise SettingsError("ENGRAM_MAX_IMPORT_BYTES must be at least ENGRAM_MAX_IMPORT_LINE_BYTES")
         if self.disk_reserve_mb < 0:
             raise SettingsError(f"ENGRAM_DISK_RESERVE_MB must be >= 0, got {self.disk_reserve_mb}")
+        if self.access_flush_seconds <= 0:
+            raise SettingsError(f"ENGRAM_ACCESS_FLUSH_SECONDS must be > 0, got {self.access_flush_seconds}")
+        if self.expiry_interval_seconds < 0:
+            raise SettingsError(
+                f"ENGRAM_EXPIRY_INTERVAL_SECONDS must be >= 0 (0 turns expiry off), got {self.expiry_interval_seconds}"
+            )
 
     @property
     def loopback(self) -> bool:

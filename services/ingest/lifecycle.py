@@ -170,6 +170,10 @@ class Lifecycle:
             new = await self._state.get(caller, _memory_id(new_id), for_update=True)
             if new.id == head.id:
                 raise InvalidArgument("new_id", "a memory cannot supersede itself.")
+            if new.status == "superseded":  # also what would close a cycle of supersessions
+                raise InvalidArgument(
+                    "new_id", f"'{new.id}' was itself superseded by '{new.superseded_by}'; name that one instead."
+                )
         else:
             assert replacement is not None
             new, redactions = self._writer.prepare(caller, replacement)

@@ -301,6 +301,9 @@ async def test_supersession_chains_resolve_to_their_head(clients: tuple[IngestCl
     assert fourth.old.superseded_by == other.memory.id and fourth.new.id == other.memory.id
     with pytest.raises(errors.InvalidArgument):
         await ingest.supersede(me, other.memory.id, new_id=other.memory.id)
+    # A replaced memory cannot come back as a replacement: that would close a cycle.
+    with pytest.raises(errors.InvalidArgument, match="was itself superseded"):
+        await ingest.supersede(me, other.memory.id, new_id=first.memory.id)
 
 
 async def test_expiry_job_with_an_injected_clock_expires_only_what_is_due(

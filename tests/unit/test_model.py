@@ -97,3 +97,6 @@ def test_settings_read_env_then_flags_and_reject_bad_values() -> None:
     assert not Settings.from_env({}, host="0.0.0.0").dev
     with pytest.raises(SettingsError, match="ENGRAM_PORT"):
         Settings.from_env({"ENGRAM_PORT": "many"})
+    with pytest.raises(SettingsError, match="ENGRAM_ACCESS_FLUSH_SECONDS must be > 0"):
+        Settings.from_env({"ENGRAM_ACCESS_FLUSH_SECONDS": "0"})
+    assert Settings.from_env({"ENGRAM_EXPIRY_INTERVAL_SECONDS": "0"}).expiry_interval_seconds == 0
