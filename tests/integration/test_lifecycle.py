@@ -334,7 +334,7 @@ async def test_the_scheduled_expiry_expires_a_memory_once_due(clients: tuple[Ing
     me = caller(namespace(), "a@d")
     saved = await ingest.save(me, MemoryInput(content="Expires in a moment", expires_at=time.time() + 0.5))
     deadline = time.monotonic() + WAIT
-    while (memory := await search.get(me, saved.memory.id)).status != "expired":
+    while (memory := await search.get(me, saved.memory.id, min_seq=saved.seq)).status != "expired":
         assert time.monotonic() < deadline, memory
         await asyncio.sleep(0.2)
 
