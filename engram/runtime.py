@@ -101,6 +101,11 @@ class HealthLogState:
     def log_acknowledging(self) -> None:
         self._health.clear(LOG_STORE)
 
+    def log_down(self) -> bool:
+        # Set by the connection's disconnect callback and by the embedded node's supervisor when nats-server
+        # exits, whichever notices first; cleared once the connection is back.
+        return self._health.problem(LOG) is not None
+
 
 @dataclass
 class Resources:

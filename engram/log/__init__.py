@@ -62,6 +62,10 @@ class LogState(Protocol):
 
     def log_acknowledging(self) -> None: ...
 
+    def log_down(self) -> bool:
+        """True while the log is known to be unreachable (by the connection, or by whoever runs its server)."""
+        ...
+
 
 class NoState:
     """A LogState that ignores everything (tools and tests that have no health to report)."""
@@ -77,6 +81,9 @@ class NoState:
 
     def log_acknowledging(self) -> None:
         return None
+
+    def log_down(self) -> bool:
+        return False
 
 
 class Subscription(Protocol):

@@ -32,6 +32,7 @@ DEFAULT_RECONNECT_WAIT = 0.5
 _WRONG_LAST_SEQUENCE = 10071
 _INSUFFICIENT_RESOURCES = 10047
 INTERRUPTED_WAIT = 3.0  # how long an append whose connection dropped waits for the reconnection
+LOG_DOWN = "The log (NATS) is unreachable right now; nothing was saved. Retry in a few seconds."
 
 
 class _Interrupted(Exception):
@@ -188,18 +189,18 @@ class NatsLog:
         replica) appends meanwhile, JetStream refuses, the new entries are read too, and so on. So no entry
         can slip in unseen between the check and the append.
         """
+        if not self._nc.is_connected or self._state.log_down():
+            # Refused before waiting for the lock, which an append interrupted by the outage may hold for a while.
+            raise Unavailable(LOG_DOWN, retry_after=2.0)
         async with self._lock:
             failures = conflicts = 0
             interrupted = False
             while failures < DEFAULT_PUBLISH_ATTEMPTS and conflicts < MAX_CONFLICTS:
-                if not self._nc.is_connected:
+                if not self._nc.is_connected or (not interrupted and self._state.log_down()):
                     if not interrupted:
                         # Publishing now would queue the message in the client until it reconnects, after the
                         # caller was told it failed; refuse instead, so a refused write is really not stored.
-                        raise Unavailable(
-                            "The log (NATS) is unreachable right now; nothing was saved. Retry in a few seconds.",
-                            retry_after=2.0,
-                        )
+                        raise Unavailable(LOG_DOWN, retry_after=2.0)
                     with contextlib.suppress(TimeoutError):
                         await asyncio.wait_for(self._up.wait(), INTERRUPTED_WAIT)
                     if not self._nc.is_connected:

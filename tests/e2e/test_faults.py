@@ -11,6 +11,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import threading
@@ -101,14 +102,17 @@ def test_killed_nats_server_is_restarted_and_no_acknowledged_write_is_lost(tmp_p
         _wait(lambda: len(writer.acked) >= 30)
         old_nats = node.nats_pid
         os.kill(old_nats, signal.SIGKILL)
-        down = _wait(lambda: client.get("/readyz").status_code == 503, timeout=5, interval=0.01)
-        readyz = client.get("/readyz").json()
-        # Writes that start while the log is down are refused at once, saying when to retry.
-        probes = []
-        for _ in range(5):
-            started = time.monotonic()
-            response = client.post("/v1/memories", json={"content": "during the outage"})
-            probes.append((response.status_code, time.monotonic() - started, response.headers.get("retry-after")))
+        # The supervisor restarts nats-server on the same port, sometimes before the probes below have run (then
+        # they were not "during the outage"): holding the port keeps the log down until they are done.
+        with _holding_port(int(node.nats_url.rsplit(":", 1)[1])):
+            down = _wait(lambda: client.get("/readyz").status_code == 503, timeout=5, interval=0.01)
+            readyz = client.get("/readyz").json()
+            # Writes that start while the log is down are refused at once, saying when to retry.
+            probes = []
+            for _ in range(5):
+                started = time.monotonic()
+                response = client.post("/v1/memories", json={"content": "during the outage"})
+                probes.append((response.status_code, time.monotonic() - started, response.headers.get("retry-after")))
         recovered = _wait(lambda: client.get("/readyz").status_code == 200, timeout=30)
         acked_at_recovery = len(writer.acked)
         _wait(lambda: len(writer.acked) >= acked_at_recovery + 30)  # writes flow again, same node process
@@ -128,6 +132,28 @@ def test_killed_nats_server_is_restarted_and_no_acknowledged_write_is_lost(tmp_p
         writer.stop.set()
         client.close()
         assert node.stop() == 0
+
+
+@contextlib.contextmanager
+def _holding_port(port: int, timeout: float = 2.0) -> Iterator[None]:
+    """Listens on 127.0.0.1:port (once its killed owner has let go of it), so nothing else can, until the end."""
+    holder = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    holder.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    deadline = time.monotonic() + timeout
+    while True:
+        try:
+            holder.bind(("127.0.0.1", port))
+            holder.listen(1)
+            break
+        except OSError as e:
+            if e.errno != errno.EADDRINUSE or time.monotonic() > deadline:
+                holder.close()
+                raise
+            time.sleep(0.001)
+    try:
+        yield
+    finally:
+        holder.close()
 
 
 @dataclass
