@@ -480,29 +480,13 @@ class UpdateRequest(BaseModel):
     expected_version: ExpectedVersion = None
 
 
-class SupersedeRequest(BaseModel):
+class SupersedeRequest(SaveRequest):
     """What replaces a memory: either `content` (and any save field) for a new memory, or `new_id` of an existing
     one; exactly one of the two."""
 
     model_config = ConfigDict(extra="forbid", json_schema_extra=SUPERSEDE_RULE)
 
-    content: Content | None = None
-    tags: Tags = None
-    topics: Topics = None
-    memory_type: MemoryTypeArg = None
-    importance: ImportanceArg = None
-    summary: Summary = None
-    metadata: Metadata = None
-    team: Team = None
-    project: Project = None
-    conversation_id: ConversationId = None
-    sensitivity: SensitivityArg = None
-    confidence: ConfidenceArg = None
-    valid_at: ValidAt = None
-    invalid_at: InvalidAt = None
-    expires_at: ExpiresAt = None
-    handoff_target: HandoffTarget = None
-    context: ContextArg = None
+    content: Content | None = None  # type: ignore[assignment]  # optional here: new_id may name the replacement
     new_id: NewId = None
     expected_version: ExpectedVersion = None
 
