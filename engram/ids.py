@@ -7,6 +7,8 @@ import threading
 import time
 import uuid
 
+from engram.errors import InvalidArgument
+
 _lock = threading.Lock()
 _last_ms = 0
 _counter = 0
@@ -38,3 +40,11 @@ def is_uuid(text: str) -> bool:
         return str(uuid.UUID(text)) == text.lower()
     except ValueError:
         return False
+
+
+def memory_id(text: str, *, field: str = "id") -> str:
+    """A memory id as given by a caller, normalised (trimmed, lower case); InvalidArgument if it is not one."""
+    normalised = text.strip().lower()
+    if not is_uuid(normalised):
+        raise InvalidArgument(field, f"'{normalised[:40]}' is not a memory id (a UUID as returned by save_memory).")
+    return normalised

@@ -175,6 +175,3 @@ def stored_point(point_id: str, payload: dict[str, Any], vectors: dict[str, Any]
 def version_point_id(memory_id: str, version: int) -> str:
     """The versions index's point id of one version of a memory (deterministic, so replays overwrite)."""
     return str(uuid.uuid5(uuid.UUID(memory_id), str(version)))
-
-
-EVERY_STATUS = ("active", "archived", "expired", "superseded")

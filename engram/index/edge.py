@@ -14,7 +14,6 @@ import qdrant_edge as qe
 from engram.index import (
     CREATED_TS,
     DENSE,
-    EVERY_STATUS,
     EXPIRES_TS,
     FLOAT_FIELDS,
     INDEXED_FIELDS,
@@ -34,7 +33,7 @@ from engram.index import (
     stored_point,
 )
 from engram.index.listing import recent_page
-from engram.model import SearchFilter
+from engram.model import STATUSES, SearchFilter
 
 log = logging.getLogger(__name__)
 
@@ -143,7 +142,7 @@ class EdgeIndex:
             # No count towards optimize(): a payload change leaves the point in its indexed segment (measured).
 
     def facet(self, namespace: str, key: str, flt: SearchFilter | None = None) -> dict[str, int]:
-        condition = build_filter(namespace, flt or SearchFilter(statuses=list(EVERY_STATUS)))
+        condition = build_filter(namespace, flt or SearchFilter(statuses=list(STATUSES)))
         with self._lock:
             response = self._shard.facet(qe.FacetRequest(key, limit=10_000, exact=True, filter=condition))
         return {str(hit.value): int(hit.count) for hit in response.hits if hit.value not in (None, "")}

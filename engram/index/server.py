@@ -16,7 +16,6 @@ from engram.errors import Unavailable
 from engram.index import (
     CREATED_TS,
     DENSE,
-    EVERY_STATUS,
     EXPIRES_TS,
     FLOAT_FIELDS,
     KEYWORD_FIELDS,
@@ -34,7 +33,7 @@ from engram.index import (
     stored_point,
 )
 from engram.index.listing import recent_page
-from engram.model import SearchFilter
+from engram.model import STATUSES, SearchFilter
 
 DEFAULT_COLLECTION = "engram_memories"
 DEFAULT_TIMEOUT_SECONDS = 10
@@ -132,13 +131,13 @@ class QdrantServerIndex:
     def facet(self, namespace: str, key: str, flt: SearchFilter | None = None) -> dict[str, int]:
         if self._local:  # local mode has no facet API: count by scrolling (tests only)
             counts: dict[str, int] = {}
-            for payload in self._scroll_every(build_filter(namespace, flt or SearchFilter(statuses=[*EVERY_STATUS]))):
+            for payload in self._scroll_every(build_filter(namespace, flt or SearchFilter(statuses=list(STATUSES)))):
                 values = payload.get(key)
                 for value in values if isinstance(values, list) else [values]:
                     if value not in (None, ""):
                         counts[str(value)] = counts.get(str(value), 0) + 1
             return counts
-        condition = build_filter(namespace, flt or SearchFilter(statuses=[*EVERY_STATUS]))
+        condition = build_filter(namespace, flt or SearchFilter(statuses=list(STATUSES)))
         with self._call():
             response = self._client.facet(self._collection, key, facet_filter=condition, limit=10_000, exact=True)
         return {str(hit.value): int(hit.count) for hit in response.hits if hit.value not in (None, "")}

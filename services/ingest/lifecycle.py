@@ -26,7 +26,7 @@ from engram.events import (
     SCHEMA_VERSION,
     event_body,
 )
-from engram.ids import is_uuid
+from engram.ids import memory_id as parse_memory_id
 from engram.log import Log, LogEntry, Overtaken
 from engram.model import Caller, Memory, MemoryInput, Relation, format_time
 from engram.ownership import require_admin, require_owner
@@ -125,7 +125,7 @@ class Lifecycle:
     async def purge(self, caller: Caller, memory_id: str) -> DeleteResult:
         """Removes a memory for good (admin): every log entry about it is erased, then a purge is recorded."""
         require_admin(caller, "purge memories")
-        memory_id = _memory_id(memory_id)
+        memory_id = parse_memory_id(memory_id)
         based_on = await self._log.last_seq()
         history = await self._state.history(caller, memory_id, min_seq=based_on)
         erased = await self._log.erase(history.seqs)
@@ -161,13 +161,15 @@ class Lifecycle:
             raise InvalidArgument(
                 "replacement", "give either the content of the new memory or new_id of an existing one (not both)."
             )
-        head = await self._head(caller, _memory_id(memory_id))
-        if expected_version and head.id == _memory_id(memory_id) and head.version != expected_version:
+        memory_id = parse_memory_id(memory_id)
+        head = await self._head(caller, memory_id)
+        # expected_version is about the memory named; once the chain has moved past it, there is nothing to compare.
+        if expected_version and head.id == memory_id and head.version != expected_version:
             raise VersionConflict(expected_version, head.version)
         require_owner(head, caller)  # before anything is written: a refused supersession leaves nothing behind
         redactions: tuple[Redaction, ...] = ()
         if new_id:
-            new = await self._state.get(caller, _memory_id(new_id), for_update=True)
+            new = await self._state.get(caller, parse_memory_id(new_id, field="new_id"), for_update=True)
             if new.id == head.id:
                 raise InvalidArgument("new_id", "a memory cannot supersede itself.")
             if new.status == "superseded":  # also what would close a cycle of supersessions
@@ -250,7 +252,7 @@ class Lifecycle:
 
         When nothing is to be done, returns the current version and its sequence.
         """
-        memory_id = _memory_id(memory_id)
+        memory_id = parse_memory_id(memory_id)
         based_on = await self._log.last_seq()
         current = await self._state.get(caller, memory_id, min_seq=based_on, for_update=True)
         for _ in range(MAX_ATTEMPTS):
@@ -304,13 +306,6 @@ def _input_of(memory: Memory) -> MemoryInput:
         sensitivity=memory.sensitivity, valid_at=memory.valid_at, invalid_at=memory.invalid_at,
         expires_at=memory.expires_at, context=memory.context,
     )  # fmt: skip
-
-
-def _memory_id(memory_id: str) -> str:
-    memory_id = memory_id.strip().lower()
-    if not is_uuid(memory_id):
-        raise InvalidArgument("id", f"'{memory_id[:40]}' is not a memory id (a UUID as returned by save_memory).")
-    return memory_id
 
 
 def _about(memory_id: str) -> Callable[[LogEntry], bool]:

@@ -12,11 +12,10 @@ from engram.config import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT
 from engram.embed import Embedder
 from engram.embed.sparse import Bm25Encoder
 from engram.errors import InvalidArgument, NotFound, NoVersionAt
-from engram.ids import is_uuid
+from engram.ids import memory_id as parse_memory_id
 from engram.index import (
     CREATED_TS,
     DENSE,
-    EVERY_STATUS,
     QUESTIONS,
     SPARSE,
     VALID_FROM,
@@ -27,7 +26,7 @@ from engram.index import (
     SearchRequest,
     version_point_id,
 )
-from engram.model import Caller, Memory, MemoryVersion, SearchFilter, parse_time, servable_problem
+from engram.model import STATUSES, Caller, Memory, MemoryVersion, SearchFilter, parse_time, servable_problem
 from engram.results import Expiring, History, Hit, MemoryStats, SearchResult
 from engram.services.search import page_token as page_token_codec
 from engram.services.search.access import AccessRecorder
@@ -215,7 +214,7 @@ class MemoryReader:
         for_update: bool = False,
     ) -> Memory:
         """The current version of a memory, whatever its status; with_history adds its earlier versions."""
-        memory_id = _memory_id(memory_id)
+        memory_id = parse_memory_id(memory_id)
         await self._ready_for(min_seq)
         payload = await asyncio.to_thread(self._current, caller.namespace, memory_id)
         memory = _memory(payload)
@@ -231,7 +230,7 @@ class MemoryReader:
 
     async def history(self, caller: Caller, memory_id: str, *, min_seq: int = 0) -> History:
         """Every version of a memory, oldest first, and every log entry about it (what a purge erases)."""
-        memory_id = _memory_id(memory_id)
+        memory_id = parse_memory_id(memory_id)
         await self._ready_for(min_seq)
         current = await asyncio.to_thread(self._current, caller.namespace, memory_id)
         earlier = await asyncio.to_thread(self._earlier, caller.namespace, memory_id)
@@ -241,7 +240,7 @@ class MemoryReader:
 
     async def memory_at(self, caller: Caller, memory_id: str, at: float, *, min_seq: int = 0) -> Memory:
         """The version of a memory that was current at ``at``."""
-        memory_id = _memory_id(memory_id)
+        memory_id = parse_memory_id(memory_id)
         await self._ready_for(min_seq)
         current = await asyncio.to_thread(self._current, caller.namespace, memory_id)
         if float(current.get(VALID_FROM, 0.0)) <= at:
@@ -269,22 +268,24 @@ class MemoryReader:
         """Counts of the caller's namespace by owning agent, type, status and team (every status)."""
         await self._ready_for(0)
 
-        def count() -> MemoryStats:
-            every = SearchFilter(statuses=list(EVERY_STATUS))
-            by_status = self._index.facet(caller.namespace, "status", every)
-            return MemoryStats(
-                memories=by_status.get("active", 0),
-                total=sum(by_status.values()),
-                by_agent=self._index.facet(caller.namespace, "owner_agent", every),
-                by_type=self._index.facet(caller.namespace, "memory_type", every),
-                by_status=by_status,
-                by_team={team: n for team, n in self._index.facet(caller.namespace, "team", every).items() if team},
-                applied_seq=self._indexer.applied_seq,
-                log_last_seq=0,
-            )
+        every = SearchFilter(statuses=list(STATUSES))
 
-        stats = await asyncio.to_thread(count)
-        return MemoryStats(**{**_fields(stats), "log_last_seq": await self.log_last_seq()})
+        def count(key: str) -> dict[str, int]:
+            return self._index.facet(caller.namespace, key, every)
+
+        by_status, by_agent, by_type, by_team = await asyncio.to_thread(
+            lambda: [count(key) for key in ("status", "owner_agent", "memory_type", "team")]
+        )
+        return MemoryStats(
+            memories=by_status.get("active", 0),
+            total=sum(by_status.values()),
+            by_agent=by_agent,
+            by_type=by_type,
+            by_status=by_status,
+            by_team=by_team,
+            applied_seq=self._indexer.applied_seq,
+            log_last_seq=await self.log_last_seq(),
+        )
 
     async def expiring(self, *, at: float, limit: int) -> list[Expiring]:
         """Active memories of every namespace whose expires_at is due by ``at``."""
@@ -324,13 +325,6 @@ class MemoryReader:
         await self._indexer.wait_for(min_seq, timeout=self._read_wait)
 
 
-def _memory_id(memory_id: str) -> str:
-    memory_id = memory_id.strip().lower()
-    if not is_uuid(memory_id):
-        raise InvalidArgument("id", f"'{memory_id[:40]}' is not a memory id (a UUID as returned by save_memory).")
-    return memory_id
-
-
 def _version_of(payload: dict[str, Any]) -> MemoryVersion:
     memory = Memory.from_dict(payload)
     return MemoryVersion(
@@ -344,10 +338,6 @@ def _version_of(payload: dict[str, Any]) -> MemoryVersion:
         status=memory.status,
         event=str(payload.get("_event", "")),
     )
-
-
-def _fields(stats: MemoryStats) -> dict[str, Any]:
-    return {name: getattr(stats, name) for name in stats.__dataclass_fields__}
 
 
 def _memory(payload: dict[str, Any]) -> Memory | None:
