@@ -3,6 +3,7 @@ model, return the result types of engram.results and raise the same EngramError 
 
 from __future__ import annotations
 
+import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
@@ -12,6 +13,7 @@ import grpc
 from engram import errors, wire
 from engram.model import Caller, Memory, MemoryInput, MemoryVersion, SearchFilter
 from engram.results import (
+    AgentInfo,
     DeleteResult,
     ExpireResult,
     Expiring,
@@ -19,15 +21,27 @@ from engram.results import (
     Hit,
     ImportItem,
     ImportSummary,
+    Job,
     MemoryStats,
     Page,
     SaveResult,
     SearchResult,
     SupersedeResult,
+    TeamInfo,
 )
 from engram.rpc import channel, error_from_rpc
 from engram.scrub import Redaction
-from engram.v1 import ingest_pb2, ingest_pb2_grpc, readiness_pb2, readiness_pb2_grpc, search_pb2, search_pb2_grpc
+from engram.v1 import (
+    common_pb2,
+    consolidation_pb2,
+    consolidation_pb2_grpc,
+    ingest_pb2,
+    ingest_pb2_grpc,
+    readiness_pb2,
+    readiness_pb2_grpc,
+    search_pb2,
+    search_pb2_grpc,
+)
 
 DEFAULT_RPC_TIMEOUT = 30.0
 IMPORT_TIMEOUT = 3600.0  # one import stream may carry many thousands of memories
@@ -126,6 +140,17 @@ class IngestClient(_Client):
         wire.set_ts(request, "at", at)
         response = await self._call(self._stub.ExpireMemory, request, wait_for_ready=True)
         return ExpireResult(wire.memory_from_proto(response.memory), response.seq, response.expired)
+
+    async def update_handoff(
+        self, caller: Caller, memory_id: str, status: str, *, expected_version: int = 0, note: str = ""
+    ) -> SaveResult:
+        """Moves a handoff to ``status`` (accepted, completed); only its target agent or an admin may."""
+        request = ingest_pb2.UpdateHandoffRequest(
+            caller=wire.caller_to_proto(caller), id=memory_id, expected_version=expected_version, note=note,
+            status=common_pb2.HandoffStatus.Value(f"HANDOFF_STATUS_{status.upper()}"),
+        )  # fmt: skip
+        response = await self._call(self._stub.UpdateHandoff, request)
+        return SaveResult(wire.memory_from_proto(response.memory), response.seq, ())
 
     async def import_memories(self, caller: Caller, items: AsyncIterator[ImportItem]) -> ImportSummary:
         """Streams items to ImportMemories (client streaming); one summary for the whole stream."""
@@ -248,12 +273,35 @@ class SearchClient(_Client):
         response = await self._call(self._stub.ListExpiring, request, wait_for_ready=True)
         return [Expiring(m.namespace, m.id, m.version, wire.ts_to_epoch(m, "expires_at")) for m in response.memories]
 
+    async def list_agents(self, caller: Caller, *, min_seq: int = 0) -> list[AgentInfo]:
+        """The agent registry of the caller's namespace, derived from the log."""
+        request = search_pb2.ListAgentsRequest(caller=wire.caller_to_proto(caller), min_seq=min_seq)
+        response = await self._call(self._stub.ListAgents, request)
+        return [_agent(a) for a in response.agents]
+
+    async def list_teams(self, caller: Caller, *, min_seq: int = 0) -> list[TeamInfo]:
+        """The teams of the caller's namespace with their memory counts and current summary."""
+        request = search_pb2.ListTeamsRequest(caller=wire.caller_to_proto(caller), min_seq=min_seq)
+        response = await self._call(self._stub.ListTeams, request)
+        return [
+            TeamInfo(t.team, t.memories, list(t.agents), t.summary_id, wire.ts_to_epoch(t, "last_activity"))
+            for t in response.teams
+        ]
+
     async def list(
-        self, caller: Caller, *, limit: int, flt: SearchFilter, page_token: str = "", min_seq: int = 0
+        self,
+        caller: Caller,
+        *,
+        limit: int,
+        flt: SearchFilter,
+        page_token: str = "",
+        min_seq: int = 0,
+        order: str = "created",
     ) -> Page:
+        """A page of memories, newest first by creation (``order="created"``) or by last change ("updated")."""
         request = search_pb2.ListMemoriesRequest(
             caller=wire.caller_to_proto(caller), limit=limit, filter=wire.filter_to_proto(flt),
-            page_token=page_token, min_seq=min_seq,
+            page_token=page_token, min_seq=min_seq, order=order,
         )  # fmt: skip
         response = await self._call(self._stub.ListMemories, request)
         return Page([wire.memory_from_proto(m) for m in response.memories], response.next_page_token)
@@ -268,3 +316,60 @@ class SearchClient(_Client):
             embedding_model=response.embedding_model,
             reranker_model=response.reranker_model,
         )
+
+
+JOB_KINDS = ("expiry", "dedupe", "decay", "contradictions", "team_summary", "enrichment")
+
+
+class ConsolidationClient(_Client):
+    """The consolidation service: jobs (team summaries now; dedupe, decay and contradictions to come)."""
+
+    def __init__(self, target: str | grpc.aio.Channel, *, timeout: float = DEFAULT_RPC_TIMEOUT) -> None:
+        super().__init__(target, timeout=timeout)
+        self._stub = consolidation_pb2_grpc.ConsolidationStub(self.channel)
+
+    async def run_job(self, caller: Caller, kind: str, options: dict[str, str] | None = None) -> Job:
+        """Runs a job of ``kind`` (one of JOB_KINDS) for the caller's namespace."""
+        if kind not in JOB_KINDS:
+            raise errors.InvalidArgument("kind", f"{kind!r} is not a job kind; use one of {', '.join(JOB_KINDS)}.")
+        request = consolidation_pb2.RunJobRequest(
+            caller=wire.caller_to_proto(caller),
+            kind=consolidation_pb2.JobKind.Value(f"JOB_KIND_{kind.upper()}"),
+            options=options or {},
+        )
+        response = await self._call(self._stub.RunJob, request)
+        return job_from_proto(response.job)
+
+    async def get_job(self, caller: Caller, job_id: str) -> Job:
+        request = consolidation_pb2.GetJobRequest(caller=wire.caller_to_proto(caller), id=job_id)
+        response = await self._call(self._stub.GetJob, request)
+        return job_from_proto(response.job)
+
+
+def job_from_proto(message: consolidation_pb2.Job) -> Job:
+    kind = consolidation_pb2.JobKind.Name(message.kind).removeprefix("JOB_KIND_").lower()
+    state = consolidation_pb2.JobState.Name(message.state).removeprefix("JOB_STATE_").lower()
+    return Job(
+        id=message.id, kind=kind, state=state, namespace=message.namespace,
+        started_at=wire.ts_to_epoch(message, "started_at"), finished_at=wire.ts_to_epoch(message, "finished_at"),
+        summary=message.summary, result=json.loads(message.result_json) if message.result_json else {},
+    )  # fmt: skip
+
+
+def job_to_proto(job: Job) -> consolidation_pb2.Job:
+    message = consolidation_pb2.Job(
+        id=job.id, kind=consolidation_pb2.JobKind.Value(f"JOB_KIND_{job.kind.upper()}"),
+        state=consolidation_pb2.JobState.Value(f"JOB_STATE_{job.state.upper()}"), namespace=job.namespace,
+        summary=job.summary, result_json=json.dumps(job.result, ensure_ascii=False) if job.result else "",
+    )  # fmt: skip
+    wire.set_ts(message, "started_at", job.started_at)
+    wire.set_ts(message, "finished_at", job.finished_at)
+    return message
+
+
+def _agent(message: search_pb2.AgentInfo) -> AgentInfo:
+    return AgentInfo(
+        agent_id=message.agent_id, first_seen=wire.ts_to_epoch(message, "first_seen"),
+        last_seen=wire.ts_to_epoch(message, "last_seen"), memories=message.memories, devices=list(message.devices),
+        clients=list(message.clients), teams=list(message.teams), writes=message.writes,
+    )  # fmt: skip

@@ -43,12 +43,14 @@ class Settings:
     grpc_listen: str = DEFAULT_GRPC_LISTEN
     ingest_addr: str | None = None
     search_addr: str | None = None
+    consolidation_addr: str | None = None  # gateway: where team summaries (and other jobs) run
     stream: str = DEFAULT_STREAM
     dev_mode: bool | None = None  # None: on when bound to loopback
     keys_file: Path | None = None
     agent_id: str | None = None  # stdio clients: who the agent is when the client does not say
     api_key: str | None = None  # stdio clients: the key to act with
-    device: str = field(default_factory=socket.gethostname)
+    device: str = field(default_factory=socket.gethostname)  # stdio clients: the device the agent runs on
+    team: str | None = None  # stdio clients: the agent's team (else CLAUDE_TEAM_NAME, else ~/.claude/teams)
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
     max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES
@@ -60,6 +62,13 @@ class Settings:
     read_wait_seconds: float = DEFAULT_READ_WAIT_SECONDS
     access_flush_seconds: float = 10.0  # how often read counts (access_count) are written to the log, batched
     expiry_interval_seconds: float = 60.0  # how often consolidation expires memories whose expires_at passed
+    handoff_ttl_seconds: float = 86400.0  # a handoff still pending after this long expires into a plain memory
+    derive_context: bool = True  # a save with a conversation_id and no context gets the previous memory as context
+    sse_queue_events: int = 256  # events held per SSE client that reads slowly; the oldest go first, then a gap
+    sse_heartbeat_seconds: float = 15.0  # a comment line this often keeps proxies from closing an idle stream
+    session_quality_weight: float = 0.6  # session_context: how much quality (importance, confidence, use) counts
+    session_recency_weight: float = 0.4  # session_context: how much recency counts
+    similar_finding_threshold: float = 0.85  # dense similarity from which another agent's finding is "very similar"
     qdrant_url: str | None = None
     model_cache: Path | None = None  # where built ONNX models are kept; default <home>/models
     # int8: per-channel int8 weights, about 1.7x faster embedding on CPU at cosine ~0.99 to fp32 and the same
@@ -118,6 +127,16 @@ class Settings:
             raise SettingsError(f"ENGRAM_DISK_RESERVE_MB must be >= 0, got {self.disk_reserve_mb}")
         if self.access_flush_seconds <= 0:
             raise SettingsError(f"ENGRAM_ACCESS_FLUSH_SECONDS must be > 0, got {self.access_flush_seconds}")
+        if self.handoff_ttl_seconds <= 0:
+            raise SettingsError(f"ENGRAM_HANDOFF_TTL_SECONDS must be > 0, got {self.handoff_ttl_seconds}")
+        if self.sse_queue_events < 1 or self.sse_heartbeat_seconds <= 0:
+            raise SettingsError("ENGRAM_SSE_QUEUE_EVENTS must be >= 1 and ENGRAM_SSE_HEARTBEAT_SECONDS > 0")
+        if self.session_quality_weight < 0 or self.session_recency_weight < 0:
+            raise SettingsError("ENGRAM_SESSION_QUALITY_WEIGHT and ENGRAM_SESSION_RECENCY_WEIGHT must be >= 0")
+        if not 0 < self.similar_finding_threshold <= 1:
+            raise SettingsError(
+                f"ENGRAM_SIMILAR_FINDING_THRESHOLD must be in (0, 1], got {self.similar_finding_threshold}"
+            )
         if self.expiry_interval_seconds < 0:
             raise SettingsError(
                 f"ENGRAM_EXPIRY_INTERVAL_SECONDS must be >= 0 (0 turns expiry off), got {self.expiry_interval_seconds}"

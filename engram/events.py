@@ -20,16 +20,23 @@ CONTRADICTION_DETECTED = "contradiction_detected"
 HANDOFF_CREATED = "handoff_created"
 HANDOFF_ACCEPTED = "handoff_accepted"
 HANDOFF_COMPLETED = "handoff_completed"
+HANDOFF_EXPIRED = "handoff_expired"  # a pending handoff nobody accepted in time became a plain memory
 MEMORY_ENRICHED = "memory_enriched"  # reverse-HyDE questions were added to a memory's index entry
 MEMORY_PURGED = "memory_purged"  # an admin removed a memory for good (its earlier entries are erased from the log)
 MEMORY_ACCESSED = "memory_accessed"  # read counts of a batch of memories (no new version)
 
 EVENTS = (
     MEMORY_SAVED, MEMORY_UPDATED, MEMORY_DELETED, MEMORY_SUPERSEDED, MEMORY_EXPIRED, CONSOLIDATION_COMPLETE,
-    CONTRADICTION_DETECTED, HANDOFF_CREATED, HANDOFF_ACCEPTED, HANDOFF_COMPLETED, MEMORY_ENRICHED, MEMORY_PURGED,
-    MEMORY_ACCESSED,
+    CONTRADICTION_DETECTED, HANDOFF_CREATED, HANDOFF_ACCEPTED, HANDOFF_COMPLETED, HANDOFF_EXPIRED, MEMORY_ENRICHED,
+    MEMORY_PURGED, MEMORY_ACCESSED,
 )  # fmt: skip
-MEMORY_STATE_EVENTS = (MEMORY_SAVED, MEMORY_UPDATED, MEMORY_DELETED, MEMORY_SUPERSEDED, MEMORY_EXPIRED)
+# Events that create a memory (its version 1): a save, or the creation of a handoff (a memory of type handoff).
+MEMORY_CREATED_EVENTS = (MEMORY_SAVED, HANDOFF_CREATED)
+# Events whose body carries a memory's new version ("memory" and "vectors"): the index applies them.
+MEMORY_STATE_EVENTS = (
+    MEMORY_SAVED, MEMORY_UPDATED, MEMORY_DELETED, MEMORY_SUPERSEDED, MEMORY_EXPIRED,
+    HANDOFF_CREATED, HANDOFF_ACCEPTED, HANDOFF_COMPLETED, HANDOFF_EXPIRED,
+)  # fmt: skip
 SCHEMA_VERSION = 1
 
 
@@ -40,7 +47,9 @@ def event_body(event: str, memory: Memory, caller: Caller, *, vectors: dict[str,
         "event": event,
         "namespace": memory.namespace,
         "agent": caller.agent_id,
+        "device": caller.device,
         "source": caller.source,
+        "team": memory.team,
         "memory_id": memory.id,
         "version": memory.version,
         "memory_type": memory.memory_type,

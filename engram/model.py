@@ -17,7 +17,7 @@ IMPORTANCES = ("low", "normal", "high", "critical")
 SENSITIVITIES = ("normal", "private", "secret")
 STATUSES = ("active", "archived", "expired", "superseded")
 RELATION_KINDS = ("supersedes", "contradicts", "context-dependent", "merged-into")
-HANDOFF_STATUSES = ("pending", "accepted", "completed")
+HANDOFF_STATUSES = ("pending", "accepted", "completed", "expired")
 
 TIME_FIELDS = ("created_at", "updated_at", "valid_at", "invalid_at", "expires_at", "last_accessed_at")
 
@@ -38,6 +38,7 @@ class Handoff:
     target_agent: str
     status: str = "pending"
     updated_at: float | None = None
+    expires_at: float | None = None  # a pending handoff expires then and becomes a plain memory
 
 
 @dataclass(slots=True)
@@ -114,6 +115,7 @@ class Memory:
             data[name] = format_time(data[name])
         if self.handoff is not None:
             data["handoff"]["updated_at"] = format_time(self.handoff.updated_at)
+            data["handoff"]["expires_at"] = format_time(self.handoff.expires_at)
         for version in data["history"]:
             version["updated_at"] = format_time(version["updated_at"])
         return data
@@ -128,6 +130,7 @@ class Memory:
         if values.get("handoff"):
             handoff = dict(values["handoff"])
             handoff["updated_at"] = parse_time(handoff.get("updated_at"))
+            handoff["expires_at"] = parse_time(handoff.get("expires_at"))
             values["handoff"] = Handoff(**handoff)
         values["history"] = [
             MemoryVersion(**{**v, "updated_at": parse_time(v.get("updated_at"))}) for v in values.get("history", [])
@@ -254,13 +257,22 @@ class SearchFilter:
     project: str = ""
     as_of: float | None = None  # the memories as they were then (search only)
     team: str = ""
+    handoff_target: str = ""  # handoffs addressed to this agent
+    handoff_statuses: list[str] = field(default_factory=list)  # handoffs in any of these states
 
 
 @dataclass(frozen=True, slots=True)
 class Caller:
-    """The authenticated caller, as resolved by the gateway."""
+    """The authenticated caller, as resolved by the gateway: agent ``agent_id`` on ``device``, in ``team``."""
 
     namespace: str
     agent_id: str
     source: str = ""
     scopes: frozenset[str] = frozenset({"read", "write"})
+    device: str = ""
+    team: str = ""
+
+    @property
+    def identity(self) -> str:
+        """``agent@device`` (the agent alone when the device is unknown)."""
+        return f"{self.agent_id}@{self.device}" if self.device else self.agent_id

@@ -5,6 +5,7 @@ and search produced."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
 
 from engram.errors import EngramError
 from engram.model import Memory, MemoryInput, MemoryVersion
@@ -129,3 +130,42 @@ class MemoryStats:
     by_team: dict[str, int]
     applied_seq: int
     log_last_seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class AgentInfo:
+    """One agent of a namespace as the log knows it (the agent registry)."""
+
+    agent_id: str
+    first_seen: float | None
+    last_seen: float | None
+    memories: int  # active memories it owns
+    devices: list[str] = field(default_factory=list)
+    clients: list[str] = field(default_factory=list)
+    teams: list[str] = field(default_factory=list)
+    writes: int = 0  # log entries it wrote
+
+
+@dataclass(frozen=True, slots=True)
+class TeamInfo:
+    """One team of a namespace: its active memories, the agents owning them and its current team summary."""
+
+    team: str
+    memories: int
+    agents: list[str] = field(default_factory=list)
+    summary_id: str = ""
+    last_activity: float | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """A consolidation job: what it is, how it went, and its result (a JSON object)."""
+
+    id: str
+    kind: str  # expiry, dedupe, decay, contradictions, team_summary, enrichment
+    state: str  # running, succeeded, failed
+    namespace: str = ""
+    started_at: float | None = None
+    finished_at: float | None = None
+    summary: str = ""
+    result: dict[str, Any] = field(default_factory=dict)

@@ -212,8 +212,9 @@ def filter_from_proto(message: search_pb2.SearchFilter) -> model.SearchFilter:
 
 def caller_to_proto(caller: model.Caller) -> pb.CallContext:
     return pb.CallContext(
-        namespace=caller.namespace, agent_id=caller.agent_id, source=caller.source, scopes=sorted(caller.scopes)
-    )
+        namespace=caller.namespace, agent_id=caller.agent_id, source=caller.source, scopes=sorted(caller.scopes),
+        device=caller.device, team=caller.team,
+    )  # fmt: skip
 
 
 def caller_from_proto(message: pb.CallContext) -> model.Caller:
@@ -222,4 +223,6 @@ def caller_from_proto(message: pb.CallContext) -> model.Caller:
         agent_id=message.agent_id,
         source=message.source,
         scopes=frozenset(message.scopes) or frozenset({"read", "write"}),
+        device=message.device,
+        team=message.team,
     )

@@ -68,6 +68,7 @@ class HandoffStatus(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     HANDOFF_STATUS_PENDING: _ClassVar[HandoffStatus]
     HANDOFF_STATUS_ACCEPTED: _ClassVar[HandoffStatus]
     HANDOFF_STATUS_COMPLETED: _ClassVar[HandoffStatus]
+    HANDOFF_STATUS_EXPIRED: _ClassVar[HandoffStatus]
 MEMORY_TYPE_UNSPECIFIED: MemoryType
 MEMORY_TYPE_GENERAL: MemoryType
 MEMORY_TYPE_FACT: MemoryType
@@ -106,22 +107,25 @@ HANDOFF_STATUS_UNSPECIFIED: HandoffStatus
 HANDOFF_STATUS_PENDING: HandoffStatus
 HANDOFF_STATUS_ACCEPTED: HandoffStatus
 HANDOFF_STATUS_COMPLETED: HandoffStatus
+HANDOFF_STATUS_EXPIRED: HandoffStatus
 
 class CallContext(_message.Message):
-    __slots__ = ("namespace", "agent_id", "source", "device", "scopes", "request_id")
+    __slots__ = ("namespace", "agent_id", "source", "device", "scopes", "request_id", "team")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
     DEVICE_FIELD_NUMBER: _ClassVar[int]
     SCOPES_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    TEAM_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     agent_id: str
     source: str
     device: str
     scopes: _containers.RepeatedScalarFieldContainer[str]
     request_id: str
-    def __init__(self, namespace: _Optional[str] = ..., agent_id: _Optional[str] = ..., source: _Optional[str] = ..., device: _Optional[str] = ..., scopes: _Optional[_Iterable[str]] = ..., request_id: _Optional[str] = ...) -> None: ...
+    team: str
+    def __init__(self, namespace: _Optional[str] = ..., agent_id: _Optional[str] = ..., source: _Optional[str] = ..., device: _Optional[str] = ..., scopes: _Optional[_Iterable[str]] = ..., request_id: _Optional[str] = ..., team: _Optional[str] = ...) -> None: ...
 
 class Relation(_message.Message):
     __slots__ = ("kind", "memory_id", "note")
@@ -134,14 +138,16 @@ class Relation(_message.Message):
     def __init__(self, kind: _Optional[_Union[RelationKind, str]] = ..., memory_id: _Optional[str] = ..., note: _Optional[str] = ...) -> None: ...
 
 class Handoff(_message.Message):
-    __slots__ = ("target_agent", "status", "updated_at")
+    __slots__ = ("target_agent", "status", "updated_at", "expires_at")
     TARGET_AGENT_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
     UPDATED_AT_FIELD_NUMBER: _ClassVar[int]
+    EXPIRES_AT_FIELD_NUMBER: _ClassVar[int]
     target_agent: str
     status: HandoffStatus
     updated_at: _timestamp_pb2.Timestamp
-    def __init__(self, target_agent: _Optional[str] = ..., status: _Optional[_Union[HandoffStatus, str]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+    expires_at: _timestamp_pb2.Timestamp
+    def __init__(self, target_agent: _Optional[str] = ..., status: _Optional[_Union[HandoffStatus, str]] = ..., updated_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., expires_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
 
 class Origin(_message.Message):
     __slots__ = ("device", "source_id")

@@ -26,27 +26,31 @@ from engram.v1 import common_pb2 as engram_dot_v1_dot_common__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x65ngram/v1/consolidation.proto\x12\tengram.v1\x1a\x16\x65ngram/v1/common.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xc9\x01\n\x03Job\x12\n\n\x02id\x18\x01 \x01(\t\x12 \n\x04kind\x18\x02 \x01(\x0e\x32\x12.engram.v1.JobKind\x12\"\n\x05state\x18\x03 \x01(\x0e\x32\x13.engram.v1.JobState\x12.\n\nstarted_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x66inished_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07summary\x18\x06 \x01(\t\"Y\n\rRunJobRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12 \n\x04kind\x18\x02 \x01(\x0e\x32\x12.engram.v1.JobKind\"-\n\x0eRunJobResponse\x12\x1b\n\x03job\x18\x01 \x01(\x0b\x32\x0e.engram.v1.Job\"C\n\rGetJobRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\n\n\x02id\x18\x02 \x01(\t\"-\n\x0eGetJobResponse\x12\x1b\n\x03job\x18\x01 \x01(\x0b\x32\x0e.engram.v1.Job*\xb2\x01\n\x07JobKind\x12\x18\n\x14JOB_KIND_UNSPECIFIED\x10\x00\x12\x13\n\x0fJOB_KIND_EXPIRY\x10\x01\x12\x13\n\x0fJOB_KIND_DEDUPE\x10\x02\x12\x12\n\x0eJOB_KIND_DECAY\x10\x03\x12\x1b\n\x17JOB_KIND_CONTRADICTIONS\x10\x04\x12\x19\n\x15JOB_KIND_TEAM_SUMMARY\x10\x05\x12\x17\n\x13JOB_KIND_ENRICHMENT\x10\x06*k\n\x08JobState\x12\x19\n\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x15\n\x11JOB_STATE_RUNNING\x10\x01\x12\x17\n\x13JOB_STATE_SUCCEEDED\x10\x02\x12\x14\n\x10JOB_STATE_FAILED\x10\x03\x32\x8d\x01\n\rConsolidation\x12=\n\x06RunJob\x12\x18.engram.v1.RunJobRequest\x1a\x19.engram.v1.RunJobResponse\x12=\n\x06GetJob\x12\x18.engram.v1.GetJobRequest\x1a\x19.engram.v1.GetJobResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x65ngram/v1/consolidation.proto\x12\tengram.v1\x1a\x16\x65ngram/v1/common.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xf1\x01\n\x03Job\x12\n\n\x02id\x18\x01 \x01(\t\x12 \n\x04kind\x18\x02 \x01(\x0e\x32\x12.engram.v1.JobKind\x12\"\n\x05state\x18\x03 \x01(\x0e\x32\x13.engram.v1.JobState\x12.\n\nstarted_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x66inished_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07summary\x18\x06 \x01(\t\x12\x13\n\x0bresult_json\x18\x07 \x01(\t\x12\x11\n\tnamespace\x18\x08 \x01(\t\"\xc1\x01\n\rRunJobRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12 \n\x04kind\x18\x02 \x01(\x0e\x32\x12.engram.v1.JobKind\x12\x36\n\x07options\x18\x03 \x03(\x0b\x32%.engram.v1.RunJobRequest.OptionsEntry\x1a.\n\x0cOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"-\n\x0eRunJobResponse\x12\x1b\n\x03job\x18\x01 \x01(\x0b\x32\x0e.engram.v1.Job\"C\n\rGetJobRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\n\n\x02id\x18\x02 \x01(\t\"-\n\x0eGetJobResponse\x12\x1b\n\x03job\x18\x01 \x01(\x0b\x32\x0e.engram.v1.Job*\xb2\x01\n\x07JobKind\x12\x18\n\x14JOB_KIND_UNSPECIFIED\x10\x00\x12\x13\n\x0fJOB_KIND_EXPIRY\x10\x01\x12\x13\n\x0fJOB_KIND_DEDUPE\x10\x02\x12\x12\n\x0eJOB_KIND_DECAY\x10\x03\x12\x1b\n\x17JOB_KIND_CONTRADICTIONS\x10\x04\x12\x19\n\x15JOB_KIND_TEAM_SUMMARY\x10\x05\x12\x17\n\x13JOB_KIND_ENRICHMENT\x10\x06*k\n\x08JobState\x12\x19\n\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x15\n\x11JOB_STATE_RUNNING\x10\x01\x12\x17\n\x13JOB_STATE_SUCCEEDED\x10\x02\x12\x14\n\x10JOB_STATE_FAILED\x10\x03\x32\x8d\x01\n\rConsolidation\x12=\n\x06RunJob\x12\x18.engram.v1.RunJobRequest\x1a\x19.engram.v1.RunJobResponse\x12=\n\x06GetJob\x12\x18.engram.v1.GetJobRequest\x1a\x19.engram.v1.GetJobResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'engram.v1.consolidation_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_JOBKIND']._serialized_start=560
-  _globals['_JOBKIND']._serialized_end=738
-  _globals['_JOBSTATE']._serialized_start=740
-  _globals['_JOBSTATE']._serialized_end=847
+  _globals['_RUNJOBREQUEST_OPTIONSENTRY']._loaded_options = None
+  _globals['_RUNJOBREQUEST_OPTIONSENTRY']._serialized_options = b'8\001'
+  _globals['_JOBKIND']._serialized_start=705
+  _globals['_JOBKIND']._serialized_end=883
+  _globals['_JOBSTATE']._serialized_start=885
+  _globals['_JOBSTATE']._serialized_end=992
   _globals['_JOB']._serialized_start=102
-  _globals['_JOB']._serialized_end=303
-  _globals['_RUNJOBREQUEST']._serialized_start=305
-  _globals['_RUNJOBREQUEST']._serialized_end=394
-  _globals['_RUNJOBRESPONSE']._serialized_start=396
-  _globals['_RUNJOBRESPONSE']._serialized_end=441
-  _globals['_GETJOBREQUEST']._serialized_start=443
-  _globals['_GETJOBREQUEST']._serialized_end=510
-  _globals['_GETJOBRESPONSE']._serialized_start=512
-  _globals['_GETJOBRESPONSE']._serialized_end=557
-  _globals['_CONSOLIDATION']._serialized_start=850
-  _globals['_CONSOLIDATION']._serialized_end=991
+  _globals['_JOB']._serialized_end=343
+  _globals['_RUNJOBREQUEST']._serialized_start=346
+  _globals['_RUNJOBREQUEST']._serialized_end=539
+  _globals['_RUNJOBREQUEST_OPTIONSENTRY']._serialized_start=493
+  _globals['_RUNJOBREQUEST_OPTIONSENTRY']._serialized_end=539
+  _globals['_RUNJOBRESPONSE']._serialized_start=541
+  _globals['_RUNJOBRESPONSE']._serialized_end=586
+  _globals['_GETJOBREQUEST']._serialized_start=588
+  _globals['_GETJOBREQUEST']._serialized_end=655
+  _globals['_GETJOBRESPONSE']._serialized_start=657
+  _globals['_GETJOBRESPONSE']._serialized_end=702
+  _globals['_CONSOLIDATION']._serialized_start=995
+  _globals['_CONSOLIDATION']._serialized_end=1136
 # @@protoc_insertion_point(module_scope)

@@ -2,6 +2,7 @@ import datetime
 
 from engram.v1 import common_pb2 as _common_pb2
 from google.protobuf import timestamp_pb2 as _timestamp_pb2
+from google.protobuf.internal import containers as _containers
 from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
 from google.protobuf import descriptor as _descriptor
 from google.protobuf import message as _message
@@ -39,28 +40,41 @@ JOB_STATE_SUCCEEDED: JobState
 JOB_STATE_FAILED: JobState
 
 class Job(_message.Message):
-    __slots__ = ("id", "kind", "state", "started_at", "finished_at", "summary")
+    __slots__ = ("id", "kind", "state", "started_at", "finished_at", "summary", "result_json", "namespace")
     ID_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
     STATE_FIELD_NUMBER: _ClassVar[int]
     STARTED_AT_FIELD_NUMBER: _ClassVar[int]
     FINISHED_AT_FIELD_NUMBER: _ClassVar[int]
     SUMMARY_FIELD_NUMBER: _ClassVar[int]
+    RESULT_JSON_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     id: str
     kind: JobKind
     state: JobState
     started_at: _timestamp_pb2.Timestamp
     finished_at: _timestamp_pb2.Timestamp
     summary: str
-    def __init__(self, id: _Optional[str] = ..., kind: _Optional[_Union[JobKind, str]] = ..., state: _Optional[_Union[JobState, str]] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., summary: _Optional[str] = ...) -> None: ...
+    result_json: str
+    namespace: str
+    def __init__(self, id: _Optional[str] = ..., kind: _Optional[_Union[JobKind, str]] = ..., state: _Optional[_Union[JobState, str]] = ..., started_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., finished_at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., summary: _Optional[str] = ..., result_json: _Optional[str] = ..., namespace: _Optional[str] = ...) -> None: ...
 
 class RunJobRequest(_message.Message):
-    __slots__ = ("caller", "kind")
+    __slots__ = ("caller", "kind", "options")
+    class OptionsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: str
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[str] = ...) -> None: ...
     CALLER_FIELD_NUMBER: _ClassVar[int]
     KIND_FIELD_NUMBER: _ClassVar[int]
+    OPTIONS_FIELD_NUMBER: _ClassVar[int]
     caller: _common_pb2.CallContext
     kind: JobKind
-    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., kind: _Optional[_Union[JobKind, str]] = ...) -> None: ...
+    options: _containers.ScalarMap[str, str]
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., kind: _Optional[_Union[JobKind, str]] = ..., options: _Optional[_Mapping[str, str]] = ...) -> None: ...
 
 class RunJobResponse(_message.Message):
     __slots__ = ("job",)

@@ -109,14 +109,18 @@ class SupersedeMemoryResponse(_message.Message):
     def __init__(self, old_memory: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ..., new_memory: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ..., seq: _Optional[int] = ..., redactions: _Optional[_Iterable[_Union[_common_pb2.Redaction, _Mapping]]] = ...) -> None: ...
 
 class UpdateHandoffRequest(_message.Message):
-    __slots__ = ("caller", "id", "status")
+    __slots__ = ("caller", "id", "status", "expected_version", "note")
     CALLER_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     STATUS_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_VERSION_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
     caller: _common_pb2.CallContext
     id: str
     status: _common_pb2.HandoffStatus
-    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., id: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.HandoffStatus, str]] = ...) -> None: ...
+    expected_version: int
+    note: str
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., id: _Optional[str] = ..., status: _Optional[_Union[_common_pb2.HandoffStatus, str]] = ..., expected_version: _Optional[int] = ..., note: _Optional[str] = ...) -> None: ...
 
 class UpdateHandoffResponse(_message.Message):
     __slots__ = ("memory", "seq")

@@ -21,7 +21,7 @@ RERANK_MODE_ON: RerankMode
 RERANK_MODE_OFF: RerankMode
 
 class SearchFilter(_message.Message):
-    __slots__ = ("tags", "owner_agent", "memory_types", "created_after", "created_before", "topics", "statuses", "conversation_id", "project", "as_of", "team")
+    __slots__ = ("tags", "owner_agent", "memory_types", "created_after", "created_before", "topics", "statuses", "conversation_id", "project", "as_of", "team", "handoff_target", "handoff_statuses")
     TAGS_FIELD_NUMBER: _ClassVar[int]
     OWNER_AGENT_FIELD_NUMBER: _ClassVar[int]
     MEMORY_TYPES_FIELD_NUMBER: _ClassVar[int]
@@ -33,6 +33,8 @@ class SearchFilter(_message.Message):
     PROJECT_FIELD_NUMBER: _ClassVar[int]
     AS_OF_FIELD_NUMBER: _ClassVar[int]
     TEAM_FIELD_NUMBER: _ClassVar[int]
+    HANDOFF_TARGET_FIELD_NUMBER: _ClassVar[int]
+    HANDOFF_STATUSES_FIELD_NUMBER: _ClassVar[int]
     tags: _containers.RepeatedScalarFieldContainer[str]
     owner_agent: str
     memory_types: _containers.RepeatedScalarFieldContainer[_common_pb2.MemoryType]
@@ -44,7 +46,9 @@ class SearchFilter(_message.Message):
     project: str
     as_of: _timestamp_pb2.Timestamp
     team: str
-    def __init__(self, tags: _Optional[_Iterable[str]] = ..., owner_agent: _Optional[str] = ..., memory_types: _Optional[_Iterable[_Union[_common_pb2.MemoryType, str]]] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., topics: _Optional[_Iterable[str]] = ..., statuses: _Optional[_Iterable[_Union[_common_pb2.Status, str]]] = ..., conversation_id: _Optional[str] = ..., project: _Optional[str] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., team: _Optional[str] = ...) -> None: ...
+    handoff_target: str
+    handoff_statuses: _containers.RepeatedScalarFieldContainer[_common_pb2.HandoffStatus]
+    def __init__(self, tags: _Optional[_Iterable[str]] = ..., owner_agent: _Optional[str] = ..., memory_types: _Optional[_Iterable[_Union[_common_pb2.MemoryType, str]]] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., topics: _Optional[_Iterable[str]] = ..., statuses: _Optional[_Iterable[_Union[_common_pb2.Status, str]]] = ..., conversation_id: _Optional[str] = ..., project: _Optional[str] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., team: _Optional[str] = ..., handoff_target: _Optional[str] = ..., handoff_statuses: _Optional[_Iterable[_Union[_common_pb2.HandoffStatus, str]]] = ...) -> None: ...
 
 class SearchMemoriesRequest(_message.Message):
     __slots__ = ("caller", "query", "limit", "filter", "min_seq", "explain", "rerank", "sources")
@@ -119,18 +123,20 @@ class GetMemoryResponse(_message.Message):
     def __init__(self, memory: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ...) -> None: ...
 
 class ListMemoriesRequest(_message.Message):
-    __slots__ = ("caller", "limit", "filter", "page_token", "min_seq")
+    __slots__ = ("caller", "limit", "filter", "page_token", "min_seq", "order")
     CALLER_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
     FILTER_FIELD_NUMBER: _ClassVar[int]
     PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
     MIN_SEQ_FIELD_NUMBER: _ClassVar[int]
+    ORDER_FIELD_NUMBER: _ClassVar[int]
     caller: _common_pb2.CallContext
     limit: int
     filter: SearchFilter
     page_token: str
     min_seq: int
-    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., limit: _Optional[int] = ..., filter: _Optional[_Union[SearchFilter, _Mapping]] = ..., page_token: _Optional[str] = ..., min_seq: _Optional[int] = ...) -> None: ...
+    order: str
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., limit: _Optional[int] = ..., filter: _Optional[_Union[SearchFilter, _Mapping]] = ..., page_token: _Optional[str] = ..., min_seq: _Optional[int] = ..., order: _Optional[str] = ...) -> None: ...
 
 class ListMemoriesResponse(_message.Message):
     __slots__ = ("memories", "next_page_token")
@@ -245,3 +251,65 @@ class ListExpiringResponse(_message.Message):
     MEMORIES_FIELD_NUMBER: _ClassVar[int]
     memories: _containers.RepeatedCompositeFieldContainer[ExpiringMemory]
     def __init__(self, memories: _Optional[_Iterable[_Union[ExpiringMemory, _Mapping]]] = ...) -> None: ...
+
+class ListAgentsRequest(_message.Message):
+    __slots__ = ("caller", "min_seq")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    MIN_SEQ_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallContext
+    min_seq: int
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., min_seq: _Optional[int] = ...) -> None: ...
+
+class AgentInfo(_message.Message):
+    __slots__ = ("agent_id", "first_seen", "last_seen", "memories", "devices", "clients", "teams", "writes")
+    AGENT_ID_FIELD_NUMBER: _ClassVar[int]
+    FIRST_SEEN_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEEN_FIELD_NUMBER: _ClassVar[int]
+    MEMORIES_FIELD_NUMBER: _ClassVar[int]
+    DEVICES_FIELD_NUMBER: _ClassVar[int]
+    CLIENTS_FIELD_NUMBER: _ClassVar[int]
+    TEAMS_FIELD_NUMBER: _ClassVar[int]
+    WRITES_FIELD_NUMBER: _ClassVar[int]
+    agent_id: str
+    first_seen: _timestamp_pb2.Timestamp
+    last_seen: _timestamp_pb2.Timestamp
+    memories: int
+    devices: _containers.RepeatedScalarFieldContainer[str]
+    clients: _containers.RepeatedScalarFieldContainer[str]
+    teams: _containers.RepeatedScalarFieldContainer[str]
+    writes: int
+    def __init__(self, agent_id: _Optional[str] = ..., first_seen: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., last_seen: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., memories: _Optional[int] = ..., devices: _Optional[_Iterable[str]] = ..., clients: _Optional[_Iterable[str]] = ..., teams: _Optional[_Iterable[str]] = ..., writes: _Optional[int] = ...) -> None: ...
+
+class ListAgentsResponse(_message.Message):
+    __slots__ = ("agents",)
+    AGENTS_FIELD_NUMBER: _ClassVar[int]
+    agents: _containers.RepeatedCompositeFieldContainer[AgentInfo]
+    def __init__(self, agents: _Optional[_Iterable[_Union[AgentInfo, _Mapping]]] = ...) -> None: ...
+
+class ListTeamsRequest(_message.Message):
+    __slots__ = ("caller", "min_seq")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    MIN_SEQ_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallContext
+    min_seq: int
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., min_seq: _Optional[int] = ...) -> None: ...
+
+class TeamInfo(_message.Message):
+    __slots__ = ("team", "memories", "agents", "summary_id", "last_activity")
+    TEAM_FIELD_NUMBER: _ClassVar[int]
+    MEMORIES_FIELD_NUMBER: _ClassVar[int]
+    AGENTS_FIELD_NUMBER: _ClassVar[int]
+    SUMMARY_ID_FIELD_NUMBER: _ClassVar[int]
+    LAST_ACTIVITY_FIELD_NUMBER: _ClassVar[int]
+    team: str
+    memories: int
+    agents: _containers.RepeatedScalarFieldContainer[str]
+    summary_id: str
+    last_activity: _timestamp_pb2.Timestamp
+    def __init__(self, team: _Optional[str] = ..., memories: _Optional[int] = ..., agents: _Optional[_Iterable[str]] = ..., summary_id: _Optional[str] = ..., last_activity: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ListTeamsResponse(_message.Message):
+    __slots__ = ("teams",)
+    TEAMS_FIELD_NUMBER: _ClassVar[int]
+    teams: _containers.RepeatedCompositeFieldContainer[TeamInfo]
+    def __init__(self, teams: _Optional[_Iterable[_Union[TeamInfo, _Mapping]]] = ...) -> None: ...

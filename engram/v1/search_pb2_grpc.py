@@ -69,6 +69,16 @@ class SearchStub:
                 request_serializer=engram_dot_v1_dot_search__pb2.ListExpiringRequest.SerializeToString,
                 response_deserializer=engram_dot_v1_dot_search__pb2.ListExpiringResponse.FromString,
                 _registered_method=True)
+        self.ListAgents = channel.unary_unary(
+                '/engram.v1.Search/ListAgents',
+                request_serializer=engram_dot_v1_dot_search__pb2.ListAgentsRequest.SerializeToString,
+                response_deserializer=engram_dot_v1_dot_search__pb2.ListAgentsResponse.FromString,
+                _registered_method=True)
+        self.ListTeams = channel.unary_unary(
+                '/engram.v1.Search/ListTeams',
+                request_serializer=engram_dot_v1_dot_search__pb2.ListTeamsRequest.SerializeToString,
+                response_deserializer=engram_dot_v1_dot_search__pb2.ListTeamsResponse.FromString,
+                _registered_method=True)
 
 
 class SearchServicer:
@@ -117,6 +127,20 @@ class SearchServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListAgents(self, request, context):
+        """The agents of the caller's namespace, derived from the log: first and last seen, memories, devices, clients.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListTeams(self, request, context):
+        """The teams of the caller's namespace with their memory counts and their latest team summary.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SearchServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -154,6 +178,16 @@ def add_SearchServicer_to_server(servicer, server):
                     servicer.ListExpiring,
                     request_deserializer=engram_dot_v1_dot_search__pb2.ListExpiringRequest.FromString,
                     response_serializer=engram_dot_v1_dot_search__pb2.ListExpiringResponse.SerializeToString,
+            ),
+            'ListAgents': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListAgents,
+                    request_deserializer=engram_dot_v1_dot_search__pb2.ListAgentsRequest.FromString,
+                    response_serializer=engram_dot_v1_dot_search__pb2.ListAgentsResponse.SerializeToString,
+            ),
+            'ListTeams': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListTeams,
+                    request_deserializer=engram_dot_v1_dot_search__pb2.ListTeamsRequest.FromString,
+                    response_serializer=engram_dot_v1_dot_search__pb2.ListTeamsResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -345,6 +379,60 @@ class Search:
             '/engram.v1.Search/ListExpiring',
             engram_dot_v1_dot_search__pb2.ListExpiringRequest.SerializeToString,
             engram_dot_v1_dot_search__pb2.ListExpiringResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListAgents(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/engram.v1.Search/ListAgents',
+            engram_dot_v1_dot_search__pb2.ListAgentsRequest.SerializeToString,
+            engram_dot_v1_dot_search__pb2.ListAgentsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListTeams(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/engram.v1.Search/ListTeams',
+            engram_dot_v1_dot_search__pb2.ListTeamsRequest.SerializeToString,
+            engram_dot_v1_dot_search__pb2.ListTeamsResponse.FromString,
             options,
             channel_credentials,
             insecure,

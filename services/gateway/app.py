@@ -15,6 +15,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 from engram.config import Settings, is_loopback
 from engram.errors import Unauthenticated
 from engram.keys import KeyStore
+from engram.log import Log
 from engram.services.gateway.backend import Backend
 from engram.services.gateway.edge import EdgeMiddleware, EdgePolicy
 from engram.services.gateway.identity import Resolver
@@ -43,8 +44,8 @@ use this REST API. Authenticate with `Authorization: Bearer <API key>` (create o
 on a loopback bind in dev mode, requests without a key act anonymously in the `default` namespace."""
 
 
-def build_app(settings: Settings, backend: Backend, keys: KeyStore) -> FastAPI:
-    """The gateway app. The caller owns ``backend`` and closes it after the app has stopped."""
+def build_app(settings: Settings, backend: Backend, keys: KeyStore, *, event_log: Log | None = None) -> FastAPI:
+    """The gateway app. The caller owns ``backend`` and ``event_log`` and closes them after the app has stopped."""
     resolver = Resolver(settings, keys)
     cursors = CursorTracker()
     mcp = build_mcp(backend, resolver, cursors, settings)

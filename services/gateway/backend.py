@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engram import errors, wire
-from engram.clients import DEFAULT_RPC_TIMEOUT, IndexStats, IngestClient, SearchClient
+from engram.clients import DEFAULT_RPC_TIMEOUT, ConsolidationClient, IndexStats, IngestClient, SearchClient
 from engram.model import Caller, Memory, MemoryInput
 from engram.results import (
     DeleteResult,
@@ -52,11 +52,22 @@ class Backend:
     """The services behind the gateway: the kernel's ingest and search clients (one channel when one process
     hosts both, as in the embedded node), plus the readiness of every process behind them."""
 
-    def __init__(self, *, ingest_addr: str, search_addr: str, timeout: float = DEFAULT_RPC_TIMEOUT) -> None:
+    def __init__(
+        self,
+        *,
+        ingest_addr: str,
+        search_addr: str,
+        consolidation_addr: str | None = None,
+        timeout: float = DEFAULT_RPC_TIMEOUT,
+    ) -> None:
         self.ingest = IngestClient(ingest_addr, timeout=timeout)
         shared = search_addr == ingest_addr
         self.search_client = SearchClient(self.ingest.channel if shared else search_addr, timeout=timeout)
         self._shared = shared
+        self.consolidation: ConsolidationClient | None = None  # None: no consolidation service configured
+        if consolidation_addr:
+            target = self.ingest.channel if consolidation_addr == ingest_addr else consolidation_addr
+            self.consolidation = ConsolidationClient(target, timeout=timeout)
 
     async def save(self, caller: Caller, draft: MemoryInput) -> SaveResult:
         return await self.ingest.save(caller, draft)
@@ -147,6 +158,8 @@ class Backend:
         )
 
     async def close(self) -> None:
+        if self.consolidation is not None:
+            await self.consolidation.close()  # does not close a shared channel
         await self.search_client.close()  # does not close a shared channel
         await self.ingest.close()
 

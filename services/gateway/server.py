@@ -13,6 +13,7 @@ import uvicorn
 
 from engram.config import Settings
 from engram.keys import KeyStore
+from engram.log import Log
 from engram.ports import listen_socket
 from engram.services.gateway.app import build_app
 from engram.services.gateway.backend import Backend
@@ -21,12 +22,15 @@ from engram.services.gateway.identity import check_bind
 
 @dataclass(frozen=True, slots=True)
 class GatewayDeps:
-    """What the gateway needs: where ingest and search answer, the key store, and optionally its bound socket."""
+    """What the gateway needs: where the services answer, the key store, the log (for live events), and optionally
+    its bound socket."""
 
     ingest_addr: str
     search_addr: str
     keys: KeyStore
     sock: socket.socket | None = None  # bound early with listen_socket, so a taken port is reported first
+    consolidation_addr: str | None = None  # team summaries; None: those tools answer "unavailable"
+    event_log: Log | None = None  # live events (SSE, MCP resource updates); None: those answer "unavailable"
 
 
 class RunningGateway:
@@ -45,11 +49,14 @@ class RunningGateway:
 async def build_server(settings: Settings, deps: GatewayDeps) -> RunningGateway:
     """Starts the gateway on settings.host:settings.port (or deps.sock) in front of the given services."""
     check_bind(settings, deps.keys)
-    backend = Backend(ingest_addr=deps.ingest_addr, search_addr=deps.search_addr)
+    backend = Backend(
+        ingest_addr=deps.ingest_addr, search_addr=deps.search_addr, consolidation_addr=deps.consolidation_addr
+    )
     try:
         server, task, url = await start_http(
-            build_app(settings, backend, deps.keys), settings.host, settings.port, sock=deps.sock
-        )
+            build_app(settings, backend, deps.keys, event_log=deps.event_log), settings.host, settings.port,
+            sock=deps.sock,
+        )  # fmt: skip
     except BaseException:
         await backend.close()
         raise

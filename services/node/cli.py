@@ -46,6 +46,7 @@ def _parser() -> argparse.ArgumentParser:
     run.add_argument(
         "--search-addr", help="gateway, ingest, consolidation: search service address (ENGRAM_SEARCH_ADDR)"
     )
+    run.add_argument("--consolidation-addr", help="gateway: consolidation service address (ENGRAM_CONSOLIDATION_ADDR)")
     run.add_argument("--host", help="gateway: HTTP bind address (ENGRAM_HOST)")
     run.add_argument("--port", type=int, help="gateway: HTTP port (ENGRAM_PORT)")
 
@@ -84,6 +85,10 @@ def _parser() -> argparse.ArgumentParser:
 
     memory_cli.add_parsers(sub)  # update, delete, supersede, history, at, stats, admin purge
 
+    from engram import coordination_cli
+
+    coordination_cli.add_parsers(sub)  # agents, teams, consolidate, handoffs
+
     sub.add_parser("version", help="print the version")
     return parser
 
@@ -97,6 +102,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         "grpc_listen": getattr(args, "listen", None),
         "ingest_addr": getattr(args, "ingest_addr", None),
         "search_addr": getattr(args, "search_addr", None),
+        "consolidation_addr": getattr(args, "consolidation_addr", None),
     }
     return Settings.from_env(**overrides)
 
@@ -152,6 +158,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
 
     if args.command in memory_cli.COMMANDS:
         return memory_cli.run(args, _node_url(args.url, settings), api_key=settings.api_key)
+    from engram import coordination_cli
+
+    if args.command in coordination_cli.COMMANDS:
+        return coordination_cli.run(args, _node_url(args.url, settings), api_key=settings.api_key)
     if args.command == "models":
         from engram import models_cli
 
@@ -254,7 +264,9 @@ async def _mcp(settings: Settings) -> None:
     if not info.dev:
         settings = settings.replace(dev_mode=False)  # the node's policy holds for its stdio clients too
     async with attached(info, client=f"engram mcp (pid {os.getpid()})"):
-        backend = Backend(ingest_addr=info.grpc_address, search_addr=info.grpc_address)
+        backend = Backend(
+            ingest_addr=info.grpc_address, search_addr=info.grpc_address, consolidation_addr=info.grpc_address
+        )
         try:
             await serve_stdio(settings, backend)
         finally:
@@ -292,14 +304,25 @@ async def _run_gateway(settings: Settings, stop: asyncio.Event) -> None:
         raise SettingsError(
             "The gateway needs --ingest-addr and --search-addr (ENGRAM_INGEST_ADDR, ENGRAM_SEARCH_ADDR)."
         )
-    deps = GatewayDeps(settings.ingest_addr, settings.search_addr, KeyStore(settings.keys_path))
-    gateway = await build_server(settings, deps)
-    print(f"engram gateway ready at {gateway.url} (MCP at {gateway.url}/mcp)", flush=True)
+    from engram.runtime import Resources
+
+    resources = Resources(settings)
     try:
-        await stop.wait()
+        # Live events (SSE, MCP resource updates) follow the log; without NATS the gateway serves everything else.
+        event_log = await resources.log() if settings.nats_url else None
+        deps = GatewayDeps(
+            settings.ingest_addr, settings.search_addr, KeyStore(settings.keys_path),
+            consolidation_addr=settings.consolidation_addr, event_log=event_log,
+        )  # fmt: skip
+        gateway = await build_server(settings, deps)
+        print(f"engram gateway ready at {gateway.url} (MCP at {gateway.url}/mcp)", flush=True)
+        try:
+            await stop.wait()
+        finally:
+            await gateway.stop()
+            await gateway.close()
     finally:
-        await gateway.stop()
-        await gateway.close()
+        await resources.close()
 
 
 if __name__ == "__main__":

@@ -184,7 +184,10 @@ async def run_node(settings: Settings, *, idle_exit: bool = False, announce: boo
                 ingest.search_addr = address
 
             grpc_server = await serve(services, "127.0.0.1:0", resources=resources, extra=[control], on_bound=bound)
-            deps = GatewayDeps(grpc_server.address, grpc_server.address, keys, sock=http_socket)
+            deps = GatewayDeps(
+                grpc_server.address, grpc_server.address, keys, sock=http_socket,
+                consolidation_addr=grpc_server.address, event_log=await resources.log(),
+            )  # fmt: skip
             gateway = await build_gateway(settings, deps)
             control.http_url, control.grpc_address = gateway.url, grpc_server.address
             info = NodeInfo(os.getpid(), gateway.url, grpc_server.address, str(home), nats.url, settings.dev)
