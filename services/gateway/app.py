@@ -17,7 +17,9 @@ from engram.errors import Unauthenticated
 from engram.keys import KeyStore
 from engram.log import Log
 from engram.services.gateway.backend import Backend
+from engram.services.gateway.context import build_context_router
 from engram.services.gateway.edge import EdgeMiddleware, EdgePolicy
+from engram.services.gateway.events import build_events_router
 from engram.services.gateway.identity import Resolver
 from engram.services.gateway.mcp_server import build_mcp
 from engram.services.gateway.operations import CursorTracker, Operations
@@ -48,7 +50,7 @@ def build_app(settings: Settings, backend: Backend, keys: KeyStore, *, event_log
     """The gateway app. The caller owns ``backend`` and ``event_log`` and closes them after the app has stopped."""
     resolver = Resolver(settings, keys)
     cursors = CursorTracker()
-    mcp = build_mcp(backend, resolver, cursors, settings)
+    mcp = build_mcp(backend, resolver, cursors, settings, event_log=event_log)
     guard = HostGuard.from_settings(settings)
     # Stateful sessions, so clientInfo from `initialize` is known on every later request of a session.
     mcp.streamable_http_app(stateless_http=False, transport_security=guard.transport_security())
@@ -63,6 +65,8 @@ def build_app(settings: Settings, backend: Backend, keys: KeyStore, *, event_log
     app = FastAPI(title="Engram", version=ENGRAM_VERSION, description=DESCRIPTION, lifespan=lifespan)
     add_error_handlers(app)
     app.include_router(build_router(Operations(backend, cursors), resolver, settings))
+    app.include_router(build_context_router(backend, cursors, resolver, settings))
+    app.include_router(build_events_router(resolver, settings, event_log))
     # A Route whose endpoint is not a function is called as a raw ASGI app (all methods: POST, GET, DELETE).
     mcp_endpoint: Any = RequireKey(StreamableHTTPASGIApp(sessions), resolver)
     app.add_route(MCP_PATH, mcp_endpoint, include_in_schema=False)

@@ -14,12 +14,14 @@ from pydantic import ValidationError
 
 from engram.config import DEFAULT_SEARCH_LIMIT, Settings
 from engram.errors import EngramError
+from engram.log import Log
 from engram.model import (
     Caller,
 )
 from engram.services.gateway.backend import Backend
 from engram.services.gateway.identity import MCP_SOURCE, RequestIdentity, Resolver
 from engram.services.gateway.operations import CursorTracker, Operations, describe_validation
+from engram.services.gateway.resources import register_context_features
 from engram.services.gateway.schemas import (
     DEFAULT_LIST_LIMIT,
     ENGRAM_VERSION,
@@ -233,7 +235,9 @@ def _closed(tool: str, schema: dict[str, Any]) -> dict[str, Any]:
     return {**schema, **_INPUT_RULES.get(tool, {}), "additionalProperties": False}
 
 
-def build_mcp(backend: Backend, resolver: Resolver, cursors: CursorTracker, settings: Settings) -> MCPServer:
+def build_mcp(
+    backend: Backend, resolver: Resolver, cursors: CursorTracker, settings: Settings, *, event_log: Log | None = None
+) -> MCPServer:
     """The Engram MCP server: save, search, get, list, update, delete and supersede memories, their history,
     a memory at a point in time, the namespace's stats, and ping."""
     server: MCPServer = EngramMCPServer(
@@ -431,4 +435,7 @@ def build_mcp(backend: Backend, resolver: Resolver, cursors: CursorTracker, sett
             scopes=sorted(who.scopes), version=ENGRAM_VERSION,
         )  # fmt: skip
 
+    register_context_features(
+        server, backend=backend, cursors=cursors, settings=settings, caller=caller, event_log=event_log
+    )
     return server
