@@ -16,9 +16,15 @@ from mcp.types import Implementation
 
 @contextlib.asynccontextmanager
 async def http_client(
-    url: str, *, key: str | None = None, agent: str | None = None, name: str = "pytest", mode: str = "auto"
+    url: str,
+    *,
+    key: str | None = None,
+    agent: str | None = None,
+    name: str = "pytest",
+    mode: str = "auto",
+    headers: dict[str, str] | None = None,
 ) -> AsyncIterator[Client]:
-    headers = {}
+    headers = dict(headers or {})
     if key:
         headers["Authorization"] = f"Bearer {key}"
     if agent:
