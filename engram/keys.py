@@ -13,11 +13,11 @@ import secrets
 import tempfile
 import threading
 import time
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
-from engram.names import validate_agent, validate_namespace
+from engram.names import split_agent, validate_device, validate_namespace, validate_team
 
 SCOPES = ("read", "write", "admin")
 
@@ -36,13 +36,19 @@ class KeyStoreError(RuntimeError):
 
 @dataclass(frozen=True, slots=True)
 class ApiKey:
-    """A key's public record; the secret itself is never part of it."""
+    """A key's public record; the secret itself is never part of it.
+
+    ``agent`` is empty for a shared key (its callers name themselves); ``device`` and ``team`` are empty when the
+    key does not fix them.
+    """
 
     key_id: str
     namespace: str
     agent: str
     scopes: frozenset[str]
     created_at: float
+    device: str = ""
+    team: str = ""
 
     def allows(self, scope: str) -> bool:
         """True if the key grants ``scope``; "admin" implies "read" and "write"."""
@@ -100,10 +106,21 @@ class KeyStore:
 
     # --- public API -------------------------------------------------------------------------------------
 
-    def create(self, *, namespace: str, agent: str, scopes: Iterable[str] = ("read", "write")) -> tuple[ApiKey, str]:
-        """Create a key; return its record and the plaintext secret, which is stored nowhere: show it once."""
+    def create(
+        self,
+        *,
+        namespace: str,
+        agent: str = "",
+        device: str = "",
+        team: str = "",
+        scopes: Iterable[str] = ("read", "write"),
+    ) -> tuple[ApiKey, str]:
+        """Create a key; return its record and the plaintext secret, which is stored nowhere: show it once.
+
+        Without ``agent`` the key is shared: every caller using it must name itself.
+        """
         namespace = validate_namespace(namespace)
-        agent = validate_agent(agent)
+        agent, device, team = _optional_names(agent, device, team)
         scope_set = validate_scopes(scopes)
         with self._exclusive():
             entries, _ = self._read()  # fresh from disk: another process may have written since our last look
@@ -117,6 +134,8 @@ class KeyStore:
                 agent=agent,
                 scopes=scope_set,
                 created_at=time.time(),
+                device=device,
+                team=team,
             )
             entries[record.key_id] = (record, _hash(secret))
             self._write(entries)
@@ -237,6 +256,8 @@ def _encode(record: ApiKey, digest: str) -> dict[str, object]:
         "sha256": digest,
         "namespace": record.namespace,
         "agent": record.agent,
+        "device": record.device,
+        "team": record.team,
         "scopes": sorted(record.scopes),
         "created_at": record.created_at,
     }
@@ -256,11 +277,29 @@ def _decode(item: object) -> tuple[ApiKey, str]:
     scopes = item["scopes"]
     if not isinstance(scopes, list):
         raise ValueError(f"bad scopes for {key_id}")
+    # Files written before keys had a device and a team (or could be shared) load unchanged.
+    agent, device, team = _optional_names(item["agent"], item.get("device", ""), item.get("team", ""))
     record = ApiKey(
         key_id=key_id,
         namespace=validate_namespace(item["namespace"]),
-        agent=validate_agent(item["agent"]),
+        agent=agent,
         scopes=validate_scopes(scopes),
         created_at=float(created_at),
+        device=device,
+        team=team,
     )
     return record, digest
+
+
+def _optional_names(agent: object, device: object, team: object) -> tuple[str, str, str]:
+    """The key's agent, device and team, each validated unless empty (a key need not fix any of them)."""
+    return _optional(agent, _validate_key_agent), _optional(device, validate_device), _optional(team, validate_team)
+
+
+def _optional(value: object, validate: Callable[[object], str]) -> str:
+    return "" if value == "" else validate(value)
+
+
+def _validate_key_agent(agent: object) -> str:
+    split_agent(agent)  # "name@device" is a usable agent id only if its device part is a valid device
+    return str(agent)

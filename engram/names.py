@@ -1,4 +1,4 @@
-"""Validation of the names callers choose: namespaces and agent ids."""
+"""Validation of the names callers choose: namespaces, agent ids, devices and teams."""
 
 from __future__ import annotations
 
@@ -8,15 +8,22 @@ from typing import TypeGuard
 # Namespaces become NATS subject tokens and file/collection names, so they exclude "." (the NATS token
 # separator), "@", "*", ">" and whitespace; 64 characters keeps derived subjects and paths short.
 NAMESPACE_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}"
+NAMESPACE_RULE = "use 1-64 characters from A-Z a-z 0-9 '_' '-', starting with a letter or digit (no '.', '@' or spaces)"
 # Agent ids are only ever payload, never subject tokens, so they may look like "claude@laptop" or
 # "ci.bot-1"; the first character is alphanumeric so an id can't be mistaken for a CLI flag.
 AGENT_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._@-]{0,127}"
 
 AGENT_RULE = "use 1-128 characters from A-Z a-z 0-9 '_' '-' '.' '@', starting with a letter or digit (no spaces)."
+# A device is the part after the last "@" of "agent@device" (a host name, usually), so it holds no "@".
+DEVICE_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
+DEVICE_RULE = "use 1-64 characters from A-Z a-z 0-9 '_' '-' '.', starting with a letter or digit (no '@' or spaces)"
+# Teams become "team:<name>" tags and filters, and Claude Code's team names are kebab-case: the namespace rule fits.
+TEAM_PATTERN = NAMESPACE_PATTERN
 
 # fullmatch rather than ^...$: "$" also matches before a trailing newline, which would let "ns\n" through.
 _NAMESPACE_RE = re.compile(NAMESPACE_PATTERN)
 _AGENT_RE = re.compile(AGENT_PATTERN)
+_DEVICE_RE = re.compile(DEVICE_PATTERN)
 
 
 def is_valid_namespace(name: object) -> TypeGuard[str]:
@@ -32,10 +39,7 @@ def is_valid_agent(name: object) -> TypeGuard[str]:
 def validate_namespace(name: object) -> str:
     """Return ``name`` unchanged if it is a valid namespace, else raise ValueError saying what is allowed."""
     if not is_valid_namespace(name):
-        raise ValueError(
-            f"invalid namespace {name!r}: use 1-64 characters from A-Z a-z 0-9 '_' '-', "
-            "starting with a letter or digit (no '.', '@' or spaces)"
-        )
+        raise ValueError(f"invalid namespace {name!r}: {NAMESPACE_RULE}")
     return name
 
 
@@ -44,3 +48,32 @@ def validate_agent(name: object) -> str:
     if not is_valid_agent(name):
         raise ValueError(f"invalid agent id {name!r}: {AGENT_RULE.rstrip('.')}")
     return name
+
+
+def validate_device(name: object) -> str:
+    """Return ``name`` unchanged if it is a valid device name, else raise ValueError saying what is allowed."""
+    if not isinstance(name, str) or _DEVICE_RE.fullmatch(name) is None:
+        raise ValueError(f"invalid device {name!r}: {DEVICE_RULE}")
+    return name
+
+
+def validate_team(name: object) -> str:
+    """Return ``name`` unchanged if it is a valid team name, else raise ValueError saying what is allowed."""
+    if not is_valid_namespace(name):
+        raise ValueError(f"invalid team {name!r}: {NAMESPACE_RULE}")
+    return name
+
+
+def split_agent(name: object) -> tuple[str, str]:
+    """``"claude-code@laptop"`` -> ``("claude-code", "laptop")``; ``"claude-code"`` -> ``("claude-code", "")``.
+
+    An agent owns its memories on every device, so the owner is the part before the last "@" and the device is
+    recorded apart. Raises ValueError (naming the whole id) when the id or its device part is unusable.
+    """
+    agent, at, device = validate_agent(name).rpartition("@")
+    if not at:
+        return device, ""
+    # The agent part is valid whenever the whole id is (it starts the id and is shorter); only the device can fail.
+    if device and _DEVICE_RE.fullmatch(device) is None:
+        raise ValueError(f"invalid agent id {name!r}: in 'agent@device' the device part must {DEVICE_RULE}")
+    return agent, device

@@ -1,15 +1,24 @@
-"""Who is calling: API-key authentication, agent resolution and scope checks, independent of any transport."""
+"""Who is calling: API-key authentication, the agent, its device and team, and scope checks, for every transport."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import ipaddress
+import json
+import logging
+import threading
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from pathlib import Path
+
+from starlette.requests import HTTPConnection
 
 from engram.config import Settings, SettingsError
 from engram.errors import InvalidArgument, PermissionDenied, Unauthenticated
 from engram.keys import ApiKey, KeyStore
 from engram.model import Caller
-from engram.names import validate_agent
+from engram.names import is_valid_namespace, split_agent, validate_device, validate_team
+
+log = logging.getLogger(__name__)
 
 ANONYMOUS_AGENT = "anonymous"
 DEV_NAMESPACE = "default"
@@ -19,8 +28,24 @@ MCP_SOURCE = "mcp"
 
 AGENT_HEADER = "x-engram-agent-id"
 AGENT_QUERY = "agent_id"
+DEVICE_HEADER = "x-engram-device"
+TEAM_HEADER = "x-engram-team"
 
 CREATE_KEY_HINT = "engram keys create --namespace N --agent A"
+# How a caller names itself when a shared key (created without --agent) does not: over HTTP, and over stdio.
+NAME_YOURSELF = (
+    "send the X-Engram-Agent-ID header (e.g. claude-code@laptop) or the ?agent_id= query parameter, "
+    f"let the MCP client send its clientInfo.name, or use a key created with --agent (`{CREATE_KEY_HINT}`)"
+)
+NAME_YOURSELF_STDIO = (
+    "set ENGRAM_AGENT_ID (e.g. claude-code@laptop), let the MCP client send its clientInfo.name, "
+    f"or set ENGRAM_API_KEY to a key created with --agent (`{CREATE_KEY_HINT}`)"
+)
+
+# Claude Code's agent teams: ~/.claude/teams/<team>/config.json, rewritten as members join and leave.
+CLAUDE_TEAM_VARIABLES = ("CLAUDE_TEAM_NAME", "CLAUDE_CODE_TEAM_NAME")
+CLAUDE_TEAMS_READ = 5  # team configs read at most, newest first: the newest usable one wins
+CLAUDE_TEAM_CONFIG_MAX_BYTES = 256 * 1024  # member prompts make configs a few KiB; more is not a team config
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,6 +56,9 @@ class RequestIdentity:
     agent_header: str | None = None  # X-Engram-Agent-ID
     agent_query: str | None = None  # ?agent_id=
     client_name: str | None = None  # MCP clientInfo.name
+    device_header: str | None = None  # X-Engram-Device
+    team_header: str | None = None  # X-Engram-Team
+    client_host: str | None = None  # the peer's address (HTTP only)
 
     @classmethod
     def from_http(
@@ -38,8 +66,11 @@ class RequestIdentity:
         headers: Mapping[str, str] | None,
         query: Mapping[str, str] | None,
         client_name: str | None = None,
+        *,
+        client_host: str | None = None,
     ) -> RequestIdentity:
-        """Reads the credential and agent hints of an HTTP request (headers must be case-insensitive)."""
+        """Reads the credential, agent, device and team hints of an HTTP request (headers must be
+        case-insensitive); ``client_host`` is the peer's address, which names the device of a local caller."""
         headers = headers or {}
         query = query or {}
         return cls(
@@ -47,7 +78,18 @@ class RequestIdentity:
             agent_header=headers.get(AGENT_HEADER),
             agent_query=query.get(AGENT_QUERY),
             client_name=client_name,
+            device_header=headers.get(DEVICE_HEADER),
+            team_header=headers.get(TEAM_HEADER),
+            client_host=client_host,
         )
+
+    @classmethod
+    def from_request(cls, request: HTTPConnection | None, client_name: str | None = None) -> RequestIdentity:
+        """Reads an HTTP request, or only the client name when there is none (stdio)."""
+        if request is None:
+            return cls(client_name=client_name)
+        host = request.client.host if request.client is not None else None
+        return cls.from_http(request.headers, request.query_params, client_name, client_host=host)
 
 
 def bearer_token(authorization: str | None) -> str | None:
@@ -66,14 +108,17 @@ class Resolver:
     """Turns a request's credentials and hints into a Caller, the same way for MCP, REST and stdio.
 
     Over HTTP the key comes from the Authorization header only. A stdio resolver (``stdio=True``) acts with
-    ``settings.api_key`` and falls back to ``settings.agent_id`` when nothing names the agent, because a
-    spawned process has no headers.
+    ``settings.api_key`` and falls back to ``settings.agent_id``, ``settings.device`` and ``local_team`` when
+    nothing more specific names the agent, device or team, because a spawned process has no headers.
     """
 
-    def __init__(self, settings: Settings, keys: KeyStore, *, stdio: bool = False) -> None:
+    def __init__(
+        self, settings: Settings, keys: KeyStore, *, stdio: bool = False, local_team: LocalTeam | None = None
+    ) -> None:
         self._settings = settings
         self._keys = keys
         self._stdio = stdio
+        self._local_team = local_team or LocalTeam(settings.team)
 
     @property
     def dev(self) -> bool:
@@ -105,16 +150,20 @@ class Resolver:
         return key
 
     def resolve(self, request: RequestIdentity, *, default_source: str = REST_SOURCE) -> Caller:
-        """Authenticates and names the caller; the namespace only ever comes from the key."""
+        """Authenticates and names the caller (``agent@device``, its team); the namespace only comes from the key."""
         key = self.authenticate(request.authorization)
+        agent, named_device = self._agent(request, key)
         return Caller(
             namespace=key.namespace if key else DEV_NAMESPACE,
-            agent_id=self._agent(request, key),
+            agent_id=agent,
             source=_present(request.client_name) or default_source,
             scopes=_scopes(key),
+            device=self._device(request, key, named_device),
+            team=self._team(request, key),
         )
 
-    def _agent(self, request: RequestIdentity, key: ApiKey | None) -> str:
+    def _agent(self, request: RequestIdentity, key: ApiKey | None) -> tuple[str, str]:
+        """The owning agent and the device its id named ("" if none): ``claude-code@laptop`` owns as ``claude-code``."""
         # DESIGN.md order: header, query parameter, key's agent, clientInfo.name, ENGRAM_AGENT_ID, anonymous.
         explicit = (
             ("X-Engram-Agent-ID", _present(request.agent_header)),
@@ -122,18 +171,127 @@ class Resolver:
         )
         for field, value in explicit:
             if value is not None:
-                return _valid_agent(field, value)
-        if key is not None:
-            return key.agent
-        if (name := _present(request.client_name)) is not None:
+                return _split(field, value)
+        if key is not None and key.agent:
+            return split_agent(key.agent)  # validated when the key was created or loaded
+        if (name := _present(request.client_name)) is not None and (named := _agent_from_client_name(name)):
             # Client names are free text ("Claude Code"); an unusable one is skipped rather than refused,
             # since the agent never chose it.
-            return _agent_from_client_name(name) or self._fallback_agent()
-        return self._fallback_agent()
-
-    def _fallback_agent(self) -> str:
+            return named
         configured = _present(self._settings.agent_id) if self._stdio else None
-        return _valid_agent("ENGRAM_AGENT_ID", configured) if configured else ANONYMOUS_AGENT
+        if configured is not None:
+            return _split("ENGRAM_AGENT_ID", configured)
+        if self.dev:
+            return ANONYMOUS_AGENT, ""
+        # Outside dev mode memories must belong to someone; only a shared key (no --agent) gets this far.
+        how = NAME_YOURSELF_STDIO if self._stdio else NAME_YOURSELF
+        raise InvalidArgument(
+            "agent", f"nothing names the calling agent, and the API key is shared (created without --agent): {how}."
+        )
+
+    def _device(self, request: RequestIdentity, key: ApiKey | None, named_device: str) -> str:
+        # X-Engram-Device, the key's device, the "@device" of the agent id, then where the process runs.
+        if (header := _present(request.device_header)) is not None:
+            return _valid("X-Engram-Device", header, validate_device)
+        if key is not None and key.device:
+            return key.device
+        if named_device:
+            return named_device
+        if self._stdio or _is_loopback_peer(request.client_host):
+            # stdio runs on the agent's machine; a loopback peer runs on the gateway's. (Behind a reverse proxy on
+            # the same host every peer looks local: such deployments should send X-Engram-Device.)
+            return _valid("ENGRAM_DEVICE", self._settings.device, validate_device) if self._settings.device else ""
+        return ""
+
+    def _team(self, request: RequestIdentity, key: ApiKey | None) -> str:
+        # X-Engram-Team, the key's team, then (stdio) ENGRAM_TEAM, CLAUDE_TEAM_NAME, the newest Claude Code team.
+        if (header := _present(request.team_header)) is not None:
+            return _valid("X-Engram-Team", header, validate_team)
+        if key is not None and key.team:
+            return key.team
+        return self._local_team() if self._stdio else ""
+
+
+class LocalTeam:
+    """The team of the agent that spawned a stdio server: ``configured`` (ENGRAM_TEAM), else the Claude Code team
+    named by ``environ`` (CLAUDE_TEAM_NAME), else the newest active team under ``claude_dir`` (``~/.claude``).
+
+    Detection runs once per process, on first use rather than at start (a team lead starts its MCP servers before
+    it creates its team, and saves only later). Nothing is detected without ``claude_dir``.
+    """
+
+    def __init__(
+        self, configured: str | None, *, environ: Mapping[str, str] | None = None, claude_dir: Path | None = None
+    ) -> None:
+        self._configured = _present(configured)
+        self._environ = environ or {}
+        self._claude_dir = claude_dir
+        self._detected: str | None = None
+        self._lock = threading.Lock()
+
+    def __call__(self) -> str:
+        if self._configured is not None:
+            return _valid("ENGRAM_TEAM", self._configured, validate_team)
+        with self._lock:
+            if self._detected is None:
+                self._detected = self._detect()
+            return self._detected
+
+    def _detect(self) -> str:
+        for variable in CLAUDE_TEAM_VARIABLES:
+            if (name := _present(self._environ.get(variable))) is not None:
+                if is_valid_namespace(name):
+                    return name
+                log.warning("ignoring %s=%r: not a usable team name", variable, name)
+        return newest_claude_team(self._claude_dir) if self._claude_dir is not None else ""
+
+
+def newest_claude_team(claude_dir: Path) -> str:
+    """The newest active agent team of Claude Code under ``claude_dir`` (``~/.claude``), or "".
+
+    Each team is ``teams/<name>/config.json``: ``{"name", "leadAgentId", "members": [{"name", "agentId",
+    "isActive"?}]}``. Claude Code rewrites it as members join and leave, and deletes the directory when the team
+    is deleted, so the most recently modified config is the team in use. A team whose every member is marked
+    ``"isActive": false`` has stopped (nobody runs in it) and is skipped; so are unreadable or malformed configs
+    and names that are not valid team names. At most CLAUDE_TEAMS_READ small files are read.
+    """
+    for config in _newest_first(claude_dir / "teams")[:CLAUDE_TEAMS_READ]:
+        if name := _active_team_name(config):
+            return name
+    return ""
+
+
+def _newest_first(teams: Path) -> list[Path]:
+    dated: list[tuple[float, Path]] = []
+    try:
+        for config in teams.glob("*/config.json"):
+            try:
+                dated.append((config.stat().st_mtime, config))
+            except OSError:
+                continue  # removed while we looked (TeamDelete)
+    except OSError:
+        return []
+    return [config for _, config in sorted(dated, key=lambda d: d[0], reverse=True)]
+
+
+def _active_team_name(config: Path) -> str:
+    try:
+        with config.open("rb") as f:
+            raw = f.read(CLAUDE_TEAM_CONFIG_MAX_BYTES + 1)
+        data = json.loads(raw) if len(raw) <= CLAUDE_TEAM_CONFIG_MAX_BYTES else None
+    except (OSError, ValueError):  # unreadable, half-written or not JSON (UnicodeDecodeError is a ValueError)
+        return ""
+    if not isinstance(data, dict):
+        return ""
+    members = data.get("members")
+    if isinstance(members, list) and members and all(_stopped(m) for m in members):
+        return ""
+    name = data.get("name") or config.parent.name
+    return name if is_valid_namespace(name) else ""
+
+
+def _stopped(member: object) -> bool:
+    return isinstance(member, dict) and member.get("isActive") is False
 
 
 def require_scope(caller: Caller, scope: str) -> None:
@@ -164,19 +322,36 @@ def _present(value: str | None) -> str | None:
     return value.strip() if value is not None and value.strip() else None
 
 
-def _valid_agent(field: str, value: str) -> str:
+def _valid(field: str, value: str, validate: Callable[[str], str]) -> str:
     try:
-        return validate_agent(value)
+        return validate(value)
     except ValueError as e:
         raise InvalidArgument(field, str(e)) from e
 
 
-def _agent_from_client_name(name: str) -> str | None:
-    candidate = "-".join(name.split())
+def _split(field: str, value: str) -> tuple[str, str]:
     try:
-        return validate_agent(candidate)
+        return split_agent(value)
+    except ValueError as e:
+        raise InvalidArgument(field, str(e)) from e
+
+
+def _agent_from_client_name(name: str) -> tuple[str, str] | None:
+    try:
+        return split_agent("-".join(name.split()))
     except ValueError:
         return None
+
+
+def _is_loopback_peer(host: str | None) -> bool:
+    if not host:
+        return False
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return host == "localhost"
+    mapped = getattr(address, "ipv4_mapped", None)  # ::ffff:127.0.0.1 from a dual-stack socket
+    return address.is_loopback or (mapped is not None and mapped.is_loopback)
 
 
 def _scopes(key: ApiKey | None) -> frozenset[str]:

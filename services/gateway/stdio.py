@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import logging
+import os
+from pathlib import Path
 
 from engram.config import Settings
 from engram.errors import EngramError
 from engram.keys import KeyStore
 from engram.services.gateway.backend import Backend
-from engram.services.gateway.identity import Resolver
+from engram.services.gateway.identity import LocalTeam, Resolver
 from engram.services.gateway.mcp_server import build_mcp
 from engram.services.gateway.operations import CursorTracker
 
@@ -19,12 +21,25 @@ async def serve_stdio(settings: Settings, backend: Backend, *, keys: KeyStore | 
     """Serves MCP on stdin/stdout until stdin closes. The caller owns ``backend`` and closes it afterwards.
 
     Acts with ``settings.api_key`` (ENGRAM_API_KEY); without one, only in dev mode, anonymously in the
-    ``default`` namespace. Nothing may be printed to stdout here: it is the protocol channel.
+    ``default`` namespace. The agent's team is ENGRAM_TEAM, else the Claude Code team it runs in. Nothing may be
+    printed to stdout here: it is the protocol channel.
     """
-    resolver = Resolver(settings, keys or KeyStore(settings.keys_path), stdio=True)
+    resolver = Resolver(
+        settings, keys or KeyStore(settings.keys_path), stdio=True, local_team=claude_code_team(settings)
+    )
     _warn_if_unusable(resolver)
     server = build_mcp(backend, resolver, CursorTracker(), settings)
     await server.run_stdio_async()
+
+
+def claude_code_team(settings: Settings) -> LocalTeam:
+    """ENGRAM_TEAM, else the Claude Code agent team this process was spawned in.
+
+    The variables read here belong to Claude Code, not to Engram's settings: CLAUDE_TEAM_NAME (and the
+    CLAUDE_CODE_TEAM_NAME Claude Code gives its teammates), and CLAUDE_CONFIG_DIR, which moves ~/.claude.
+    """
+    claude_dir = os.environ.get("CLAUDE_CONFIG_DIR") or str(Path.home() / ".claude")
+    return LocalTeam(settings.team, environ=os.environ, claude_dir=Path(claude_dir).expanduser())
 
 
 def _warn_if_unusable(resolver: Resolver) -> None:

@@ -55,7 +55,11 @@ def _parser() -> argparse.ArgumentParser:
     create = keys_sub.add_parser("create", help="create a key (printed once)")
     home(create)
     create.add_argument("--namespace", required=True)
-    create.add_argument("--agent", required=True)
+    create.add_argument(
+        "--agent", default="", help="the agent acting with it (name or name@device); without it the key is shared"
+    )
+    create.add_argument("--device", default="", help="the device its callers run on, unless they send X-Engram-Device")
+    create.add_argument("--team", default="", help="the team of its callers, unless they send X-Engram-Team")
     create.add_argument("--scopes", default="read,write", help="comma-separated: read, write, admin")
     listing = keys_sub.add_parser("list", help="list keys (never their secrets)")
     home(listing)
@@ -187,10 +191,20 @@ def _keys(args: argparse.Namespace, settings: Settings) -> int:
     store = KeyStore(settings.keys_path)
     if args.keys_command == "create":
         scopes = [s.strip() for s in args.scopes.split(",") if s.strip()]
-        record, secret = store.create(namespace=args.namespace, agent=args.agent, scopes=scopes)
+        record, secret = store.create(
+            namespace=args.namespace, agent=args.agent, device=args.device, team=args.team, scopes=scopes
+        )
         print(secret)
+        agent = (
+            f"agent '{record.agent}'"
+            if record.agent
+            else "shared (each caller names itself: X-Engram-Agent-ID, ?agent_id= or its MCP client name)"
+        )
+        fixed = "".join(
+            f", {label} '{value}'" for label, value in (("device", record.device), ("team", record.team)) if value
+        )
         print(
-            f"Key {record.key_id} for namespace '{record.namespace}', agent '{record.agent}', "
+            f"Key {record.key_id} for namespace '{record.namespace}', {agent}{fixed}, "
             f"scopes {','.join(sorted(record.scopes))}. It is shown only now: store it safely.",
             file=sys.stderr,
         )
@@ -199,12 +213,15 @@ def _keys(args: argparse.Namespace, settings: Settings) -> int:
         records = store.list()
         if not records:
             print(
-                "no keys yet; create one with engram keys create --namespace NAMESPACE --agent AGENT "
-                "[--scopes read,write]",
+                "no keys yet; create one with engram keys create --namespace NAMESPACE [--agent AGENT] "
+                "[--device DEVICE] [--team TEAM] [--scopes read,write]",
                 file=sys.stderr,
             )
         for record in records:
-            print(f"{record.key_id}\t{record.namespace}\t{record.agent}\t{','.join(sorted(record.scopes))}")
+            # Tab-separated; the device and team columns came later, so they go last. "-": the key leaves it open.
+            granted = ",".join(sorted(record.scopes))
+            columns = (record.key_id, record.namespace, record.agent, granted, record.device, record.team)
+            print("\t".join(value or "-" for value in columns))
         return 0
     if store.revoke(args.key_id):
         print(f"revoked {args.key_id}")

@@ -1,7 +1,11 @@
-"""Caller resolution of the gateway: keys, dev mode, agent resolution order, scopes and the bind check."""
+"""Caller resolution of the gateway: keys, dev mode, the agent, device and team resolution orders, Claude Code
+team detection, the refusal of unnamed callers, scopes and the bind check."""
 
 from __future__ import annotations
 
+import json
+import os
+import socket
 from pathlib import Path
 
 import pytest
@@ -13,14 +17,18 @@ from engram.keys import KeyStore
 from engram.model import Caller
 from engram.services.gateway.identity import (
     ANONYMOUS_AGENT,
+    CLAUDE_TEAMS_READ,
     DEV_NAMESPACE,
     MCP_SOURCE,
+    LocalTeam,
     RequestIdentity,
     Resolver,
     bearer_token,
     check_bind,
+    newest_claude_team,
     require_scope,
 )
+from engram.services.gateway.stdio import claude_code_team
 
 
 @pytest.fixture
@@ -48,14 +56,21 @@ def http(
     agent_header: str | None = None,
     agent_query: str | None = None,
     client: str | None = None,
+    device: str | None = None,
+    team: str | None = None,
+    peer: str | None = None,
 ) -> RequestIdentity:
     headers = {}
     if key is not None:
         headers["Authorization"] = f"Bearer {key}"
     if agent_header is not None:
         headers["X-Engram-Agent-ID"] = agent_header
+    if device is not None:
+        headers["X-Engram-Device"] = device
+    if team is not None:
+        headers["X-Engram-Team"] = team
     query = {"agent_id": agent_query} if agent_query is not None else {}
-    return RequestIdentity.from_http(Headers(headers), query, client)
+    return RequestIdentity.from_http(Headers(headers), query, client, client_host=peer)
 
 
 # --- agent resolution order --------------------------------------------------------------------------------
@@ -132,6 +147,331 @@ def test_bad_agent_id_is_rejected_naming_where_it_came_from(
 def test_bad_engram_agent_id_is_rejected_for_stdio(tmp_path: Path, keys: KeyStore) -> None:
     with pytest.raises(InvalidArgument, match="ENGRAM_AGENT_ID"):
         Resolver(dev_settings(tmp_path, agent_id="no spaces please"), keys, stdio=True).resolve(RequestIdentity())
+
+
+# --- agent@device: the owner is the agent, the device is recorded apart -----------------------------------
+
+
+@pytest.mark.parametrize(
+    "request_identity",
+    [
+        RequestIdentity(agent_header="claude-code@laptop"),
+        RequestIdentity(agent_query="claude-code@laptop"),
+        RequestIdentity(client_name="claude-code@laptop"),
+    ],
+)
+def test_agent_at_device_is_split_into_owner_and_device(
+    tmp_path: Path, keys: KeyStore, request_identity: RequestIdentity
+) -> None:
+    caller = Resolver(dev_settings(tmp_path), keys).resolve(request_identity)
+    assert (caller.agent_id, caller.device, caller.identity) == ("claude-code", "laptop", "claude-code@laptop")
+
+
+def test_agent_id_splits_at_its_last_at_sign(tmp_path: Path, keys: KeyStore) -> None:
+    caller = Resolver(dev_settings(tmp_path), keys).resolve(http(agent_header="bot@lab@jetson-7"))
+    assert (caller.agent_id, caller.device) == ("bot@lab", "jetson-7")
+
+
+def test_key_agent_at_device_is_split(tmp_path: Path, keys: KeyStore) -> None:
+    _, secret = keys.create(namespace="team-a", agent="gemini-cli@desktop")
+    caller = Resolver(secured_settings(tmp_path), keys).resolve(http(secret))
+    assert (caller.agent_id, caller.device) == ("gemini-cli", "desktop")
+
+
+def test_engram_agent_id_at_device_is_split_for_stdio(tmp_path: Path, keys: KeyStore) -> None:
+    resolver = Resolver(dev_settings(tmp_path, agent_id="robot@jetson-7", device="ignored"), keys, stdio=True)
+    caller = resolver.resolve(RequestIdentity())
+    assert (caller.agent_id, caller.device) == ("robot", "jetson-7")
+
+
+def test_bad_device_part_of_an_agent_id_is_refused_naming_the_header(tmp_path: Path, keys: KeyStore) -> None:
+    with pytest.raises(InvalidArgument) as info:
+        Resolver(dev_settings(tmp_path), keys).resolve(http(agent_header="alice@" + "d" * 65))
+    assert info.value.field == "X-Engram-Agent-ID"
+    assert "device part" in str(info.value)
+
+
+# --- device resolution order -------------------------------------------------------------------------------
+
+
+def test_device_header_wins_over_key_device_and_agent_device(tmp_path: Path, keys: KeyStore) -> None:
+    _, secret = keys.create(namespace="team-a", agent="alice@from-agent", device="from-key")
+    resolver = Resolver(secured_settings(tmp_path), keys)
+    assert resolver.resolve(http(secret, device="from-header", peer="127.0.0.1")).device == "from-header"
+
+
+def test_key_device_wins_over_agent_device(tmp_path: Path, keys: KeyStore) -> None:
+    _, secret = keys.create(namespace="team-a", agent="alice@from-agent", device="from-key")
+    resolver = Resolver(secured_settings(tmp_path), keys)
+    assert resolver.resolve(http(secret, agent_header="bob@from-header-agent")).device == "from-key"
+
+
+def test_agent_device_wins_over_the_local_host(tmp_path: Path, keys: KeyStore) -> None:
+    resolver = Resolver(dev_settings(tmp_path, device="gateway-host"), keys)
+    assert resolver.resolve(http(agent_header="alice@laptop", peer="127.0.0.1")).device == "laptop"
+    stdio = Resolver(dev_settings(tmp_path, device="this-host"), keys, stdio=True)
+    assert stdio.resolve(RequestIdentity(client_name="cursor@laptop")).device == "laptop"
+
+
+def test_only_the_device_of_the_agent_id_that_names_the_caller_counts(tmp_path: Path, keys: KeyStore) -> None:
+    # The key's agent "alice@key-device" is overridden by the header: its device does not describe bob.
+    _, secret = keys.create(namespace="team-a", agent="alice@key-device")
+    caller = Resolver(secured_settings(tmp_path), keys).resolve(http(secret, agent_header="bob"))
+    assert (caller.agent_id, caller.device) == ("bob", "")
+
+
+def test_stdio_device_is_engram_device_defaulting_to_the_host_name(tmp_path: Path, keys: KeyStore) -> None:
+    assert Resolver(dev_settings(tmp_path, device="jetson-7"), keys, stdio=True).resolve(RequestIdentity()).device == (
+        "jetson-7"
+    )
+    assert Resolver(dev_settings(tmp_path), keys, stdio=True).resolve(RequestIdentity()).device == socket.gethostname()
+
+
+@pytest.mark.parametrize("peer", ["127.0.0.1", "127.5.0.1", "::1", "::ffff:127.0.0.1", "localhost"])
+def test_http_caller_on_the_same_machine_gets_the_host_name(tmp_path: Path, keys: KeyStore, peer: str) -> None:
+    caller = Resolver(dev_settings(tmp_path), keys).resolve(http(agent_header="alice", peer=peer))
+    assert caller.device == socket.gethostname()
+
+
+@pytest.mark.parametrize("peer", ["192.168.1.20", "10.0.0.7", "2001:db8::1", "testclient", None])
+def test_http_caller_from_elsewhere_has_no_device_unless_it_says(
+    tmp_path: Path, keys: KeyStore, peer: str | None
+) -> None:
+    resolver = Resolver(dev_settings(tmp_path, device="gateway-host"), keys)
+    assert resolver.resolve(http(agent_header="alice", peer=peer)).device == ""
+    assert resolver.resolve(http(agent_header="alice", peer=peer, device="laptop")).device == "laptop"
+
+
+@pytest.mark.parametrize("device", ["my laptop", "a@b", "-x", "d" * 65])
+def test_bad_device_header_is_refused_naming_it(tmp_path: Path, keys: KeyStore, device: str) -> None:
+    with pytest.raises(InvalidArgument) as info:
+        Resolver(dev_settings(tmp_path), keys).resolve(http(device=device))
+    assert info.value.field == "X-Engram-Device"
+    assert "invalid device" in str(info.value)
+
+
+def test_bad_engram_device_is_refused_naming_it(tmp_path: Path, keys: KeyStore) -> None:
+    with pytest.raises(InvalidArgument, match="ENGRAM_DEVICE"):
+        Resolver(dev_settings(tmp_path, device="my laptop"), keys, stdio=True).resolve(RequestIdentity())
+
+
+def test_from_request_reads_headers_query_and_peer() -> None:
+    from starlette.requests import Request
+
+    scope = {
+        "type": "http",
+        "method": "GET",
+        "path": "/",
+        "query_string": b"agent_id=q-agent",
+        "headers": [(b"x-engram-device", b"laptop"), (b"x-engram-team", b"auth"), (b"authorization", b"Bearer k")],
+        "client": ("127.0.0.1", 50000),
+    }
+    identity = RequestIdentity.from_request(Request(scope), "cursor")
+    assert identity == RequestIdentity(
+        authorization="Bearer k", agent_query="q-agent", client_name="cursor", device_header="laptop",
+        team_header="auth", client_host="127.0.0.1",
+    )  # fmt: skip
+    assert RequestIdentity.from_request(None, "cursor") == RequestIdentity(client_name="cursor")
+
+
+# --- team resolution order ---------------------------------------------------------------------------------
+
+
+def test_team_header_wins_over_key_team(tmp_path: Path, keys: KeyStore) -> None:
+    _, secret = keys.create(namespace="team-a", agent="alice", team="from-key")
+    resolver = Resolver(secured_settings(tmp_path), keys)
+    assert resolver.resolve(http(secret, team="from-header")).team == "from-header"
+    assert resolver.resolve(http(secret)).team == "from-key"
+
+
+def test_key_team_wins_over_the_stdio_team(tmp_path: Path, keys: KeyStore) -> None:
+    _, secret = keys.create(namespace="team-a", agent="alice", team="from-key")
+    resolver = Resolver(secured_settings(tmp_path, api_key=secret, team="from-env"), keys, stdio=True)
+    assert resolver.resolve(RequestIdentity()).team == "from-key"
+
+
+def test_http_callers_never_get_the_gateways_own_team(tmp_path: Path, keys: KeyStore) -> None:
+    # ENGRAM_TEAM and ~/.claude/teams describe the machine the gateway runs on, not its HTTP callers.
+    claude = claude_dir(tmp_path, [("auth", {})])
+    local = LocalTeam("gateway-team", environ={"CLAUDE_TEAM_NAME": "x"}, claude_dir=claude)
+    resolver = Resolver(dev_settings(tmp_path, team="gateway-team"), keys, local_team=local)
+    assert resolver.resolve(http(agent_header="alice", peer="127.0.0.1")).team == ""
+
+
+def test_stdio_team_order_engram_team_then_claude_team_name_then_claude_code_teams(tmp_path: Path) -> None:
+    claude = claude_dir(tmp_path, [("from-config", {})])
+    environ = {"CLAUDE_TEAM_NAME": "from-variable"}
+    assert LocalTeam("from-setting", environ=environ, claude_dir=claude)() == "from-setting"
+    assert LocalTeam(None, environ=environ, claude_dir=claude)() == "from-variable"
+    assert LocalTeam(None, environ={"CLAUDE_CODE_TEAM_NAME": "teammate"}, claude_dir=claude)() == "teammate"
+    assert LocalTeam("", environ={}, claude_dir=claude)() == "from-config"
+    assert LocalTeam(None, environ={}, claude_dir=None)() == ""
+
+
+def test_an_unusable_claude_team_name_is_skipped(tmp_path: Path) -> None:
+    claude = claude_dir(tmp_path, [("from-config", {})])
+    assert LocalTeam(None, environ={"CLAUDE_TEAM_NAME": "not a team"}, claude_dir=claude)() == "from-config"
+
+
+def test_bad_team_header_or_engram_team_is_refused_naming_it(tmp_path: Path, keys: KeyStore) -> None:
+    with pytest.raises(InvalidArgument) as info:
+        Resolver(dev_settings(tmp_path), keys).resolve(http(team="auth.v2"))
+    assert info.value.field == "X-Engram-Team"
+    assert "invalid team" in str(info.value)
+    with pytest.raises(InvalidArgument, match="ENGRAM_TEAM"):
+        Resolver(dev_settings(tmp_path, team="a b"), keys, stdio=True).resolve(RequestIdentity())
+
+
+def test_stdio_team_is_detected_once_per_process(tmp_path: Path) -> None:
+    claude = claude_dir(tmp_path, [("first", {})])
+    team = LocalTeam(None, environ={}, claude_dir=claude)
+    assert team() == "first"
+    write_team(claude, "second", {}, mtime=2_000_000_000)
+    assert team() == "first"  # cached: the files are not read again
+    assert LocalTeam(None, environ={}, claude_dir=claude)() == "second"
+
+
+def test_stdio_server_finds_claude_code_teams_where_claude_code_keeps_them(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    moved = claude_dir(tmp_path / "elsewhere", [("moved", {})])
+    monkeypatch.delenv("CLAUDE_TEAM_NAME", raising=False)
+    monkeypatch.delenv("CLAUDE_CODE_TEAM_NAME", raising=False)
+    monkeypatch.setenv("CLAUDE_CONFIG_DIR", str(moved))
+    assert claude_code_team(dev_settings(tmp_path))() == "moved"
+    monkeypatch.delenv("CLAUDE_CONFIG_DIR")
+    monkeypatch.setenv("HOME", str(tmp_path / "home"))
+    claude_dir(tmp_path / "home", [("at-home", {})], name=".claude")
+    assert claude_code_team(dev_settings(tmp_path))() == "at-home"
+    assert claude_code_team(dev_settings(tmp_path, team="configured"))() == "configured"
+
+
+# --- ~/.claude/teams detection -----------------------------------------------------------------------------
+
+
+def write_team(claude: Path, name: str, config: dict[str, object] | str, *, mtime: float) -> Path:
+    path = claude / "teams" / name / "config.json"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(config if isinstance(config, str) else json.dumps({"name": name, **config}))
+    os.utime(path, (mtime, mtime))
+    return path
+
+
+def claude_dir(root: Path, teams: list[tuple[str, dict[str, object] | str]], *, name: str = "claude") -> Path:
+    """A Claude Code config dir with ``teams`` written oldest first (one second apart)."""
+    claude = root / name
+    (claude / "teams").mkdir(parents=True, exist_ok=True)
+    for i, (team, config) in enumerate(teams):
+        write_team(claude, team, config, mtime=1_700_000_000 + i)
+    return claude
+
+
+LEAD = {"agentId": "team-lead@x", "name": "team-lead", "agentType": "team-lead"}
+
+
+def member(name: str, **fields: object) -> dict[str, object]:
+    return {"agentId": f"{name}@x", "name": name, "agentType": "general-purpose", **fields}
+
+
+def test_newest_team_wins(tmp_path: Path) -> None:
+    claude = claude_dir(tmp_path, [("old", {"members": [LEAD]}), ("auth", {"members": [LEAD]}), ("mid", {})])
+    write_team(claude, "auth", {"members": [LEAD, member("worker-1")]}, mtime=1_800_000_000)  # a member joined
+    assert newest_claude_team(claude) == "auth"
+
+
+def test_broken_or_foreign_configs_are_skipped(tmp_path: Path) -> None:
+    claude = claude_dir(
+        tmp_path,
+        [
+            ("good", {"members": [LEAD]}),
+            ("half-written", '{"name": "half-written", "members": ['),
+            ("not-an-object", "[1, 2]"),
+            ("binary", ""),
+            ("bad.name", {"members": [LEAD]}),
+        ],
+    )
+    (claude / "teams" / "binary" / "config.json").write_bytes(b"\xff\xfe{")
+    os.utime(claude / "teams" / "binary" / "config.json", (1_700_000_003, 1_700_000_003))
+    (claude / "teams" / "no-config").mkdir()
+    assert newest_claude_team(claude) == "good"
+
+
+def test_team_name_comes_from_the_config_else_the_directory(tmp_path: Path) -> None:
+    claude = claude_dir(tmp_path, [("dir-name", '{"members": []}')])
+    assert newest_claude_team(claude) == "dir-name"
+    write_team(claude, "other-dir", {"name": "named-team"}, mtime=1_800_000_000)
+    assert newest_claude_team(claude) == "named-team"
+
+
+def test_a_team_whose_members_all_stopped_is_skipped(tmp_path: Path) -> None:
+    stopped = {"members": [{**LEAD, "isActive": False}, member("worker-1", isActive=False)]}
+    running = {"members": [LEAD, member("worker-1", isActive=False)]}  # the lead carries no flag while it runs
+    claude = claude_dir(tmp_path, [("running", running), ("stopped", stopped)])
+    assert newest_claude_team(claude) == "running"
+
+
+def test_no_teams_means_no_team(tmp_path: Path) -> None:
+    assert newest_claude_team(tmp_path / "missing") == ""
+    assert newest_claude_team(claude_dir(tmp_path, [])) == ""
+
+
+def test_only_the_newest_few_configs_are_read(tmp_path: Path) -> None:
+    usable = [("usable", {})]
+    broken: list[tuple[str, dict[str, object] | str]] = [(f"broken-{i}", "{") for i in range(CLAUDE_TEAMS_READ)]
+    assert newest_claude_team(claude_dir(tmp_path, [*usable, *broken])) == ""
+
+
+def test_an_oversized_config_is_not_a_team(tmp_path: Path) -> None:
+    huge = json.dumps({"name": "huge", "description": "x" * 300_000})
+    claude = claude_dir(tmp_path, [("small", {}), ("huge", huge)])
+    assert newest_claude_team(claude) == "small"
+
+
+# --- refusing unnamed callers outside dev mode -------------------------------------------------------------
+
+
+def test_shared_key_caller_that_names_nobody_is_refused_with_how_to_name_itself(tmp_path: Path, keys: KeyStore) -> None:
+    _, shared = keys.create(namespace="team-a")
+    with pytest.raises(InvalidArgument) as info:
+        Resolver(secured_settings(tmp_path), keys).resolve(http(shared))
+    message = str(info.value)
+    assert info.value.code == "invalid_argument"  # the key is valid: not a 401
+    for how in ("X-Engram-Agent-ID", "?agent_id=", "clientInfo.name", "--agent"):
+        assert how in message
+
+
+def test_shared_key_stdio_caller_is_told_about_engram_agent_id(tmp_path: Path, keys: KeyStore) -> None:
+    _, shared = keys.create(namespace="team-a")
+    with pytest.raises(InvalidArgument) as info:
+        Resolver(secured_settings(tmp_path, api_key=shared), keys, stdio=True).resolve(RequestIdentity())
+    for how in ("ENGRAM_AGENT_ID", "clientInfo.name", "--agent"):
+        assert how in str(info.value)
+
+
+def test_shared_key_caller_that_names_itself_is_let_in(tmp_path: Path, keys: KeyStore) -> None:
+    _, shared = keys.create(namespace="team-a", device="ci", team="auth")
+    resolver = Resolver(secured_settings(tmp_path), keys)
+    for request in (
+        http(shared, agent_header="alice"),
+        http(shared, agent_query="alice"),
+        http(shared, client="alice"),
+    ):
+        caller = resolver.resolve(request)
+        assert (caller.namespace, caller.agent_id, caller.device, caller.team) == ("team-a", "alice", "ci", "auth")
+    stdio = Resolver(secured_settings(tmp_path, api_key=shared, agent_id="alice"), keys, stdio=True)
+    assert stdio.resolve(RequestIdentity()).agent_id == "alice"
+
+
+def test_unusable_client_name_with_a_shared_key_is_refused_outside_dev_mode(tmp_path: Path, keys: KeyStore) -> None:
+    _, shared = keys.create(namespace="team-a")
+    with pytest.raises(InvalidArgument, match="X-Engram-Agent-ID"):
+        Resolver(secured_settings(tmp_path), keys).resolve(http(shared, client="***"))
+
+
+def test_dev_mode_keeps_anonymous_for_a_shared_key(tmp_path: Path, keys: KeyStore) -> None:
+    _, shared = keys.create(namespace="team-a")
+    caller = Resolver(dev_settings(tmp_path), keys).resolve(http(shared))
+    assert (caller.namespace, caller.agent_id) == ("team-a", ANONYMOUS_AGENT)
 
 
 # --- keys, dev mode, namespaces --------------------------------------------------------------------------

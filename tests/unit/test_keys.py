@@ -12,7 +12,15 @@ from pathlib import Path
 import pytest
 
 from engram.keys import SCOPES, ApiKey, KeyStore, KeyStoreError, validate_scopes
-from engram.names import is_valid_agent, is_valid_namespace, validate_agent, validate_namespace
+from engram.names import (
+    is_valid_agent,
+    is_valid_namespace,
+    split_agent,
+    validate_agent,
+    validate_device,
+    validate_namespace,
+    validate_team,
+)
 from engram.scrub import scrub_text
 
 
@@ -45,7 +53,7 @@ def test_plaintext_never_written(path: Path) -> None:
     # engram_<key id>_<random>: the random part may itself contain "_", so split at the second underscore only.
     assert secret.split("_", 2)[2] not in raw
     entry = json.loads(raw)["keys"][0]
-    assert set(entry) == {"key_id", "sha256", "namespace", "agent", "scopes", "created_at"}
+    assert set(entry) == {"key_id", "sha256", "namespace", "agent", "device", "team", "scopes", "created_at"}
     assert len(entry["sha256"]) == 64
     for leftover in path.parent.iterdir():  # no temp file with the secret left behind either
         assert secret not in leftover.read_text()
@@ -126,6 +134,12 @@ def test_validate_scopes() -> None:
         ({"namespace": "ns", "agent": "has space"}, "invalid agent"),
         ({"namespace": "ns", "agent": "a" * 129}, "invalid agent"),
         ({"namespace": "ns", "agent": "a", "scopes": ["read", "sudo"]}, "allowed scopes"),
+        ({"namespace": "ns", "agent": "a@-laptop"}, "device part"),
+        ({"namespace": "ns", "device": "my laptop"}, "invalid device"),
+        ({"namespace": "ns", "device": "a@b"}, "invalid device"),
+        ({"namespace": "ns", "device": "d" * 65}, "invalid device"),
+        ({"namespace": "ns", "team": "auth.v2"}, "invalid team"),
+        ({"namespace": "ns", "team": "-auth"}, "invalid team"),
     ],
 )
 def test_create_validates(path: Path, kwargs: dict[str, object], message: str) -> None:
@@ -150,6 +164,65 @@ def test_names() -> None:
         validate_namespace("a.b")
     with pytest.raises(ValueError, match=r"1-128 characters from A-Z a-z 0-9 '_' '-' '\.' '@'"):
         validate_agent("a b")
+
+
+def test_device_and_team_names() -> None:
+    for ok in ("laptop", "jetson-7.lab", "Johns-MacBook-Pro.local", "d" * 64):
+        assert validate_device(ok) == ok
+    for bad in ("", ".x", "a@b", "a b", "d" * 65, 5):
+        with pytest.raises(ValueError, match="invalid device"):
+            validate_device(bad)
+    for ok in ("auth", "team_1", "t" * 64):
+        assert validate_team(ok) == ok
+    for bad in ("", "a.b", "a b", "_x", "t" * 65, None):
+        with pytest.raises(ValueError, match=r"invalid team .*1-64 characters"):
+            validate_team(bad)
+
+
+def test_agent_ids_split_at_the_last_at_sign() -> None:
+    assert split_agent("claude-code@laptop") == ("claude-code", "laptop")
+    assert split_agent("claude-code") == ("claude-code", "")
+    assert split_agent("ci.bot@host@jetson-1") == ("ci.bot@host", "jetson-1")
+    assert split_agent("alice@") == ("alice", "")
+    with pytest.raises(ValueError, match=r"device part must use 1-64 characters"):
+        split_agent("alice@" + "d" * 65)
+    with pytest.raises(ValueError, match="invalid agent id"):
+        split_agent("a b@laptop")
+
+
+def test_shared_key_with_device_and_team_round_trips(path: Path) -> None:
+    store = KeyStore(path)
+    record, secret = store.create(namespace="ns", device="jetson-7", team="auth", scopes=["read"])
+    assert (record.agent, record.device, record.team) == ("", "jetson-7", "auth")
+    assert KeyStore(path).verify(secret) == record
+    entry = json.loads(path.read_text())["keys"][0]
+    assert (entry["agent"], entry["device"], entry["team"]) == ("", "jetson-7", "auth")
+    plain, _ = store.create(namespace="ns", agent="claude@laptop")
+    assert (plain.agent, plain.device, plain.team) == ("claude@laptop", "", "")
+
+
+def test_key_file_from_before_devices_and_teams_still_loads(path: Path) -> None:
+    # The format written before keys had a device and a team (or could be shared).
+    store = KeyStore(path)
+    _, secret = store.create(namespace="ns", agent="claude-code")
+    data = json.loads(path.read_text())
+    for entry in data["keys"]:
+        del entry["device"], entry["team"]
+    path.write_text(json.dumps(data))
+    record = KeyStore(path).verify(secret)
+    assert record is not None
+    assert (record.agent, record.device, record.team) == ("claude-code", "", "")
+
+
+@pytest.mark.parametrize(("field", "value"), [("device", "a b"), ("team", "a.b"), ("agent", None)])
+def test_a_bad_device_team_or_agent_in_the_file_is_corrupt(path: Path, field: str, value: object) -> None:
+    store = KeyStore(path)
+    store.create(namespace="ns", agent="a")
+    data = json.loads(path.read_text())
+    data["keys"][0][field] = value
+    path.write_text(json.dumps(data))
+    with pytest.raises(KeyStoreError, match="corrupt"):
+        KeyStore(path).list()
 
 
 def test_missing_file_means_no_keys(path: Path) -> None:
@@ -208,6 +281,8 @@ def test_api_key_has_no_secret() -> None:
         "agent",
         "scopes",
         "created_at",
+        "device",
+        "team",
     ]
     with pytest.raises(dataclasses.FrozenInstanceError):
         record.agent = "other"  # type: ignore[misc]
@@ -230,3 +305,37 @@ def test_concurrent_processes_keep_all_keys(path: Path) -> None:
     assert len({store.verify(s).key_id for s in secrets_}) == workers * per_worker  # type: ignore[union-attr]
     assert {r.agent for r in store.list()} == {f"worker-{w}" for w in range(workers)}
     assert not [p for p in os.listdir(path.parent) if p.endswith(".tmp")]
+
+
+# --- the `engram keys` command -------------------------------------------------------------------------------
+
+
+def test_cli_creates_a_shared_key_with_device_and_team_and_lists_it(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from engram.services.node.cli import main
+
+    home = ["--home", str(tmp_path)]
+    assert main(["keys", "create", *home, "--namespace", "ns", "--device", "jetson-7", "--team", "auth"]) == 0
+    created = capsys.readouterr()
+    record = KeyStore(tmp_path / "keys.json").verify(created.out.strip())
+    assert record is not None
+    assert (record.agent, record.device, record.team) == ("", "jetson-7", "auth")
+    assert "shared (each caller names itself" in created.err
+    assert "device 'jetson-7', team 'auth'" in created.err
+    assert main(["keys", "create", *home, "--namespace", "ns", "--agent", "claude@laptop", "--scopes", "read"]) == 0
+    assert "agent 'claude@laptop', scopes read." in capsys.readouterr().err
+    assert main(["keys", "list", *home]) == 0
+    rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert [row[1:] for row in rows] == [
+        ["ns", "-", "read,write", "jetson-7", "auth"],
+        ["ns", "claude@laptop", "read", "-", "-"],
+    ]
+
+
+def test_cli_refuses_a_bad_team_saying_what_is_allowed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from engram.services.node.cli import main
+
+    assert main(["keys", "create", "--home", str(tmp_path), "--namespace", "ns", "--team", "auth.v2"]) == 1
+    assert "invalid team 'auth.v2'" in capsys.readouterr().err
+    assert not (tmp_path / "keys.json").exists()
