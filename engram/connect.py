@@ -51,7 +51,7 @@ def connect_lines(mcp_url: str, home: str, *, keys_required: bool, command: list
     ]
     if keys_required:
         lines += [
-            f"  {KEY_PLACEHOLDER} is an API key: engram keys create --namespace NAMESPACE --agent AGENT",
+            f"  {KEY_PLACEHOLDER} is an API key: engram keys create --namespace NS --agent AGENT@DEVICE [--team TEAM]",
             f"  (Codex reads it from ${KEY_ENV}: export {KEY_ENV}={KEY_PLACEHOLDER} before starting codex)",
         ]
     return lines

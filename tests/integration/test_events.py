@@ -33,6 +33,6 @@ async def test_plain_nats_subscriber_receives_memory_saved(node) -> None:  # typ
     assert msg.subject == "engram.events.default.memory_saved"
     assert body["event"] == "memory_saved"
     assert body["seq"] == saved["seq"]
-    assert body["agent"] == "event-agent@box"
+    assert body["agent"] == "event-agent"  # "@box" is the device
     assert body["topics"] == ["nats"] and body["importance"] == "high"
     assert body["memory"]["content"] == "Events reach plain subscribers"

@@ -89,18 +89,18 @@ async def test_update_makes_version_2_and_history_keeps_version_1_with_its_agent
     memory = updated["memory"]
     assert memory["content"] == f"The deploy target is Fly.io {tag}"
     assert (memory["tags"], memory["metadata"]) == ([tag], {"n": 1}), "fields not given keep their value"
-    assert (memory["updated_by"], memory["source"]) == ("writer@laptop", "cursor")
+    assert (memory["updated_by"], memory["source"]) == ("writer", "cursor")  # "@laptop" is the device
     assert got["version"] == 2
     [earlier] = got["history"]
     assert (earlier["version"], earlier["content"]) == (1, f"The deploy target is Heroku {tag}")
-    assert (earlier["agent_id"], earlier["source"]) == ("writer@laptop", "rest")
+    assert (earlier["agent_id"], earlier["source"]) == ("writer", "rest")
 
     history = api.get(f"/v1/memories/{saved['id']}/history")
     assert history.status_code == 200, history.text
     versions = history.json()["versions"]
     assert [(v["version"], v["event"], v["source"], v["agent_id"]) for v in versions] == [
-        (1, "memory_saved", "rest", "writer@laptop"),
-        (2, "memory_updated", "cursor", "writer@laptop"),
+        (1, "memory_saved", "rest", "writer"),
+        (2, "memory_updated", "cursor", "writer"),
     ]
     assert versions[-1]["content"] == memory["content"], "the last version is the current one"
 
