@@ -1,17 +1,186 @@
 """`engram agents|teams|consolidate|handoffs`: who works in the shared memory and what they hand over, from a shell,
-through the node's REST API (to be filled in)."""
+through the node's REST API, for people (text) and scripts (--json)."""
 
 from __future__ import annotations
 
 import argparse
-from typing import Any
+import sys
+from typing import IO, Any
+from urllib.parse import quote
 
-COMMANDS: frozenset[str] = frozenset()
+from engram.memory_cli import EXIT_USAGE, Call, UsageError, common, preview, sub
+from engram.model import HANDOFF_STATUSES, IMPORTANCES
+
+COMMANDS = frozenset({"agents", "teams", "consolidate", "handoffs"})
+HANDOFF_ROLES = ("to_me", "from_me", "all")
+DEFAULT_LIMIT = 20
+MAX_LIMIT = 100
+_VERSION_HELP = "only if it is still at version N (else nothing changes and the current version is named)"
 
 
 def add_parsers(subparsers: Any) -> None:
-    """Registers the coordination commands on the ``engram`` sub-command parsers."""
+    """Registers the coordination commands on the ``engram`` sub-command parsers (``args.command`` in COMMANDS)."""
+    common(sub(subparsers, "agents", "the agents of your namespace: when seen, memories, devices, clients, teams"))
+
+    teams = common(sub(subparsers, "teams", "the teams of your namespace, with their memory counts and summaries"))
+    teams.add_argument("--search", metavar="QUERY", help="also search the team summaries for this")
+
+    consolidate = common(sub(subparsers, "consolidate", "write a fresh summary of a team's memories"))
+    consolidate.add_argument("--team", required=True, metavar="NAME", help="the team to summarise")
+    consolidate.epilog = "The summary supersedes the team's previous one. Needs the write scope."
+
+    handoffs = sub(subparsers, "handoffs", "work handed over between agents: list (default), create, accept, complete")
+    handoffs.set_defaults(status="pending", role="to_me", limit=DEFAULT_LIMIT)  # `engram handoffs` alone lists
+    common(handoffs)
+    actions = handoffs.add_subparsers(dest="handoffs_command")
+    listing = common(sub(actions, "list", "handoffs to you (default), from you or all; pending by default"))
+    listing.add_argument("--status", choices=(*HANDOFF_STATUSES, "all"), default="pending")
+    listing.add_argument("--role", choices=HANDOFF_ROLES, default="to_me", help="to_me, from_me or all")
+    listing.add_argument("--limit", type=int, default=DEFAULT_LIMIT, metavar="N", help="at most N handoffs (1-100)")
+
+    create = common(sub(actions, "create", "hand unfinished work over to another agent"))
+    create.add_argument("target", help="the agent that takes the work over, e.g. gemini-cli")
+    create.add_argument("--context", required=True, help="where the work stands; its first line is the summary")
+    create.add_argument("--file", action="append", dest="active_files", metavar="PATH", help="a file being worked on")
+    create.add_argument("--decision", action="append", dest="decisions_made", metavar="TEXT", help="a decision made")
+    create.add_argument("--next", action="append", dest="next_steps", metavar="STEP", help="a next step (in order)")
+    create.add_argument("--tag", action="append", dest="tags", metavar="TAG", help="a tag (repeat for several)")
+    create.add_argument("--team")
+    create.add_argument("--project")
+    create.add_argument("--importance", choices=IMPORTANCES)
+    create.epilog = "--file, --decision and --next may be repeated."
+
+    for verb, text in (("accept", "take over a handoff addressed to you"), ("complete", "finish a handoff")):
+        move = common(sub(actions, verb, text))
+        move.add_argument("id")
+        move.add_argument("--note", help="what you say about it (e.g. the outcome)")
+        move.add_argument("--expected-version", type=int, metavar="N", help=_VERSION_HELP)
 
 
-def run(args: argparse.Namespace, url: str, *, api_key: str | None) -> int:
-    raise NotImplementedError(args.command)
+def run(
+    args: argparse.Namespace,
+    base_url: str,
+    *,
+    api_key: str | None,
+    out: IO[str] | None = None,
+    err: IO[str] | None = None,
+) -> int:
+    """Runs one coordination command against the node at base_url; exit 0 done, 1 refused, 2 not sent."""
+    from engram.memory_cli import send
+
+    out, err = out or sys.stdout, err or sys.stderr
+    try:
+        call = build_call(args)
+    except UsageError as e:
+        print(f"engram: {e}", file=err)
+        return EXIT_USAGE
+    return send(call, base_url, api_key=api_key, agent=args.agent, as_json=args.json, out=out, err=err)
+
+
+def build_call(args: argparse.Namespace) -> Call:
+    """The request a parsed command sends; raises UsageError when it cannot be sent as given."""
+    if args.command == "agents":
+        return Call("GET", "/v1/agents", render_agents)
+    if args.command == "teams":
+        return Call("GET", "/v1/teams", render_teams, params={"search": args.search} if args.search else None)
+    if args.command == "consolidate":
+        return Call("POST", f"/v1/teams/{quote(args.team, safe='')}/consolidate", render_consolidation)
+    return _handoff_call(args)
+
+
+def _handoff_call(args: argparse.Namespace) -> Call:
+    action = args.handoffs_command or "list"
+    if action == "list":
+        if not 1 <= args.limit <= MAX_LIMIT:
+            raise UsageError(f"--limit must be between 1 and {MAX_LIMIT}, got {args.limit}.")
+        params = {"status": args.status, "role": args.role, "limit": args.limit}
+        return Call("GET", "/v1/handoffs", render_handoffs, params=params)
+    if action == "create":
+        names = ("active_files", "decisions_made", "next_steps", "tags", "team", "project", "importance")
+        body = {"target_agent": args.target, "context": args.context}
+        body.update({name: getattr(args, name) for name in names if getattr(args, name) is not None})
+        return Call("POST", "/v1/handoffs", render_created, body=body)
+    body = {name: getattr(args, name) for name in ("note", "expected_version") if getattr(args, name) is not None}
+    return Call("POST", f"/v1/handoffs/{quote(args.id, safe='')}/{action}", render_moved, body=body)
+
+
+# --- rendering --------------------------------------------------------------------------------------------
+
+
+def render_agents(answer: dict[str, Any]) -> str:
+    agents = answer.get("agents") or []
+    if not agents:
+        return "No agent has written to this namespace yet."
+    lines = [f"{len(agents)} agent{'s' if len(agents) != 1 else ''}, most recently seen first"]
+    for agent in agents:
+        count = agent.get("memories", 0)
+        lines.append(
+            f"  {agent['agent_id']}  {count} memor{'y' if count == 1 else 'ies'}  last seen {agent.get('last_seen')}"
+            f"  (first {agent.get('first_seen')}, {agent.get('writes', 0)} writes)"
+        )
+        extras = [f"{name} {', '.join(agent[name])}" for name in ("devices", "clients", "teams") if agent.get(name)]
+        if extras:
+            lines.append("      " + " · ".join(extras))
+    return "\n".join(lines)
+
+
+def render_teams(answer: dict[str, Any]) -> str:
+    teams = answer.get("teams") or []
+    lines = [f"{len(teams)} team{'s' if len(teams) != 1 else ''}" if teams else "No team has memories yet."]
+    for team in teams:
+        summary = team.get("summary_id") or "none (engram consolidate --team NAME)"
+        agents, count = ", ".join(team.get("agents") or []) or "-", team.get("memories", 0)
+        lines.append(
+            f"  {team['team']}  {count} memor{'y' if count == 1 else 'ies'}  agents {agents}"
+            f"  last activity {team.get('last_activity')}  summary {summary}"
+        )
+    if answer.get("summaries") is not None:
+        hits = answer["summaries"]
+        lines.append(f"Team summaries matching: {len(hits)}")
+        for hit in hits:
+            memory = hit["memory"]
+            lines.append(f"  {hit['score']:.3f}  {memory['id']}  team {memory.get('team') or '-'}")
+            lines.append(f"      {preview(memory.get('summary') or memory.get('content', ''))}")
+    return "\n".join(lines)
+
+
+def render_consolidation(answer: dict[str, Any]) -> str:
+    job, summary = answer["job"], answer.get("summary")
+    head = f"Team {answer['team']}: job {job['id']} {job['state']}"
+    if job.get("summary"):
+        head += f" ({job['summary']})"
+    if not summary:
+        return head + "; no summary memory was written."
+    return f"{head}\nSummary memory {summary['id']} (version {summary.get('version')}):\n\n{summary.get('content', '')}"
+
+
+def render_handoffs(answer: dict[str, Any]) -> str:
+    handoffs = answer.get("memories") or []
+    if not handoffs:
+        return "No handoffs."
+    lines = []
+    for memory in handoffs:
+        handoff = memory.get("handoff") or {}
+        pending = handoff.get("status") == "pending" and handoff.get("expires_at")
+        due = f"  expires {handoff['expires_at']}" if pending else ""
+        lines.append(
+            f"{memory['id']}  {handoff.get('status', '?')}  from {memory.get('owner_agent')} to "
+            f"{handoff.get('target_agent', '?')}  created {memory.get('created_at')}{due}"
+        )
+        lines.append(f"  {preview(memory.get('summary') or memory.get('content', ''))}")
+    if answer.get("next_page_token"):
+        lines.append("(more: use --json and page with the REST API's page_token, or raise --limit)")
+    return "\n".join(lines)
+
+
+def render_created(answer: dict[str, Any]) -> str:
+    handoff = answer["memory"].get("handoff") or {}
+    expires = f"; expires {handoff['expires_at']} unless accepted" if handoff.get("expires_at") else ""
+    return f"Handed over to {handoff.get('target_agent', '?')}: {answer['id']} ({handoff.get('status')}{expires})."
+
+
+def render_moved(answer: dict[str, Any]) -> str:
+    handoff = answer["memory"].get("handoff") or {}
+    return (
+        f"Handoff {answer['id']} {handoff.get('status', '?')} (version {answer['version']}, log seq {answer['seq']})."
+    )

@@ -30,13 +30,6 @@ _VERSION_HELP = "change it only if it is still at version N (else nothing change
 def add_parsers(subparsers: Any) -> None:
     """Registers the lifecycle commands on the ``engram`` sub-command parsers (``args.command`` in COMMANDS)."""
 
-    def common(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
-        p.add_argument("--home", help="data dir (ENGRAM_HOME, default ~/.engram)")
-        p.add_argument("--url", help=_URL_HELP)
-        p.add_argument("--agent", help="act as this agent (X-Engram-Agent-ID); default: the key's agent")
-        p.add_argument("--json", action="store_true", help="print the node's answer as JSON (for scripts)")
-        return p
-
     def fields(p: argparse.ArgumentParser) -> None:
         p.add_argument("--summary", help="one-line summary")
         p.add_argument("--tag", action="append", dest="tags", metavar="TAG", help="a tag (repeat for several)")
@@ -48,18 +41,18 @@ def add_parsers(subparsers: Any) -> None:
         p.add_argument("--metadata", type=_json_object, help="metadata as a JSON object (replaces it whole)")
         p.add_argument("--expires", dest="expires_at", metavar="WHEN", help=_EXPIRES_HELP)
 
-    update = common(_sub(subparsers, "update", "change fields of one of your memories (a new version)"))
+    update = common(sub(subparsers, "update", "change fields of one of your memories (a new version)"))
     update.add_argument("id")
     update.add_argument("--content", help="the new content")
     fields(update)
     update.add_argument("--expected-version", type=int, metavar="N", help=_VERSION_HELP)
     update.epilog = "--tag and --topic replace the whole list. Only the agent that saved a memory may change it."
 
-    delete = common(_sub(subparsers, "delete", "archive a memory (hidden from search, kept in its history)"))
+    delete = common(sub(subparsers, "delete", "archive a memory (hidden from search, kept in its history)"))
     delete.add_argument("id")
     delete.add_argument("--expected-version", type=int, metavar="N", help=_VERSION_HELP)
 
-    supersede = common(_sub(subparsers, "supersede", "replace a memory with a new one (--content) or an existing one"))
+    supersede = common(sub(subparsers, "supersede", "replace a memory with a new one (--content) or an existing one"))
     supersede.add_argument("id")
     replacement = supersede.add_mutually_exclusive_group(required=True)
     replacement.add_argument("--content", help="content of the new memory that replaces it")
@@ -67,18 +60,18 @@ def add_parsers(subparsers: Any) -> None:
     fields(supersede)
     supersede.add_argument("--expected-version", type=int, metavar="N", help=_VERSION_HELP)
 
-    history = common(_sub(subparsers, "history", "every version of a memory, oldest first"))
+    history = common(sub(subparsers, "history", "every version of a memory, oldest first"))
     history.add_argument("id")
 
-    at = common(_sub(subparsers, "at", "a memory as it was at a point in time"))
+    at = common(sub(subparsers, "at", "a memory as it was at a point in time"))
     at.add_argument("id")
     at.add_argument("time", help="an RFC 3339 time, e.g. 2026-01-31T12:00:00Z")
 
-    common(_sub(subparsers, "stats", "counts of your namespace's memories by agent, type, status and team"))
+    common(sub(subparsers, "stats", "counts of your namespace's memories by agent, type, status and team"))
 
-    admin = _sub(subparsers, "admin", "administrative acts (need an API key with the admin scope)")
+    admin = sub(subparsers, "admin", "administrative acts (need an API key with the admin scope)")
     admin_sub = admin.add_subparsers(dest="admin_command", required=True)
-    purge = common(_sub(admin_sub, "purge", "erase a memory and every version of it for good (admin key)"))
+    purge = common(sub(admin_sub, "purge", "erase a memory and every version of it for good (admin key)"))
     purge.add_argument("id")
     purge.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     purge.epilog = (
@@ -87,7 +80,17 @@ def add_parsers(subparsers: Any) -> None:
     )
 
 
-def _sub(subparsers: Any, name: str, text: str) -> argparse.ArgumentParser:
+def common(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The options of every command that talks to the node: where it is, who acts, how to print."""
+    p.add_argument("--home", help="data dir (ENGRAM_HOME, default ~/.engram)")
+    p.add_argument("--url", help=_URL_HELP)
+    p.add_argument("--agent", help="act as this agent (X-Engram-Agent-ID); default: the key's agent")
+    p.add_argument("--json", action="store_true", help="print the node's answer as JSON (for scripts)")
+    return p
+
+
+def sub(subparsers: Any, name: str, text: str) -> argparse.ArgumentParser:
+    """A sub-command parser whose description is its help, capitalised."""
     parser: argparse.ArgumentParser = subparsers.add_parser(name, help=text, description=text[:1].upper() + text[1:])
     return parser
 
@@ -131,8 +134,6 @@ def run(
 
     ``out`` and ``err`` default to the streams of the moment (not of import time); ``confirm`` asks before a
     purge (default: the person at the terminal)."""
-    import httpx  # here, not at the top: every `engram` command builds the parser that imports this module
-
     out, err = out or sys.stdout, err or sys.stderr
     try:
         call = build_call(args)
@@ -142,9 +143,18 @@ def run(
     if args.command == "admin" and not args.yes and not (confirm or _ask)(f"Purge memory {args.id} for good? "):
         print("engram: not purged.", file=err)
         return EXIT_USAGE
+    return send(call, base_url, api_key=api_key, agent=args.agent, as_json=args.json, out=out, err=err)
+
+
+def send(
+    call: Call, base_url: str, *, api_key: str | None, agent: str | None, as_json: bool, out: IO[str], err: IO[str]
+) -> int:
+    """Sends one request to the node and prints its answer (rendered, or as JSON); exit 0, 1 refused, 2 not sent."""
+    import httpx  # here, not at the top: every `engram` command builds the parser that imports this module
+
     headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    if args.agent:
-        headers["X-Engram-Agent-ID"] = args.agent
+    if agent:
+        headers["X-Engram-Agent-ID"] = agent
     try:
         with httpx.Client(base_url=base_url, headers=headers, timeout=DEFAULT_TIMEOUT) as client:
             response = client.request(call.method, call.path, params=call.params, json=call.body)
@@ -159,7 +169,7 @@ def run(
     if response.status_code >= 400:
         print(f"engram: {_problem(response, answer, call)}", file=err)
         return EXIT_REFUSED
-    print(json.dumps(answer, indent=2, ensure_ascii=False) if args.json else call.render(answer), file=out)
+    print(json.dumps(answer, indent=2, ensure_ascii=False) if as_json else call.render(answer), file=out)
     return EXIT_OK
 
 
@@ -268,7 +278,7 @@ def render_history(answer: dict[str, Any]) -> str:
         who = v.get("agent_id") or "?"
         via = f" via {v['source']}" if v.get("source") else ""
         lines.append(f"  v{v['version']}  {v.get('updated_at') or '?'}  {event} by {who}{via}  [{v.get('status')}]")
-        lines.append(f"      {_preview(v.get('content', ''))}")
+        lines.append(f"      {preview(v.get('content', ''))}")
     return "\n".join(lines)
 
 
@@ -301,7 +311,8 @@ def render_stats(stats: dict[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def _preview(text: str) -> str:
+def preview(text: str) -> str:
+    """The start of a text on one line."""
     flat = " ".join(text.split())
     return flat if len(flat) <= _PREVIEW_CHARS else flat[: _PREVIEW_CHARS - 1] + "…"
 

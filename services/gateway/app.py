@@ -64,7 +64,7 @@ def build_app(settings: Settings, backend: Backend, keys: KeyStore, *, event_log
 
     app = FastAPI(title="Engram", version=ENGRAM_VERSION, description=DESCRIPTION, lifespan=lifespan)
     add_error_handlers(app)
-    app.include_router(build_router(Operations(backend, cursors), resolver, settings))
+    app.include_router(build_router(Operations(backend, cursors, settings), resolver, settings))
     app.include_router(build_context_router(backend, cursors, resolver, settings))
     app.include_router(build_events_router(resolver, settings, event_log))
     # A Route whose endpoint is not a function is called as a raw ASGI app (all methods: POST, GET, DELETE).

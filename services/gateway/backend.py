@@ -11,15 +11,18 @@ from engram import errors, wire
 from engram.clients import DEFAULT_RPC_TIMEOUT, ConsolidationClient, IndexStats, IngestClient, SearchClient
 from engram.model import Caller, Memory, MemoryInput
 from engram.results import (
+    AgentInfo,
     DeleteResult,
     History,
     ImportItem,
     ImportSummary,
+    Job,
     MemoryStats,
     Page,
     SaveResult,
     SearchResult,
     SupersedeResult,
+    TeamInfo,
 )
 from engram.scrub import Redaction
 from engram.v1 import readiness_pb2
@@ -112,6 +115,26 @@ class Backend:
 
     async def memory_stats(self, caller: Caller) -> MemoryStats:
         return await self.search_client.memory_stats(caller)
+
+    async def list_agents(self, caller: Caller, *, min_seq: int = 0) -> list[AgentInfo]:
+        return await self.search_client.list_agents(caller, min_seq=min_seq)
+
+    async def list_teams(self, caller: Caller, *, min_seq: int = 0) -> list[TeamInfo]:
+        return await self.search_client.list_teams(caller, min_seq=min_seq)
+
+    async def update_handoff(
+        self, caller: Caller, memory_id: str, status: str, *, expected_version: int = 0, note: str = ""
+    ) -> SaveResult:
+        return await self.ingest.update_handoff(caller, memory_id, status, expected_version=expected_version, note=note)
+
+    async def run_job(self, caller: Caller, kind: str, options: dict[str, str]) -> Job:
+        """Runs a consolidation job; Unavailable when this gateway was started without the consolidation service."""
+        if self.consolidation is None:
+            raise errors.Unavailable(
+                "This gateway has no consolidation service, which writes team summaries: start it with "
+                "ENGRAM_CONSOLIDATION_ADDR (--consolidation-addr) set to the service's address."
+            )
+        return await self.consolidation.run_job(caller, kind, options)
 
     async def list(self, caller: Caller, **options: Any) -> Page:
         return await self.search_client.list(caller, **options)

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import contextlib
+import threading
+from collections import OrderedDict
 from collections.abc import Iterator
 from typing import Any, Literal, get_args
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.server.streamable_http import MCP_SESSION_ID_HEADER
 from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
 from mcp.types import Tool as MCPTool
 from pydantic import ValidationError
@@ -28,13 +31,17 @@ from engram.services.gateway.schemas import (
     INSTRUCTIONS,
     SUPERSEDE_RULE,
     UPDATE_RULE,
+    ActiveFiles,
+    AgentsResult,
     AsOf,
     ConfidenceArg,
+    ConsolidateResult,
     Content,
     ContextArg,
     ConversationId,
     CreatedAfter,
     CreatedBefore,
+    DecisionsMade,
     DeleteResult,
     ExpectedVersion,
     ExpiresAt,
@@ -42,6 +49,13 @@ from engram.services.gateway.schemas import (
     Filters,
     FilterTags,
     FilterTopics,
+    HandoffContext,
+    HandoffListRequest,
+    HandoffMoveRequest,
+    HandoffNote,
+    HandoffRequest,
+    HandoffRole,
+    HandoffStatusArg,
     HandoffTarget,
     HistoryResult,
     ImportanceArg,
@@ -57,6 +71,7 @@ from engram.services.gateway.schemas import (
     Metadata,
     MinSeq,
     NewId,
+    NextSteps,
     OwnerAgent,
     PageToken,
     PingResult,
@@ -76,8 +91,12 @@ from engram.services.gateway.schemas import (
     SupersedeRequest,
     SupersedeResult,
     Tags,
+    TargetAgent,
     Team,
     TeamFilter,
+    TeamName,
+    TeamSearch,
+    TeamsResult,
     Topics,
     TypeFilter,
     UpdateRequest,
@@ -161,8 +180,53 @@ lately (e.g. to catch up at the start of a session) or to browse by tag or type 
 use search_memory when you are looking for something specific."""
 
 PING_DESCRIPTION = """\
-Check that Engram is reachable and see who you are to it: your agent id, namespace and scopes. Use it when \
-a memory tool fails unexpectedly, or to confirm which agent id your memories are saved under."""
+Check that Engram is reachable and see who you are to it: your agent id, device and team (identity \
+agent@device, as other agents see you), namespace and scopes. Use it when a memory tool fails unexpectedly, \
+or to confirm which agent id and team your memories are saved under."""
+
+LIST_AGENTS_DESCRIPTION = """\
+The agents that share this memory: for each, when it was first and last seen, how many active memories it \
+owns, the devices and clients it wrote from, its teams and how many writes it made. Use it to find out who \
+else works here (e.g. before creating a handoff, to name its target) or who recorded something."""
+
+LIST_TEAMS_DESCRIPTION = """\
+The teams of this namespace: for each, its active memories, the agents owning them, its current team summary \
+(summary_id) and its latest activity. With `search`, also the team summaries matching it (e.g. "what did the \
+auth team learn about sessions?"). Use it to get the overview of a team's work before joining in."""
+
+CONSOLIDATE_DESCRIPTION = """\
+Write a fresh summary of a team's memories: a Markdown digest grouped by finding, decision, hypothesis, \
+blocker, action item and other, saved as a searchable team-summary memory tagged team:<name>. It replaces \
+(supersedes) the team's previous summary, so running it again does not duplicate. Use it at the end of a \
+stretch of team work, or before handing the team's work over. `team` defaults to yours."""
+
+CREATE_HANDOFF_DESCRIPTION = """\
+Hand unfinished work over to another agent: where it stands (context), and optionally the files being worked \
+on, the decisions made so far and the next steps. Use it when you stop before the work is done and another \
+agent (or you, on another device or in a later session) should continue. The target finds it with \
+list_handoffs and accepts, then completes it; a handoff nobody accepts expires (by default after 24 hours) \
+and stays as a plain memory. Returns the saved handoff memory."""
+
+LIST_HANDOFFS_DESCRIPTION = """\
+Handoffs: by default the pending ones handed to you. Call it at the start of a session to pick up work other \
+agents left for you; role from_me shows the ones you created (and whether they were taken up), status all \
+every state. Each is a memory whose `handoff` says its target, status (pending, accepted, completed, \
+expired) and when a pending one expires; its content holds the context, files, decisions and next steps."""
+
+ACCEPT_HANDOFF_DESCRIPTION = """\
+Accept a handoff addressed to you: tells its author and every other agent that you took the work over (it \
+no longer expires). Only its target agent may. Call it when you start on a handoff from list_handoffs; \
+complete_handoff when the work is done."""
+
+COMPLETE_HANDOFF_DESCRIPTION = """\
+Mark a handoff addressed to you as completed, optionally with a note on the outcome. Only its target agent \
+may. Call it when the handed-over work is done (a pending handoff may be completed directly)."""
+
+# Saves through one MCP session remember the previous memory's content, as the context of the next save that has
+# none (issue 8: the previous turn lifts recall); these bound what the gateway keeps for it.
+MAX_REMEMBERED_SESSIONS = 1024
+MAX_REMEMBERED_CHARS = 4000
+STDIO_SESSION = "stdio"  # a stdio server serves one client: its whole life is one session
 
 
 @contextlib.contextmanager
@@ -175,14 +239,41 @@ def _tool_errors() -> Iterator[None]:
 
 
 def _request_identity(ctx: Context) -> RequestIdentity:
-    """The caller's hints: HTTP headers and query (None over stdio) and MCP clientInfo.name."""
+    """The caller's hints: HTTP headers, query and peer (none over stdio) and MCP clientInfo.name."""
     context = ctx.request_context
-    request = context.request
     params = getattr(context.session, "client_params", None)
     client_name = params.client_info.name if params is not None and params.client_info else None
-    return RequestIdentity.from_http(
-        getattr(request, "headers", None), getattr(request, "query_params", None), client_name
-    )
+    return RequestIdentity.from_request(context.request, client_name)
+
+
+class PreviousSaves:
+    """The content of the latest memory saved through each MCP session (least recently used sessions forgotten).
+
+    Keyed by (session, namespace, agent), so a session whose requests change key or agent never passes one
+    caller's memory to another."""
+
+    def __init__(self, *, capacity: int = MAX_REMEMBERED_SESSIONS) -> None:
+        self._latest: OrderedDict[tuple[str, str, str], str] = OrderedDict()
+        self._capacity = capacity
+        self._lock = threading.Lock()  # stdio and HTTP tools may run in worker threads
+
+    def latest(self, key: tuple[str, str, str]) -> str | None:
+        with self._lock:
+            return self._latest.get(key)
+
+    def remember(self, key: tuple[str, str, str], content: str) -> None:
+        with self._lock:
+            self._latest[key] = content[:MAX_REMEMBERED_CHARS]
+            self._latest.move_to_end(key)
+            while len(self._latest) > self._capacity:
+                self._latest.popitem(last=False)
+
+
+def _session_key(ctx: Context, who: Caller) -> tuple[str, str, str] | None:
+    """The MCP session of a request (stdio: the process), None when it has none (stateless, 2026-07-28 requests)."""
+    request = ctx.request_context.request
+    session = STDIO_SESSION if request is None else getattr(request, "headers", {}).get(MCP_SESSION_ID_HEADER)
+    return (session, who.namespace, who.agent_id) if session else None
 
 
 def _mcp_log_level(level: str) -> _LogLevel:
@@ -239,7 +330,7 @@ def build_mcp(
     backend: Backend, resolver: Resolver, cursors: CursorTracker, settings: Settings, *, event_log: Log | None = None
 ) -> MCPServer:
     """The Engram MCP server: save, search, get, list, update, delete and supersede memories, their history,
-    a memory at a point in time, the namespace's stats, and ping."""
+    a memory at a point in time, the namespace's stats, ping; the agents, teams and handoffs of the namespace."""
     server: MCPServer = EngramMCPServer(
         name="engram",
         title="Engram shared memory",
@@ -247,7 +338,8 @@ def build_mcp(
         version=ENGRAM_VERSION,
         log_level=_mcp_log_level(settings.log_level),
     )
-    ops = Operations(backend, cursors)
+    ops = Operations(backend, cursors, settings)
+    previous = PreviousSaves()
 
     def caller(ctx: Context) -> Caller:
         return resolver.resolve(_request_identity(ctx), default_source=MCP_SOURCE)
@@ -273,6 +365,12 @@ def build_mcp(
         handoff_target: HandoffTarget = None,
         context: ContextArg = None,
     ) -> SaveResult:
+        with _tool_errors():
+            who = caller(ctx)
+        session = _session_key(ctx, who)
+        if session and settings.derive_context and context is None and not conversation_id:
+            # Ingest derives the context of a conversation's saves; a session without one is derived here.
+            context = previous.latest(session)
         request = SaveRequest(
             content=content, tags=tags, topics=topics, memory_type=memory_type, importance=importance,
             summary=summary, metadata=metadata, team=team, project=project, conversation_id=conversation_id,
@@ -280,7 +378,10 @@ def build_mcp(
             expires_at=expires_at, handoff_target=handoff_target, context=context,
         )  # fmt: skip
         with _tool_errors():
-            return await ops.save(caller(ctx), request)
+            result = await ops.save(who, request)
+        if session:
+            previous.remember(session, result.memory.content)  # scrubbed: no secret is kept
+        return result
 
     @server.tool(description=SEARCH_DESCRIPTION, annotations=_READ)
     async def search_memory(
@@ -431,9 +532,74 @@ def build_mcp(
         with _tool_errors():
             who = caller(ctx)
         return PingResult(
-            ok=True, agent=who.agent_id, namespace=who.namespace, source=who.source,
-            scopes=sorted(who.scopes), version=ENGRAM_VERSION,
+            ok=True, agent=who.agent_id, device=who.device, team=who.team, identity=who.identity,
+            namespace=who.namespace, source=who.source, scopes=sorted(who.scopes), version=ENGRAM_VERSION,
         )  # fmt: skip
+
+    @server.tool(description=LIST_AGENTS_DESCRIPTION, annotations=_READ)
+    async def list_agents(ctx: Context) -> AgentsResult:
+        with _tool_errors():
+            return await ops.agents(caller(ctx))
+
+    @server.tool(description=LIST_TEAMS_DESCRIPTION, annotations=_READ)
+    async def list_teams(
+        ctx: Context, search: TeamSearch = None, limit: SearchLimit = DEFAULT_SEARCH_LIMIT
+    ) -> TeamsResult:
+        with _tool_errors():
+            return await ops.teams(caller(ctx), search=search, limit=limit)
+
+    @server.tool(description=CONSOLIDATE_DESCRIPTION, annotations=_WRITE)
+    async def consolidate_team(ctx: Context, team: TeamName = None) -> ConsolidateResult:
+        with _tool_errors():
+            return await ops.consolidate_team(caller(ctx), team)
+
+    @server.tool(description=CREATE_HANDOFF_DESCRIPTION, annotations=_WRITE)
+    async def create_handoff(
+        target_agent: TargetAgent,
+        context: HandoffContext,
+        ctx: Context,
+        active_files: ActiveFiles = None,
+        decisions_made: DecisionsMade = None,
+        next_steps: NextSteps = None,
+        tags: Tags = None,
+        team: Team = None,
+        project: Project = None,
+        importance: ImportanceArg = None,
+    ) -> SaveResult:
+        request = HandoffRequest(
+            target_agent=target_agent, context=context, active_files=active_files, decisions_made=decisions_made,
+            next_steps=next_steps, tags=tags, team=team, project=project, importance=importance,
+        )  # fmt: skip
+        with _tool_errors():
+            return await ops.create_handoff(caller(ctx), request)
+
+    @server.tool(description=LIST_HANDOFFS_DESCRIPTION, annotations=_READ)
+    async def list_handoffs(
+        ctx: Context,
+        status: HandoffStatusArg = "pending",
+        role: HandoffRole = "to_me",
+        limit: ListLimit = DEFAULT_LIST_LIMIT,
+        page_token: PageToken = None,
+    ) -> ListResult:
+        request = HandoffListRequest(status=status, role=role, limit=limit, page_token=page_token)
+        with _tool_errors():
+            return await ops.handoffs(caller(ctx), request)
+
+    @server.tool(description=ACCEPT_HANDOFF_DESCRIPTION, annotations=_WRITE)
+    async def accept_handoff(
+        id: MemoryId, ctx: Context, note: HandoffNote = None, expected_version: ExpectedVersion = None
+    ) -> SaveResult:
+        request = HandoffMoveRequest(note=note, expected_version=expected_version)
+        with _tool_errors():
+            return await ops.move_handoff(caller(ctx), id, "accepted", request)
+
+    @server.tool(description=COMPLETE_HANDOFF_DESCRIPTION, annotations=_WRITE)
+    async def complete_handoff(
+        id: MemoryId, ctx: Context, note: HandoffNote = None, expected_version: ExpectedVersion = None
+    ) -> SaveResult:
+        request = HandoffMoveRequest(note=note, expected_version=expected_version)
+        with _tool_errors():
+            return await ops.move_handoff(caller(ctx), id, "completed", request)
 
     register_context_features(
         server, backend=backend, cursors=cursors, settings=settings, caller=caller, event_log=event_log

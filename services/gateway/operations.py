@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
+import logging
 import re
 import threading
 import time
@@ -11,8 +13,11 @@ from typing import Any
 
 from pydantic import BaseModel, ValidationError
 
+from engram.config import DEFAULT_SEARCH_LIMIT, Settings
 from engram.errors import EngramError, ImportStopped, InvalidArgument
+from engram.index import DENSE
 from engram.model import (
+    HANDOFF_STATUSES,
     Caller,
     Memory,
     MemoryInput,
@@ -21,21 +26,28 @@ from engram.model import (
     parse_time,
 )
 from engram.names import AGENT_PATTERN, AGENT_RULE
-from engram.results import ImportItem
+from engram.results import ImportItem, Job, Page
 from engram.services.gateway.backend import Backend, redactions_json
 from engram.services.gateway.backend import metadata_json as encode_metadata
 from engram.services.gateway.identity import require_scope
 from engram.services.gateway.schemas import (
     DURATION_PATTERN,
     UPDATE_FIELDS,
+    AgentOut,
+    AgentsResult,
+    ConsolidateResult,
     DeleteResult,
     Filters,
+    HandoffListRequest,
+    HandoffMoveRequest,
+    HandoffRequest,
     HistoryResult,
     HitOut,
     ImportedOut,
     ImportLineIn,
     ImportRejectionOut,
     ImportResult,
+    JobOut,
     ListRequest,
     ListResult,
     MemoryOut,
@@ -46,11 +58,18 @@ from engram.services.gateway.schemas import (
     SaveResult,
     SearchRequest,
     SearchResult,
+    SimilarMemoryOut,
     StageRank,
     SupersedeRequest,
     SupersedeResult,
+    TeamOut,
+    TeamsResult,
     UpdateRequest,
+    WarningOut,
 )
+from engram.services.ingest.validation import MAX_SUMMARY_CHARS
+
+log = logging.getLogger(__name__)
 
 # Seconds per unit of an expiry duration (30d, 12h, ...).
 DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
@@ -63,6 +82,15 @@ _INPUT_NAME = {"metadata": "metadata_json"}
 # taken as the nearest end, so every published date-time is accepted.
 EARLIEST_TIME = -62135596800.0
 LATEST_TIME = 253402300799.0
+
+# The similar-finding check after a finding is saved: a dense-only search for its content, whose "dense" stage
+# score is the cosine similarity. The caller's own findings may take some of the top places, so more candidates
+# than warnings are fetched; a finding beyond them is not "very similar".
+SIMILAR_CANDIDATES = 20
+SIMILAR_QUERY_CHARS = 4000  # the search's query limit (the embedder reads far less of it anyway)
+SIMILAR_CHECK_SECONDS = 5.0  # the save is done; its answer waits at most this long for the check
+PREVIEW_CHARS = 200
+NO_TEAM = "name a team, or join one: X-Engram-Team header / ENGRAM_TEAM."
 
 # --- operations ---------------------------------------------------------------------------------------------
 
@@ -96,15 +124,51 @@ class CursorTracker:
 class Operations:
     """Every memory operation for an already resolved caller; shared by the MCP tools and REST."""
 
-    def __init__(self, backend: Backend, cursors: CursorTracker) -> None:
+    def __init__(self, backend: Backend, cursors: CursorTracker, settings: Settings | None = None) -> None:
+        """``settings`` None: the defaults (e.g. of ENGRAM_SIMILAR_FINDING_THRESHOLD)."""
         self._backend = backend
         self._cursors = cursors
+        self._similar_threshold = (settings or Settings()).similar_finding_threshold
 
     async def save(self, caller: Caller, request: SaveRequest) -> SaveResult:
+        """Saves a memory; a finding also answers with the very similar findings of other agents, if any."""
         require_scope(caller, "write")
         outcome = await self._backend.save(caller, _draft(request))
         self._cursors.observe(caller.namespace, outcome.seq)
-        return _saved(outcome.memory, outcome.seq, outcome.redactions)
+        result = _saved(outcome.memory, outcome.seq, outcome.redactions)
+        if outcome.memory.memory_type == "finding":
+            result.warnings = await self._similar_findings(caller, outcome.memory, outcome.seq)
+        return result
+
+    async def _similar_findings(self, caller: Caller, memory: Memory, seq: int) -> list[WarningOut]:
+        """A warning naming other agents' active findings whose meaning is very close to ``memory``.
+
+        It never fails the save it follows (the memory is stored already): a failing check is logged and the
+        save answers without warnings."""
+        try:
+            async with asyncio.timeout(SIMILAR_CHECK_SECONDS):
+                outcome = await self._backend.search(
+                    caller, memory.content[:SIMILAR_QUERY_CHARS], limit=SIMILAR_CANDIDATES,
+                    flt=SearchFilter(memory_types=["finding"]), min_seq=seq - 1, explain=True, rerank=False,
+                    sources=[DENSE],
+                )  # fmt: skip
+        except (EngramError, TimeoutError) as e:
+            log.warning("similar-finding check after saving %s failed: %s", memory.id, e or "timed out")
+            return []
+        similar = [
+            SimilarMemoryOut(
+                id=hit.memory.id,
+                owner_agent=hit.memory.owner_agent,
+                similarity=round(similarity, 4),
+                preview=preview(hit.memory.content),
+            )
+            for hit in outcome.hits
+            if hit.memory.owner_agent != caller.agent_id
+            and (similarity := hit.explain.get(DENSE, (0, 0.0))[1]) >= self._similar_threshold
+        ]
+        if not similar:
+            return []
+        return [WarningOut(kind="similar_finding", message=_similar_message(similar), memories=similar)]
 
     async def update(self, caller: Caller, memory_id: str, request: UpdateRequest) -> SaveResult:
         """A new version of a memory with the fields given in ``request`` changed (the owner's act)."""
@@ -292,10 +356,127 @@ class Operations:
             page_token=request.page_token or "",
             min_seq=self._cursors.min_seq(caller.namespace, request.min_seq),
         )
-        return ListResult(
-            memories=[MemoryOut.of(m) for m in outcome.memories],
-            next_page_token=outcome.next_page_token or None,
+        return _listed(outcome)
+
+    # --- coordination: agents, teams, handoffs ---------------------------------------------------------------
+
+    async def agents(self, caller: Caller) -> AgentsResult:
+        """The agent registry of the caller's namespace, most recently seen first."""
+        require_scope(caller, "read")
+        agents = await self._backend.list_agents(caller, min_seq=self._cursors.min_seq(caller.namespace))
+        agents.sort(key=lambda agent: agent.last_seen or 0.0, reverse=True)
+        return AgentsResult(agents=[AgentOut.of(agent) for agent in agents])
+
+    async def teams(
+        self, caller: Caller, *, search: str | None = None, limit: int = DEFAULT_SEARCH_LIMIT
+    ) -> TeamsResult:
+        """The teams of the caller's namespace; with ``search``, also the team summaries matching it."""
+        require_scope(caller, "read")
+        teams = await self._backend.list_teams(caller, min_seq=self._cursors.min_seq(caller.namespace))
+        result = TeamsResult(teams=[TeamOut.of(team) for team in teams])
+        if search is not None:
+            query = SearchRequest(query=search, limit=limit, filters=Filters(memory_type="team-summary"))
+            result.summaries = (await self.search(caller, query)).hits
+        return result
+
+    async def consolidate_team(self, caller: Caller, team: str | None = None) -> ConsolidateResult:
+        """Writes a fresh summary of a team's memories (the caller's team when none is named)."""
+        require_scope(caller, "write")
+        name = (team or "").strip() or caller.team
+        if not name:
+            raise InvalidArgument("team", NO_TEAM)
+        job = await self._backend.run_job(caller, "team_summary", {"team": name})
+        return ConsolidateResult(team=name, job=JobOut.of(job), summary=await self._job_memory(caller, job))
+
+    async def _job_memory(self, caller: Caller, job: Job) -> MemoryOut | None:
+        """The memory a job wrote (its result's ``memory_id``), read once the index has its write."""
+        memory_id = job.result.get("memory_id")
+        if not memory_id:
+            return None
+        seq = int(job.result.get("seq") or 0)
+        return await self.get(caller, str(memory_id), min_seq=seq)
+
+    async def create_handoff(self, caller: Caller, request: HandoffRequest) -> SaveResult:
+        """Saves a pending handoff for ``request.target_agent``: readable Markdown, with its lists in metadata."""
+        save = SaveRequest(
+            content=handoff_content(request), summary=handoff_summary(request), memory_type="handoff",
+            handoff_target=request.target_agent, tags=request.tags, team=request.team, project=request.project,
+            importance=request.importance,
+            metadata={name: list(getattr(request, name) or []) for name in HANDOFF_LISTS},
+        )  # fmt: skip
+        return await self.save(caller, save)
+
+    async def handoffs(self, caller: Caller, request: HandoffListRequest) -> ListResult:
+        """Handoffs to the caller, from it, or all of the namespace's, in one state or all, newest first."""
+        require_scope(caller, "read")
+        # By state, not by type: an expired handoff has become a plain (general) memory and keeps its state.
+        statuses = list(HANDOFF_STATUSES) if request.status == "all" else [request.status]
+        flt = SearchFilter(handoff_statuses=statuses)
+        if request.role == "to_me":
+            flt.handoff_target = caller.agent_id
+        elif request.role == "from_me":
+            flt.owner_agent = caller.agent_id
+        outcome = await self._backend.list(
+            caller, limit=request.limit, flt=flt, page_token=request.page_token or "",
+            min_seq=self._cursors.min_seq(caller.namespace, request.min_seq),
+        )  # fmt: skip
+        return _listed(outcome)
+
+    async def move_handoff(
+        self, caller: Caller, memory_id: str, status: str, request: HandoffMoveRequest
+    ) -> SaveResult:
+        """Accepts or completes a handoff (``status``): the act of its target agent, not its owner."""
+        require_scope(caller, "write")
+        outcome = await self._backend.update_handoff(
+            caller, memory_id, status, expected_version=request.expected_version or 0, note=request.note or ""
         )
+        self._cursors.observe(caller.namespace, outcome.seq)
+        return _saved(outcome.memory, outcome.seq, outcome.redactions)
+
+
+# The lists of a handoff: its metadata keys, and the headings of its Markdown sections.
+HANDOFF_LISTS = {"active_files": "Active files", "decisions_made": "Decisions made", "next_steps": "Next steps"}
+
+
+def handoff_content(request: HandoffRequest) -> str:
+    """The handoff as a reader sees it: its context, then a Markdown section per list given."""
+    parts = [request.context.strip()]
+    for name, heading in HANDOFF_LISTS.items():
+        items = getattr(request, name)
+        if items:
+            parts.append(f"## {heading}\n" + "\n".join(f"- {item.strip()}" for item in items))
+    return "\n\n".join(parts)
+
+
+def handoff_summary(request: HandoffRequest) -> str:
+    """ "Handoff to <target>: <first line of the context>", within the summary limit."""
+    first = next((line.strip() for line in request.context.splitlines() if line.strip()), "")
+    text = f"Handoff to {request.target_agent}: {first}"
+    return text if len(text) <= MAX_SUMMARY_CHARS else text[: MAX_SUMMARY_CHARS - 1] + "…"
+
+
+def _similar_message(similar: list[SimilarMemoryOut]) -> str:
+    owners = ", ".join(sorted({m.owner_agent for m in similar}))
+    count = f"{len(similar)} finding{'s' if len(similar) != 1 else ''}"
+    return (
+        f"Your finding is saved, but {owners} already recorded {count} saying nearly the same. Read them "
+        "(get_memory) before going on: if one says what yours says, supersede_memory your finding with one that "
+        "adds what is new and cites theirs; if they disagree, reconcile — find out which holds and save that "
+        "as a decision or finding (read all, write own: only their owners change theirs)."
+    )
+
+
+def preview(text: str) -> str:
+    """The start of a text on one line, for lists and warnings."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= PREVIEW_CHARS else flat[: PREVIEW_CHARS - 1] + "…"
+
+
+def _listed(outcome: Page) -> ListResult:
+    return ListResult(
+        memories=[MemoryOut.of(m) for m in outcome.memories],
+        next_page_token=outcome.next_page_token or None,
+    )
 
 
 def _saved(memory: Memory, seq: int, redactions: Sequence[Any]) -> SaveResult:

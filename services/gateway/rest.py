@@ -17,7 +17,7 @@ from pydantic import BaseModel, Field
 from pydantic.fields import FieldInfo
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from engram.config import MAX_SEARCH_LIMIT, Settings
+from engram.config import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, Settings
 from engram.errors import DEFAULT_RETRY_AFTER_SECONDS, EngramError, ImportStopped, PayloadTooLarge, VersionConflict
 from engram.model import Caller
 from engram.names import AGENT_PATTERN
@@ -26,6 +26,8 @@ from engram.services.gateway.operations import Operations, describe_validation
 from engram.services.gateway.schemas import (
     DEFAULT_LIST_LIMIT,
     MAX_SEQ,
+    AgentsResult,
+    ConsolidateResult,
     ConversationId,
     CreatedAfter,
     CreatedBefore,
@@ -34,6 +36,13 @@ from engram.services.gateway.schemas import (
     Filters,
     FilterTags,
     FilterTopics,
+    HandoffListRequest,
+    HandoffMoveRequest,
+    HandoffRequest,
+    HandoffRole,
+    HandoffRoleName,
+    HandoffStatusArg,
+    HandoffStatusChoice,
     HistoryResult,
     ImportResult,
     IncludeArchived,
@@ -57,6 +66,9 @@ from engram.services.gateway.schemas import (
     SupersedeRequest,
     SupersedeResult,
     TeamFilter,
+    TeamName,
+    TeamSearch,
+    TeamsResult,
     TypeFilter,
     UpdateRequest,
 )
@@ -186,6 +198,21 @@ _NOT_FOUND: dict[int | str, dict[str, Any]] = {
         "description": "No such memory in your namespace",
     }
 }
+# Moving a handoff on: 403 also when the caller is not its target, 409 when expected_version is stale or the
+# handoff cannot move to that state.
+_HANDOFF_MOVE: dict[int | str, dict[str, Any]] = {
+    404: {"model": Problem, "content": {PROBLEM_MEDIA_TYPE: {}}, "description": "No such handoff in your namespace"},
+    403: {
+        "model": Problem,
+        "content": {PROBLEM_MEDIA_TYPE: {}},
+        "description": "Missing scope, or you are not the handoff's target agent",
+    },
+    409: {
+        "model": Problem,
+        "content": {PROBLEM_MEDIA_TYPE: {}},
+        "description": "expected_version is stale, or the handoff is not in a state that can move there",
+    },
+}
 # A change to a memory: 403 also when another agent owns it, 409 when expected_version is stale.
 _CHANGE: dict[int | str, dict[str, Any]] = {
     **_NOT_FOUND,
@@ -240,26 +267,34 @@ def caller_dependency(resolver: Resolver) -> Callable[..., Awaitable[Caller]]:
     async def current_caller(
         request: Request,
         _credentials: Annotated[Any, Depends(_bearer)],
-        x_engram_agent_id: Annotated[
+        _agent_header: Annotated[
             str | None,
             Header(
                 alias="X-Engram-Agent-ID",
                 pattern=f"^{AGENT_PATTERN}$",
-                description="The agent acting; defaults to the key's agent.",
+                description="The agent acting, as agent or agent@device; defaults to the key's agent.",
             ),
         ] = None,
-        agent_id: Annotated[
+        _agent_query: Annotated[
             str | None,
-            Query(pattern=f"^{AGENT_PATTERN}$", description="The agent acting, when a header is impractical."),
+            Query(
+                alias="agent_id",
+                pattern=f"^{AGENT_PATTERN}$",
+                description="The agent acting, when a header is impractical.",
+            ),
+        ] = None,
+        _device_header: Annotated[
+            str | None,
+            Header(alias="X-Engram-Device", description="The device the agent runs on (its host name, e.g. laptop)."),
+        ] = None,
+        _team_header: Annotated[
+            str | None,
+            Header(alias="X-Engram-Team", description="The agent's team; its saves are tagged team:<name>."),
         ] = None,
     ) -> Caller:
-        # The raw header, not the HTTPBearer result: a non-Bearer scheme must be refused, not ignored.
-        identity = RequestIdentity(
-            authorization=request.headers.get("authorization"),
-            agent_header=x_engram_agent_id,
-            agent_query=agent_id,
-        )
-        return resolver.resolve(identity, default_source=REST_SOURCE)
+        # The parameters document and pre-check the hints; the resolver reads them from the request itself, and
+        # the raw Authorization header, not the HTTPBearer result: a non-Bearer scheme must be refused, not ignored.
+        return resolver.resolve(RequestIdentity.from_request(request), default_source=REST_SOURCE)
 
     return current_caller
 
@@ -271,6 +306,7 @@ JSON_BODY_ROUTES = (
     ("POST", re.compile(r"/v1/memories(?::search)?")),
     ("PATCH", re.compile(r"/v1/memories/[^/]+")),
     ("POST", re.compile(r"/v1/memories/[^/]+:supersede")),
+    ("POST", re.compile(r"/v1/handoffs(?:/[^/]+/(?:accept|complete))?")),
 )
 
 
@@ -466,4 +502,83 @@ def build_router(ops: Operations, resolver: Resolver, settings: Settings) -> API
         """Memories of the caller's namespace by owning agent, type, status and team."""
         return await ops.stats(caller)
 
+    add_coordination_routes(router, ops, resolver)
     return router
+
+
+def add_coordination_routes(router: APIRouter, ops: Operations, resolver: Resolver) -> None:
+    """Routes /v1/agents, /v1/teams (and their consolidation) and /v1/handoffs: agents working together."""
+    CurrentCaller = Annotated[Caller, Depends(caller_dependency(resolver))]
+    HandoffId = Annotated[str, _path(MemoryId)]
+
+    @router.get("/agents", response_model=AgentsResult, tags=["coordination"], summary="The agents of your namespace")
+    async def list_agents(caller: CurrentCaller) -> AgentsResult:
+        """Every agent that wrote to the namespace, from the log: first and last seen, active memories owned,
+        devices, clients, teams and writes; most recently seen first."""
+        return await ops.agents(caller)
+
+    @router.get("/teams", response_model=TeamsResult, response_model_exclude_none=True, tags=["coordination"],
+                summary="The teams of your namespace")  # fmt: skip
+    async def list_teams(
+        caller: CurrentCaller,
+        search: Annotated[str | None, _query(TeamSearch)] = None,
+        limit: Annotated[int, Query(ge=1, le=MAX_SEARCH_LIMIT, description="Summaries to return (1-100).")] = (
+            DEFAULT_SEARCH_LIMIT
+        ),
+    ) -> TeamsResult:
+        """Each team with its active memories, agents, current summary and latest activity; with `search`, also
+        the team summaries matching it (`summaries`, as search hits)."""
+        return await ops.teams(caller, search=search, limit=limit)
+
+    @router.post("/teams/{team}/consolidate", response_model=ConsolidateResult, tags=["coordination"],
+                 summary="Summarise a team's memories")  # fmt: skip
+    async def consolidate_team(team: Annotated[str, _path(TeamName)], caller: CurrentCaller) -> ConsolidateResult:
+        """Runs the team-summary job: a Markdown digest of the team's memories by category, saved as a
+        team-summary memory that supersedes the previous one. 503 when the gateway has no consolidation service."""
+        return await ops.consolidate_team(caller, team)
+
+    @router.post("/teams:consolidate", response_model=ConsolidateResult, tags=["coordination"],
+                 summary="Summarise your own team's memories")  # fmt: skip
+    async def consolidate_own_team(caller: CurrentCaller) -> ConsolidateResult:
+        """As /v1/teams/{team}/consolidate for the caller's team (X-Engram-Team or the key's); 400 without one."""
+        return await ops.consolidate_team(caller)
+
+    @router.post("/handoffs", status_code=201, response_model=SaveResult, tags=["coordination"],
+                 summary="Hand work over to another agent")  # fmt: skip
+    async def create_handoff(body: HandoffRequest, caller: CurrentCaller, response: Response) -> SaveResult:
+        """Saves a pending handoff memory for `target_agent`: the context as Markdown with sections for the active
+        files, decisions made and next steps (also in `metadata`)."""
+        result = await ops.create_handoff(caller, body)
+        response.headers["Location"] = f"/v1/memories/{result.id}"
+        return result
+
+    @router.get("/handoffs", response_model=ListResult, tags=["coordination"], summary="List handoffs")
+    async def list_handoffs(
+        caller: CurrentCaller,
+        status: Annotated[HandoffStatusChoice, Query(description=_description(HandoffStatusArg))] = "pending",
+        role: Annotated[HandoffRoleName, Query(description=_description(HandoffRole))] = "to_me",
+        limit: Annotated[int, Query(ge=1, le=MAX_SEARCH_LIMIT, description="Number of handoffs (1-100).")] = (
+            DEFAULT_LIST_LIMIT
+        ),
+        page_token: Annotated[str | None, _query(PageToken)] = None,
+        min_seq: Annotated[int | None, Query(ge=0, le=MAX_SEQ, description=_description(MinSeq))] = None,
+    ) -> ListResult:
+        """Handoffs to the caller (default), from it or all, in one state (default pending) or all; newest first."""
+        request = HandoffListRequest(status=status, role=role, limit=limit, page_token=page_token, min_seq=min_seq)
+        return await ops.handoffs(caller, request)
+
+    @router.post("/handoffs/{memory_id}/accept", response_model=SaveResult, responses=_HANDOFF_MOVE,
+                 tags=["coordination"], summary="Accept a handoff addressed to you")  # fmt: skip
+    async def accept_handoff(
+        memory_id: HandoffId, caller: CurrentCaller, body: HandoffMoveRequest | None = None
+    ) -> SaveResult:
+        """Moves the handoff to accepted (only its target agent may); the body is optional."""
+        return await ops.move_handoff(caller, memory_id, "accepted", body or HandoffMoveRequest())
+
+    @router.post("/handoffs/{memory_id}/complete", response_model=SaveResult, responses=_HANDOFF_MOVE,
+                 tags=["coordination"], summary="Complete a handoff addressed to you")  # fmt: skip
+    async def complete_handoff(
+        memory_id: HandoffId, caller: CurrentCaller, body: HandoffMoveRequest | None = None
+    ) -> SaveResult:
+        """Moves the handoff to completed (only its target agent may), with an optional note on the outcome."""
+        return await ops.move_handoff(caller, memory_id, "completed", body or HandoffMoveRequest())

@@ -3,6 +3,7 @@ results. Enum values and limits come from the model and ingest, so the schemas c
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
@@ -11,6 +12,7 @@ from engram import __version__
 from engram.config import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT
 from engram.model import (
     CONFIDENCES,
+    HANDOFF_STATUSES,
     IMPORTANCES,
     MEMORY_TYPES,
     SENSITIVITIES,
@@ -20,8 +22,10 @@ from engram.model import (
     MemoryVersion,
     Origin,
     Relation,
+    format_time,
 )
 from engram.names import AGENT_PATTERN
+from engram.results import AgentInfo, Job, TeamInfo
 from engram.services.gateway.derived import DerivedModel
 from engram.services.ingest.validation import MAX_FIELD_CHARS, MAX_LABEL_CHARS, MAX_LIST_ITEMS, MAX_SUMMARY_CHARS
 
@@ -50,7 +54,12 @@ change another agent's memory, save your own version instead.
 - Never save secrets: API keys, tokens and passwords are redacted before storage.
 - Use get_memory for one memory by id (with its earlier versions), memory_history for who changed it and when, \
 memory_at for a memory as it was at a past time, list_memories for the most recent ones, get_memory_stats for \
-counts, ping to check the connection.
+counts, ping to check the connection and who you are (agent@device, team).
+- Working with other agents: call list_handoffs at the start of a session to see work handed to you, and \
+accept_handoff / complete_handoff as you take it on and finish it. When you stop before the work is done, \
+create_handoff for the agent that continues. list_agents shows who else works here, list_teams the teams and \
+their summaries, consolidate_team writes a fresh summary of a team's memories. When you save a finding that \
+another agent already recorded, the answer warns you: read theirs, then supersede or reconcile.
 """
 
 # Enum values come from the model, so the published schemas can never drift from what ingest accepts.
@@ -59,6 +68,7 @@ ImportanceName = Literal[IMPORTANCES]  # type: ignore[valid-type]
 SensitivityName = Literal[SENSITIVITIES]  # type: ignore[valid-type]
 ConfidenceName = Literal[CONFIDENCES]  # type: ignore[valid-type]
 StatusName = Literal[STATUSES]  # type: ignore[valid-type]
+HandoffStatusName = Literal[HANDOFF_STATUSES]  # type: ignore[valid-type]
 
 # A duration from now, e.g. 30d: seconds, minutes, hours, days or weeks. Weeks have one digit less, so that
 # every duration the pattern allows ends before the year 9999 (the last a time can be written in).
@@ -226,6 +236,65 @@ PointInTime = Annotated[
         description="The RFC 3339 time to look at, e.g. 2026-01-31T12:00:00Z.",
     ),
 ]
+TeamName = Annotated[
+    str | None,
+    Field(
+        min_length=1,
+        max_length=MAX_FIELD_CHARS,
+        pattern=r"\S",
+        description="The team; omit for your own (the X-Engram-Team header, the key's team, or ENGRAM_TEAM).",
+    ),
+]
+TeamSearch = Annotated[
+    str | None,
+    Field(
+        min_length=1,
+        pattern=r"\S",
+        description="Also search the teams' summaries for this (natural language or keywords).",
+    ),
+]
+TargetAgent = Annotated[
+    str,
+    Field(pattern=f"^{AGENT_PATTERN}$", description="The agent id that takes the work over, e.g. 'gemini-cli'."),
+]
+HandoffContext = Annotated[
+    str,
+    Field(
+        min_length=1,
+        pattern=r"\S",
+        description="Where the work stands and what the next agent must know to continue it; the first line "
+        "becomes the handoff's summary.",
+    ),
+]
+# A handoff lists more than a memory's labels (a change touches many files), each item a line of text.
+MAX_HANDOFF_ITEMS = 100
+HandoffItem = Annotated[str, Field(min_length=1, max_length=MAX_SUMMARY_CHARS)]
+ActiveFiles = Annotated[
+    list[HandoffItem] | None,
+    Field(max_length=MAX_HANDOFF_ITEMS, description="Files being worked on, e.g. ['src/auth/session.py']."),
+]
+DecisionsMade = Annotated[
+    list[HandoffItem] | None,
+    Field(max_length=MAX_HANDOFF_ITEMS, description="Decisions taken so far, each with its reason."),
+]
+NextSteps = Annotated[
+    list[HandoffItem] | None,
+    Field(max_length=MAX_HANDOFF_ITEMS, description="What to do next, in order."),
+]
+HandoffStatusChoice = HandoffStatusName | Literal["all"]
+HandoffRoleName = Literal["to_me", "from_me", "all"]
+HandoffStatusArg = Annotated[
+    HandoffStatusChoice,
+    Field(description="Only handoffs in this state: pending (default), accepted, completed, expired, or all."),
+]
+HandoffRole = Annotated[
+    HandoffRoleName,
+    Field(description="to_me (default): handed to you; from_me: created by you; all: every handoff here."),
+]
+HandoffNote = Annotated[
+    str | None,
+    Field(max_length=MAX_SUMMARY_CHARS, description="Optional: what you say about it (e.g. the outcome)."),
+]
 
 
 # --- results ------------------------------------------------------------------------------------------------
@@ -240,6 +309,8 @@ class OriginOut(DerivedModel):
 
     __derived_from__ = Origin
 
+    device: str = Field(default="", description="The device of the agent that saved it (agent@device).")
+
 
 class RelationOut(DerivedModel):
     """A link to another memory: supersedes, contradicts, context-dependent, merged-into."""
@@ -251,6 +322,11 @@ class HandoffOut(DerivedModel):
     """Work handed over to another agent."""
 
     __derived_from__ = Handoff
+
+    status: str = Field(
+        default="pending", description="pending, then accepted and completed; expired when nobody accepted it in time."
+    )
+    expires_at: str | None = Field(default=None, description="When it expires if still pending (RFC 3339).")
 
 
 class MemoryVersionOut(DerivedModel):
@@ -315,14 +391,35 @@ class ImportResult(BaseModel):
     )
 
 
+class SimilarMemoryOut(BaseModel):
+    """Another agent's memory that a warning points at."""
+
+    id: str
+    owner_agent: str
+    similarity: float = Field(description="Cosine similarity of meaning to the memory just saved (0 to 1).")
+    preview: str = Field(description="The start of its content.")
+
+
+class WarningOut(BaseModel):
+    """Something worth a look about a write that succeeded (the write itself is done)."""
+
+    kind: Literal["similar_finding"] = Field(description="similar_finding: other agents recorded a finding very "
+                                             "like this one.")  # fmt: skip
+    message: str = Field(description="What it means and what to do about it.")
+    memories: list[SimilarMemoryOut]
+
+
 class SaveResult(BaseModel):
-    """What save_memory answers: the stored memory and what was redacted from it."""
+    """What save_memory answers: the stored memory, what was redacted from it, and warnings about it."""
 
     id: str
     version: int
     seq: int = Field(description="Log sequence of the write; pass it as min_seq to read it back anywhere.")
     memory: MemoryOut
     redactions: list[RedactionOut] = Field(description="Secrets removed before storing; empty if none.")
+    warnings: list[WarningOut] = Field(
+        default_factory=list, description="Non-blocking: e.g. similar findings of other agents; empty if none."
+    )
 
 
 class StageRank(BaseModel):
@@ -397,10 +494,77 @@ class MemoryStatsOut(BaseModel):
 class PingResult(BaseModel):
     ok: bool
     agent: str = Field(description="The agent id your memories are saved under.")
+    device: str = Field(description="The device you run on (X-Engram-Device, the key's device or ENGRAM_DEVICE).")
+    team: str = Field(description="Your team (X-Engram-Team, the key's team or ENGRAM_TEAM); empty if none.")
+    identity: str = Field(description="agent@device: how other agents see you.")
     namespace: str
     source: str
     scopes: list[str]
     version: str
+
+
+class AgentOut(DerivedModel):
+    """An agent of the namespace, as the log knows it."""
+
+    __derived_from__ = AgentInfo
+
+    first_seen: str | None = Field(default=None, description="Its first write (RFC 3339).")
+    last_seen: str | None = Field(default=None, description="Its latest write (RFC 3339).")
+    memories: int = Field(description="Active memories it owns.")
+    writes: int = Field(default=0, description="Log entries it wrote: saves, updates, deletes, handoff changes.")
+
+    @classmethod
+    def of(cls, agent: AgentInfo) -> AgentOut:
+        return cls.model_validate(_with_times(agent, "first_seen", "last_seen"))
+
+
+class AgentsResult(BaseModel):
+    agents: list[AgentOut] = Field(description="Every agent that wrote to the namespace, most recently seen first.")
+
+
+class TeamOut(DerivedModel):
+    """A team of the namespace."""
+
+    __derived_from__ = TeamInfo
+
+    memories: int = Field(description="Active memories of the team.")
+    summary_id: str = Field(default="", description="Its current team-summary memory; empty before consolidate_team.")
+    last_activity: str | None = Field(default=None, description="The latest write in the team (RFC 3339).")
+
+    @classmethod
+    def of(cls, team: TeamInfo) -> TeamOut:
+        return cls.model_validate(_with_times(team, "last_activity"))
+
+
+class TeamsResult(BaseModel):
+    teams: list[TeamOut]
+    summaries: list[HitOut] | None = Field(
+        default=None, exclude_if=lambda v: v is None, description="With search: the team summaries that match."
+    )
+
+
+class JobOut(DerivedModel):
+    """A consolidation job and how it went."""
+
+    __derived_from__ = Job
+
+    @classmethod
+    def of(cls, job: Job) -> JobOut:
+        return cls.model_validate(_with_times(job, "started_at", "finished_at"))
+
+
+class ConsolidateResult(BaseModel):
+    """What consolidate_team answers: the job that ran, and the team summary it wrote."""
+
+    team: str
+    job: JobOut
+    summary: MemoryOut | None = Field(description="The team-summary memory (it supersedes the previous one).")
+
+
+def _with_times(value: Any, *names: str) -> dict[str, Any]:
+    """A result dataclass as a dict, its epoch-second ``names`` as RFC 3339 text."""
+    data = dataclasses.asdict(value)
+    return {**data, **{name: format_time(data[name]) for name in names}}
 
 
 # --- requests (REST bodies; the MCP tools take the same fields flat) --------------------------------------
@@ -533,3 +697,36 @@ class ListRequest(BaseModel):
     filters: Filters = Field(default_factory=Filters)
     page_token: PageToken = None
     min_seq: MinSeq = None
+
+
+class HandoffRequest(BaseModel):
+    """Work handed over to another agent: where it stands, and optionally the files, decisions and next steps."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    target_agent: TargetAgent
+    context: HandoffContext
+    active_files: ActiveFiles = None
+    decisions_made: DecisionsMade = None
+    next_steps: NextSteps = None
+    tags: Tags = None
+    team: Team = None
+    project: Project = None
+    importance: ImportanceArg = None
+
+
+class HandoffListRequest(BaseModel):
+    status: HandoffStatusArg = "pending"
+    role: HandoffRole = "to_me"
+    limit: ListLimit = DEFAULT_LIST_LIMIT
+    page_token: PageToken = None
+    min_seq: MinSeq = None
+
+
+class HandoffMoveRequest(BaseModel):
+    """Accepting or completing a handoff: an optional note, and the version you read."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    note: HandoffNote = None
+    expected_version: ExpectedVersion = None
