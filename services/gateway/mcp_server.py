@@ -18,9 +18,7 @@ from pydantic import ValidationError
 from engram.config import DEFAULT_SEARCH_LIMIT, Settings
 from engram.errors import EngramError
 from engram.log import Log
-from engram.model import (
-    Caller,
-)
+from engram.model import SENSITIVITIES, Caller
 from engram.services.gateway.backend import Backend
 from engram.services.gateway.identity import MCP_SOURCE, RequestIdentity, Resolver
 from engram.services.gateway.operations import CursorTracker, Operations, describe_validation
@@ -247,26 +245,37 @@ def _request_identity(ctx: Context) -> RequestIdentity:
 
 
 class PreviousSaves:
-    """The content of the latest memory saved through each MCP session (least recently used sessions forgotten).
+    """The latest memory saved through each MCP session (least recently used sessions forgotten), as the context
+    of the session's next save.
 
     Keyed by (session, namespace, agent), so a session whose requests change key or agent never passes one
     caller's memory to another."""
 
     def __init__(self, *, capacity: int = MAX_REMEMBERED_SESSIONS) -> None:
-        self._latest: OrderedDict[tuple[str, str, str], str] = OrderedDict()
+        self._latest: OrderedDict[tuple[str, str, str], tuple[str, str]] = OrderedDict()  # -> content, sensitivity
         self._capacity = capacity
         self._lock = threading.Lock()  # stdio and HTTP tools may run in worker threads
 
-    def latest(self, key: tuple[str, str, str]) -> str | None:
+    def context_for(self, key: tuple[str, str, str], sensitivity: str | None) -> str | None:
+        """The latest content of the session, unless it is more sensitive than the memory it would situate (its
+        text would leave with that memory: a secret must never)."""
         with self._lock:
-            return self._latest.get(key)
+            latest = self._latest.get(key)
+        if latest is None or _rank(latest[1]) > _rank(sensitivity or SENSITIVITIES[0]):
+            return None
+        return latest[0]
 
-    def remember(self, key: tuple[str, str, str], content: str) -> None:
+    def remember(self, key: tuple[str, str, str], content: str, sensitivity: str) -> None:
         with self._lock:
-            self._latest[key] = content[:MAX_REMEMBERED_CHARS]
+            self._latest[key] = (content[:MAX_REMEMBERED_CHARS], sensitivity)
             self._latest.move_to_end(key)
             while len(self._latest) > self._capacity:
                 self._latest.popitem(last=False)
+
+
+def _rank(sensitivity: str) -> int:
+    """normal < private < secret; anything unknown counts as the most sensitive."""
+    return SENSITIVITIES.index(sensitivity) if sensitivity in SENSITIVITIES else len(SENSITIVITIES)
 
 
 def _session_key(ctx: Context, who: Caller) -> tuple[str, str, str] | None:
@@ -370,7 +379,7 @@ def build_mcp(
         session = _session_key(ctx, who)
         if session and settings.derive_context and context is None and not conversation_id:
             # Ingest derives the context of a conversation's saves; a session without one is derived here.
-            context = previous.latest(session)
+            context = previous.context_for(session, sensitivity)
         request = SaveRequest(
             content=content, tags=tags, topics=topics, memory_type=memory_type, importance=importance,
             summary=summary, metadata=metadata, team=team, project=project, conversation_id=conversation_id,
@@ -380,7 +389,7 @@ def build_mcp(
         with _tool_errors():
             result = await ops.save(who, request)
         if session:
-            previous.remember(session, result.memory.content)  # scrubbed: no secret is kept
+            previous.remember(session, result.memory.content, result.memory.sensitivity)  # scrubbed content
         return result
 
     @server.tool(description=SEARCH_DESCRIPTION, annotations=_READ)

@@ -372,12 +372,16 @@ async def test_a_save_without_context_gets_the_previous_save_of_its_mcp_session(
         elsewhere = await call(other_session, "save_memory", content=f"Other session {unique()}")
         in_conversation = await call(session, "save_memory", content=f"x {unique()}", conversation_id=unique("c"))
         after = await call(session, "save_memory", content=f"After {unique()}")
+        await call(session, "save_memory", content=f"The VPN password hint is in 1Password {unique()}",
+                   sensitivity="private")  # fmt: skip
+        plain = await call(session, "save_memory", content=f"Lunch is at noon {unique()}")
     assert opening["memory"]["context"] == "", "the session's first save has no previous memory"
     assert answer["memory"]["context"] == first
     assert given["memory"]["context"] == "Given by the agent"
     assert elsewhere["memory"]["context"] == "", "another session's saves are not its context"
     assert in_conversation["memory"]["context"] == "", "a conversation's first save: ingest derives the rest"
     assert after["memory"]["context"] == in_conversation["memory"]["content"]
+    assert plain["memory"]["context"] == "", "a private memory never situates a normal one"
 
 
 async def test_requests_without_a_session_get_no_derived_context(node: NodeHandle, space: str) -> None:
