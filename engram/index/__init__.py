@@ -19,15 +19,22 @@ VALID_FROM = "_valid_from"
 VALID_TO = "_valid_to"
 WORLD_FROM = "_world_from"
 WORLD_TO = "_world_to"
-EXPIRES_TS = "_expires_ts"  # expires_at, or FAR
+EXPIRES_TS = "_expires_ts"  # when the memory is due to expire (a pending handoff's deadline counts), or FAR
 FAR = 1e15
+HANDOFF_TO = "_handoff_to"  # a handoff's target agent ("" for other memories), for handoff filters
+HANDOFF_STATUS = "_handoff_status"  # a handoff's status ("" for other memories)
 KEYWORD_FIELDS = (
     "id", "tags", "owner_agent", "memory_type", "status", "topics", "conversation_id", "project", "team",
+    HANDOFF_TO, HANDOFF_STATUS,
 )  # fmt: skip
 FLOAT_FIELDS = (CREATED_TS, VALID_FROM, VALID_TO, WORLD_FROM, WORLD_TO, EXPIRES_TS)
 INDEXED_FIELDS = ("namespace", *KEYWORD_FIELDS, *FLOAT_FIELDS)  # every payload index the queries rely on
 SPARSE = "bm25"
 QUESTIONS = "questions"
+# The orders a listing can take, by the payload field they sort on: creation time, or the time the current
+# version was written (a current point's VALID_FROM), i.e. the last change.
+ORDERS = {"created": CREATED_TS, "updated": VALID_FROM}
+DEFAULT_ORDER = "created"
 
 
 class IndexDamaged(Exception):
@@ -59,14 +66,14 @@ class Scored:
 
 @dataclass(frozen=True, slots=True)
 class Position:
-    """Where a listing stopped: its last memory's creation time and id.
+    """Where a listing stopped: its last memory's time (in the listing's order: created or updated) and id.
 
     Listings run newest first, ties broken by id (ascending), which is a total order: the next page starts just
     after this position, so no memory sharing a timestamp with a page's last one is skipped or repeated.
     """
 
-    created_ts: float
-    id: str = ""  # "": before every id, so the whole group created at created_ts comes next
+    ts: float
+    id: str = ""  # "": before every id, so the whole group at ts comes next
 
 
 @dataclass(slots=True)
@@ -124,9 +131,10 @@ class MemoryIndex(Protocol):
         ...
 
     def recent(
-        self, namespace: str, flt: SearchFilter, limit: int, after: Position | None = None
+        self, namespace: str, flt: SearchFilter, limit: int, after: Position | None = None, *, by: str = CREATED_TS
     ) -> list[dict[str, Any]]:
-        """Up to `limit` payloads newest first, ties by id, starting just after `after` (see listing.py)."""
+        """Up to `limit` payloads newest first by the float field `by` (one of ORDERS' fields), ties by id,
+        starting just after `after` (see listing.py)."""
         ...
 
     def count(self, namespace: str, flt: SearchFilter | None = None) -> int: ...
@@ -142,10 +150,18 @@ class MemoryIndex(Protocol):
     def applied_seq(self) -> int: ...
 
     def skipped_count(self) -> int:
-        """How many memory_saved entries up to applied_seq were skipped as unservable (not in the index)."""
+        """How many memory-creating entries up to applied_seq were skipped as unservable (not in the index)."""
         ...
 
-    def set_applied_seq(self, seq: int, *, skipped: int = 0) -> None: ...
+    def indexer_state(self) -> dict[str, Any]:
+        """What the indexer derived from the log up to applied_seq besides points (e.g. the agent registry),
+        as given to set_applied_seq; {} when none was recorded."""
+        ...
+
+    def set_applied_seq(self, seq: int, *, skipped: int = 0, state: dict[str, Any] | None = None) -> None:
+        """Records the last applied log sequence with the indexer's state at that point (JSON values), in one
+        bookkeeping point written after the points it covers: a restart resumes both together."""
+        ...
 
     def reset(self) -> None: ...
 

@@ -16,6 +16,8 @@ from engram.index import (
     DENSE,
     EXPIRES_TS,
     FLOAT_FIELDS,
+    HANDOFF_STATUS,
+    HANDOFF_TO,
     INDEXED_FIELDS,
     KEYWORD_FIELDS,
     META_ID,
@@ -194,23 +196,22 @@ class EdgeIndex:
         }
 
     def recent(
-        self, namespace: str, flt: SearchFilter, limit: int, after: Position | None = None
+        self, namespace: str, flt: SearchFilter, limit: int, after: Position | None = None, *, by: str = CREATED_TS
     ) -> list[dict[str, Any]]:
         condition = build_filter(namespace, flt)
 
         def by_time(older_than: float | None, size: int) -> list[dict[str, Any]]:
             bounded = condition
             if older_than is not None:
-                bounded = qe.Filter(must=[condition, qe.FieldCondition(CREATED_TS, range=qe.RangeFloat(lt=older_than))])
-            order = qe.OrderBy(CREATED_TS, qe.Direction.Desc)
+                bounded = qe.Filter(must=[condition, qe.FieldCondition(by, range=qe.RangeFloat(lt=older_than))])
+            order = qe.OrderBy(by, qe.Direction.Desc)
             return self._scroll(qe.ScrollRequest(limit=size, filter=bounded, with_payload=True, order_by=order))
 
-        def at_time(created_ts: float, from_id: str, size: int) -> list[dict[str, Any]]:
-            exact = qe.FieldCondition(CREATED_TS, range=qe.RangeFloat(gte=created_ts, lte=created_ts))
-            tied = qe.Filter(must=[condition, exact])
+        def at_time(ts: float, from_id: str, size: int) -> list[dict[str, Any]]:
+            tied = qe.Filter(must=[condition, qe.FieldCondition(by, range=qe.RangeFloat(gte=ts, lte=ts))])
             return self._scroll(qe.ScrollRequest(offset=from_id or None, limit=size, filter=tied, with_payload=True))
 
-        return recent_page(by_time, at_time, limit, after)
+        return recent_page(by_time, at_time, limit, after, by=by)
 
     def _scroll(self, request: qe.ScrollRequest) -> list[dict[str, Any]]:
         with self._lock:
@@ -239,13 +240,16 @@ class EdgeIndex:
     def skipped_count(self) -> int:
         return int(self._meta().get("skipped", 0))
 
+    def indexer_state(self) -> dict[str, Any]:
+        return dict(self._meta().get("state") or {})
+
     def _meta(self) -> dict[str, Any]:
         with self._lock:
             records = self._shard.retrieve([META_ID], with_payload=True, with_vector=False)
         return dict(records[0].payload) if records and records[0].payload else {}
 
-    def set_applied_seq(self, seq: int, *, skipped: int = 0) -> None:
-        meta = {"applied_seq": seq, "skipped": skipped}
+    def set_applied_seq(self, seq: int, *, skipped: int = 0, state: dict[str, Any] | None = None) -> None:
+        meta = {"applied_seq": seq, "skipped": skipped, "state": state or {}}
         with self._lock:
             self._shard.update(qe.UpdateOperation.upsert_points([qe.Point(META_ID, {}, meta)]))
 
@@ -310,6 +314,10 @@ def build_filter(namespace: str, flt: SearchFilter | None) -> qe.Filter:
         must.append(qe.FieldCondition("project", match=qe.MatchValue(flt.project)))
     if flt.team:
         must.append(qe.FieldCondition("team", match=qe.MatchValue(flt.team)))
+    if flt.handoff_target:
+        must.append(qe.FieldCondition(HANDOFF_TO, match=qe.MatchValue(flt.handoff_target)))
+    if flt.handoff_statuses:
+        must.append(qe.FieldCondition(HANDOFF_STATUS, match=qe.MatchAny(flt.handoff_statuses)))
     if flt.created_after is not None or flt.created_before is not None:
         must.append(qe.FieldCondition(CREATED_TS, range=qe.RangeFloat(gte=flt.created_after, lt=flt.created_before)))
     if flt.as_of is not None:

@@ -1,5 +1,6 @@
-"""Recent-first listing in a total order (creation time descending, then id ascending) from two index queries.
+"""Recent-first listing in a total order (a time field descending, then id ascending) from two index queries.
 
+A listing orders by creation time (CREATED_TS) or by the time of the last change (VALID_FROM): see ORDERS.
 Qdrant orders a scroll by one payload field only, and a memory id cannot be that field (order_by takes numbers
 and datetimes). So a page is assembled from two queries both adapters have: `by_time` (newest first, ties in
 any order) and `at_time` (one timestamp's points in id order, Qdrant's default scroll order, resumable from
@@ -15,19 +16,25 @@ from typing import Any
 from engram.index import CREATED_TS, Position
 
 Payload = dict[str, Any]
-# by_time(older_than, limit): newest first, created_ts < older_than (None: no bound); ties in any order.
+# by_time(older_than, limit): newest first, time < older_than (None: no bound); ties in any order.
 ByTime = Callable[[float | None, int], list[Payload]]
-# at_time(created_ts, from_id, limit): exactly that created_ts, ids >= from_id ("": all) in ascending order.
+# at_time(ts, from_id, limit): exactly that time, ids >= from_id ("": all) in ascending order.
 AtTime = Callable[[float, str, int], list[Payload]]
 
 
-def recent_page(by_time: ByTime, at_time: AtTime, limit: int, after: Position | None) -> list[Payload]:
-    """The `limit` payloads that follow `after` in (created_ts desc, id asc) order; fewer only at the end.
+def recent_page(
+    by_time: ByTime, at_time: AtTime, limit: int, after: Position | None, *, by: str = CREATED_TS
+) -> list[Payload]:
+    """The `limit` payloads that follow `after` in (payload[by] desc, id asc) order; fewer only at the end.
 
     A page costs two queries (the rest of the previous page's last tie group, then the next newest points),
     and a third when it ends inside a tie group, which is then re-read in id order: the time query returns a
     group's points in no particular order, so it may cut the group anywhere.
     """
+
+    def key(payload: Payload) -> tuple[float, str]:
+        return order_key(payload, by)
+
     page: list[Payload] = []
     position = after
     while len(page) < limit:
@@ -39,29 +46,29 @@ def recent_page(by_time: ByTime, at_time: AtTime, limit: int, after: Position | 
                 break
             want -= len(group)
         # One more than needed tells whether the page ends on a whole timestamp group or cuts one.
-        older = by_time(position.created_ts if position is not None else None, want + 1)
+        older = by_time(position.ts if position is not None else None, want + 1)
         if len(older) <= want:  # the end of the listing: every group in it is complete
-            page.extend(sorted(older, key=order_key))
+            page.extend(sorted(older, key=key))
             break
-        cut = older[want - 1][CREATED_TS]
-        if older[want][CREATED_TS] != cut:
-            page.extend(sorted(older[:want], key=order_key))
+        cut = older[want - 1][by]
+        if older[want][by] != cut:
+            page.extend(sorted(older[:want], key=key))
             break
         # The group at `cut` goes on past this page and came back in no particular order: keep the complete
         # groups before it, and read it from its start, by id, on the next turn.
-        page.extend(sorted((p for p in older if p[CREATED_TS] != cut), key=order_key))
+        page.extend(sorted((p for p in older if p[by] != cut), key=key))
         position = Position(cut)
     return page
 
 
 def _rest_of_group(at_time: AtTime, position: Position, want: int) -> list[Payload]:
     if not position.id:
-        return at_time(position.created_ts, "", want)
+        return at_time(position.ts, "", want)
     # Qdrant's scroll offset is inclusive: ask for one more and drop the position's own memory if it is there.
-    group = at_time(position.created_ts, position.id, want + 1)
+    group = at_time(position.ts, position.id, want + 1)
     return [p for p in group if p["id"] != position.id][:want]
 
 
-def order_key(payload: Payload) -> tuple[float, str]:
-    """The listing order as a sort key: newest first, then by id."""
-    return -float(payload[CREATED_TS]), str(payload["id"])
+def order_key(payload: Payload, by: str = CREATED_TS) -> tuple[float, str]:
+    """The listing order as a sort key: newest first by the field `by`, then by id."""
+    return -float(payload[by]), str(payload["id"])

@@ -18,6 +18,8 @@ from engram.index import (
     DENSE,
     EXPIRES_TS,
     FLOAT_FIELDS,
+    HANDOFF_STATUS,
+    HANDOFF_TO,
     KEYWORD_FIELDS,
     META_ID,
     QUESTIONS,
@@ -184,21 +186,22 @@ class QdrantServerIndex:
         }
 
     def recent(
-        self, namespace: str, flt: SearchFilter, limit: int, after: Position | None = None
+        self, namespace: str, flt: SearchFilter, limit: int, after: Position | None = None, *, by: str = CREATED_TS
     ) -> list[dict[str, Any]]:
-        """Newest first by creation time, ties by id; `after` pages on from the last page's last memory."""
+        """Newest first by the time field `by`, ties by id; `after` pages on from the last page's last memory."""
         condition = build_filter(namespace, flt)
 
         def by_time(older_than: float | None, size: int) -> list[dict[str, Any]]:
-            bounded = condition if older_than is None else models.Filter(must=[condition, _range(lt=older_than)])
-            order = models.OrderBy(key=CREATED_TS, direction=models.Direction.DESC)
-            return self._scroll(bounded, size, order_by=order)
+            bounded = condition
+            if older_than is not None:
+                bounded = models.Filter(must=[condition, _range(lt=older_than, key=by)])
+            return self._scroll(bounded, size, order_by=models.OrderBy(key=by, direction=models.Direction.DESC))
 
-        def at_time(created_ts: float, from_id: str, size: int) -> list[dict[str, Any]]:
-            tied = models.Filter(must=[condition, _range(gte=created_ts, lte=created_ts)])
+        def at_time(ts: float, from_id: str, size: int) -> list[dict[str, Any]]:
+            tied = models.Filter(must=[condition, _range(gte=ts, lte=ts, key=by)])
             return self._scroll(tied, size, offset=from_id or None)  # no order_by: Qdrant scrolls in id order
 
-        return recent_page(by_time, at_time, limit, after)
+        return recent_page(by_time, at_time, limit, after, by=by)
 
     def _scroll(
         self, condition: models.Filter, limit: int, *, order_by: models.OrderBy | None = None, offset: str | None = None
@@ -247,15 +250,19 @@ class QdrantServerIndex:
     def skipped_count(self) -> int:
         return int(self._meta().get("skipped", 0))
 
+    def indexer_state(self) -> dict[str, Any]:
+        return dict(self._meta().get("state") or {})
+
     def _meta(self) -> dict[str, Any]:
         with self._call():
             records = self._client.retrieve(self._collection, [META_ID], with_payload=True, with_vectors=False)
         return dict(records[0].payload) if records and records[0].payload else {}
 
-    def set_applied_seq(self, seq: int, *, skipped: int = 0) -> None:
+    def set_applied_seq(self, seq: int, *, skipped: int = 0, state: dict[str, Any] | None = None) -> None:
         # A point with no vectors (named vectors are optional per point): it never shows in a search, has no
         # namespace so no filter matches it, and rides the same WAL as the points it covers, written after them.
-        meta = models.PointStruct(id=META_ID, vector={}, payload={"applied_seq": seq, "skipped": skipped})
+        payload = {"applied_seq": seq, "skipped": skipped, "state": state or {}}
+        meta = models.PointStruct(id=META_ID, vector={}, payload=payload)
         with self._call():
             self._client.upsert(self._collection, [meta], wait=True)
 
@@ -387,6 +394,10 @@ def build_filter(namespace: str, flt: SearchFilter | None) -> models.Filter:
         must.append(_match("project", flt.project))
     if flt.team:
         must.append(_match("team", flt.team))
+    if flt.handoff_target:
+        must.append(_match(HANDOFF_TO, flt.handoff_target))
+    if flt.handoff_statuses:
+        must.append(_any(HANDOFF_STATUS, flt.handoff_statuses))
     if flt.created_after is not None or flt.created_before is not None:
         must.append(_range(gte=flt.created_after, lt=flt.created_before))
     if flt.as_of is not None:

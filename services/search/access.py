@@ -2,8 +2,10 @@
 
 A search hit or a get notes the memory; every ``interval`` seconds the counts gathered so far go to the log as
 one ``memory_accessed`` entry per namespace, which the indexer adds to each memory's ``access_count`` and
-``last_accessed_at`` (no new version: a read is not a change). Counts not yet flushed when the process dies are
-lost: they are statistics, not memories.
+``last_accessed_at`` (no new version: a read is not a change). The entry also names who read ("readers": agent,
+device, source and the time of its last read), which the agent registry counts as a sighting (last seen,
+devices, clients) but not as a write. Counts not yet flushed when the process dies are lost: they are
+statistics, not memories.
 """
 
 from __future__ import annotations
@@ -12,20 +14,51 @@ import contextlib
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
 
 from engram.errors import EngramError
 from engram.events import MEMORY_ACCESSED, SCHEMA_VERSION
 from engram.ids import uuid7
 from engram.log import Log
-from engram.model import format_time
+from engram.model import Caller, format_time
 from engram.periodic import Periodic
 
 DEFAULT_FLUSH_SECONDS = 10.0
 MAX_PENDING_IDS = 100_000  # per namespace; beyond it, new ids wait for the next flush (counts are approximate)
+MAX_PENDING_READERS = 1000  # per namespace; beyond it, new readers wait for a later read to be named
+
+# Who read: (agent, device, source).
+Reader = tuple[str, str, str]
+
+
+@dataclass(slots=True)
+class _Pending:
+    """What one namespace's reads gathered since the last flush."""
+
+    counts: Counter[str] = field(default_factory=Counter)
+    readers: dict[Reader, float] = field(default_factory=dict)  # the time of each reader's last read
+
+    def merge(self, other: _Pending) -> None:
+        self.counts.update(other.counts)
+        for reader, at in other.readers.items():
+            self.readers[reader] = max(at, self.readers.get(reader, at))
+
+    def body(self, namespace: str, now: float) -> dict[str, object]:
+        return {
+            "schema": SCHEMA_VERSION,
+            "event": MEMORY_ACCESSED,
+            "namespace": namespace,
+            "time": format_time(now),
+            "counts": dict(self.counts),
+            "readers": [
+                {"agent": agent, "device": device, "source": source, "time": format_time(at)}
+                for (agent, device, source), at in self.readers.items()
+            ],
+        }
 
 
 class AccessRecorder:
-    """Gathers read counts in memory and flushes them to the log periodically (and on stop)."""
+    """Gathers read counts and readers in memory and flushes them to the log periodically (and on stop)."""
 
     def __init__(
         self,
@@ -36,15 +69,21 @@ class AccessRecorder:
     ) -> None:
         self._log = event_log
         self._clock = clock
-        self._pending: dict[str, Counter[str]] = {}
+        self._pending: dict[str, _Pending] = {}
         self._periodic = Periodic("access-flush", interval, self.flush)
 
-    def note(self, namespace: str, memory_ids: Iterable[str]) -> None:
-        """Counts one read of each memory; cheap, synchronous, never touches the log."""
-        counts = self._pending.setdefault(namespace, Counter())
+    def note(self, caller: Caller, memory_ids: Iterable[str] = ()) -> None:
+        """Counts one read of each memory by the caller (no memories: a read that found none); cheap,
+        synchronous, never touches the log."""
+        if not caller.namespace:
+            return
+        pending = self._pending.setdefault(caller.namespace, _Pending())
         for memory_id in memory_ids:
-            if memory_id in counts or len(counts) < MAX_PENDING_IDS:
-                counts[memory_id] += 1
+            if memory_id in pending.counts or len(pending.counts) < MAX_PENDING_IDS:
+                pending.counts[memory_id] += 1
+        reader = (caller.agent_id, caller.device, caller.source)
+        if caller.agent_id and (reader in pending.readers or len(pending.readers) < MAX_PENDING_READERS):
+            pending.readers[reader] = self._clock()
 
     async def start(self) -> None:
         self._periodic.start()
@@ -58,21 +97,15 @@ class AccessRecorder:
         """Writes what was gathered: one entry per namespace. Returns the number of entries written."""
         pending, self._pending = self._pending, {}
         written = 0
-        for position, (namespace, counts) in enumerate(pending.items()):
-            if not counts:
+        for position, (namespace, gathered) in enumerate(pending.items()):
+            if not gathered.counts and not gathered.readers:
                 continue
-            body = {
-                "schema": SCHEMA_VERSION,
-                "event": MEMORY_ACCESSED,
-                "namespace": namespace,
-                "time": format_time(self._clock()),
-                "counts": dict(counts),
-            }
+            body = gathered.body(namespace, self._clock())
             try:
                 await self._log.append(namespace, MEMORY_ACCESSED, body, msg_id=f"accessed:{uuid7()}")
             except EngramError:
                 for unwritten, rest in list(pending.items())[position:]:  # kept for the next flush
-                    self._pending.setdefault(unwritten, Counter()).update(rest)
+                    self._pending.setdefault(unwritten, _Pending()).merge(rest)
                 raise
             written += 1
         return written

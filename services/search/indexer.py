@@ -1,8 +1,10 @@
 """Applies the log to the index in order, in batches and idempotently, and lets reads wait for a sequence.
 
-The index is derived data. On start it is checked (it loads, its payload indexes exist, it holds as many
-memories as its bookkeeping says); after catching up it is checked against the log (as many memories as the
-log has created). A damaged index is moved aside and rebuilt from the log, and readiness says so meanwhile.
+The index is derived data. On start it is checked (it loads, its payload indexes exist, it was built by this
+layout of the indexer, it holds as many memories as its bookkeeping says); after catching up it is checked
+against the log (as many memories as the log has created). A damaged or outdated index is moved aside and
+rebuilt from the log, and readiness says so meanwhile. Besides the memories the indexer derives the agent
+registry (agents.py), kept in the index's bookkeeping with the applied sequence.
 """
 
 from __future__ import annotations
@@ -16,9 +18,9 @@ from typing import Any, Protocol
 from engram.errors import InvalidArgument, Unavailable
 from engram.events import (
     MEMORY_ACCESSED,
+    MEMORY_CREATED_EVENTS,
     MEMORY_ENRICHED,
     MEMORY_PURGED,
-    MEMORY_SAVED,
     MEMORY_STATE_EVENTS,
     decode_dense,
     decode_questions,
@@ -29,6 +31,8 @@ from engram.index import (
     CREATED_TS,
     EXPIRES_TS,
     FAR,
+    HANDOFF_STATUS,
+    HANDOFF_TO,
     VALID_FROM,
     VALID_TO,
     WORLD_FROM,
@@ -39,6 +43,7 @@ from engram.index import (
 )
 from engram.log import Log, LogEntry
 from engram.model import parse_time, servable_problem
+from engram.services.search.agents import AgentRegistry
 
 log = logging.getLogger(__name__)
 
@@ -51,6 +56,9 @@ PROGRESS_SECONDS = 1.0  # how often catch-up progress is reported
 RETRY_FIRST_SECONDS = 0.5
 RETRY_MAX_SECONDS = 10.0
 VERIFY_ATTEMPTS = 3  # writes arriving while the counts are compared make a mismatch worth a second look
+# What the indexer derives from an entry (payload fields, the agent registry). An index built by another layout
+# is rebuilt from the log. 2: handoff fields and expiry, the agent registry (issue 8).
+LAYOUT = 2
 
 
 class SpaceCheck(Protocol):
@@ -80,8 +88,9 @@ class Indexer:
         self._disk = disk
         self._verify = verify  # only for an index this process owns (not a Qdrant server shared by replicas)
         self._applied = 0
-        # memory_saved entries with no point of their own (unservable ones, replays), so the counts add up
+        # memory-creating entries with no point of their own (unservable ones, replays), so the counts add up
         self._skipped = 0
+        self._registry = AgentRegistry()
         self._caught_up = asyncio.Event()
         self._target = 0
         self._changed = asyncio.Condition()
@@ -98,6 +107,11 @@ class Indexer:
     def caught_up(self) -> bool:
         return self._caught_up.is_set()
 
+    @property
+    def registry(self) -> AgentRegistry:
+        """The agent registry as of applied_seq (a snapshot: the indexer replaces it, never changes it)."""
+        return self._registry
+
     async def start(self) -> None:
         """Checks the index, starts following the log, and catches up in the background."""
         last = await self._log.last_seq()
@@ -107,6 +121,7 @@ class Indexer:
             await asyncio.to_thread(self._reset_indexes)
         self._applied = await asyncio.to_thread(self._index.applied_seq)
         self._skipped = await asyncio.to_thread(self._index.skipped_count) if self._applied else 0
+        self._registry = await asyncio.to_thread(self._stored_registry) if self._applied else AgentRegistry()
         await self._follow()
         self._log.on_reconnect(self._refollow)
         self._catch_up = asyncio.create_task(self._catch_up_then_verify(), name="index-catch-up")
@@ -183,7 +198,22 @@ class Indexer:
             return f"the index is at log sequence {applied} but the log ends at {last_seq}"
         if applied == 0 and self._index.point_count() > 0:
             return "the index holds memories but no record of which log entries it applied"
+        if applied > 0:
+            state = self._index.indexer_state()
+            if state.get("layout") != LAYOUT:
+                return f"the index was built by an earlier version (layout {state.get('layout', 1)}, now {LAYOUT})"
+            try:
+                self._stored_registry()
+            except ValueError as e:
+                return f"the index's agent registry cannot be read ({e})"
         return None
+
+    def _stored_registry(self) -> AgentRegistry:
+        return AgentRegistry.from_json(self._index.indexer_state().get("agents"))
+
+    def _state(self, registry: AgentRegistry) -> dict[str, Any]:
+        """What set_applied_seq stores besides the sequence: the layout and the agent registry."""
+        return {"layout": LAYOUT, "agents": registry.to_json()}
 
     async def _catch_up_then_verify(self) -> None:
         delay = RETRY_FIRST_SECONDS
@@ -236,7 +266,7 @@ class Indexer:
         for _ in range(VERIFY_ATTEMPTS):
             before = await self._log.last_seq()
             await self.wait_for(before, timeout=None)
-            created = await self._log.count_events(MEMORY_SAVED)
+            created = await self._created()
             held = await asyncio.to_thread(self._index.point_count)
             if await self._log.last_seq() != before:
                 continue  # writes arrived meanwhile: compare again
@@ -246,12 +276,19 @@ class Indexer:
             return f"the index holds {held} memories but the log created {expected}"
         return None  # the log kept moving; nothing suggests damage
 
+    async def _created(self) -> int:
+        """How many memories the log created (saves and handoffs), over every namespace."""
+        return sum([await self._log.count_events(event) for event in MEMORY_CREATED_EVENTS])
+
     async def _accept_counts(self) -> None:
-        created = await self._log.count_events(MEMORY_SAVED)
+        created = await self._created()
         held = await asyncio.to_thread(self._index.point_count)
         async with self._changed:
             self._skipped = created - held
-            await asyncio.to_thread(self._index.set_applied_seq, self._applied, skipped=self._skipped)
+            state = self._state(self._registry)
+            await asyncio.to_thread(
+                lambda: self._index.set_applied_seq(self._applied, skipped=self._skipped, state=state)
+            )
 
     async def _rebuild(self) -> None:
         await self._unfollow()
@@ -259,6 +296,7 @@ class Indexer:
         async with self._changed:
             self._applied = 0
             self._skipped = 0
+            self._registry = AgentRegistry()
         self._queue = asyncio.Queue()
         await self._follow()
 
@@ -327,7 +365,7 @@ class Indexer:
             paused = self._disk.index_space_problem() if self._disk is not None else None
             if paused is None:
                 try:
-                    skipped = await asyncio.to_thread(self._apply, batch, self._skipped)
+                    skipped, registry = await asyncio.to_thread(self._apply, batch, self._skipped, self._registry)
                     break
                 except Exception as e:  # an index write failed: the index's storage is at fault, not the entry
                     log.exception("applying log entries %d-%d failed", batch[0].seq, batch[-1].seq)
@@ -340,13 +378,17 @@ class Indexer:
         async with self._changed:
             self._applied = batch[-1].seq
             self._skipped = skipped
+            self._registry = registry
             self._changed.notify_all()
 
-    def _apply(self, batch: list[LogEntry], skipped: int) -> int:
-        """Applies entries in log order: runs of memory versions are applied together, then the cursor.
+    def _apply(self, batch: list[LogEntry], skipped: int, registry: AgentRegistry) -> tuple[int, AgentRegistry]:
+        """Applies entries in log order: runs of memory versions are applied together, then the cursor with
+        the agent registry as of the batch's end.
 
-        Returns the new count of skipped memory_saved entries.
+        Returns the new count of skipped memory-creating entries and the new registry (the old one is unchanged,
+        so a batch that fails midway is retried from the same registry).
         """
+        registry = registry.with_entries(entry.body for entry in batch)
         run: list[IndexPoint] = []
         for entry in batch:
             try:
@@ -365,10 +407,10 @@ class Indexer:
             except (KeyError, ValueError, TypeError, RecursionError) as e:
                 # An entry that cannot be served must not stop the index (or break reads): it is skipped.
                 log.warning("skipped log entry %d (%s): %s", entry.seq, entry.subject, e)
-                skipped += entry.event == MEMORY_SAVED
+                skipped += entry.event in MEMORY_CREATED_EVENTS
         self._apply_versions(run)
-        self._index.set_applied_seq(batch[-1].seq, skipped=skipped)
-        return skipped
+        self._index.set_applied_seq(batch[-1].seq, skipped=skipped, state=self._state(registry))
+        return skipped, registry
 
     def _apply_versions(self, points: list[IndexPoint]) -> None:
         """Makes the newest version of each memory its current one and files the versions it replaces.
@@ -435,6 +477,8 @@ class Indexer:
     def _count_accesses(self, body: dict[str, Any]) -> None:
         """Adds a batch of read counts to the current versions (no new version: reads are not changes)."""
         namespace, counts, at = body["namespace"], dict(body["counts"]), body.get("time")
+        if not counts:
+            return  # a batch of readers only (reads that found nothing): news for the agent registry alone
         current = {p["id"]: p for p in self._index.retrieve(namespace, list(counts))}
         self._index.set_fields(
             namespace,
@@ -475,9 +519,23 @@ def _point(entry: LogEntry) -> IndexPoint | None:
     payload[VALID_TO] = FAR
     payload[WORLD_FROM] = parse_time(payload.get("valid_at")) or -FAR
     payload[WORLD_TO] = parse_time(payload.get("invalid_at")) or FAR
-    payload[EXPIRES_TS] = parse_time(payload.get("expires_at")) or FAR
+    handoff = payload.get("handoff") or {}
+    if not isinstance(handoff, dict):
+        raise ValueError("its handoff is not a JSON object")
+    payload[HANDOFF_TO] = str(handoff.get("target_agent") or "")
+    payload[HANDOFF_STATUS] = str(handoff.get("status") or "")
+    payload[EXPIRES_TS] = _expires_ts(payload, handoff)
     vectors = body["vectors"]
     return IndexPoint(id=payload["id"], payload=payload, dense=decode_dense(vectors), sparse=decode_sparse(vectors))
+
+
+def _expires_ts(payload: dict[str, Any], handoff: dict[str, Any]) -> float:
+    """When the memory is due to expire: its expires_at, or a pending handoff's deadline if that comes first
+    (the expiry job then turns the handoff into a plain memory); FAR when neither is set."""
+    due = [parse_time(payload.get("expires_at"))]
+    if handoff.get("status") == "pending":
+        due.append(parse_time(handoff.get("expires_at")))
+    return min((t for t in due if t is not None), default=FAR)
 
 
 def _version(point: IndexPoint) -> int:

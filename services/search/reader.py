@@ -1,4 +1,5 @@
-"""Every read: the hybrid search pipeline (dense, BM25, questions → weighted RRF → rerank), get, list, stats."""
+"""Every read: the hybrid search pipeline (dense, BM25, questions → weighted RRF → rerank), get, list, stats,
+and the agents and teams of a namespace."""
 
 from __future__ import annotations
 
@@ -15,7 +16,10 @@ from engram.errors import InvalidArgument, NotFound, NoVersionAt
 from engram.ids import memory_id as parse_memory_id
 from engram.index import (
     CREATED_TS,
+    DEFAULT_ORDER,
     DENSE,
+    EXPIRES_TS,
+    ORDERS,
     QUESTIONS,
     SPARSE,
     VALID_FROM,
@@ -26,10 +30,11 @@ from engram.index import (
     SearchRequest,
     version_point_id,
 )
-from engram.model import STATUSES, Caller, Memory, MemoryVersion, SearchFilter, parse_time, servable_problem
-from engram.results import Expiring, History, Hit, MemoryStats, SearchResult
+from engram.model import STATUSES, Caller, Memory, MemoryVersion, SearchFilter, servable_problem
+from engram.results import AgentInfo, Expiring, History, Hit, MemoryStats, SearchResult, TeamInfo
 from engram.services.search import page_token as page_token_codec
 from engram.services.search.access import AccessRecorder
+from engram.services.search.agents import AgentRecord, time_or_never
 from engram.services.search.fusion import DEFAULT_RRF_K, relative, rrf
 from engram.services.search.indexer import ENRICHED_SEQS, Indexer
 
@@ -43,6 +48,7 @@ DEFAULT_CANDIDATES = 100  # per retriever, before fusion
 DEFAULT_WEIGHTS = {DENSE: 1.0, SPARSE: 1.5, QUESTIONS: 1.0}
 DEFAULT_RERANK_TOP_N = 20
 DEFAULT_LIST_LIMIT = 20
+TEAM_SUMMARY = "team-summary"  # the memory type of a team's summary (consolidate_team)
 SOURCES = (DENSE, SPARSE, QUESTIONS)
 FUSED = "fused"
 RERANK = "rerank"
@@ -155,8 +161,8 @@ class MemoryReader:
         if not explain:
             for hit in hits:
                 hit.explain = {}
-        if self._access is not None and flt.as_of is None:
-            self._access.note(caller.namespace, [hit.memory.id for hit in hits])
+        if flt.as_of is None:
+            self._note(caller, [hit.memory.id for hit in hits])
         return SearchResult(hits, self._indexer.applied_seq, reranked=use_rerank and bool(hits), rerank_note=note)
 
     def _search_as_of(self, request: SearchRequest) -> dict[str, list[Scored]]:
@@ -224,8 +230,8 @@ class MemoryReader:
             memory.history = [
                 _version_of(p) for p in await asyncio.to_thread(self._earlier, caller.namespace, memory_id)
             ]
-        if self._access is not None and not for_update:
-            self._access.note(caller.namespace, [memory_id])
+        if not for_update:
+            self._note(caller, [memory_id])
         return memory
 
     async def history(self, caller: Caller, memory_id: str, *, min_seq: int = 0) -> History:
@@ -291,26 +297,69 @@ class MemoryReader:
         """Active memories of every namespace whose expires_at is due by ``at``."""
         self._indexer.require_ready()
         payloads = await asyncio.to_thread(self._index.due, at, max(1, min(limit, 1000)))
-        return [
-            Expiring(p["namespace"], p["id"], int(p.get("version", 1)), parse_time(p.get("expires_at")))
-            for p in payloads
-        ]
+        # The time it became due: its expires_at, or a pending handoff's earlier deadline.
+        return [Expiring(p["namespace"], p["id"], int(p.get("version", 1)), float(p[EXPIRES_TS])) for p in payloads]
 
     async def list_recent(
-        self, caller: Caller, *, limit: int, flt: SearchFilter, page_token: str = "", min_seq: int = 0
+        self,
+        caller: Caller,
+        *,
+        limit: int,
+        flt: SearchFilter,
+        page_token: str = "",
+        min_seq: int = 0,
+        order: str = DEFAULT_ORDER,
     ) -> tuple[list[Memory], str]:
+        """A page of memories newest first by creation (order "created") or by their last change ("updated"),
+        ties by id; the token continues the listing after the page's last memory."""
         if flt.as_of is not None:
             raise InvalidArgument("as_of", "is for search_memory and memory_at; a listing shows current versions.")
+        order = order or DEFAULT_ORDER
+        if order not in ORDERS:
+            raise InvalidArgument("order", f"{order[:40]!r} is not an order; use one of {', '.join(ORDERS)}.")
+        by = ORDERS[order]
         limit = _limit(limit, DEFAULT_LIST_LIMIT)
-        after = page_token_codec.decode(page_token)
+        after = page_token_codec.decode(page_token, order)
         await self._ready_for(min_seq)
-        payloads = await asyncio.to_thread(self._index.recent, caller.namespace, flt, limit, after)
+        payloads = await asyncio.to_thread(lambda: self._index.recent(caller.namespace, flt, limit, after, by=by))
+        self._note(caller)
         memories = [memory for p in payloads if (memory := _memory(p)) is not None]
         if len(payloads) < limit:
             return memories, ""
         # From the payload, not the memory: an unservable last memory still marks where the page ended.
-        last = Position(float(payloads[-1][CREATED_TS]), str(payloads[-1]["id"]))
-        return memories, page_token_codec.encode(last)
+        last = Position(float(payloads[-1][by]), str(payloads[-1]["id"]))
+        return memories, page_token_codec.encode(last, order)
+
+    async def agents(self, caller: Caller, *, min_seq: int = 0) -> list[AgentInfo]:
+        """The agents of the caller's namespace as the log knows them, most recently seen first.
+
+        The registry (first and last seen, writes, devices, clients, teams) is the indexer's, as of the applied
+        sequence; ``memories`` counts the active memories each owns now. An owner the registry has not seen
+        (its entries purged) is listed with its memories alone.
+        """
+        await self._ready_for(min_seq)
+        records = self._indexer.registry.agents(caller.namespace)
+        owned = await asyncio.to_thread(self._index.facet, caller.namespace, "owner_agent", SearchFilter())
+        agents = [_agent_info(agent, record, owned.get(agent, 0)) for agent, record in records.items()]
+        agents += [AgentInfo(agent, None, None, count) for agent, count in owned.items() if agent not in records]
+        return sorted(agents, key=lambda a: (-time_or_never(a.last_seen), a.agent_id))
+
+    async def teams(self, caller: Caller, *, min_seq: int = 0) -> list[TeamInfo]:
+        """The teams of the caller's namespace that have active memories, most recently active first."""
+        await self._ready_for(min_seq)
+        return await asyncio.to_thread(self._teams, caller.namespace)
+
+    def _teams(self, namespace: str) -> list[TeamInfo]:
+        every = list(STATUSES)
+        teams = []
+        for team, count in self._index.facet(namespace, "team", SearchFilter()).items():
+            owners = self._index.facet(namespace, "owner_agent", SearchFilter(team=team))
+            summary = self._index.recent(namespace, SearchFilter(team=team, memory_types=[TEAM_SUMMARY]), 1)
+            changed = self._index.recent(namespace, SearchFilter(team=team, statuses=every), 1, by=VALID_FROM)
+            last_activity = float(changed[0][VALID_FROM]) if changed else None
+            summary_id = str(summary[0]["id"]) if summary else ""
+            teams.append(TeamInfo(team, count, sorted(owners), summary_id, last_activity))
+        return sorted(teams, key=lambda t: (-time_or_never(t.last_activity), t.team))
 
     async def count(self, caller: Caller) -> int:
         return await asyncio.to_thread(self._index.count, caller.namespace, None)
@@ -318,6 +367,11 @@ class MemoryReader:
     async def log_last_seq(self) -> int:
         """The newest entry of the log, or 0 when the log cannot be asked right now."""
         return await self._indexer.log_last_seq()
+
+    def _note(self, caller: Caller, memory_ids: Sequence[str] = ()) -> None:
+        """Counts the reads of these memories, and the caller as a reader (the agent registry's last seen)."""
+        if self._access is not None:
+            self._access.note(caller, memory_ids)
 
     async def _ready_for(self, min_seq: int) -> None:
         self._indexer.require_ready()
@@ -365,6 +419,20 @@ def _sources(sources: Sequence[str]) -> tuple[str, ...]:
     if unknown:
         raise InvalidArgument("sources", f"unknown {unknown}; use any of {', '.join(SOURCES)}.")
     return tuple(dict.fromkeys(sources))
+
+
+def _agent_info(agent: str, record: AgentRecord, memories: int) -> AgentInfo:
+    """The registry's record as the API shows it: lists most recently seen first."""
+    return AgentInfo(
+        agent_id=agent,
+        first_seen=record.first_seen,
+        last_seen=record.last_seen,
+        memories=memories,
+        devices=list(reversed(record.devices)),
+        clients=list(reversed(record.clients)),
+        teams=list(reversed(record.teams)),
+        writes=record.writes,
+    )
 
 
 def _limit(limit: int, default: int) -> int:

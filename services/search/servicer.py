@@ -72,6 +72,7 @@ class SearchServicer(search_pb2_grpc.SearchServicer):
             flt=wire.filter_from_proto(request.filter),
             page_token=request.page_token,
             min_seq=request.min_seq,
+            order=request.order,
         )
         return search_pb2.ListMemoriesResponse(
             memories=[wire.memory_to_proto(m) for m in memories], next_page_token=token
@@ -139,4 +140,32 @@ class SearchServicer(search_pb2_grpc.SearchServicer):
         for item in due:
             entry = response.memories.add(namespace=item.namespace, id=item.id, version=item.version)
             wire.set_ts(entry, "expires_at", item.expires_at)
+        return response
+
+    @translate_errors
+    async def ListAgents(
+        self, request: search_pb2.ListAgentsRequest, context: grpc.aio.ServicerContext
+    ) -> search_pb2.ListAgentsResponse:
+        agents = await self._reader.agents(wire.caller_from_proto(request.caller), min_seq=request.min_seq)
+        response = search_pb2.ListAgentsResponse()
+        for agent in agents:
+            entry = response.agents.add(
+                agent_id=agent.agent_id, memories=agent.memories, devices=agent.devices, clients=agent.clients,
+                teams=agent.teams, writes=agent.writes,
+            )  # fmt: skip
+            wire.set_ts(entry, "first_seen", agent.first_seen)
+            wire.set_ts(entry, "last_seen", agent.last_seen)
+        return response
+
+    @translate_errors
+    async def ListTeams(
+        self, request: search_pb2.ListTeamsRequest, context: grpc.aio.ServicerContext
+    ) -> search_pb2.ListTeamsResponse:
+        teams = await self._reader.teams(wire.caller_from_proto(request.caller), min_seq=request.min_seq)
+        response = search_pb2.ListTeamsResponse()
+        for team in teams:
+            entry = response.teams.add(
+                team=team.team, memories=team.memories, agents=team.agents, summary_id=team.summary_id
+            )
+            wire.set_ts(entry, "last_activity", team.last_activity)
         return response

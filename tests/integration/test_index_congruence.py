@@ -22,6 +22,8 @@ from engram.index import (
     DENSE,
     EXPIRES_TS,
     FAR,
+    HANDOFF_STATUS,
+    HANDOFF_TO,
     QUESTIONS,
     SPARSE,
     VALID_FROM,
@@ -405,3 +407,82 @@ def test_facet_set_fields_and_due(index: MemoryIndex) -> None:
     assert index.retrieve("a", [points[2].id])[0]["access_count"] == 7
     assert [p["id"] for p in index.due(60.0, 10)] == [points[0].id]
     assert index.due(45.0, 10) == []
+
+
+# --- issue 8: handoff filters, the indexer's state --------------------------------------------------------------
+
+
+def _handoff(content: str, target: str, status: str, *, ts: float) -> IndexPoint:
+    point = memory(content, kind="handoff", ts=ts)
+    point.payload |= {HANDOFF_TO: target, HANDOFF_STATUS: status}
+    return point
+
+
+HANDOFF_CORPUS = [
+    _handoff("handoff review auth for gemini", "gemini-cli", "pending", ts=1.0),
+    _handoff("handoff finish deploy for gemini", "gemini-cli", "accepted", ts=2.0),
+    _handoff("handoff write docs for cursor", "cursor", "pending", ts=3.0),
+    memory("handoff notes are plain memories", ts=4.0),  # not a handoff: no handoff fields at all
+]
+
+
+@pytest.mark.parametrize(
+    ("flt", "expected"),
+    [
+        (SearchFilter(handoff_target="gemini-cli"),
+         ["handoff finish deploy for gemini", "handoff review auth for gemini"]),
+        (SearchFilter(handoff_statuses=["pending"]),
+         ["handoff write docs for cursor", "handoff review auth for gemini"]),
+        (SearchFilter(handoff_target="gemini-cli", handoff_statuses=["pending", "completed"]),
+         ["handoff review auth for gemini"]),
+        (SearchFilter(handoff_target="nobody"), []),
+    ],
+    ids=["target", "statuses-any-of", "target-and-status", "unknown-target"],
+)  # fmt: skip
+def test_handoff_filters_apply_to_search_recent_count_and_facet(
+    index: MemoryIndex, flt: SearchFilter, expected: list[str]
+) -> None:
+    index.upsert(HANDOFF_CORPUS)
+
+    lists = search(index, "handoff", flt=flt)
+
+    assert {name: set(contents) for name, contents in lists.items()} == {DENSE: set(expected), SPARSE: set(expected)}
+    assert [p["content"] for p in index.recent("a", flt, 10)] == expected
+    assert index.count("a", flt) == len(expected)
+    assert sum(index.facet("a", "memory_type", flt).values()) == len(expected)
+
+
+def test_indexer_state_round_trips_with_the_applied_seq_survives_reopen_and_goes_with_a_reset(
+    backend: Backend,
+) -> None:
+    state = {"layout": 2, "agents": [{"namespace": "a", "agent": "claude-code", "devices": ["laptop"]}]}
+    first = backend.open()
+    assert first.indexer_state() == {}
+    first.set_applied_seq(7, skipped=1, state=state)
+    if backend.name == "edge":
+        first.close()
+
+    again = backend.open()
+
+    assert (again.applied_seq(), again.skipped_count(), again.indexer_state()) == (7, 1, state)
+    again.set_applied_seq(8)  # no state given: none recorded
+    assert again.indexer_state() == {}
+    again.set_applied_seq(9, state=state)
+    again.reset()
+    assert (again.applied_seq(), again.indexer_state()) == (0, {})
+    if backend.name == "edge":
+        again.close()
+
+
+def test_recent_by_last_change_orders_on_valid_from(index: MemoryIndex) -> None:
+    points = [memory(f"note {n}", ts=float(n)) for n in range(4)]
+    for point, changed in zip(points, (40.0, 10.0, 30.0, 30.0), strict=True):
+        point.payload[VALID_FROM] = changed
+    index.upsert(points)
+    tied = sorted([points[2].id, points[3].id])
+
+    first = index.recent("a", SearchFilter(), 2, by=VALID_FROM)
+    rest = index.recent("a", SearchFilter(), 2, Position(first[-1][VALID_FROM], first[-1]["id"]), by=VALID_FROM)
+
+    assert [p["id"] for p in first + rest] == [points[0].id, *tied, points[1].id]
+    assert [p["content"] for p in index.recent("a", SearchFilter(), 4)] == ["note 3", "note 2", "note 1", "note 0"]

@@ -1,4 +1,5 @@
-"""Listing pages in a total order (created time desc, id asc) on both index adapters, whatever the ties."""
+"""Listing pages in a total order (created or updated time desc, id asc) on both index adapters, whatever the
+ties."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from qdrant_client import QdrantClient
 
 from engram.embed.sparse import Bm25Encoder
-from engram.index import IndexPoint, MemoryIndex, Position
+from engram.index import CREATED_TS, VALID_FROM, IndexPoint, MemoryIndex, Position
 from engram.index.edge import EdgeIndex
 from engram.index.listing import order_key
 from engram.index.server import QdrantServerIndex
@@ -28,7 +29,11 @@ KEPT_TAG = "kept"
 
 
 def corpus(groups: list[int], *, seed: int) -> list[IndexPoint]:
-    """One point per memory, random ids (so id order says nothing of time), tie groups in random order."""
+    """One point per memory, random ids (so id order says nothing of time), tie groups in random order.
+
+    The time of the last change (VALID_FROM) has tie groups of the same sizes, formed independently of the
+    creation time's: a listing by last change cuts across the creation groups.
+    """
     rng = random.Random(seed)
     order = list(range(len(groups)))
     rng.shuffle(order)
@@ -41,6 +46,10 @@ def corpus(groups: list[int], *, seed: int) -> list[IndexPoint]:
             status = "archived" if rng.random() < 0.05 else "active"  # left out by the default filter
             points.append(point(memory_id, ts, tags=tags, status=status))
     rng.shuffle(points)
+    changed = iter(points)
+    for slot, size in zip(order, groups, strict=True):
+        for _ in range(size):
+            next(changed).payload[VALID_FROM] = BASE_TS + 3600 + slot * 0.001
     return points
 
 
@@ -65,22 +74,24 @@ def fill(index: MemoryIndex, points: list[IndexPoint]) -> None:
         index.upsert(points[start : start + 200])
 
 
-def page_through(index: MemoryIndex, flt: SearchFilter, limit: int, namespace: str = "a") -> list[str]:
+def page_through(
+    index: MemoryIndex, flt: SearchFilter, limit: int, namespace: str = "a", *, by: str = CREATED_TS
+) -> list[str]:
     """Every id the listing gives, page by page, as a client following next_page_token would."""
     ids: list[str] = []
     after: Position | None = None
     while True:
-        page = index.recent(namespace, flt, limit, after)
+        page = index.recent(namespace, flt, limit, after, by=by)
         assert len(page) <= limit
         ids.extend(p["id"] for p in page)
         if len(page) < limit:
             return ids
-        after = Position(page[-1]["_created_ts"], page[-1]["id"])
+        after = Position(page[-1][by], page[-1]["id"])
 
 
-def expected(points: list[IndexPoint], flt: SearchFilter) -> list[str]:
+def expected(points: list[IndexPoint], flt: SearchFilter, *, by: str = CREATED_TS) -> list[str]:
     kept = [p.payload for p in points if p.payload["status"] == "active" and set(flt.tags) <= set(p.payload["tags"])]
-    return [p["id"] for p in sorted(kept, key=order_key)]
+    return [p["id"] for p in sorted(kept, key=lambda payload: order_key(payload, by))]
 
 
 @pytest.fixture(scope="module")
@@ -136,6 +147,31 @@ def test_both_adapters_page_a_tag_filter_identically(
     assert len(on_edge) == indexes["edge"].count("a", flt)
 
 
+@pytest.mark.parametrize(("backend", "limit"), [(backend, limit) for backend in BACKENDS for limit in (100, 37)])
+def test_paging_by_last_change_gives_every_memory_once_in_change_time_then_id_order(
+    tied: tuple[list[IndexPoint], dict[str, MemoryIndex]], backend: str, limit: int
+) -> None:
+    points, indexes = tied
+    want = expected(points, SearchFilter(), by=VALID_FROM)
+
+    listed = page_through(indexes[backend], SearchFilter(), limit, by=VALID_FROM)
+
+    assert len(listed) == len(set(listed)) == len(want)
+    assert listed == want
+    assert listed != expected(points, SearchFilter())  # the two orders differ on this corpus
+
+
+def test_both_adapters_page_a_tag_filter_by_last_change_identically(
+    tied: tuple[list[IndexPoint], dict[str, MemoryIndex]],
+) -> None:
+    points, indexes = tied
+    flt = SearchFilter(tags=[KEPT_TAG])
+
+    on_edge, on_server = (page_through(indexes[name], flt, 37, by=VALID_FROM) for name in BACKENDS)
+
+    assert on_edge == on_server == expected(points, flt, by=VALID_FROM)
+
+
 @pytest.mark.parametrize("backend", BACKENDS)
 def test_page_size_one_walks_every_tie_group_one_memory_at_a_time(backend: str, tmp_path: Path) -> None:
     points = corpus([60, 25, 7, 7, 2, 2, *[1] * 40], seed=61)  # the same shapes, smaller: 2 to 3 queries a page
@@ -143,9 +179,8 @@ def test_page_size_one_walks_every_tie_group_one_memory_at_a_time(backend: str, 
     try:
         fill(index, points)
 
-        listed = page_through(index, SearchFilter(), 1)
-
-        assert listed == expected(points, SearchFilter())
+        for by in (CREATED_TS, VALID_FROM):
+            assert page_through(index, SearchFilter(), 1, by=by) == expected(points, SearchFilter(), by=by)
     finally:
         index.close()
 
