@@ -22,6 +22,7 @@ from engram.ids import uuid7
 from engram.log import Log
 from engram.model import Caller, format_time
 from engram.periodic import Periodic
+from engram.scrub import scrub_text
 
 DEFAULT_FLUSH_SECONDS = 10.0
 MAX_PENDING_IDS = 100_000  # per namespace; beyond it, new ids wait for the next flush (counts are approximate)
@@ -51,7 +52,8 @@ class _Pending:
             "time": format_time(now),
             "counts": dict(self.counts),
             "readers": [
-                {"agent": agent, "device": device, "source": source, "time": format_time(at)}
+                # The client name is free text from the client: scrubbed like every text that reaches the log.
+                {"agent": agent, "device": device, "source": scrub_text(source).text, "time": format_time(at)}
                 for (agent, device, source), at in self.readers.items()
             ],
         }
