@@ -1,4 +1,4 @@
-"""Changes to existing memories: update, delete (archive), purge, supersede, expire.
+"""Changes to existing memories: update, delete (archive), purge, supersede, expire, and moving handoffs on.
 
 Each change is a new version appended to the log, never an overwrite. The write is based on the memory's
 current state as the search index has it at a known log position; the append is conditional on no newer
@@ -16,8 +16,11 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from engram.errors import InvalidArgument, NotFound, Unavailable, VersionConflict
+from engram.errors import InvalidArgument, NotFound, PermissionDenied, Unavailable, VersionConflict
 from engram.events import (
+    HANDOFF_ACCEPTED,
+    HANDOFF_COMPLETED,
+    HANDOFF_EXPIRED,
     MEMORY_DELETED,
     MEMORY_EXPIRED,
     MEMORY_PURGED,
@@ -29,13 +32,18 @@ from engram.events import (
 from engram.ids import memory_id as parse_memory_id
 from engram.log import Log, LogEntry, Overtaken
 from engram.model import Caller, Memory, MemoryInput, Relation, format_time
-from engram.ownership import require_admin, require_owner
+from engram.ownership import is_admin, require_admin, require_owner
 from engram.results import DeleteResult, ExpireResult, History, SaveResult, SupersedeResult
-from engram.scrub import Redaction
+from engram.scrub import Redaction, scrub_text
+from engram.services.ingest.validation import HANDOFF, with_team_tag
 from engram.services.ingest.writer import MemoryWriter
 
 MAX_ATTEMPTS = 50  # re-applications of one change after other writers got there first
 MAX_CHAIN = 100  # supersession hops followed to find the head of a chain
+MAX_NOTE_CHARS = 2000
+# Where a handoff may go from each state: its target accepts it, then completes it (or completes it at once).
+HANDOFF_MOVES = {"pending": ("accepted", "completed"), "accepted": ("completed",)}
+HANDOFF_EVENTS = {"accepted": HANDOFF_ACCEPTED, "completed": HANDOFF_COMPLETED}
 # What update_memory may change (handoffs change through their own RPC; ids, owners and times never).
 UPDATABLE = (
     "content", "summary", "memory_type", "confidence", "topics", "tags", "importance", "team", "project",
@@ -63,6 +71,8 @@ class _Moved(Exception):
 
 # A change: the next version of a memory (and what was redacted from it), or None when there is nothing to do.
 Change = Callable[[Memory], tuple[Memory, tuple[Redaction, ...]] | None]
+# Who may change a memory: raises unless the caller may (require_owner: read all, write own).
+Authorize = Callable[[Memory, Caller], None]
 
 
 class Lifecycle:
@@ -102,7 +112,9 @@ class Lifecycle:
             merged = _input_of(current)
             for name in mask:
                 setattr(merged, name, getattr(draft, name))
-            prepared, redactions = self._writer.prepare(caller, merged)
+            prepared, redactions = self._writer.build(caller, merged)
+            _require_same_kind(current, prepared.memory_type)
+            prepared.tags = with_team_tag(prepared.tags, prepared.team, previous_team=current.team)
             values = {name: getattr(prepared, name) for name in _MEMORY_FIELDS}
             if all(getattr(current, name) == value for name, value in values.items()):
                 return None  # nothing would change: no new version
@@ -128,6 +140,7 @@ class Lifecycle:
         memory_id = parse_memory_id(memory_id)
         based_on = await self._log.last_seq()
         history = await self._state.history(caller, memory_id, min_seq=based_on)
+        self._writer.forget(memory_id)
         erased = await self._log.erase(history.seqs)
         body = {
             "schema": SCHEMA_VERSION, "event": MEMORY_PURGED, "namespace": caller.namespace, "agent": caller.agent_id,
@@ -205,23 +218,85 @@ class Lifecycle:
         raise InvalidArgument("id", f"the supersession chain of '{memory_id}' is longer than {MAX_CHAIN} memories.")
 
     async def expire(self, caller: Caller, memory_id: str, *, expected_version: int, at: float) -> ExpireResult:
-        """Marks a memory expired if it is active and its expires_at is at or before ``at`` (admin: the job)."""
+        """Expires what is due at ``at`` (admin: the job): a pending handoff whose handoff.expires_at passed becomes a
+        plain memory (handoff_expired), else an active memory whose expires_at passed becomes expired.
+
+        One step per call: a handoff that is due both ways becomes a plain memory now, and expires at the next run.
+        """
         require_admin(caller, "expire memories")
 
         expired = False
 
         def change(current: Memory) -> tuple[Memory, tuple[Redaction, ...]] | None:
             nonlocal expired
+            if _handoff_due(current, at):
+                expired = True
+                return self._handoff_moved(current, caller, "expired", memory_type="general"), ()
             expired = current.status == "active" and current.expires_at is not None and current.expires_at <= at
             if not expired:
                 return None
             invalid_at = current.invalid_at if current.invalid_at is not None else current.expires_at
             return self._next(current, caller, status="expired", invalid_at=invalid_at), ()
 
-        memory, seq, _ = await self._mutate(caller, memory_id, MEMORY_EXPIRED, change, expected_version)
+        def event(new: Memory) -> str:
+            return MEMORY_EXPIRED if new.status == "expired" else HANDOFF_EXPIRED
+
+        memory, seq, _ = await self._mutate(caller, memory_id, event, change, expected_version)
         return ExpireResult(memory, seq, expired)
 
+    async def update_handoff(
+        self, caller: Caller, memory_id: str, status: str, *, expected_version: int = 0, note: str = ""
+    ) -> SaveResult:
+        """Moves a handoff on: pending -> accepted -> completed, or pending -> completed at once.
+
+        The act of its target agent (or an admin), not of its owner: the one exception to write-own. Moving it to
+        the state it is in changes nothing (the current version is the answer). A note is kept in the handoff's
+        metadata["handoff_notes"] with the state, the agent and the time.
+        """
+        if status not in HANDOFF_EVENTS:
+            raise InvalidArgument("status", f"{status or 'nothing'!r} is not a move: give accepted or completed.")
+        note_text, redactions = _note(note)
+
+        def change(current: Memory) -> tuple[Memory, tuple[Redaction, ...]] | None:
+            assert current.handoff is not None  # _require_handoff_target checked it
+            if current.handoff.status == status:
+                return None
+            if status not in HANDOFF_MOVES.get(current.handoff.status, ()):
+                raise InvalidArgument("status", _cannot_move(current, status))
+            new = self._handoff_moved(current, caller, status)
+            if note_text:
+                entry = {
+                    "status": status,
+                    "agent": caller.identity,
+                    "time": format_time(new.updated_at),
+                    "note": note_text,
+                }
+                new.metadata = {**current.metadata, "handoff_notes": [*_notes(current.metadata), entry]}
+                self._require_metadata_room(new)
+            return new, redactions
+
+        memory, seq, redactions = await self._mutate(
+            caller, memory_id, HANDOFF_EVENTS[status], change, expected_version, authorize=_require_handoff_target
+        )
+        return SaveResult(memory, seq, redactions)
+
     # -- the mechanics ------------------------------------------------------------------------------
+
+    def _handoff_moved(self, current: Memory, caller: Caller, status: str, **changes: object) -> Memory:
+        """The next version of a handoff, moved to ``status`` now."""
+        assert current.handoff is not None
+        new = self._next(current, caller, **changes)
+        new.handoff = dataclasses.replace(current.handoff, status=status, updated_at=new.updated_at)
+        return new
+
+    def _require_metadata_room(self, memory: Memory) -> None:
+        """A note must leave the metadata within its limit: else the owner could no longer update the handoff."""
+        size = len(json.dumps(memory.metadata, ensure_ascii=False).encode())
+        limit = self._writer.limits.max_metadata_bytes
+        if size > limit:
+            raise InvalidArgument(
+                "note", f"with it the handoff's metadata would be {size} bytes; the limit is {limit}. Shorten the note."
+            )
 
     def _next(self, current: Memory, caller: Caller, **changes: object) -> Memory:
         """The next version of ``current``: its changes, written now by the caller."""
@@ -246,9 +321,17 @@ class Lifecycle:
         raise InvalidArgument("id", f"the supersession chain of '{memory_id}' is longer than {MAX_CHAIN} memories.")
 
     async def _mutate(
-        self, caller: Caller, memory_id: str, event: str, change: Change, expected_version: int
+        self,
+        caller: Caller,
+        memory_id: str,
+        event: str | Callable[[Memory], str],
+        change: Change,
+        expected_version: int,
+        *,
+        authorize: Authorize = require_owner,
     ) -> tuple[Memory, int, tuple[Redaction, ...]]:
-        """Appends change(current) as the memory's next version; returns it, its sequence and the redactions.
+        """Appends change(current) as the memory's next version, as ``event`` (a name, or a function of the new
+        version); returns it, its sequence and the redactions.
 
         When nothing is to be done, returns the current version and its sequence.
         """
@@ -256,18 +339,19 @@ class Lifecycle:
         based_on = await self._log.last_seq()
         current = await self._state.get(caller, memory_id, min_seq=based_on, for_update=True)
         for _ in range(MAX_ATTEMPTS):
-            require_owner(current, caller)
+            authorize(current, caller)
             if expected_version and current.version != expected_version:
                 raise VersionConflict(expected_version, current.version)
             changed = change(current)
             if changed is None:
                 return current, current.seq, ()
             new, redactions = changed
+            name = event if isinstance(event, str) else event(new)
             (vectors,) = await asyncio.to_thread(self._writer.vectors, [new])
-            body = event_body(event, new, caller, vectors=vectors)
+            body = event_body(name, new, caller, vectors=vectors)
             try:
                 appended = await self._writer.append_entry(
-                    caller, event, body, msg_id=f"{memory_id}:{new.version}",
+                    caller, name, body, msg_id=f"{memory_id}:{new.version}",
                     based_on=based_on, stale=_newer_than(memory_id, current.version),
                 )  # fmt: skip
             except Overtaken as e:
@@ -278,6 +362,7 @@ class Lifecycle:
                 current = await self._state.get(caller, memory_id, min_seq=based_on, for_update=True)
                 continue
             new.seq = appended.seq
+            self._writer.forget(memory_id)
             return new, appended.seq, redactions
         raise Unavailable("The memory kept changing while this change was applied; retry.", retry_after=1.0)
 
@@ -293,6 +378,76 @@ def _mask(fields: list[str]) -> list[str]:
     if not mask:
         raise InvalidArgument("update_mask", "give at least one field to change.")
     return mask
+
+
+def _require_same_kind(current: Memory, memory_type: str) -> None:
+    """A handoff stays one, and no other memory becomes one by an update (a handoff is created with its target)."""
+    if memory_type == current.memory_type or HANDOFF not in (memory_type, current.memory_type):
+        return
+    if current.memory_type == HANDOFF:
+        raise InvalidArgument(
+            "memory_type", f"memory '{current.id}' is a handoff and stays one; its target accepts and completes it."
+        )
+    raise InvalidArgument(
+        "memory_type", "a memory cannot become a handoff by an update: save a new one with a handoff_target."
+    )
+
+
+def _require_handoff_target(memory: Memory, caller: Caller) -> None:
+    """Only the agent a handoff is addressed to moves it on (or an admin): the one exception to write-own.
+
+    A target written as agent@device names one device of the agent; a bare agent id names it on any device.
+    """
+    handoff = memory.handoff
+    if handoff is None:
+        raise InvalidArgument(
+            "id", f"memory '{memory.id}' is not a handoff (it is a {memory.memory_type} memory); only handoffs move."
+        )
+    if handoff.target_agent in (caller.agent_id, caller.identity) or is_admin(caller):
+        return
+    raise PermissionDenied(
+        f"Handoff '{memory.id}' is addressed to '{handoff.target_agent}', you are '{caller.identity}'. Only "
+        f"'{handoff.target_agent}' (or an admin) may accept or complete it; read it with get_memory."
+    )
+
+
+def _cannot_move(memory: Memory, status: str) -> str:
+    assert memory.handoff is not None
+    state = memory.handoff.status
+    if state == "expired":
+        return f"handoff '{memory.id}' expired unaccepted and is a plain memory now; it cannot become {status}."
+    allowed = HANDOFF_MOVES.get(state, ())
+    next_step = f" It can become {' or '.join(allowed)}." if allowed else " It is done: nothing follows."
+    return f"handoff '{memory.id}' is {state}; it cannot become {status}.{next_step}"
+
+
+def _handoff_due(memory: Memory, at: float) -> bool:
+    """True for an active handoff still pending at its deadline."""
+    handoff = memory.handoff
+    return (
+        memory.status == "active"
+        and handoff is not None
+        and handoff.status == "pending"
+        and handoff.expires_at is not None
+        and handoff.expires_at <= at
+    )
+
+
+def _note(note: str) -> tuple[str, tuple[Redaction, ...]]:
+    """A handoff note, bounded and scrubbed like any text that is stored."""
+    text = (note or "").strip()
+    if len(text) > MAX_NOTE_CHARS:
+        raise InvalidArgument("note", f"is longer than {MAX_NOTE_CHARS} characters; keep the outcome short.")
+    scrubbed = scrub_text(text)
+    return scrubbed.text, tuple(scrubbed.redactions)
+
+
+def _notes(metadata: dict[str, object]) -> list[object]:
+    """The notes a handoff has so far (a value someone else stored under the key is kept as the first)."""
+    notes = metadata.get("handoff_notes")
+    if notes is None:
+        return []
+    return list(notes) if isinstance(notes, list) else [notes]
 
 
 def _input_of(memory: Memory) -> MemoryInput:

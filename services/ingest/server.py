@@ -9,6 +9,7 @@ import grpc
 from engram.clients import SearchClient
 from engram.config import Settings
 from engram.runtime import Resources, RunningServer, serve
+from engram.services.ingest.conversations import Conversations
 from engram.services.ingest.lifecycle import Lifecycle
 from engram.services.ingest.servicer import IngestServicer
 from engram.services.ingest.validation import Limits
@@ -34,6 +35,8 @@ class IngestService:
         if self.search_addr:
             self._search = SearchClient(self.search_addr)
             self.lifecycle.state = self._search
+            if self.writer.conversations is not None:  # a conversation's earlier turns are read there too
+                self.writer.conversations.source = self._search
 
     async def stop(self) -> None:
         search, self._search = self._search, None
@@ -52,6 +55,8 @@ async def build_service(settings: Settings, resources: Resources) -> IngestServi
         device=settings.device,
         # Only a log stored on this machine fills this machine's disk (the embedded node).
         disk=resources.disk if resources.local_store else None,
+        handoff_ttl=settings.handoff_ttl_seconds,
+        conversations=Conversations() if settings.derive_context else None,
     )
     return IngestService(writer, Lifecycle(writer, event_log), search_addr=settings.search_addr)
 

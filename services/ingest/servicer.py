@@ -3,14 +3,13 @@
 from __future__ import annotations
 
 from collections.abc import AsyncIterator
-from typing import Any
 
 import grpc
 
 from engram import wire
 from engram.errors import InvalidArgument
 from engram.results import ImportItem
-from engram.rpc import translate_errors, unimplemented
+from engram.rpc import translate_errors
 from engram.scrub import Redaction
 from engram.services.ingest.lifecycle import Lifecycle
 from engram.services.ingest.writer import MemoryWriter
@@ -103,8 +102,18 @@ class IngestServicer(ingest_pb2_grpc.IngestServicer):
             memory=wire.memory_to_proto(result.memory), seq=result.seq, expired=result.expired
         )
 
-    async def UpdateHandoff(self, request: Any, context: grpc.aio.ServicerContext) -> Any:
-        return await unimplemented(context, "UpdateHandoff (accepting or completing a handoff)")
+    @translate_errors
+    async def UpdateHandoff(
+        self, request: ingest_pb2.UpdateHandoffRequest, context: grpc.aio.ServicerContext
+    ) -> ingest_pb2.UpdateHandoffResponse:
+        result = await self._lifecycle.update_handoff(
+            wire.caller_from_proto(request.caller),
+            request.id,
+            _handoff_status(request.status),
+            expected_version=request.expected_version,
+            note=request.note,
+        )
+        return ingest_pb2.UpdateHandoffResponse(memory=wire.memory_to_proto(result.memory), seq=result.seq)
 
     @translate_errors
     async def ImportMemories(
@@ -147,6 +156,13 @@ class IngestServicer(ingest_pb2_grpc.IngestServicer):
             wire.caller_from_proto(request.caller), request.id, list(request.questions), model=request.model
         )
         return ingest_pb2.EnrichMemoryResponse(seq=seq)
+
+
+def _handoff_status(number: int) -> str:
+    """HANDOFF_STATUS_ACCEPTED -> "accepted"; "" for unspecified or a number this version does not know."""
+    if number == common_pb2.HANDOFF_STATUS_UNSPECIFIED or number not in common_pb2.HandoffStatus.values():
+        return ""
+    return common_pb2.HandoffStatus.Name(number).removeprefix("HANDOFF_STATUS_").lower()
 
 
 def _item(request: ingest_pb2.ImportMemoriesRequest) -> ImportItem:

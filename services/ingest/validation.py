@@ -9,13 +9,23 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from engram.errors import InvalidArgument
-from engram.model import CONFIDENCES, IMPORTANCES, MAX_METADATA_DEPTH, MEMORY_TYPES, SENSITIVITIES, MemoryInput
+from engram.model import (
+    CONFIDENCES,
+    IMPORTANCES,
+    MAX_METADATA_DEPTH,
+    MEMORY_TYPES,
+    SENSITIVITIES,
+    Caller,
+    MemoryInput,
+)
 from engram.names import AGENT_RULE, is_valid_agent
 
 MAX_LIST_ITEMS = 32
 MAX_LABEL_CHARS = 64
 MAX_SUMMARY_CHARS = 2000
 MAX_FIELD_CHARS = 256
+HANDOFF = "handoff"  # the memory type of a handoff
+TEAM_TAG_PREFIX = "team:"  # every memory of a team carries the tag team:<team>
 
 
 @dataclass(slots=True)
@@ -46,12 +56,21 @@ def validate(draft: MemoryInput, limits: Limits) -> CleanInput:
         )
     if len(draft.summary) > MAX_SUMMARY_CHARS:
         raise InvalidArgument("summary", f"is longer than {MAX_SUMMARY_CHARS} characters.")
+    context_size = len(draft.context.encode())
+    if context_size > limits.max_content_bytes:
+        raise InvalidArgument(
+            "context",
+            f"is {context_size} bytes; the limit is {limits.max_content_bytes}. Keep the text that situates the "
+            "memory, e.g. the preceding turn.",
+        )
     draft.content = content
+    draft.team = draft.team.strip()
     draft.memory_type = _choice("memory_type", draft.memory_type, MEMORY_TYPES, "general")
     draft.confidence = _choice("confidence", draft.confidence, CONFIDENCES, "stated")
     draft.importance = _choice("importance", draft.importance, IMPORTANCES, "normal")
     draft.sensitivity = _choice("sensitivity", draft.sensitivity, SENSITIVITIES, "normal")
-    draft.tags = _labels("tags", draft.tags)
+    # The team's own tag is as long as the team may be (it is added for the team, not written as a label).
+    draft.tags = _labels("tags", draft.tags, exempt=team_tag(draft.team))
     draft.topics = _labels("topics", draft.topics)
     for name in ("team", "project", "conversation_id", "handoff_target"):
         value = getattr(draft, name)
@@ -69,8 +88,67 @@ def validate(draft: MemoryInput, limits: Limits) -> CleanInput:
     return CleanInput(draft=draft, metadata=_metadata(draft.metadata_json, limits.max_metadata_bytes))
 
 
+def check_handoff(draft: MemoryInput, caller: Caller) -> None:
+    """A new memory is a handoff exactly when it names a handoff_target, and never one to the agent writing it.
+
+    Called before validate(), which resolves an empty memory_type to the default and so hides whether one was given.
+    """
+    given = _normal(draft.memory_type)
+    target = draft.handoff_target
+    if not target:
+        if given == HANDOFF:
+            raise InvalidArgument(
+                "handoff_target", "is required for a memory of type 'handoff': the agent that takes the work over."
+            )
+        return
+    if given not in ("", HANDOFF):
+        raise InvalidArgument(
+            "memory_type",
+            f"is '{given}', but a memory with a handoff_target is a handoff: leave memory_type empty or set it to "
+            "'handoff' (or drop handoff_target to save a plain memory).",
+        )
+    if target in (caller.agent_id, caller.identity):
+        raise InvalidArgument("handoff_target", f"is you ('{target}'); hand the work over to another agent.")
+
+
+def team_tag(team: str) -> str:
+    """The tag every memory of ``team`` carries ("" for no team)."""
+    return f"{TEAM_TAG_PREFIX}{team}" if team else ""
+
+
+def with_team_tag(tags: list[str], team: str, *, previous_team: str = "") -> list[str]:
+    """``tags`` with the tag of ``team`` (once), without the tag of ``previous_team`` when the memory left it.
+
+    Tags the caller wrote, other teams' included, stay as written.
+    """
+    left = team_tag(previous_team) if previous_team != team else ""
+    out = [tag for tag in tags if not left or tag != left]
+    wanted = team_tag(team)
+    if wanted and wanted not in out:
+        out.append(wanted)
+    if len(out) > MAX_LIST_ITEMS:
+        raise InvalidArgument(
+            "tags",
+            f"has {len(out)} items with the automatic '{wanted}' tag; at most {MAX_LIST_ITEMS} are allowed. "
+            "Remove one.",
+        )
+    return out
+
+
+def capped_context(text: str, limits: Limits) -> str:
+    """A context Engram derives, cut (at a character boundary) to the size allowed for a context a caller gives."""
+    data = text.encode()
+    if len(data) <= limits.max_content_bytes:
+        return text
+    return data[: limits.max_content_bytes].decode(errors="ignore")
+
+
+def _normal(value: str) -> str:
+    return (value or "").strip().lower().replace("_", "-")
+
+
 def _choice(name: str, value: str, allowed: tuple[str, ...], default: str) -> str:
-    value = (value or "").strip().lower().replace("_", "-")
+    value = _normal(value)
     if not value:
         return default
     if value not in allowed:
@@ -78,7 +156,8 @@ def _choice(name: str, value: str, allowed: tuple[str, ...], default: str) -> st
     return value
 
 
-def _labels(name: str, values: list[str]) -> list[str]:
+def _labels(name: str, values: list[str], *, exempt: str = "") -> list[str]:
+    """Labels stripped, deduplicated and bounded; ``exempt`` (when not empty) may be longer than a label."""
     if not isinstance(values, list) or not all(isinstance(v, str) for v in values):
         raise InvalidArgument(name, "must be a list of strings.")
     cleaned: list[str] = []
@@ -86,7 +165,7 @@ def _labels(name: str, values: list[str]) -> list[str]:
         value = value.strip()
         if not value:
             continue
-        if len(value) > MAX_LABEL_CHARS:
+        if len(value) > MAX_LABEL_CHARS and not (exempt and value == exempt):
             # Named by position, not echoed: a label that long may be a pasted secret.
             raise InvalidArgument(name, f"item {position} is longer than {MAX_LABEL_CHARS} characters.")
         if value not in cleaned:

@@ -5,9 +5,10 @@ from __future__ import annotations
 import asyncio
 import base64
 import contextlib
+import dataclasses
 import hashlib
 import time
-from collections.abc import AsyncIterator, Sequence
+from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any, Protocol
 
 import numpy as np
@@ -15,17 +16,19 @@ import numpy as np
 from engram.embed import Embedder
 from engram.embed.sparse import Bm25Encoder
 from engram.errors import DiskFull, EngramError, InvalidArgument, Unavailable
-from engram.events import MEMORY_ENRICHED, MEMORY_SAVED, event_body
+from engram.events import HANDOFF_CREATED, MEMORY_ENRICHED, MEMORY_SAVED, event_body
 from engram.ids import is_uuid, uuid7
 from engram.log import Appended, Log, Stale
-from engram.model import Caller, Handoff, Memory, MemoryInput, Origin, format_time
+from engram.model import SENSITIVITIES, Caller, Handoff, Memory, MemoryInput, Origin, format_time
 from engram.results import ImportItem, ImportSummary, SaveResult
 from engram.scrub import Redaction, merge, scrub_text, scrub_value
-from engram.services.ingest.validation import Limits, validate
+from engram.services.ingest.conversations import Conversations
+from engram.services.ingest.validation import HANDOFF, Limits, capped_context, check_handoff, validate, with_team_tag
 
 __all__ = ["MemoryWriter"]
 
 DEFAULT_IMPORT_BATCH = 128  # larger batches sort into tighter padding buckets
+DEFAULT_HANDOFF_TTL_SECONDS = 86400.0
 MAX_QUESTIONS = 8
 MAX_QUESTION_CHARS = 300
 
@@ -57,19 +60,26 @@ class MemoryWriter:
         *,
         device: str = "",
         disk: SpaceCheck | None = None,
+        handoff_ttl: float = DEFAULT_HANDOFF_TTL_SECONDS,
+        conversations: Conversations | None = None,
     ) -> None:
-        self._device = device
+        self._device = device  # where a memory was written when its caller does not say
         self._disk = disk
         self._log = log
         self._embedder = embedder
         self._sparse = sparse
-        self._limits = limits
+        self.limits = limits
+        self._handoff_ttl = handoff_ttl
+        self.conversations = conversations  # None: contexts are not derived (ENGRAM_DERIVE_CONTEXT=false)
 
     async def save(self, caller: Caller, draft: MemoryInput) -> SaveResult:
+        """Saves a new memory (a handoff when it names a handoff_target); answers once the log has stored it."""
         memory, redactions = self.prepare(caller, draft)
+        await self._situate(caller, memory)
         (vectors,) = await asyncio.to_thread(self.vectors, [memory])
         seq, _ = await self._append(caller, memory, vectors, msg_id=f"{memory.id}:{memory.version}")
         memory.seq = seq
+        self._remember(memory)
         return SaveResult(memory, seq, redactions)
 
     async def import_stream(
@@ -102,6 +112,8 @@ class MemoryWriter:
                 except InvalidArgument as e:
                     summary.rejected.append((item.line, str(e)))
                     continue
+                await self._situate(caller, memory)
+                self._remember(memory)  # now: the next item of its conversation follows it (forgotten if not stored)
                 summary.redactions.extend(redactions)
                 pending.append((item, memory))
                 if len(pending) >= batch:
@@ -117,6 +129,8 @@ class MemoryWriter:
                 embedding[1].cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await embedding[1]
+                self._forget(memory for _, memory in embedding[0])
+            self._forget(memory for _, memory in pending)
         summary.redactions = list(merge(summary.redactions))
         return summary
 
@@ -156,21 +170,24 @@ class MemoryWriter:
         vectors: list[dict[str, Any]],
         summary: ImportSummary,
     ) -> None:
-        for (item, memory), vector in zip(batch, vectors, strict=True):
+        for position, ((item, memory), vector) in enumerate(zip(batch, vectors, strict=True)):
             msg_id = f"import:{caller.namespace}:{item.source_id}" if item.source_id else f"{memory.id}:1"
             try:
                 seq, duplicate = await self._append(caller, memory, vector, msg_id=msg_id, resolve_duplicate=True)
             except STOPS_AN_IMPORT as e:
                 summary.stop(item.line, e)
+                self._forget(unstored for _, unstored in batch[position:])
                 raise _Stop from e
             except EngramError as e:
                 summary.rejected.append((item.line, str(e)))
+                self._forget([memory])
                 continue
             (summary.present if duplicate else summary.imported).append((item.line, memory.id, seq))
             summary.last_seq = max(summary.last_seq, seq)
 
     async def append_new(self, caller: Caller, memory: Memory) -> int:
-        """Embeds and appends a memory prepared by prepare() as memory_saved; returns its log sequence."""
+        """Embeds and appends a memory prepared by prepare() (memory_saved or handoff_created); returns its log
+        sequence."""
         (vectors,) = await asyncio.to_thread(self.vectors, [memory])
         seq, _ = await self._append(caller, memory, vectors, msg_id=f"{memory.id}:{memory.version}")
         return seq
@@ -199,19 +216,43 @@ class MemoryWriter:
         """Appends a memory; returns its log sequence and whether the log already had it (same msg_id)."""
         if self._disk is not None:
             self._disk.require_space()
-        body = event_body(MEMORY_SAVED, memory, caller, vectors=vectors)
-        appended = await self._log.append(caller.namespace, MEMORY_SAVED, body, msg_id=msg_id)
+        event = _created_event(memory)
+        body = event_body(event, memory, caller, vectors=vectors)
+        appended = await self._log.append(caller.namespace, event, body, msg_id=msg_id)
         if appended.duplicate and resolve_duplicate:
             # A retried import item: JetStream kept the first copy; answer with that memory's id.
             original = await self._log.read(appended.seq)
-            if original is not None:
-                memory.id = original.body.get("memory_id", memory.id)
+            if original is not None and (stored := original.body.get("memory_id", memory.id)) != memory.id:
+                if self.conversations is not None:
+                    self.conversations.renamed(memory.id, stored)
+                memory.id = stored
         return appended.seq, appended.duplicate
 
     def prepare(
         self, caller: Caller, draft: MemoryInput, *, now: float | None = None
     ) -> tuple[Memory, tuple[Redaction, ...]]:
-        clean = validate(draft, self._limits)
+        """A new memory (version 1) from a caller's input, validated and scrubbed: in the caller's team when it
+        names none (tagged team:<team>), written on the caller's device, a pending handoff when it names a
+        handoff_target."""
+        check_handoff(draft, caller)
+        if not draft.team.strip() and caller.team:
+            draft = dataclasses.replace(draft, team=caller.team)
+        memory, redactions = self.build(caller, draft, now=now)
+        memory.tags = with_team_tag(memory.tags, memory.team)
+        if draft.handoff_target:
+            assert memory.created_at is not None
+            memory.memory_type = HANDOFF
+            memory.handoff = Handoff(
+                draft.handoff_target, "pending", memory.created_at, expires_at=memory.created_at + self._handoff_ttl
+            )
+        return memory, redactions
+
+    def build(
+        self, caller: Caller, draft: MemoryInput, *, now: float | None = None
+    ) -> tuple[Memory, tuple[Redaction, ...]]:
+        """A memory holding ``draft``'s values, validated and scrubbed, written now by the caller: the fields of a
+        new memory, or of an existing one's next version (Lifecycle.update keeps only the fields it may change)."""
+        clean = validate(draft, self.limits)
         draft = clean.draft
         found: list[Redaction] = []
 
@@ -251,11 +292,37 @@ class MemoryWriter:
             valid_at=draft.valid_at,
             invalid_at=draft.invalid_at,
             expires_at=draft.expires_at,
-            handoff=Handoff(draft.handoff_target, "pending", now) if draft.handoff_target else None,
             context=text(draft.context),
-            origin=Origin(device=self._device),
+            origin=Origin(device=caller.device or self._device),
         )
         return memory, merge(found)
+
+    def forget(self, memory_id: str) -> None:
+        """A memory changed (or is gone): it is no longer a remembered turn of its conversation."""
+        if self.conversations is not None:
+            self.conversations.forget(memory_id)
+
+    async def _situate(self, caller: Caller, memory: Memory) -> None:
+        """Derives the context of a new memory of a conversation that came without one: the content of the
+        conversation's previous memory (engram.services.ingest.conversations), capped like a given context.
+
+        Not when that memory is more sensitive than this one: its text would leave with this memory (a secret
+        never leaves its device). A lookup that fails leaves the memory without context; the save goes on.
+        """
+        if self.conversations is None or not memory.conversation_id or memory.context.strip():
+            return
+        previous = await self.conversations.previous(caller, memory)
+        if previous is None or _rank(previous.sensitivity) > _rank(memory.sensitivity):
+            return
+        memory.context = capped_context(previous.content, self.limits)
+
+    def _remember(self, memory: Memory) -> None:
+        if self.conversations is not None:
+            self.conversations.remember(memory)
+
+    def _forget(self, memories: Iterable[Memory]) -> None:
+        for memory in memories:
+            self.forget(memory.id)
 
     def vectors(self, memories: list[Memory]) -> list[dict[str, Any]]:
         # Dense embeds the content alone: context dilutes its meaning. BM25 also indexes the context,
@@ -273,6 +340,15 @@ class MemoryWriter:
                 }
             )
         return out
+
+
+def _created_event(memory: Memory) -> str:
+    """The event that creates ``memory`` (its version 1): handoff_created for a handoff, else memory_saved."""
+    return HANDOFF_CREATED if memory.handoff is not None else MEMORY_SAVED
+
+
+def _rank(sensitivity: str) -> int:
+    return SENSITIVITIES.index(sensitivity) if sensitivity in SENSITIVITIES else len(SENSITIVITIES)
 
 
 def _digest(texts: list[str]) -> str:
