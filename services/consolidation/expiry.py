@@ -1,33 +1,28 @@
 """The expiry job: memories whose expires_at has passed become expired (a new version, event memory_expired).
 
-It runs in the consolidation service on a schedule. The due memories come from the search service, across
-namespaces; each is expired through ingest, whose compare-and-set makes a second runner (another replica, or a
-memory changed meanwhile) harmless: a memory already expired, or no longer due, is left alone.
+It runs in the consolidation service on a schedule, and once on demand (RunJob, kind expiry). The due memories come
+from the search service, across namespaces; each is expired through ingest, whose compare-and-set makes a second
+runner (another replica, or a memory changed meanwhile) harmless: a memory already expired, or no longer due, is left
+alone.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Callable
+from collections import Counter
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
-from engram.errors import NotFound, VersionConflict
+from engram.errors import InvalidArgument, NotFound, VersionConflict
 from engram.model import Caller
-from engram.ownership import ADMIN_SCOPE
 from engram.periodic import Periodic
 from engram.results import ExpireResult, Expiring
+from engram.services.consolidation.jobs import Outcome, Work, require_writer, system_caller
 
 log = logging.getLogger(__name__)
 
 DEFAULT_BATCH = 200
-AGENT = "engram-consolidation"
-SOURCE = "consolidation"
-
-
-def system_caller(namespace: str) -> Caller:
-    """Who the job acts as: an admin of the namespace, named in each version it writes."""
-    return Caller(namespace=namespace, agent_id=AGENT, source=SOURCE, scopes=frozenset({"read", "write", ADMIN_SCOPE}))
 
 
 class DueMemories(Protocol):
@@ -58,8 +53,12 @@ class ExpiryJob:
 
     async def run_once(self) -> int:
         """Expires every memory due by now; returns how many were expired."""
+        return sum((await self.run_pass()).values())
+
+    async def run_pass(self) -> Counter[str]:
+        """Expires every memory due by now, in every namespace; returns how many were expired per namespace."""
         now = self._clock()
-        expired = 0
+        expired: Counter[str] = Counter()
         seen: set[tuple[str, str]] = set()
         while True:
             due = await self._due.list_expiring(system_caller(""), at=now, limit=self._batch)
@@ -68,9 +67,22 @@ class ExpiryJob:
                 return expired
             for item in fresh:
                 seen.add((item.namespace, item.id))
-                expired += await self._expire(item, now)
+                expired[item.namespace] += await self._expire(item, now)
             if len(due) < self._batch:
                 return expired
+
+    def on_demand(self, caller: Caller, options: Mapping[str, str]) -> Work:
+        """The expiry job run once now (JOB_KIND_EXPIRY), whatever the schedule. The pass covers every namespace,
+        as the scheduled one does (what is due is expired anyway); the result counts the caller's namespace only."""
+        require_writer(caller)
+        if options:
+            raise InvalidArgument("options", "the expiry job takes no options.")
+
+        async def run(time_limit: float | None) -> Outcome:
+            count = (await self.run_pass())[caller.namespace]
+            return Outcome(f"Expired {count} memories whose expiry time had passed.", {"expired": count})
+
+        return Work("this namespace", run)
 
     async def _expire(self, item: Expiring, now: float) -> int:
         try:

@@ -1,19 +1,25 @@
-"""Builds the consolidation service (with its enrichment worker) and a standalone gRPC server for it."""
+"""Builds the consolidation service (its jobs, the expiry schedule and the enrichment worker) and a standalone gRPC
+server for it."""
 
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import grpc
 
 from engram.clients import IngestClient, SearchClient
 from engram.config import Settings
+from engram.errors import Unavailable
 from engram.llm import ChatClient, redact_url
+from engram.model import Caller
 from engram.runtime import Resources, RunningServer, serve
 from engram.services.consolidation.enrichment import DURABLE_NAME, SUBJECTS, Enricher, EnrichOptions
 from engram.services.consolidation.expiry import ExpiryJob
+from engram.services.consolidation.jobs import Jobs, Work
 from engram.services.consolidation.servicer import ConsolidationServicer
+from engram.services.consolidation.team_summary import TeamSummarizer
 from engram.v1 import consolidation_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -23,38 +29,46 @@ ACK_WAIT_MARGIN_SECONDS = 30.0
 
 
 @dataclass
-class Enrichment:
-    """The running parts of enrichment, closed together."""
+class Connections:
+    """The clients the jobs and workers of this service talk through, opened together at start and closed together
+    at stop: ingest (every write), search (every read) and the LLM, each None when not configured."""
 
-    enricher: Enricher  # owns its queue
-    llm: ChatClient
-    ingest: IngestClient
+    ingest: IngestClient | None = None
+    search: SearchClient | None = None
+    llm: ChatClient | None = None
+
+    @classmethod
+    def open(cls, settings: Settings, ingest_addr: str | None, search_addr: str | None) -> Connections:
+        ingest = IngestClient(ingest_addr, timeout=DEFAULT_INGEST_TIMEOUT) if ingest_addr else None
+        search = None
+        if search_addr:
+            # One channel when one process hosts both (the embedded node), as the gateway does.
+            target = ingest.channel if ingest is not None and search_addr == ingest_addr else search_addr
+            search = SearchClient(target, timeout=DEFAULT_INGEST_TIMEOUT)
+        llm = None
+        if settings.llm_url:
+            llm = ChatClient(
+                settings.llm_url, model=settings.llm_model, api_key=settings.llm_api_key,
+                timeout=settings.llm_timeout_seconds,
+            )  # fmt: skip
+        return cls(ingest, search, llm)
 
     async def close(self) -> None:
-        await self.enricher.stop()  # also closes the queue
-        await self.llm.aclose()
-        await self.ingest.close()
-
-
-@dataclass
-class Expiry:
-    job: ExpiryJob
-    search: SearchClient
-    ingest: IngestClient
-
-    async def close(self) -> None:
-        await self.job.stop()
-        await self.search.close()
-        await self.ingest.close()
+        if self.llm is not None:
+            await self.llm.aclose()
+        if self.search is not None:
+            await self.search.close()  # does not close a channel shared with ingest
+        if self.ingest is not None:
+            await self.ingest.close()
 
 
 @dataclass
 class ConsolidationService:
-    """The consolidation gRPC service and its background workers.
+    """The consolidation gRPC service: on-demand jobs (team summaries, expiry) and background workers (scheduled
+    expiry, enrichment).
 
-    Set `ingest_addr` and `search_addr` before start(): enrichment and expiry write through ingest and expiry
-    finds due memories through search; in the embedded node they are only known once the shared gRPC server has
-    bound its port.
+    Set `ingest_addr` and `search_addr` before start(): jobs and workers write through ingest and read through
+    search; in the embedded node they are only known once the shared gRPC server has bound its port.
     """
 
     settings: Settings
@@ -62,42 +76,70 @@ class ConsolidationService:
     ingest_addr: str | None = None
     search_addr: str | None = None
     name: str = "engram.v1.Consolidation"
-    _enrichment: Enrichment | None = field(default=None, init=False, repr=False)
-    _expiry: Expiry | None = field(default=None, init=False, repr=False)
+    jobs: Jobs = field(default_factory=Jobs, init=False, repr=False)
+    _connections: Connections = field(default_factory=Connections, init=False, repr=False)
+    _expiry: ExpiryJob | None = field(default=None, init=False, repr=False)
+    _enricher: Enricher | None = field(default=None, init=False, repr=False)
 
     def register(self, server: grpc.aio.Server) -> None:
-        consolidation_pb2_grpc.add_ConsolidationServicer_to_server(ConsolidationServicer(), server)
+        consolidation_pb2_grpc.add_ConsolidationServicer_to_server(ConsolidationServicer(self.jobs), server)
 
     @property
     def enrichment_running(self) -> bool:
-        return self._enrichment is not None and self._enrichment.enricher.running
+        return self._enricher is not None and self._enricher.running
 
     async def start(self) -> None:
-        if self.ingest_addr and self.search_addr and self.settings.expiry_interval_seconds > 0:
-            search = SearchClient(self.search_addr, timeout=DEFAULT_INGEST_TIMEOUT)
-            ingest = IngestClient(self.ingest_addr, timeout=DEFAULT_INGEST_TIMEOUT)
-            job = ExpiryJob(search, ingest, interval=self.settings.expiry_interval_seconds)
-            await job.start()
-            self._expiry = Expiry(job, search, ingest)
+        self._connections = Connections.open(self.settings, self.ingest_addr, self.search_addr)
+        try:
+            self._start_jobs()
+            await self._start_expiry()
+            await self._start_enrichment()
+        except BaseException:
+            await self.stop()  # a service that failed to start is not stopped by its server
+            raise
+
+    async def stop(self) -> None:
+        await self.jobs.close()
+        expiry, self._expiry = self._expiry, None
+        if expiry is not None:
+            await expiry.stop()
+        enricher, self._enricher = self._enricher, None
+        if enricher is not None:
+            await enricher.stop()  # also closes its queue
+        connections, self._connections = self._connections, Connections()
+        await connections.close()
+
+    def _start_jobs(self) -> None:
+        ingest, search = self._connections.ingest, self._connections.search
+        if ingest is None or search is None:
+            log.info("jobs off: they need ENGRAM_INGEST_ADDR and ENGRAM_SEARCH_ADDR")
+            for kind in JOBS:
+                self.jobs.handle(kind, _unavailable)
+            return
+        self._expiry = ExpiryJob(search, ingest, interval=self.settings.expiry_interval_seconds)
+        summarizer = TeamSummarizer(
+            search, ingest, max_content_bytes=self.settings.max_content_bytes, llm=self._connections.llm
+        )
+        self.jobs.handle("team_summary", summarizer.job)
+        self.jobs.handle("expiry", self._expiry.on_demand)
+
+    async def _start_expiry(self) -> None:
+        if self._expiry is not None and self.settings.expiry_interval_seconds > 0:
+            await self._expiry.start()
         else:
             log.info(
-                "expiry off: it needs ENGRAM_INGEST_ADDR, ENGRAM_SEARCH_ADDR and ENGRAM_EXPIRY_INTERVAL_SECONDS > 0"
+                "scheduled expiry off: it needs ENGRAM_INGEST_ADDR, ENGRAM_SEARCH_ADDR and "
+                "ENGRAM_EXPIRY_INTERVAL_SECONDS > 0"
             )
+
+    async def _start_enrichment(self) -> None:
         if reason := self._enrichment_off_reason():
             log.info("enrichment off: %s", reason)
             return
-        assert self.settings.llm_url is not None and self.ingest_addr is not None
-        self._enrichment = await open_enrichment(self.settings, self.resources, self.ingest_addr)
+        assert self._connections.llm is not None and self._connections.ingest is not None
+        self._enricher = await open_enricher(self.settings, self.resources, self._connections)
         log.info("enrichment on: questions by %s at %s, stored through ingest at %s", self.settings.llm_model,
-                 redact_url(self.settings.llm_url), self.ingest_addr)  # fmt: skip
-
-    async def stop(self) -> None:
-        expiry, self._expiry = self._expiry, None
-        if expiry is not None:
-            await expiry.close()
-        enrichment, self._enrichment = self._enrichment, None
-        if enrichment is not None:
-            await enrichment.close()
+                 redact_url(self.settings.llm_url or ""), self.ingest_addr)  # fmt: skip
 
     def _enrichment_off_reason(self) -> str:
         if not self.settings.llm_url:
@@ -107,31 +149,36 @@ class ConsolidationService:
         return ""
 
 
-async def open_enrichment(settings: Settings, resources: Resources, ingest_addr: str) -> Enrichment:
-    """Connects the enricher to its queue, the LLM and ingest, and starts it."""
-    assert settings.llm_url is not None
+JOBS = ("team_summary", "expiry")  # the job kinds built so far; the others answer UNIMPLEMENTED
+
+
+def _unavailable(caller: Caller, options: Mapping[str, str]) -> Work:
+    raise Unavailable(
+        "The consolidation service has no ingest or search address, which its jobs need: set ENGRAM_INGEST_ADDR "
+        "and ENGRAM_SEARCH_ADDR."
+    )
+
+
+async def open_enricher(settings: Settings, resources: Resources, connections: Connections) -> Enricher:
+    """Connects an enricher to its queue, the LLM and ingest, and starts it."""
+    assert connections.llm is not None and connections.ingest is not None
     event_log = await resources.log()
     # An entry must not come back to another worker while its LLM and ingest calls may still be running.
     ack_wait = settings.llm_timeout_seconds + DEFAULT_INGEST_TIMEOUT + ACK_WAIT_MARGIN_SECONDS
     queue = await event_log.work_queue(DURABLE_NAME, SUBJECTS, ack_wait=ack_wait)
-    llm = ChatClient(
-        settings.llm_url, model=settings.llm_model, api_key=settings.llm_api_key, timeout=settings.llm_timeout_seconds
-    )
-    ingest = IngestClient(ingest_addr, timeout=DEFAULT_INGEST_TIMEOUT)
     options = EnrichOptions(
         retry_base_seconds=settings.enrich_retry_base_seconds, max_attempts=max(1, settings.enrich_max_attempts)
     )
-    enricher = Enricher(queue, llm, ingest, options=options)
+    enricher = Enricher(queue, connections.llm, connections.ingest, options=options)
     await enricher.start()
-    return Enrichment(enricher, llm, ingest)
+    return enricher
 
 
 async def build_service(settings: Settings, resources: Resources) -> ConsolidationService:
-    """The service; the embedded node replaces `ingest_addr` with its own bound address before start()."""
+    """The service; the embedded node replaces its ingest and search addresses with its own bound address before
+    start()."""
     return ConsolidationService(settings, resources, ingest_addr=settings.ingest_addr, search_addr=settings.search_addr)
 
 
 async def build_server(settings: Settings, resources: Resources) -> RunningServer:
-    service = await build_service(settings, resources)
-    service.ingest_addr = settings.ingest_addr
-    return await serve([service], settings.grpc_listen, resources=resources)
+    return await serve([await build_service(settings, resources)], settings.grpc_listen, resources=resources)

@@ -1,0 +1,195 @@
+"""On-demand consolidation jobs: each runs to its end even if its caller leaves, and the last ones are kept for GetJob.
+
+A job kind is a handler that first checks the request (raising for the caller's mistakes, so no job is recorded)
+and then returns the work to run. The work's failures become a failed job with the reason, not an error: the
+caller asked for a job and gets one, with what went wrong.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import logging
+import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Self
+
+from engram.errors import EngramError, InvalidArgument, NotFound, NotImplementedYet, PermissionDenied
+from engram.ids import uuid7
+from engram.model import Caller
+from engram.names import NAMESPACE_RULE, is_valid_namespace
+from engram.ownership import ADMIN_SCOPE
+from engram.results import Job
+
+log = logging.getLogger(__name__)
+
+DEFAULT_CAPACITY = 100
+AGENT = "engram-consolidation"
+SOURCE = "consolidation"
+MAX_SHOWN_ID_CHARS = 40
+
+
+@dataclass(frozen=True, slots=True)
+class Outcome:
+    """How a job's work ended: a one-line summary and its result (a JSON object)."""
+
+    summary: str
+    result: dict[str, Any]
+    failed: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Work:
+    """A checked request, ready to run. ``key`` names what it works on: one run per key and namespace at a time."""
+
+    key: str  # for people too: "team 'auth'"
+    run: Callable[[float | None], Awaitable[Outcome]]  # given the seconds left for it, when the caller set a deadline
+    about: dict[str, Any] = field(default_factory=dict)  # what every result of it says, failed or not: {"team": ...}
+
+
+Prepare = Callable[[Caller, Mapping[str, str]], Work]
+
+
+class JobNotFound(NotFound):
+    """No job with that id among the recent jobs of this consolidation process, in the caller's namespace."""
+
+    def __init__(self, job_id: str) -> None:
+        EngramError.__init__(
+            self,
+            f"No job with id '{job_id}' in this namespace. Only the last {DEFAULT_CAPACITY} jobs of the consolidation "
+            "service are kept (and none across its restarts): run the job again.",
+        )
+        self.memory_id = ""
+        self.job_id = job_id
+
+    def details(self) -> dict[str, str]:
+        return {"job_id": self.job_id}
+
+    @classmethod
+    def rebuild(cls, message: str, details: dict[str, str]) -> Self:
+        return cls(details.get("job_id", ""))
+
+
+class JobRunning(EngramError):
+    """The same job is already running: a second request is refused rather than queued behind it."""
+
+    code = "failed_precondition"
+
+    def __init__(self, kind: str, key: str, job_id: str) -> None:
+        super().__init__(f"The {kind} job for {key} is already running (job {job_id}). Try again once it has finished.")
+        self.kind = kind
+        self.key = key
+        self.job_id = job_id
+
+    def details(self) -> dict[str, str]:
+        return {"kind": self.kind, "key": self.key, "job_id": self.job_id}
+
+    @classmethod
+    def rebuild(cls, message: str, details: dict[str, str]) -> Self:
+        return cls(details.get("kind", ""), details.get("key", ""), details.get("job_id", ""))
+
+
+def system_caller(namespace: str, *, team: str = "") -> Caller:
+    """Who consolidation jobs act as: an admin of the namespace (any member may start a job, and what a job may
+    write must not depend on who asked), named in each version it writes."""
+    scopes = frozenset({"read", "write", ADMIN_SCOPE})
+    return Caller(namespace=namespace, agent_id=AGENT, source=SOURCE, scopes=scopes, team=team)
+
+
+def require_writer(caller: Caller) -> None:
+    """Jobs write (as the consolidation service), so they need a caller who may write."""
+    if "write" not in caller.scopes and ADMIN_SCOPE not in caller.scopes:
+        scopes = ", ".join(sorted(caller.scopes)) or "none"
+        raise PermissionDenied(
+            f"Running a consolidation job needs the write scope; this caller has {scopes}. "
+            "Use a key with the write scope."
+        )
+
+
+class Jobs:
+    """Runs jobs by kind and keeps the last ``capacity`` of them (running or finished) for GetJob."""
+
+    def __init__(self, *, capacity: int = DEFAULT_CAPACITY, clock: Callable[[], float] = time.time) -> None:
+        self._capacity = capacity
+        self._clock = clock
+        self._handlers: dict[str, Prepare] = {}
+        self._recent: OrderedDict[str, Job] = OrderedDict()
+        self._running: dict[tuple[str, str, str], str] = {}  # (namespace, kind, key) -> job id
+        self._tasks: set[asyncio.Task[Job]] = set()
+
+    def handle(self, kind: str, prepare: Prepare) -> None:
+        """Runs jobs of ``kind`` with ``prepare`` from now on."""
+        self._handlers[kind] = prepare
+
+    async def run(
+        self, caller: Caller, kind: str, options: Mapping[str, str], *, time_limit: float | None = None
+    ) -> Job:
+        """Runs a job to its end and answers it (succeeded or failed). Raises for a request that cannot run.
+
+        If the caller goes away meanwhile, the job still finishes (a half-done summary helps nobody) and GetJob
+        shows it.
+        """
+        if not is_valid_namespace(caller.namespace):
+            raise InvalidArgument("caller.namespace", NAMESPACE_RULE)
+        prepare = self._handlers.get(kind)
+        if prepare is None:
+            raise NotImplementedYet(f"The {kind} job")
+        work = prepare(caller, options)
+        running = (caller.namespace, kind, work.key)
+        if running in self._running:
+            raise JobRunning(kind, work.key, self._running[running])
+        job = Job(id=uuid7(), kind=kind, state="running", namespace=caller.namespace, started_at=self._clock())
+        self._running[running] = job.id
+        self._keep(job)
+        task = asyncio.create_task(self._finish(job, work, time_limit, running), name=f"engram-job-{kind}")
+        self._tasks.add(task)
+        task.add_done_callback(self._tasks.discard)
+        return await asyncio.shield(task)
+
+    def get(self, caller: Caller, job_id: str) -> Job:
+        """A recent job of the caller's namespace; another namespace's job is not found either."""
+        job = self._recent.get(job_id)
+        if job is None or job.namespace != caller.namespace:
+            raise JobNotFound(job_id[:MAX_SHOWN_ID_CHARS])
+        return job
+
+    async def close(self) -> None:
+        """Cancels the jobs still running (the service is stopping)."""
+        tasks, self._tasks = set(self._tasks), set()
+        for task in tasks:
+            task.cancel()
+        if tasks:
+            await asyncio.wait(tasks)
+
+    async def _finish(self, job: Job, work: Work, time_limit: float | None, running: tuple[str, str, str]) -> Job:
+        try:
+            outcome = await _outcome(job, work, time_limit)
+            done = dataclasses.replace(
+                job, state="failed" if outcome.failed else "succeeded", finished_at=self._clock(),
+                summary=outcome.summary, result=outcome.result,
+            )  # fmt: skip
+            self._keep(done)
+            return done
+        finally:
+            self._running.pop(running, None)
+
+    def _keep(self, job: Job) -> None:
+        self._recent[job.id] = job
+        self._recent.move_to_end(job.id)
+        while len(self._recent) > self._capacity:
+            self._recent.popitem(last=False)
+
+
+async def _outcome(job: Job, work: Work, time_limit: float | None) -> Outcome:
+    """The work's outcome; its failures become a failed outcome saying why (the top of one unit of work)."""
+    try:
+        return await work.run(time_limit)
+    except EngramError as e:
+        log.info("%s job %s for %s failed: %s", job.kind, job.id, work.key, e)
+        return Outcome(str(e), {**work.about, "error": str(e), "code": e.code}, failed=True)
+    except Exception as e:
+        log.exception("%s job %s for %s failed unexpectedly", job.kind, job.id, work.key)
+        reason = f"Internal error ({type(e).__name__}); see the consolidation service's log."
+        return Outcome(reason, {**work.about, "error": reason, "code": "internal"}, failed=True)
