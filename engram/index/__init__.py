@@ -12,6 +12,10 @@ from engram.model import SearchFilter
 DENSE = "dense"
 CREATED_TS = "_created_ts"  # creation time as epoch seconds: range filters and recent-first order
 META_ID = "00000000-0000-0000-0000-000000000001"  # the point holding the applied log sequence
+# The point holding the indexer's state (the agent registry): large, so written only when the indexer says, not
+# with every applied sequence. Neither bookkeeping point has a namespace: no query ever matches them.
+STATE_ID = "00000000-0000-0000-0000-000000000002"
+BOOKKEEPING_IDS = (META_ID, STATE_ID)
 # A version's validity, as epoch seconds: recorded [VALID_FROM, VALID_TO) (when it was the current version) and
 # in the world [WORLD_FROM, WORLD_TO) (valid_at, invalid_at). Open ends are +-FAR, so every point has every field
 # and range filters need no "is empty" cases.
@@ -154,13 +158,13 @@ class MemoryIndex(Protocol):
         ...
 
     def indexer_state(self) -> dict[str, Any]:
-        """What the indexer derived from the log up to applied_seq besides points (e.g. the agent registry),
-        as given to set_applied_seq; {} when none was recorded."""
+        """What the indexer derived from the log besides points (e.g. the agent registry), as last given to
+        set_applied_seq; {} when none was recorded."""
         ...
 
     def set_applied_seq(self, seq: int, *, skipped: int = 0, state: dict[str, Any] | None = None) -> None:
-        """Records the last applied log sequence with the indexer's state at that point (JSON values), in one
-        bookkeeping point written after the points it covers: a restart resumes both together."""
+        """Records the last applied log sequence, written after the points it covers; with ``state`` (JSON
+        values), first records that too (else the state recorded before stays). A restart resumes from both."""
         ...
 
     def reset(self) -> None: ...

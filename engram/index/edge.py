@@ -12,6 +12,7 @@ from typing import Any
 import qdrant_edge as qe
 
 from engram.index import (
+    BOOKKEEPING_IDS,
     CREATED_TS,
     DENSE,
     EXPIRES_TS,
@@ -23,6 +24,7 @@ from engram.index import (
     META_ID,
     QUESTIONS,
     SPARSE,
+    STATE_ID,
     VALID_FROM,
     VALID_TO,
     WORLD_FROM,
@@ -40,7 +42,8 @@ from engram.model import STATUSES, SearchFilter
 log = logging.getLogger(__name__)
 
 # The applied log sequence lives in the shard itself (META_ID), written after the points it covers, so the
-# shard's WAL recovers both together: on restart the indexer never skips an entry it did not apply.
+# shard's WAL recovers both together: on restart the indexer never skips an entry it did not apply. The
+# indexer's state (STATE_ID), when given, is written in the same update.
 
 # Qdrant Edge has no background optimizer: until optimize() runs, new points are searched by brute force.
 # optimize() rebuilds the HNSW graph of the whole shard and blocks queries meanwhile (about 6 s at 50k points
@@ -225,8 +228,8 @@ class EdgeIndex:
     def point_count(self) -> int:
         with self._lock:
             total = int(self._shard.info().points_count)
-            has_meta = bool(self._shard.retrieve([META_ID], with_payload=False, with_vector=False))
-        return total - int(has_meta)
+            bookkeeping = len(self._shard.retrieve(list[Any](BOOKKEEPING_IDS), with_payload=False, with_vector=False))
+        return total - bookkeeping
 
     def check(self) -> str | None:
         with self._lock:
@@ -241,17 +244,18 @@ class EdgeIndex:
         return int(self._meta().get("skipped", 0))
 
     def indexer_state(self) -> dict[str, Any]:
-        return dict(self._meta().get("state") or {})
+        return dict(self._meta(STATE_ID).get("state") or {})
 
-    def _meta(self) -> dict[str, Any]:
+    def _meta(self, point_id: str = META_ID) -> dict[str, Any]:
         with self._lock:
-            records = self._shard.retrieve([META_ID], with_payload=True, with_vector=False)
+            records = self._shard.retrieve([point_id], with_payload=True, with_vector=False)
         return dict(records[0].payload) if records and records[0].payload else {}
 
     def set_applied_seq(self, seq: int, *, skipped: int = 0, state: dict[str, Any] | None = None) -> None:
-        meta = {"applied_seq": seq, "skipped": skipped, "state": state or {}}
+        points = [] if state is None else [qe.Point(STATE_ID, {}, {"state": state})]
+        points.append(qe.Point(META_ID, {}, {"applied_seq": seq, "skipped": skipped}))
         with self._lock:
-            self._shard.update(qe.UpdateOperation.upsert_points([qe.Point(META_ID, {}, meta)]))
+            self._shard.update(qe.UpdateOperation.upsert_points(points))
 
     def reset(self) -> None:
         """Drops everything (the index is rebuilt from the log); a damaged copy is kept aside for inspection."""

@@ -14,6 +14,7 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 from engram.config import SettingsError
 from engram.errors import Unavailable
 from engram.index import (
+    BOOKKEEPING_IDS,
     CREATED_TS,
     DENSE,
     EXPIRES_TS,
@@ -24,6 +25,7 @@ from engram.index import (
     META_ID,
     QUESTIONS,
     SPARSE,
+    STATE_ID,
     VALID_FROM,
     VALID_TO,
     WORLD_FROM,
@@ -233,8 +235,10 @@ class QdrantServerIndex:
     def point_count(self) -> int:
         with self._call():
             total = self._client.count(self._collection, exact=True).count
-            has_meta = bool(self._client.retrieve(self._collection, [META_ID], with_payload=False, with_vectors=False))
-        return int(total) - int(has_meta)
+            bookkeeping = self._client.retrieve(
+                self._collection, list(BOOKKEEPING_IDS), with_payload=False, with_vectors=False
+            )
+        return int(total) - len(bookkeeping)
 
     def check(self) -> str | None:
         """A Qdrant server checks its own storage; the payload indexes are (re)created when missing."""
@@ -251,20 +255,20 @@ class QdrantServerIndex:
         return int(self._meta().get("skipped", 0))
 
     def indexer_state(self) -> dict[str, Any]:
-        return dict(self._meta().get("state") or {})
+        return dict(self._meta(STATE_ID).get("state") or {})
 
-    def _meta(self) -> dict[str, Any]:
+    def _meta(self, point_id: str = META_ID) -> dict[str, Any]:
         with self._call():
-            records = self._client.retrieve(self._collection, [META_ID], with_payload=True, with_vectors=False)
+            records = self._client.retrieve(self._collection, [point_id], with_payload=True, with_vectors=False)
         return dict(records[0].payload) if records and records[0].payload else {}
 
     def set_applied_seq(self, seq: int, *, skipped: int = 0, state: dict[str, Any] | None = None) -> None:
-        # A point with no vectors (named vectors are optional per point): it never shows in a search, has no
-        # namespace so no filter matches it, and rides the same WAL as the points it covers, written after them.
-        payload = {"applied_seq": seq, "skipped": skipped, "state": state or {}}
-        meta = models.PointStruct(id=META_ID, vector={}, payload=payload)
+        # Points with no vectors (named vectors are optional per point): they never show in a search, have no
+        # namespace so no filter matches them, and ride the same WAL as the points they cover, written after them.
+        points = [] if state is None else [models.PointStruct(id=STATE_ID, vector={}, payload={"state": state})]
+        points.append(models.PointStruct(id=META_ID, vector={}, payload={"applied_seq": seq, "skipped": skipped}))
         with self._call():
-            self._client.upsert(self._collection, [meta], wait=True)
+            self._client.upsert(self._collection, points, wait=True)
 
     def reset(self) -> None:
         """Drops the collection and creates it empty (the index is rebuilt from the log)."""

@@ -3,8 +3,12 @@
 The index is derived data. On start it is checked (it loads, its payload indexes exist, it was built by this
 layout of the indexer, it holds as many memories as its bookkeeping says); after catching up it is checked
 against the log (as many memories as the log has created). A damaged or outdated index is moved aside and
-rebuilt from the log, and readiness says so meanwhile. Besides the memories the indexer derives the agent
-registry (agents.py), kept in the index's bookkeeping with the applied sequence.
+rebuilt from the log, and readiness says so meanwhile.
+
+Besides the memories the indexer derives the agent registry (agents.py). It is stored in the index's
+bookkeeping every few seconds (and when idle, and at stop), not with every batch: it grows with the agents of
+every namespace. Stored with the sequence it is as of, it is brought up to the applied sequence on start by
+reading the entries in between from the log again, so a restart resumes it exactly.
 """
 
 from __future__ import annotations
@@ -13,6 +17,8 @@ import asyncio
 import contextlib
 import itertools
 import logging
+import math
+import time
 from typing import Any, Protocol
 
 from engram.errors import InvalidArgument, Unavailable
@@ -59,6 +65,7 @@ VERIFY_ATTEMPTS = 3  # writes arriving while the counts are compared make a mism
 # What the indexer derives from an entry (payload fields, the agent registry). An index built by another layout
 # is rebuilt from the log. 2: handoff fields and expiry, the agent registry (issue 8).
 LAYOUT = 2
+REGISTRY_SAVE_SECONDS = 2.0  # how often the agent registry is stored while entries keep coming
 
 
 class SpaceCheck(Protocol):
@@ -91,6 +98,8 @@ class Indexer:
         # memory-creating entries with no point of their own (unservable ones, replays), so the counts add up
         self._skipped = 0
         self._registry = AgentRegistry()
+        self._registry_seq = 0  # the applied sequence the stored registry is as of
+        self._registry_saved = -math.inf  # when it was stored (monotonic); -inf: with the next batch
         self._caught_up = asyncio.Event()
         self._target = 0
         self._changed = asyncio.Condition()
@@ -121,7 +130,7 @@ class Indexer:
             await asyncio.to_thread(self._reset_indexes)
         self._applied = await asyncio.to_thread(self._index.applied_seq)
         self._skipped = await asyncio.to_thread(self._index.skipped_count) if self._applied else 0
-        self._registry = await asyncio.to_thread(self._stored_registry) if self._applied else AgentRegistry()
+        await self._load_registry()
         await self._follow()
         self._log.on_reconnect(self._refollow)
         self._catch_up = asyncio.create_task(self._catch_up_then_verify(), name="index-catch-up")
@@ -137,6 +146,8 @@ class Indexer:
                 await self._catch_up
             self._catch_up = None
         await self._unfollow()
+        with contextlib.suppress(Exception):  # if it cannot be stored, the next start reads the log again
+            await self._save_registry()
         with contextlib.suppress(Exception):  # a damaged index may not even flush; it is rebuilt next start
             await asyncio.to_thread(self._index.flush)
         if self._versions is not None:
@@ -203,17 +214,44 @@ class Indexer:
             if state.get("layout") != LAYOUT:
                 return f"the index was built by an earlier version (layout {state.get('layout', 1)}, now {LAYOUT})"
             try:
-                self._stored_registry()
+                _, registry_seq = self._stored_registry()
             except ValueError as e:
                 return f"the index's agent registry cannot be read ({e})"
+            if registry_seq > applied:
+                return f"the index's agent registry is as of log sequence {registry_seq}, after {applied}"
         return None
 
-    def _stored_registry(self) -> AgentRegistry:
-        return AgentRegistry.from_json(self._index.indexer_state().get("agents"))
+    def _stored_registry(self) -> tuple[AgentRegistry, int]:
+        """The stored registry and the sequence it is as of; raises ValueError when it cannot be read."""
+        state = self._index.indexer_state()
+        seq = state.get("agents_seq")
+        if type(seq) is not int:
+            raise ValueError(f"its sequence {seq!r} is not a number")
+        return AgentRegistry.from_json(state.get("agents")), seq
 
-    def _state(self, registry: AgentRegistry) -> dict[str, Any]:
-        """What set_applied_seq stores besides the sequence: the layout and the agent registry."""
-        return {"layout": LAYOUT, "agents": registry.to_json()}
+    def _state(self, registry: AgentRegistry, seq: int) -> dict[str, Any]:
+        """What set_applied_seq stores besides the sequence: the layout, and the agent registry as of seq."""
+        return {"layout": LAYOUT, "agents": registry.to_json(), "agents_seq": seq}
+
+    async def _load_registry(self) -> None:
+        """The stored registry, brought up to the applied sequence with the entries after it, read again from
+        the log for the registry alone (an entry erased meanwhile is simply gone, as in a rebuild)."""
+        self._registry, self._registry_seq = AgentRegistry(), 0
+        if self._applied:
+            self._registry, self._registry_seq = await asyncio.to_thread(self._stored_registry)
+        self._registry_saved = -math.inf
+        for start in range(self._registry_seq + 1, self._applied + 1, MAX_BATCH):
+            entries = [await self._log.read(seq) for seq in range(start, min(start + MAX_BATCH, self._applied + 1))]
+            self._registry = self._registry.with_entries(entry.body for entry in entries if entry is not None)
+
+    async def _save_registry(self, *, force: bool = False) -> None:
+        """Stores the registry as of the applied sequence if the stored one is behind (when idle, at stop), or
+        with ``force`` in any case (with a new count of skipped entries)."""
+        if self._registry_seq >= self._applied and not force:
+            return
+        applied, skipped, state = self._applied, self._skipped, self._state(self._registry, self._applied)
+        await asyncio.to_thread(lambda: self._index.set_applied_seq(applied, skipped=skipped, state=state))
+        self._registry_seq, self._registry_saved = applied, time.monotonic()
 
     async def _catch_up_then_verify(self) -> None:
         delay = RETRY_FIRST_SECONDS
@@ -285,10 +323,7 @@ class Indexer:
         held = await asyncio.to_thread(self._index.point_count)
         async with self._changed:
             self._skipped = created - held
-            state = self._state(self._registry)
-            await asyncio.to_thread(
-                lambda: self._index.set_applied_seq(self._applied, skipped=self._skipped, state=state)
-            )
+            await self._save_registry(force=True)
 
     async def _rebuild(self) -> None:
         await self._unfollow()
@@ -296,7 +331,7 @@ class Indexer:
         async with self._changed:
             self._applied = 0
             self._skipped = 0
-            self._registry = AgentRegistry()
+            self._registry, self._registry_seq, self._registry_saved = AgentRegistry(), 0, -math.inf
         self._queue = asyncio.Queue()
         await self._follow()
 
@@ -345,6 +380,7 @@ class Indexer:
                 # disk is nearly full: rebuilding segments needs room.
                 if self._disk is None or self._disk.index_space_problem() is None:
                     try:
+                        await self._save_registry()
                         await asyncio.to_thread(self._index.maintain)
                         if self._versions is not None:
                             await asyncio.to_thread(self._versions.maintain)
@@ -364,8 +400,11 @@ class Indexer:
         while True:
             paused = self._disk.index_space_problem() if self._disk is not None else None
             if paused is None:
+                save = time.monotonic() - self._registry_saved >= REGISTRY_SAVE_SECONDS
                 try:
-                    skipped, registry = await asyncio.to_thread(self._apply, batch, self._skipped, self._registry)
+                    skipped, registry = await asyncio.to_thread(
+                        self._apply, batch, self._skipped, self._registry, save_registry=save
+                    )
                     break
                 except Exception as e:  # an index write failed: the index's storage is at fault, not the entry
                     log.exception("applying log entries %d-%d failed", batch[0].seq, batch[-1].seq)
@@ -379,11 +418,15 @@ class Indexer:
             self._applied = batch[-1].seq
             self._skipped = skipped
             self._registry = registry
+            if save:
+                self._registry_seq, self._registry_saved = batch[-1].seq, time.monotonic()
             self._changed.notify_all()
 
-    def _apply(self, batch: list[LogEntry], skipped: int, registry: AgentRegistry) -> tuple[int, AgentRegistry]:
-        """Applies entries in log order: runs of memory versions are applied together, then the cursor with
-        the agent registry as of the batch's end.
+    def _apply(
+        self, batch: list[LogEntry], skipped: int, registry: AgentRegistry, *, save_registry: bool
+    ) -> tuple[int, AgentRegistry]:
+        """Applies entries in log order: runs of memory versions are applied together, then the cursor (with
+        the agent registry as of the batch's end when ``save_registry``).
 
         Returns the new count of skipped memory-creating entries and the new registry (the old one is unchanged,
         so a batch that fails midway is retried from the same registry).
@@ -409,7 +452,8 @@ class Indexer:
                 log.warning("skipped log entry %d (%s): %s", entry.seq, entry.subject, e)
                 skipped += entry.event in MEMORY_CREATED_EVENTS
         self._apply_versions(run)
-        self._index.set_applied_seq(batch[-1].seq, skipped=skipped, state=self._state(registry))
+        state = self._state(registry, batch[-1].seq) if save_registry else None
+        self._index.set_applied_seq(batch[-1].seq, skipped=skipped, state=state)
         return skipped, registry
 
     def _apply_versions(self, points: list[IndexPoint]) -> None:

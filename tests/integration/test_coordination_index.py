@@ -5,6 +5,7 @@ indexes of an earlier layout rebuilt from the log."""
 
 from __future__ import annotations
 
+import asyncio
 import base64
 import logging
 import time
@@ -34,6 +35,7 @@ from engram.index.server import QdrantServerIndex
 from engram.log.nats import NatsLog
 from engram.model import Caller, Handoff, Memory, SearchFilter, format_time
 from engram.natsd import NatsServer
+from engram.services.search import indexer as indexer_module
 from engram.services.search.agents import AgentRecord
 from engram.services.search.indexer import LAYOUT, Indexer
 
@@ -210,7 +212,7 @@ async def test_the_registry_is_derived_from_the_log_persisted_with_the_index_and
         assert running.indexer.registry.agents("other-ns")["claude-code"].writes == 1
         assert running.index.retrieve(NS, [p["id"] for p in running.index.recent(NS, SearchFilter(), 10)])
         live = running.indexer.registry.to_json()
-        assert running.index.indexer_state() == {"layout": LAYOUT, "agents": live}
+        assert running.index.indexer_state() == {"layout": LAYOUT, "agents": live, "agents_seq": last}
         assert running.indexer.applied_seq == last
     finally:
         await stop(running)
@@ -265,7 +267,7 @@ async def test_an_index_of_an_earlier_layout_is_rebuilt_from_the_log(
     index, versions = layout.open()
     # What an index written before issue 8 looks like: no handoff field, bookkeeping without layout or registry.
     index.set_fields(NS, {memory_id: {HANDOFF_TO: ""} for memory_id in handoff_ids})
-    index.set_applied_seq(last)
+    index.set_applied_seq(last, state={})
     if layout.close:
         index.close()
         versions.close()
@@ -319,3 +321,42 @@ async def _payloads_after_start(log: NatsLog, layout: Layout) -> list[dict[str, 
         if layout.close:
             running.index.close()
             running.versions.close()
+
+
+async def test_a_registry_stored_behind_the_applied_sequence_is_caught_up_from_the_log_on_start(
+    log: NatsLog, tmp_path: Path
+) -> None:
+    last = await write_team_story(log)
+    running = await start(log, *edge_pair(tmp_path))
+    live = running.indexer.registry.to_json()
+    await stop(running)
+    index, versions = edge_pair(tmp_path)
+    # As after a crash between two saves of the registry (every few seconds): stored as of an earlier sequence.
+    index.set_applied_seq(last, state={"layout": LAYOUT, "agents": [], "agents_seq": 0})
+    index.close()
+    versions.close()
+
+    again = await start(log, *edge_pair(tmp_path))
+    try:
+        assert again.indexer.registry.to_json() == live
+    finally:
+        await stop(again)
+
+
+async def test_between_saves_the_registry_is_stored_when_the_indexer_is_idle(
+    log: NatsLog, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(indexer_module, "REGISTRY_SAVE_SECONDS", 3600.0)  # only the first batch saves it
+    running = await start(log, *edge_pair(tmp_path))
+    try:
+        first = await append(log, MEMORY_SAVED, new_memory("The first note", "claude-code", T0), ALICE)
+        await running.indexer.wait_for(first, timeout=10)
+        second = await append(log, MEMORY_SAVED, new_memory("The second note", "claude-code", T0 + 1), BOB)
+        await running.indexer.wait_for(second, timeout=10)
+        deadline = time.monotonic() + 10
+        while running.index.indexer_state()["agents_seq"] != second:  # saved once idle for IDLE_SECONDS
+            assert time.monotonic() < deadline, running.index.indexer_state()
+            await asyncio.sleep(0.1)
+        assert [a["agent"] for a in running.index.indexer_state()["agents"]] == ["claude-code", "gemini-cli"]
+    finally:
+        await stop(running)

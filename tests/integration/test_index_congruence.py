@@ -452,12 +452,11 @@ def test_handoff_filters_apply_to_search_recent_count_and_facet(
     assert sum(index.facet("a", "memory_type", flt).values()) == len(expected)
 
 
-def test_indexer_state_round_trips_with_the_applied_seq_survives_reopen_and_goes_with_a_reset(
-    backend: Backend,
-) -> None:
+def test_indexer_state_is_kept_until_replaced_survives_reopen_and_goes_with_a_reset(backend: Backend) -> None:
     state = {"layout": 2, "agents": [{"namespace": "a", "agent": "claude-code", "devices": ["laptop"]}]}
     first = backend.open()
     assert first.indexer_state() == {}
+    first.upsert([memory("one memory")])
     first.set_applied_seq(7, skipped=1, state=state)
     if backend.name == "edge":
         first.close()
@@ -465,11 +464,13 @@ def test_indexer_state_round_trips_with_the_applied_seq_survives_reopen_and_goes
     again = backend.open()
 
     assert (again.applied_seq(), again.skipped_count(), again.indexer_state()) == (7, 1, state)
-    again.set_applied_seq(8)  # no state given: none recorded
-    assert again.indexer_state() == {}
-    again.set_applied_seq(9, state=state)
+    assert again.point_count() == 1  # neither bookkeeping point counts as a memory
+    again.set_applied_seq(8)  # no state given: the recorded one stays
+    assert (again.applied_seq(), again.indexer_state()) == (8, state)
+    again.set_applied_seq(9, state={"layout": 2})
+    assert again.indexer_state() == {"layout": 2}
     again.reset()
-    assert (again.applied_seq(), again.indexer_state()) == (0, {})
+    assert (again.applied_seq(), again.indexer_state(), again.point_count()) == (0, {}, 0)
     if backend.name == "edge":
         again.close()
 
