@@ -184,9 +184,10 @@ class TeamSummarizer:
             structured, left_out = render(team, gathered.memories, day=day, notes=notes, budget=rest)
             content = prefix + structured
         count = len(gathered.memories)
+        # Ingest adds the tag team:<team> to every memory of a team (past the length limit of tags a caller writes).
         draft = MemoryInput(
             content=content, summary=f"Team {team}: summary of {_count(count)}", memory_type=TEAM_SUMMARY,
-            tags=[TEAM_SUMMARY, f"team:{team}"], importance="normal", team=team,
+            tags=[TEAM_SUMMARY], importance="normal", team=team,
         )  # fmt: skip
         memory, seq, superseded_id = await self._store(system, team, draft)
         return TeamSummary(

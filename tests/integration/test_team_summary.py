@@ -249,6 +249,14 @@ async def test_a_second_run_by_another_member_supersedes_the_first(plain: Kit) -
     assert len((await plain.search.list(bob, limit=10, flt=every)).memories) == 2
 
 
+async def test_a_team_with_the_longest_name_allowed_gets_its_summary_and_tag(plain: Kit) -> None:
+    ns, team = unique("ns"), unique("t").ljust(64, "x")
+    alice = member(ns, "claude-code", team)
+    await plain.ingest.save(alice, MemoryInput(content=FINDING, memory_type="finding"))  # in the caller's team
+    memory = await summary_of(plain, alice, await plain.jobs.run_job(alice, "team_summary"))
+    assert memory.tags == ["team-summary", f"team:{team}"] and memory.team == team
+
+
 async def test_a_team_with_no_memories_gets_a_failed_job_saying_why(plain: Kit) -> None:
     ns, team = unique("ns"), unique("empty")
     job = await plain.jobs.run_job(member(ns, "claude-code"), "team_summary", {"team": team})
