@@ -66,7 +66,9 @@ def build_app(settings: Settings, backend: Backend, keys: KeyStore, *, event_log
     add_error_handlers(app)
     app.include_router(build_router(Operations(backend, cursors, settings), resolver, settings))
     app.include_router(build_context_router(backend, cursors, resolver, settings))
-    app.include_router(build_events_router(resolver, settings, event_log))
+    events = build_events_router(resolver, settings, event_log)
+    app.include_router(events)
+    app.state.event_streams = events.streams  # the server ends open streams before it stops (server.py)
     # A Route whose endpoint is not a function is called as a raw ASGI app (all methods: POST, GET, DELETE).
     mcp_endpoint: Any = RequireKey(StreamableHTTPASGIApp(sessions), resolver)
     app.add_route(MCP_PATH, mcp_endpoint, include_in_schema=False)

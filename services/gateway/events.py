@@ -1,14 +1,440 @@
-"""Live events over Server-Sent Events at /events/stream (to be filled in)."""
+"""Live events over Server-Sent Events: GET /events/stream sends the log's events of the caller's namespace, filtered,
+resumable from Last-Event-ID, through a bounded queue per client (a slow client loses its oldest events and is told
+where to resume; it never grows the server's memory)."""
 
-from __future__ import annotations
+# No `from __future__ import annotations`: FastAPI resolves route annotations against module globals, and the
+# route below uses a dependency alias local to build_events_router.
 
-from fastapi import APIRouter
+import asyncio
+import contextlib
+import json
+from collections import deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Header, Query
+from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from engram.config import Settings
-from engram.log import Log
-from engram.services.gateway.identity import Resolver
+from engram.errors import InvalidArgument, Unavailable
+from engram.events import EVENTS, MEMORY_ACCESSED
+from engram.log import Log, LogEntry, Subscription, subject
+from engram.model import IMPORTANCES, Caller
+from engram.names import AGENT_PATTERN
+from engram.services.gateway.identity import Resolver, require_scope
+from engram.services.gateway.rest import ERROR_RESPONSES, caller_dependency
+from engram.services.gateway.schemas import MAX_SEQ, ImportanceName
+from engram.services.ingest.validation import MAX_LIST_ITEMS
+
+STREAM_PATH = "/events/stream"
+EVENT_STREAM_MEDIA_TYPE = "text/event-stream"
+# no-cache: an event stream is never a cached document; X-Accel-Buffering: nginx must pass each event on at once.
+STREAM_HEADERS = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+GAP_EVENT = "gap"
+HEARTBEAT = b": keep-alive\n\n"
+INTERNAL_FIELDS = frozenset({"vectors"})  # kept in the log to rebuild the index without re-embedding; not for listeners
+QUIET_EVENTS = frozenset({MEMORY_ACCESSED})  # read-count bookkeeping: sent only when asked for by name
+IMPORTANCE_RANK = {name: rank for rank, name in enumerate(IMPORTANCES)}
+NO_LOG = (
+    "Live events are read from the log, and this gateway has none: set ENGRAM_NATS_URL to the log's NATS URL "
+    "(the embedded node `engram serve` has it already)."
+)
+LOG_DOWN = "The log (NATS) is unreachable right now. Reconnect in a few seconds, with Last-Event-ID to miss nothing."
+STOPPING = "The gateway is stopping. Reconnect in a few seconds, with Last-Event-ID to miss nothing."
+
+STREAM_DESCRIPTION = f"""\
+The events of your namespace as they happen, as [Server-Sent Events]\
+(https://html.spec.whatwg.org/multipage/server-sent-events.html) (the `EventSource` API, or any HTTP client
+that reads the response as it arrives). The same events as the log's NATS subjects (see docs/events.md):
+
+```
+id: 42
+event: memory_saved
+data: {{"seq": 42, "event": "memory_saved", "agent": "claude-code", "memory_id": "…", "memory": {{…}}, …}}
+```
+
+`id` is the log sequence. To resume after a disconnection, reconnect with the header `Last-Event-ID: <id>`
+(`EventSource` does it by itself; or the `last_event_id` parameter): the missed events are replayed from the
+log, in order, each once, then the stream goes on live. Without it the stream starts with the next event.
+
+A comment line `: keep-alive` comes when nothing else was sent for ENGRAM_SSE_HEARTBEAT_SECONDS. A client
+that reads too slowly never makes the server hold more than ENGRAM_SSE_QUEUE_EVENTS events for it: the
+oldest are dropped, and before the next event it gets `event: {GAP_EVENT}` with
+`data: {{"resume_from": <seq>, "dropped": <count>}}`; reconnect with `Last-Event-ID: <resume_from>` to get
+the dropped events back. `memory_accessed` (read counts) is sent only when named in `events`."""
 
 
-def build_events_router(resolver: Resolver, settings: Settings, event_log: Log | None) -> APIRouter:
-    """The SSE route, scoped to the caller's namespace by its key."""
-    return APIRouter()
+@dataclass(frozen=True, slots=True)
+class EventFilter:
+    """What one client asked for: every condition given must hold; a set matches any of its members."""
+
+    events: frozenset[str] = frozenset()  # empty: every event except the quiet ones
+    topics: frozenset[str] = frozenset()
+    importance: str | None = None  # the minimum level
+    agent: str | None = None  # only events written by this agent (its id, or agent@device)
+    exclude: tuple[str, str] | None = None  # (agent id, device) of the caller, with exclude_self
+
+    def matches(self, event: str, body: dict[str, Any]) -> bool:
+        named = event in self.events if self.events else event not in QUIET_EVENTS
+        if not named:
+            return False
+        if self.topics and self.topics.isdisjoint(body.get("topics") or ()):
+            return False
+        if self.importance and IMPORTANCE_RANK.get(str(body.get("importance")), -1) < IMPORTANCE_RANK[self.importance]:
+            return False
+        writer, device = str(body.get("agent") or ""), str(body.get("device") or "")
+        if self.agent and self.agent not in (writer, f"{writer}@{device}"):
+            return False
+        return self.exclude is None or not written_by(self.exclude, writer, device)
+
+
+def written_by(caller: tuple[str, str], agent: str, device: str) -> bool:
+    """True when (agent, device) is the caller: the same agent id, on the same device when both are known."""
+    my_agent, my_device = caller
+    return agent == my_agent and (not my_device or not device or device == my_device)
+
+
+@dataclass(slots=True)
+class Gap:
+    """Events dropped for a slow client: the seq it last got before them, and how many there were."""
+
+    resume_from: int
+    dropped: int = 0
+
+    def frame(self) -> bytes:
+        data = json.dumps({"resume_from": self.resume_from, "dropped": self.dropped})
+        return f"event: {GAP_EVENT}\ndata: {data}\n\n".encode()
+
+
+def event_frame(entry: LogEntry) -> bytes:
+    """One log entry as an SSE event: its seq as the id, its name as the event, its body (no vectors) as data."""
+    body = {key: value for key, value in entry.body.items() if key not in INTERNAL_FIELDS}
+    body["seq"] = entry.seq
+    data = json.dumps(body, ensure_ascii=False, separators=(",", ":"))  # one line: JSON escapes newlines
+    return f"id: {entry.seq}\nevent: {entry.event}\ndata: {data}\n\n".encode()
+
+
+@dataclass(frozen=True, slots=True)
+class ServerSentEvent:
+    """One event as a client reads it."""
+
+    event: str
+    data: str
+    id: str | None = None
+
+    def json(self) -> Any:
+        return json.loads(self.data)
+
+
+class EventParser:
+    """Reads an event stream back into events, for clients (tests, the benchmark): feed it the bytes as they come.
+
+    Follows the SSE parsing rules for what the gateway writes; comment lines (heartbeats) are counted, not returned.
+    """
+
+    def __init__(self) -> None:
+        self._pending = b""
+        self._fields: dict[str, list[str]] = {}
+        self.comments = 0
+
+    def feed(self, chunk: bytes) -> list[ServerSentEvent]:
+        self._pending += chunk
+        *lines, self._pending = self._pending.split(b"\n")
+        events = []
+        for raw in lines:
+            line = raw.decode().removesuffix("\r")
+            if not line:
+                if self._fields:
+                    events.append(self._dispatch())
+            elif line.startswith(":"):
+                self.comments += 1
+            else:
+                name, _, value = line.partition(":")
+                self._fields.setdefault(name, []).append(value.removeprefix(" "))
+        return events
+
+    def _dispatch(self) -> ServerSentEvent:
+        fields, self._fields = self._fields, {}
+        ids = fields.get("id")
+        return ServerSentEvent(
+            event=fields.get("event", ["message"])[-1],
+            data="\n".join(fields.get("data", [])),
+            id=ids[-1] if ids else None,
+        )
+
+
+class ClientQueue:
+    """The frames waiting for one client, at most ``capacity``.
+
+    put() never waits, so the log consumer never waits for a client: when the queue is full the oldest frame is
+    dropped, and the client gets a gap frame (where to resume from) in front of its next frame.
+    """
+
+    def __init__(self, capacity: int, cursor: int) -> None:
+        self._frames: deque[tuple[int, bytes]] = deque()
+        self._capacity = capacity
+        self._cursor = cursor  # the seq of the last frame handed out (or the one before the first to come)
+        self._gap: Gap | None = None
+        self._changed = asyncio.Event()
+        self._ended = False
+        self.newest = cursor  # the seq of the newest frame put
+        self.dropped = 0
+
+    def __len__(self) -> int:
+        return len(self._frames)
+
+    def put(self, seq: int, frame: bytes) -> None:
+        if len(self._frames) >= self._capacity:
+            self._frames.popleft()
+            # Frames go out oldest first, so the dropped ones always follow the last one handed out.
+            if self._gap is None:
+                self._gap = Gap(self._cursor)
+            self._gap.dropped += 1
+            self.dropped += 1
+        self._frames.append((seq, frame))
+        self.newest = seq
+        self._changed.set()
+
+    def end(self) -> None:
+        """Ends the stream: next() answers None from now on (the client resumes with Last-Event-ID)."""
+        self._ended = True
+        self._changed.set()
+
+    async def next(self, heartbeat: float) -> bytes | None:
+        """What to send next: a frame (after a gap frame if frames were dropped), HEARTBEAT when nothing came
+        for ``heartbeat`` seconds, or None once the queue has ended."""
+        if not self._frames and not self._ended:
+            self._changed.clear()
+            with contextlib.suppress(TimeoutError):
+                async with asyncio.timeout(heartbeat):
+                    await self._changed.wait()
+        if self._ended:
+            return None
+        if not self._frames:
+            return HEARTBEAT
+        self._cursor, frame = self._frames.popleft()
+        gap, self._gap = self._gap, None
+        return frame if gap is None else gap.frame() + frame
+
+
+@dataclass(frozen=True, slots=True)
+class StreamStats:
+    queued: int  # frames waiting for the client (at most ENGRAM_SSE_QUEUE_EVENTS)
+    dropped: int  # frames dropped because the client read too slowly, since the stream opened
+    newest: int  # the seq of the newest frame queued
+
+
+class EventStream:
+    """One client: its filter, its queue, and the log subscription that fills the queue."""
+
+    def __init__(self, wanted: EventFilter, queue: ClientQueue, heartbeat: float) -> None:
+        self.wanted = wanted
+        self.queue = queue
+        self._heartbeat = heartbeat
+        self.subscription: Subscription | None = None
+
+    async def on_entry(self, entry: LogEntry) -> None:
+        """The log consumer's handler: filters and enqueues, never waits for the client."""
+        if self.wanted.matches(entry.event, entry.body):
+            self.queue.put(entry.seq, event_frame(entry))
+            # The consumer hands over a burst (a replay) without yielding; yielding here lets the writer send
+            # each frame at once, so a client that keeps up never loses events to a burst longer than its queue.
+            await asyncio.sleep(0)
+
+    async def chunks(self) -> AsyncIterator[bytes]:
+        while (chunk := await self.queue.next(self._heartbeat)) is not None:
+            yield chunk
+
+    async def close(self) -> None:
+        self.queue.end()
+        if self.subscription is not None:
+            with contextlib.suppress(Exception):  # the log's connection may already be gone
+                await self.subscription.unsubscribe()
+            self.subscription = None
+
+
+class EventStreams:
+    """The open streams of one gateway, each following the log from its own cursor.
+
+    stop() ends them all: the HTTP server waits for every open response before it stops. A reconnection of the
+    log ends them too (a restarted NATS server has forgotten their consumers); clients resume with Last-Event-ID.
+    """
+
+    def __init__(self, event_log: Log | None, settings: Settings) -> None:
+        self._log = event_log
+        self._capacity = settings.sse_queue_events
+        self._heartbeat = settings.sse_heartbeat_seconds
+        self._open: set[EventStream] = set()
+        self._stopped = False
+        if event_log is not None:
+            event_log.on_reconnect(self._end_all)
+
+    def __len__(self) -> int:
+        return len(self._open)
+
+    def stats(self) -> list[StreamStats]:
+        """What each open stream holds (for tests and diagnostics)."""
+        return [StreamStats(len(s.queue), s.queue.dropped, s.queue.newest) for s in self._open]
+
+    async def open(self, namespace: str, wanted: EventFilter, after: int | None) -> EventStream:
+        """A stream of the namespace's events after seq ``after`` (replayed from the log), or after the newest."""
+        if self._log is None:
+            raise Unavailable(NO_LOG, retry_after=60.0)
+        if self._stopped:
+            raise Unavailable(STOPPING)
+        if not self._log.connected:
+            raise Unavailable(LOG_DOWN)
+        last = await self._log.last_seq()
+        if after is not None and after > last:
+            raise InvalidArgument(
+                "Last-Event-ID",
+                f"{after} is beyond the end of the log ({last}): it comes from another node or an older log. "
+                "Reconnect without it.",
+            )
+        start = (last if after is None else after) + 1
+        stream = EventStream(wanted, ClientQueue(self._capacity, start - 1), self._heartbeat)
+        stream.subscription = await self._log.follow(start, stream.on_entry, subjects=subject(namespace, ">"))
+        self._open.add(stream)
+        return stream
+
+    async def release(self, stream: EventStream) -> None:
+        """Unsubscribes a stream whose response has ended, however it ended."""
+        self._open.discard(stream)
+        await stream.close()
+
+    def stop(self) -> None:
+        """Ends every open stream and refuses new ones."""
+        self._stopped = True
+        self._end_streams()
+
+    async def _end_all(self) -> None:
+        self._end_streams()
+
+    def _end_streams(self) -> None:
+        for stream in self._open:
+            stream.queue.end()
+
+
+class EventStreamResponse(StreamingResponse):
+    """A text/event-stream response for one stream, released (unsubscribed) however the response ends."""
+
+    media_type = EVENT_STREAM_MEDIA_TYPE
+
+    def __init__(self, stream: EventStream, release: Callable[[EventStream], Awaitable[None]]) -> None:
+        super().__init__(stream.chunks(), headers=STREAM_HEADERS)
+        self._stream = stream
+        self._release = release
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            await self._release(self._stream)
+
+
+class EventsRouter(APIRouter):
+    """The SSE route, with the streams it has open (the server ends them before it stops)."""
+
+    def __init__(self, streams: EventStreams, **kwargs: Any) -> None:
+        super().__init__(**kwargs)
+        self.streams = streams
+
+
+def build_events_router(resolver: Resolver, settings: Settings, event_log: Log | None) -> EventsRouter:
+    """GET /events/stream, scoped to the caller's namespace by its key."""
+    router = EventsRouter(EventStreams(event_log, settings), tags=["events"], responses=ERROR_RESPONSES)
+    CurrentCaller = Annotated[Caller, Depends(caller_dependency(resolver))]
+
+    @router.get(
+        STREAM_PATH,
+        response_class=EventStreamResponse,
+        status_code=200,
+        summary="Live events of your namespace (Server-Sent Events)",
+        description=STREAM_DESCRIPTION,
+        responses={200: {"description": "An endless stream of events, heartbeats and gap notices."}},
+    )
+    async def stream_events(
+        caller: CurrentCaller,
+        topics: Annotated[
+            list[str] | None,
+            Query(description="Only events about any of these topics (repeat it, or separate them with commas)."),
+        ] = None,
+        importance: Annotated[
+            ImportanceName | None, Query(description="Only events of memories at least this important.")
+        ] = None,
+        events: Annotated[
+            list[str] | None,
+            Query(
+                description="Only these events (repeat it, or separate them with commas): "
+                + ", ".join(EVENTS)
+                + f". Default: all but {', '.join(sorted(QUIET_EVENTS))}."
+            ),
+        ] = None,
+        agent: Annotated[
+            str | None,
+            Query(
+                pattern=f"^{AGENT_PATTERN}$",
+                description="Only events written by this agent (its id, or agent@device).",
+            ),
+        ] = None,
+        exclude_self: Annotated[
+            bool, Query(description="Skip the events you wrote yourself (same agent, and same device if known).")
+        ] = False,
+        last_event_id: Annotated[
+            int | None,
+            Query(
+                ge=0,
+                le=MAX_SEQ,
+                description="Resume after this event id, for clients that cannot set the Last-Event-ID header "
+                "(the header wins when both are given).",
+            ),
+        ] = None,
+        last_event_id_header: Annotated[
+            str | None,
+            Header(
+                alias="Last-Event-ID",
+                description="Resume after this event id (a log sequence): the missed events are replayed first.",
+            ),
+        ] = None,
+    ) -> EventStreamResponse:
+        require_scope(caller, "read")
+        wanted = EventFilter(
+            events=_event_names(events),
+            topics=_listed("topics", topics),
+            importance=importance,
+            agent=agent,
+            exclude=(caller.agent_id, caller.device) if exclude_self else None,
+        )
+        after = _resume_after(last_event_id_header, last_event_id)
+        stream = await router.streams.open(caller.namespace, wanted, after)
+        return EventStreamResponse(stream, router.streams.release)
+
+    return router
+
+
+def _listed(field: str, values: Iterable[str] | None) -> frozenset[str]:
+    """Repeated and comma-separated values alike: ``?topics=a,b&topics=c``."""
+    names = frozenset(part.strip() for value in values or () for part in value.split(",") if part.strip())
+    if len(names) > MAX_LIST_ITEMS:
+        raise InvalidArgument(field, f"give at most {MAX_LIST_ITEMS}.")
+    return names
+
+
+def _event_names(values: Iterable[str] | None) -> frozenset[str]:
+    names = _listed("events", values)
+    unknown = sorted(names - set(EVENTS))
+    if unknown:
+        raise InvalidArgument("events", f"unknown event {', '.join(unknown)}; the events are: {', '.join(EVENTS)}.")
+    return names
+
+
+def _resume_after(header: str | None, query: int | None) -> int | None:
+    """The Last-Event-ID header first: EventSource updates it on every reconnection, while the URL stays the same."""
+    if header is None or not header.strip():
+        return query
+    text = header.strip()
+    if not (text.isascii() and text.isdigit()) or int(text) > MAX_SEQ:
+        raise InvalidArgument("Last-Event-ID", f"{text[:40]!r} is not an event id (a log sequence number).")
+    return int(text)

@@ -17,7 +17,10 @@ from engram.log import Log
 from engram.ports import listen_socket
 from engram.services.gateway.app import build_app
 from engram.services.gateway.backend import Backend
+from engram.services.gateway.events import EventStreams
 from engram.services.gateway.identity import check_bind
+
+STOP_GRACE_SECONDS = 5.0  # how long stopping waits for running requests before it drops their connections
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,10 +39,13 @@ class GatewayDeps:
 class RunningGateway:
     """A started gateway: ``stop()`` stops taking requests, ``close()`` then closes its clients of the services."""
 
-    def __init__(self, server: _Uvicorn, task: asyncio.Task[None], url: str, backend: Backend) -> None:
-        self._server, self._task, self.url, self._backend = server, task, url, backend
+    def __init__(
+        self, server: _Uvicorn, task: asyncio.Task[None], url: str, backend: Backend, streams: EventStreams
+    ) -> None:
+        self._server, self._task, self.url, self._backend, self._streams = server, task, url, backend, streams
 
     async def stop(self) -> None:
+        self._streams.stop()  # live event streams never end by themselves, and uvicorn waits for open responses
         await stop_http(self._server, self._task)
 
     async def close(self) -> None:
@@ -53,14 +59,12 @@ async def build_server(settings: Settings, deps: GatewayDeps) -> RunningGateway:
         ingest_addr=deps.ingest_addr, search_addr=deps.search_addr, consolidation_addr=deps.consolidation_addr
     )
     try:
-        server, task, url = await start_http(
-            build_app(settings, backend, deps.keys, event_log=deps.event_log), settings.host, settings.port,
-            sock=deps.sock,
-        )  # fmt: skip
+        app = build_app(settings, backend, deps.keys, event_log=deps.event_log)
+        server, task, url = await start_http(app, settings.host, settings.port, sock=deps.sock)
     except BaseException:
         await backend.close()
         raise
-    return RunningGateway(server, task, url, backend)
+    return RunningGateway(server, task, url, backend, app.state.event_streams)
 
 
 class _Uvicorn(uvicorn.Server):
@@ -94,7 +98,16 @@ async def start_http(
     return server, task, f"http://{shown}:{bound}"
 
 
-async def stop_http(server: _Uvicorn, task: asyncio.Task[None]) -> None:
+async def stop_http(server: _Uvicorn, task: asyncio.Task[None], *, grace: float = STOP_GRACE_SECONDS) -> None:
+    """Stops taking requests, lets running ones finish for up to ``grace`` seconds, then drops their connections.
+
+    A client that stopped reading never lets its response finish (its writes wait for a drain that never comes),
+    and uvicorn waits for every open connection: without the drop, such a client would keep the node running.
+    """
     server.should_exit = True
+    done, _ = await asyncio.wait({task}, timeout=grace)
+    if not done:
+        for connection in list(server.server_state.connections):
+            connection.transport.abort()
     with contextlib.suppress(asyncio.CancelledError):
         await task
