@@ -1,0 +1,151 @@
+"""Who is calling, against a real secured node: over HTTP agent@device, X-Engram-Device and X-Engram-Team, keys
+that fix a device and a team, shared keys and the refusal of a caller that names nobody; over stdio (`engram mcp`)
+ENGRAM_DEVICE and the Claude Code agent team the process runs in."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from engram.keys import KeyStore
+from tests.conftest import NodeHandle
+from tests.helpers.mcp import call, http_client, stdio_client
+
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+
+
+def unique(prefix: str = "t") -> str:
+    return f"{prefix}{uuid.uuid4().hex[:10]}"
+
+
+@pytest.fixture
+def api(secured_node: NodeHandle) -> Iterator[httpx.Client]:
+    with httpx.Client(base_url=secured_node.http_url, timeout=60) as client:
+        yield client
+
+
+def key(node: NodeHandle, **fields: str) -> str:
+    """A key in a namespace of its own; without ``agent`` it is shared."""
+    _, secret = KeyStore(node.settings.keys_path).create(namespace=unique("ns"), **fields)
+    return secret
+
+
+def save(api: httpx.Client, secret: str, headers: dict[str, str] | None = None) -> dict[str, Any]:
+    """Saves through REST with ``headers`` and reads the memory back as the same caller."""
+    headers = {"Authorization": f"Bearer {secret}", **(headers or {})}
+    saved = api.post(
+        "/v1/memories", json={"content": f"The session cookie is rotated hourly {unique()}"}, headers=headers
+    )
+    assert saved.status_code == 201, saved.text
+    got = api.get(f"/v1/memories/{saved.json()['id']}", headers=headers)
+    assert got.status_code == 200, got.text
+    memory: dict[str, Any] = got.json()
+    return memory
+
+
+def test_rest_headers_name_the_agent_its_device_and_team(secured_node: NodeHandle, api: httpx.Client) -> None:
+    shared = key(secured_node)
+    memory = save(
+        api, shared, {"X-Engram-Agent-ID": "claude-code", "X-Engram-Device": "laptop", "X-Engram-Team": "auth"}
+    )
+    assert memory["owner_agent"] == "claude-code"
+    assert memory["origin"]["device"] == "laptop"
+    assert memory["team"] == "auth"
+
+
+def test_rest_agent_at_device_owns_as_the_agent_and_records_the_device(
+    secured_node: NodeHandle, api: httpx.Client
+) -> None:
+    memory = save(api, key(secured_node), {"X-Engram-Agent-ID": "gemini-cli@desktop"})
+    assert (memory["owner_agent"], memory["origin"]["device"]) == ("gemini-cli", "desktop")
+
+
+def test_a_keys_agent_device_and_team_apply_when_the_request_names_none(
+    secured_node: NodeHandle, api: httpx.Client
+) -> None:
+    memory = save(api, key(secured_node, agent="robot@jetson-7", team="robots"))
+    assert (memory["owner_agent"], memory["origin"]["device"], memory["team"]) == ("robot", "jetson-7", "robots")
+    fixed = key(secured_node, agent="robot@jetson-7", device="jetson-8", team="robots")
+    memory = save(api, fixed, {"X-Engram-Device": "bench", "X-Engram-Team": "perf"})
+    assert (memory["owner_agent"], memory["origin"]["device"], memory["team"]) == ("robot", "bench", "perf")
+
+
+async def test_a_caller_on_the_nodes_machine_gets_its_host_name_as_device(
+    secured_node: NodeHandle, api: httpx.Client
+) -> None:
+    # ping shows the gateway's resolution itself (a memory's origin could also come from ingest's own default).
+    async with http_client(secured_node.mcp_url, key=key(secured_node, agent="claude-code")) as client:
+        pong = await call(client, "ping")
+    assert pong["identity"] == f"claude-code@{socket.gethostname()}"
+    memory = save(api, key(secured_node, agent="claude-code"))
+    assert memory["origin"]["device"] == socket.gethostname()
+
+
+def test_a_shared_key_caller_that_names_nobody_is_refused_with_how_to_name_itself(
+    secured_node: NodeHandle, api: httpx.Client
+) -> None:
+    refused = api.post(
+        "/v1/memories", json={"content": "nobody wrote this"}, headers={"Authorization": f"Bearer {key(secured_node)}"}
+    )
+    assert refused.status_code == 400, refused.text
+    detail = refused.json()["detail"]
+    for how in ("X-Engram-Agent-ID", "?agent_id=", "clientInfo.name", "--agent"):
+        assert how in detail
+
+
+@pytest.mark.parametrize(("header", "value"), [("X-Engram-Device", "my laptop"), ("X-Engram-Team", "auth.v2")])
+def test_a_bad_device_or_team_header_is_refused_naming_it(
+    secured_node: NodeHandle, api: httpx.Client, header: str, value: str
+) -> None:
+    refused = api.post(
+        "/v1/memories",
+        json={"content": "x"},
+        headers={"Authorization": f"Bearer {key(secured_node, agent='alice')}", header: value},
+    )
+    assert refused.status_code == 400, refused.text
+    assert header in refused.json()["detail"]
+
+
+async def test_mcp_headers_reach_the_caller_and_the_saved_memory(secured_node: NodeHandle) -> None:
+    headers = {"X-Engram-Device": "laptop", "X-Engram-Team": "auth"}
+    async with http_client(secured_node.mcp_url, key=key(secured_node), name="claude-code", headers=headers) as client:
+        pong = await call(client, "ping")
+        saved = await call(client, "save_memory", content=f"Tokens are signed with ES256 {unique()}")
+        got = await call(client, "get_memory", id=saved["id"])
+    assert (pong["agent"], pong["device"], pong["team"], pong["identity"]) == (
+        "claude-code", "laptop", "auth", "claude-code@laptop"
+    )  # fmt: skip
+    assert pong["source"] == "claude-code"
+    assert (got["owner_agent"], got["origin"]["device"], got["team"]) == ("claude-code", "laptop", "auth")
+
+
+async def test_stdio_caller_is_on_engram_device_in_the_claude_code_team(
+    secured_node: NodeHandle, tmp_path: Path
+) -> None:
+    teams = tmp_path / "claude" / "teams"
+    for age, team in enumerate(("auth", "finished")):  # the newest, "finished", has every member stopped
+        config = teams / team / "config.json"
+        config.parent.mkdir(parents=True)
+        members = [{"agentId": f"team-lead@{team}", "name": "team-lead", "isActive": team == "auth"}]
+        config.write_text(json.dumps({"name": team, "members": members}))
+        os.utime(config, (1_700_000_000 + age, 1_700_000_000 + age))
+    env = {
+        "ENGRAM_LOG_LEVEL": "WARNING",
+        "ENGRAM_API_KEY": key(secured_node),
+        "ENGRAM_DEVICE": "jetson-7",
+        "CLAUDE_CONFIG_DIR": str(tmp_path / "claude"),
+    }
+    async with stdio_client(secured_node.home, env, name="claude-code") as client:
+        pong = await call(client, "ping")
+        saved = await call(client, "save_memory", content=f"The robot arm calibrates at boot {unique()}")
+        got = await call(client, "get_memory", id=saved["id"])
+    assert (pong["identity"], pong["team"], pong["source"]) == ("claude-code@jetson-7", "auth", "claude-code")
+    assert (got["owner_agent"], got["origin"]["device"], got["team"]) == ("claude-code", "jetson-7", "auth")
