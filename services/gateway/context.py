@@ -355,11 +355,11 @@ class SessionContext:
         require_scope(caller, "read")
         flt = SearchFilter(project=project or "")
         pinned = SearchFilter(project=project or "", tags=[PINNED_TAG])
-        reads = [self.recent(caller, RECENT_CANDIDATES, flt), self.recent(caller, PINNED_CANDIDATES, pinned)]
-        if query:
-            reads.append(self._hits(caller, query, flt))
-        recent, pins, *found = await asyncio.gather(*reads)
-        hits = found[0] if found else []
+        recent, pins, hits = await asyncio.gather(
+            self.recent(caller, RECENT_CANDIDATES, flt),
+            self.recent(caller, PINNED_CANDIDATES, pinned),
+            self._hits(caller, query, flt),
+        )
         candidates = rank([*pins, *recent], hits, self._weights, now=time.time())
         return await asyncio.to_thread(compose, candidates, self.tokens, token_budget)
 
@@ -386,7 +386,10 @@ class SessionContext:
             caller, memory_id, min_seq=self._cursors.min_seq(caller.namespace), with_history=True
         )
 
-    async def _hits(self, caller: Caller, query: str, flt: SearchFilter) -> list[tuple[Memory, float]]:
+    async def _hits(self, caller: Caller, query: str | None, flt: SearchFilter) -> list[tuple[Memory, float]]:
+        """The search hits for ``query`` with their scores; none without a query."""
+        if not query:
+            return []
         outcome = await self._backend.search(
             caller, query, limit=QUERY_CANDIDATES, flt=flt,
             min_seq=self._cursors.min_seq(caller.namespace),
