@@ -14,7 +14,7 @@ from typing import Any
 from pydantic import BaseModel, ValidationError
 
 from engram.config import DEFAULT_SEARCH_LIMIT, Settings
-from engram.errors import EngramError, ImportStopped, InvalidArgument
+from engram.errors import EngramError, ImportStopped, InvalidArgument, RemoteError
 from engram.index import DENSE
 from engram.model import (
     HANDOFF_STATUSES,
@@ -386,6 +386,9 @@ class Operations:
         if not name:
             raise InvalidArgument("team", NO_TEAM)
         job = await self._backend.run_job(caller, "team_summary", {"team": name})
+        if job.state == "failed":
+            # The job's error says what to do (e.g. an empty team: save memories in it first); keep its kind.
+            raise RemoteError(str(job.result.get("code") or "internal"), f"{job.summary} (job {job.id})")
         return ConsolidateResult(team=name, job=JobOut.of(job), summary=await self._job_memory(caller, job))
 
     async def _job_memory(self, caller: Caller, job: Job) -> MemoryOut | None:

@@ -185,6 +185,13 @@ async def test_consolidate_without_a_team_says_how_to_name_or_join_one(node: Nod
     assert "name a team, or join one" in text
 
 
+def test_consolidating_a_team_without_memories_says_to_save_some_first(api: httpx.Client, space: str) -> None:
+    team = unique("empty")
+    problem = assert_problem(api.post(f"/v1/teams/{team}/consolidate", headers=who("lead", key=space)), 409)
+    assert f"Team '{team}' has no active memories to summarise" in problem["detail"]
+    assert "(job " in problem["detail"]
+
+
 def test_consolidate_needs_the_write_scope(node: NodeHandle, api: httpx.Client) -> None:
     reader = node.create_key(unique("ns"), "reader", scopes=("read",))
     problem = assert_problem(api.post("/v1/teams/auth/consolidate", headers={"Authorization": f"Bearer {reader}"}), 403)
