@@ -213,6 +213,14 @@ _HANDOFF_MOVE: dict[int | str, dict[str, Any]] = {
         "description": "expected_version is stale, or the handoff is not in a state that can move there",
     },
 }
+# A team summary: 409 when the team has nothing to summarise or its summary is already being written.
+_CONSOLIDATE: dict[int | str, dict[str, Any]] = {
+    409: {
+        "model": Problem,
+        "content": {PROBLEM_MEDIA_TYPE: {}},
+        "description": "The team has no active memories, or its summary is being written already",
+    }
+}
 # A change to a memory: 403 also when another agent owns it, 409 when expected_version is stale.
 _CHANGE: dict[int | str, dict[str, Any]] = {
     **_NOT_FOUND,
@@ -530,15 +538,15 @@ def add_coordination_routes(router: APIRouter, ops: Operations, resolver: Resolv
         the team summaries matching it (`summaries`, as search hits)."""
         return await ops.teams(caller, search=search, limit=limit)
 
-    @router.post("/teams/{team}/consolidate", response_model=ConsolidateResult, tags=["coordination"],
-                 summary="Summarise a team's memories")  # fmt: skip
+    @router.post("/teams/{team}/consolidate", response_model=ConsolidateResult, responses=_CONSOLIDATE,
+                 tags=["coordination"], summary="Summarise a team's memories")  # fmt: skip
     async def consolidate_team(team: Annotated[str, _path(TeamName)], caller: CurrentCaller) -> ConsolidateResult:
         """Runs the team-summary job: a Markdown digest of the team's memories by category, saved as a
         team-summary memory that supersedes the previous one. 503 when the gateway has no consolidation service."""
         return await ops.consolidate_team(caller, team)
 
-    @router.post("/teams:consolidate", response_model=ConsolidateResult, tags=["coordination"],
-                 summary="Summarise your own team's memories")  # fmt: skip
+    @router.post("/teams:consolidate", response_model=ConsolidateResult, responses=_CONSOLIDATE,
+                 tags=["coordination"], summary="Summarise your own team's memories")  # fmt: skip
     async def consolidate_own_team(caller: CurrentCaller) -> ConsolidateResult:
         """As /v1/teams/{team}/consolidate for the caller's team (X-Engram-Team or the key's); 400 without one."""
         return await ops.consolidate_team(caller)
