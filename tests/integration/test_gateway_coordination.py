@@ -20,7 +20,7 @@ from engram.services.gateway.app import build_app
 from engram.services.gateway.backend import Backend
 from engram.services.node import cli
 from tests.conftest import NodeHandle
-from tests.helpers.mcp import call, http_client
+from tests.helpers.mcp import call, http_client, stdio_client
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -389,6 +389,18 @@ async def test_a_save_without_context_gets_the_previous_save_of_its_mcp_session(
     assert in_conversation["memory"]["context"] == "", "a conversation's first save: ingest derives the rest"
     assert after["memory"]["context"] == in_conversation["memory"]["content"]
     assert plain["memory"]["context"] == "", "a private memory never situates a normal one"
+
+
+async def test_a_stdio_server_is_one_session_whose_saves_situate_the_next(node: NodeHandle) -> None:
+    first = f"Q: where do the nightly backups go? {unique()}"
+    env = {"ENGRAM_LOG_LEVEL": "WARNING", "ENGRAM_AGENT_ID": "robot-7", "ENGRAM_TEAM": "fleet"}
+    async with stdio_client(node.home, env, name="robot-agent") as client:
+        pong = await call(client, "ping")
+        await call(client, "save_memory", content=first)
+        answer = await call(client, "save_memory", content=f"A: to the NAS in rack 2 {unique()}")
+    assert (pong["team"], pong["identity"].split("@")[0]) == ("fleet", "robot-agent")
+    assert answer["memory"]["context"] == first
+    assert answer["memory"]["team"] == "fleet" and "team:fleet" in answer["memory"]["tags"]
 
 
 async def test_requests_without_a_session_get_no_derived_context(node: NodeHandle, space: str) -> None:
