@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import logging
 from collections import defaultdict
 from collections.abc import AsyncIterator, Callable, Iterator, Sequence
 from contextvars import ContextVar
@@ -60,8 +59,6 @@ from engram.services.gateway.identity import require_scope
 from engram.services.gateway.operations import CursorTracker
 from engram.services.gateway.schemas import MemoryId
 from engram.services.ingest.validation import MAX_FIELD_CHARS
-
-log = logging.getLogger(__name__)
 
 PROFILE_URI = "engram://profile"
 RECENT_URI = "engram://recent"

@@ -20,7 +20,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.types import Implementation, ResourceUpdatedNotification, TextResourceContents
 
 from tests.conftest import NodeHandle
-from tests.helpers.mcp import http_client
+from tests.helpers.mcp import call, http_client, stdio_client
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -162,18 +162,33 @@ async def test_the_memory_template_shows_one_memory_and_says_when_there_is_none(
     assert "No memory with id" in missing.value.error.message
 
 
+@pytest.mark.parametrize("mode", ["legacy", "auto"])  # the initialize handshake, and 2026-07-28
 async def test_resources_show_the_callers_namespace_only(
-    secured_node: NodeHandle, api: httpx.Client, space: str
+    secured_node: NodeHandle, api: httpx.Client, space: str, mode: str
 ) -> None:
     mine = save(api, as_agent(space, "claude-code"), "Our staging cluster is in eu-west-1.", memory_type="preference",
                 project="infra", tags=["workflow"])  # fmt: skip
     other = secured_node.create_key(unique("ns"), "gemini-cli")
-    async with http_client(secured_node.mcp_url, key=other) as client:
+    async with http_client(secured_node.mcp_url, key=other, mode=mode) as client:
         texts = [await read(client, uri) for uri in sorted(URIS)]
         with pytest.raises(MCPError) as foreign:
             await client.read_resource(f"engram://memory/{mine}")
     assert all(mine not in text and "eu-west-1" not in text and "infra" not in text for text in texts)
     assert "No memory with id" in foreign.value.error.message
+
+
+async def test_resources_and_session_context_over_stdio(secured_node: NodeHandle, api: httpx.Client) -> None:
+    key = secured_node.create_key(unique("ns"), "")
+    saved = save(api, as_agent(key, "claude-code"), "The user prefers dark mode.", memory_type="preference")
+    assert api.get(f"/v1/memories/{saved}", headers=as_agent(key, "claude-code")).status_code == 200  # indexed now
+    env = {"ENGRAM_LOG_LEVEL": "WARNING", "ENGRAM_API_KEY": key, "ENGRAM_AGENT_ID": "cursor", "ENGRAM_DEVICE": "desk"}
+    async with stdio_client(secured_node.home, env) as client:
+        profile = await read(client, "engram://profile")
+        memory = await read(client, f"engram://memory/{saved}")
+        context = await call(client, "session_context", token_budget=200)
+    assert "**pytest-stdio@desk**" in profile and saved in profile  # clientInfo.name names the agent
+    assert memory.startswith("# The user prefers dark mode.")
+    assert [m["id"] for m in context["memories"]] == [saved] and context["tokens"] <= 200
 
 
 @contextlib.asynccontextmanager
