@@ -25,7 +25,7 @@ WORLD_FROM = "_world_from"
 WORLD_TO = "_world_to"
 EXPIRES_TS = "_expires_ts"  # when the memory is due to expire (a pending handoff's deadline counts), or FAR
 FAR = 1e15
-HANDOFF_TO = "_handoff_to"  # a handoff's target agent ("" for other memories), for handoff filters
+HANDOFF_TO = "_handoff_to"  # a handoff's target, and its agent part for an agent@device target (handoff filters)
 HANDOFF_STATUS = "_handoff_status"  # a handoff's status ("" for other memories)
 KEYWORD_FIELDS = (
     "id", "tags", "owner_agent", "memory_type", "status", "topics", "conversation_id", "project", "team",

@@ -423,6 +423,11 @@ class Operations:
             caller, limit=request.limit, flt=flt, page_token=request.page_token or "",
             min_seq=self._cursors.min_seq(caller.namespace, request.min_seq),
         )  # fmt: skip
+        if request.role == "to_me":  # a handoff to agent@device is the agent's on that device only
+            mine = (caller.agent_id, caller.identity)
+            outcome = dataclasses.replace(
+                outcome, memories=[m for m in outcome.memories if m.handoff is None or m.handoff.target_agent in mine]
+            )
         return _listed(outcome)
 
     async def move_handoff(

@@ -566,11 +566,18 @@ def _point(entry: LogEntry) -> IndexPoint | None:
     handoff = payload.get("handoff") or {}
     if not isinstance(handoff, dict):
         raise ValueError("its handoff is not a JSON object")
-    payload[HANDOFF_TO] = str(handoff.get("target_agent") or "")
+    payload[HANDOFF_TO] = _handoff_targets(str(handoff.get("target_agent") or ""))
     payload[HANDOFF_STATUS] = str(handoff.get("status") or "")
     payload[EXPIRES_TS] = _expires_ts(payload, handoff)
     vectors = body["vectors"]
     return IndexPoint(id=payload["id"], payload=payload, dense=decode_dense(vectors), sparse=decode_sparse(vectors))
+
+
+def _handoff_targets(target: str) -> list[str]:
+    """The values a handoff filter matches: its target, and for a target written ``agent@device`` the agent too
+    (so the agent's listing finds it; only that device may accept it)."""
+    agent, at, _ = target.rpartition("@")
+    return [target, agent] if at and agent else [target] if target else []
 
 
 def _expires_ts(payload: dict[str, Any], handoff: dict[str, Any]) -> float:

@@ -65,10 +65,10 @@ async def test_two_agents_share_findings_hand_work_over_and_a_third_starts_with_
         http_client(story_node.mcp_url, key=key_b, name="gemini-cli") as b,
     ):
         # A saves two findings in team auth; B hears of both over SSE, with who wrote them and from where.
-        f1 = await call(a, "save_memory", content="The auth service caches JWKS keys for 24 hours, so a rotated "
-                        "signing key is rejected until the cache expires.", memory_type="finding", topics=["auth"])  # fmt: skip
-        f2 = await call(a, "save_memory", content="Login latency spikes come from bcrypt cost 14 on the 2-core "
-                        "pods; cost 12 halves it.", memory_type="finding", topics=["auth", "performance"])  # fmt: skip
+        jwks = "The auth service caches JWKS keys for 24 hours, so a rotated signing key is rejected until then."
+        bcrypt = "Login latency spikes come from bcrypt cost 14 on the 2-core pods; cost 12 halves it."
+        f1 = await call(a, "save_memory", content=jwks, memory_type="finding", topics=["auth"])
+        f2 = await call(a, "save_memory", content=bcrypt, memory_type="finding", topics=["auth", "performance"])
         heard = await feed_b.until_id(f2["seq"])
         saved = [e.json() for e in heard if e.event == "memory_saved"]
         assert [e["memory_id"] for e in saved] == [f1["id"], f2["id"]]
@@ -86,11 +86,14 @@ async def test_two_agents_share_findings_hand_work_over_and_a_third_starts_with_
         assert own["memory"]["owner_agent"] == "gemini-cli"
 
         # A hands its work over to B; B hears of it and finds it pending, accepts it and completes it; A hears that.
-        handoff = await call(a, "create_handoff", target_agent="gemini-cli",
-                             context="Rotate the JWKS cache TTL down to 1 hour and verify login still works.",
-                             active_files=["auth/jwks.py"], next_steps=["lower the TTL", "run the login e2e suite"])  # fmt: skip
+        handoff = await call(
+            a, "create_handoff", target_agent="gemini-cli", active_files=["auth/jwks.py"],
+            context="Rotate the JWKS cache TTL down to 1 hour and verify login still works.",
+            next_steps=["lower the TTL", "run the login e2e suite"],
+        )  # fmt: skip
         created = (await feed_b.until_id(handoff["seq"]))[-1]
-        assert (created.event, created.json()["memory"]["handoff"]["target_agent"]) == ("handoff_created", "gemini-cli")
+        assert created.event == "handoff_created"
+        assert created.json()["memory"]["handoff"]["target_agent"] == "gemini-cli"
         pending = (await call(b, "list_handoffs"))["memories"]
         assert [m["id"] for m in pending] == [handoff["id"]]
         await call(b, "accept_handoff", id=handoff["id"])

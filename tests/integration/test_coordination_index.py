@@ -129,7 +129,7 @@ async def test_handoff_events_create_and_version_a_memory_and_count_as_creations
         (current,) = running.index.retrieve(NS, [created.id])
         earlier = sorted(running.versions.versions_of(NS, created.id), key=lambda p: p["version"])
         assert (current["version"], current["_event"], current["seq"]) == (3, HANDOFF_COMPLETED, seqs[2])
-        assert (current[HANDOFF_TO], current[HANDOFF_STATUS]) == ("gemini-cli", "completed")
+        assert (current[HANDOFF_TO], current[HANDOFF_STATUS]) == (["gemini-cli"], "completed")
         assert [(p["version"], p["_event"], p[HANDOFF_STATUS]) for p in earlier] == [
             (1, HANDOFF_CREATED, "pending"),
             (2, HANDOFF_ACCEPTED, "accepted"),
@@ -275,7 +275,7 @@ async def test_an_index_of_an_earlier_layout_is_rebuilt_from_the_log(
     running = await start(log, *layout.open())
     try:
         assert [m for m in rebuilds(caplog) if "earlier version (layout 1, now 2)" in m], rebuilds(caplog)
-        assert [p[HANDOFF_TO] for p in running.index.retrieve(NS, handoff_ids)] == ["claude-code"]
+        assert [p[HANDOFF_TO] for p in running.index.retrieve(NS, handoff_ids)] == [["claude-code"]]
         assert dict(running.indexer.registry.agents(NS)) == STORY_REGISTRY
         assert running.index.indexer_state()["layout"] == LAYOUT
     finally:

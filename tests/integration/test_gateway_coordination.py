@@ -214,6 +214,18 @@ async def test_a_gateway_without_consolidation_answers_503_naming_the_setting(no
 # --- handoffs ------------------------------------------------------------------------------------------------
 
 
+async def test_a_handoff_to_agent_at_device_is_listed_for_that_device_only(node: NodeHandle, space: str) -> None:
+    async with (
+        http_client(node.mcp_url, key=space, agent="claude-code@laptop", name="claude-code") as alice,
+        http_client(node.mcp_url, key=space, agent="gemini-cli@desktop", name="gemini-cli") as on_desktop,
+        http_client(node.mcp_url, key=space, agent="gemini-cli@laptop", name="gemini-cli") as on_laptop,
+    ):
+        created = await call(alice, "create_handoff", target_agent="gemini-cli@desktop", context="Finish the port.")
+        assert [m["id"] for m in (await call(on_desktop, "list_handoffs"))["memories"]] == [created["id"]]
+        assert (await call(on_laptop, "list_handoffs"))["memories"] == []
+        await call(on_desktop, "accept_handoff", id=created["id"])
+
+
 async def test_a_handoff_is_created_found_by_its_target_accepted_and_completed(node: NodeHandle, space: str) -> None:
     async with (
         http_client(node.mcp_url, key=space, agent="claude-code@laptop", name="claude-code") as alice,
