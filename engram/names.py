@@ -16,6 +16,10 @@ AGENT_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._@-]{0,127}"
 AGENT_RULE = "use 1-128 characters from A-Z a-z 0-9 '_' '-' '.' '@', starting with a letter or digit (no spaces)."
 # A device is the part after the last "@" of "agent@device" (a host name, usually), so it holds no "@".
 DEVICE_PATTERN = r"[A-Za-z0-9][A-Za-z0-9._-]{0,63}"
+# How callers name themselves: an agent id, or "agent@device" (split at the last "@", the device part then follows
+# DEVICE_PATTERN), at most MAX_IDENTITY_CHARS long. Published as the pattern of the agent header and query parameter.
+IDENTITY_PATTERN = r"[A-Za-z0-9](?:[A-Za-z0-9._@-]*@[A-Za-z0-9][A-Za-z0-9._-]{0,63}|[A-Za-z0-9._-]*)"
+MAX_IDENTITY_CHARS = 128
 DEVICE_RULE = "use 1-64 characters from A-Z a-z 0-9 '_' '-' '.', starting with a letter or digit (no '@' or spaces)"
 # Teams become "team:<name>" tags and filters, and Claude Code's team names are kebab-case: the namespace rule fits.
 TEAM_PATTERN = NAMESPACE_PATTERN

@@ -75,7 +75,9 @@ class EdgeMiddleware:
             raise _too_large(declared, limit, setting, streamed)
         mcp_post = scope["method"] == "POST" and path == policy.mcp_path
         reads_json = mcp_post or policy.reads_json(scope["method"], path)
-        if reads_json:
+        # A request without a body (optional bodies, e.g. accepting a handoff) names no media type, rightly.
+        has_body = bool(declared) or "transfer-encoding" in headers
+        if reads_json and (has_body or mcp_post):
             _require_json(headers.get("content-type", ""))
         if streamed:
             await self._app(scope, _counted(receive, limit, setting), send)

@@ -540,8 +540,8 @@ def _filter(filters: Filters, *, as_of: float | None = None) -> SearchFilter:
         memory_types=[types] if isinstance(types, str) else list(types or []),
         project=filters.project or "",
         conversation_id=filters.conversation_id or "",
-        created_after=_time("created_after", filters.created_after),
-        created_before=_time("created_before", filters.created_before),
+        created_after=_bound("created_after", filters.created_after),
+        created_before=_bound("created_before", filters.created_before),
         statuses=wanted,
         team=filters.team or "",
         as_of=as_of,
@@ -592,6 +592,13 @@ def _fix(item: Any) -> str:
     if kind == "string_pattern_mismatch" and (item.get("ctx") or {}).get("pattern") == f"^{AGENT_PATTERN}$":
         return f"{str(item.get('input'))[:40]!r} is not an agent id: {AGENT_RULE}"
     return str(item.get("msg", "is invalid")).rstrip(".") + "."
+
+
+def _bound(field: str, value: str | None) -> float | None:
+    """A filter's time bound: absent, or an RFC 3339 time (an empty one is a mistake, not "no bound")."""
+    if value is not None and not value.strip():
+        raise InvalidArgument(field, "is empty; give an RFC 3339 time, e.g. 2026-01-31T12:00:00Z, or leave it out.")
+    return _time(field, value)
 
 
 def _time(field: str, value: str | None) -> float | None:

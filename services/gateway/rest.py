@@ -20,7 +20,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from engram.config import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, Settings
 from engram.errors import DEFAULT_RETRY_AFTER_SECONDS, EngramError, ImportStopped, PayloadTooLarge, VersionConflict
 from engram.model import Caller
-from engram.names import AGENT_PATTERN
+from engram.names import DEVICE_PATTERN, IDENTITY_PATTERN, MAX_IDENTITY_CHARS, TEAM_PATTERN
 from engram.services.gateway.identity import REST_SOURCE, RequestIdentity, Resolver
 from engram.services.gateway.operations import Operations, describe_validation
 from engram.services.gateway.schemas import (
@@ -279,7 +279,8 @@ def caller_dependency(resolver: Resolver) -> Callable[..., Awaitable[Caller]]:
             str | None,
             Header(
                 alias="X-Engram-Agent-ID",
-                pattern=f"^{AGENT_PATTERN}$",
+                pattern=f"^{IDENTITY_PATTERN}$",
+                max_length=MAX_IDENTITY_CHARS,
                 description="The agent acting, as agent or agent@device; defaults to the key's agent.",
             ),
         ] = None,
@@ -287,17 +288,26 @@ def caller_dependency(resolver: Resolver) -> Callable[..., Awaitable[Caller]]:
             str | None,
             Query(
                 alias="agent_id",
-                pattern=f"^{AGENT_PATTERN}$",
+                pattern=f"^{IDENTITY_PATTERN}$",
+                max_length=MAX_IDENTITY_CHARS,
                 description="The agent acting, when a header is impractical.",
             ),
         ] = None,
         _device_header: Annotated[
             str | None,
-            Header(alias="X-Engram-Device", description="The device the agent runs on (its host name, e.g. laptop)."),
+            Header(
+                alias="X-Engram-Device",
+                pattern=f"^{DEVICE_PATTERN}$",
+                description="The device the agent runs on (its host name, e.g. laptop).",
+            ),
         ] = None,
         _team_header: Annotated[
             str | None,
-            Header(alias="X-Engram-Team", description="The agent's team; its saves are tagged team:<name>."),
+            Header(
+                alias="X-Engram-Team",
+                pattern=f"^{TEAM_PATTERN}$",
+                description="The agent's team; its saves are tagged team:<name>.",
+            ),
         ] = None,
     ) -> Caller:
         # The parameters document and pre-check the hints; the resolver reads them from the request itself, and
@@ -540,7 +550,10 @@ def add_coordination_routes(router: APIRouter, ops: Operations, resolver: Resolv
 
     @router.post("/teams/{team}/consolidate", response_model=ConsolidateResult, responses=_CONSOLIDATE,
                  tags=["coordination"], summary="Summarise a team's memories")  # fmt: skip
-    async def consolidate_team(team: Annotated[str, _path(TeamName)], caller: CurrentCaller) -> ConsolidateResult:
+    async def consolidate_team(
+        team: Annotated[str, Path(pattern=f"^{TEAM_PATTERN}$", description=_field(TeamName).description)],
+        caller: CurrentCaller,
+    ) -> ConsolidateResult:
         """Runs the team-summary job: a Markdown digest of the team's memories by category, saved as a
         team-summary memory that supersedes the previous one. 503 when the gateway has no consolidation service."""
         return await ops.consolidate_team(caller, team)

@@ -24,7 +24,7 @@ from engram.model import (
     Relation,
     format_time,
 )
-from engram.names import AGENT_PATTERN
+from engram.names import AGENT_PATTERN, IDENTITY_PATTERN, MAX_IDENTITY_CHARS, TEAM_PATTERN
 from engram.results import AgentInfo, Job, TeamInfo
 from engram.services.gateway.derived import DerivedModel
 from engram.services.ingest.validation import MAX_FIELD_CHARS, MAX_LABEL_CHARS, MAX_LIST_ITEMS, MAX_SUMMARY_CHARS
@@ -239,9 +239,7 @@ PointInTime = Annotated[
 TeamName = Annotated[
     str | None,
     Field(
-        min_length=1,
-        max_length=MAX_FIELD_CHARS,
-        pattern=r"\S",
+        pattern=f"^{TEAM_PATTERN}$",
         description="The team; omit for your own (the X-Engram-Team header, the key's team, or ENGRAM_TEAM).",
     ),
 ]
@@ -255,7 +253,11 @@ TeamSearch = Annotated[
 ]
 TargetAgent = Annotated[
     str,
-    Field(pattern=f"^{AGENT_PATTERN}$", description="The agent id that takes the work over, e.g. 'gemini-cli'."),
+    Field(
+        pattern=f"^{IDENTITY_PATTERN}$",
+        max_length=MAX_IDENTITY_CHARS,
+        description="The agent id that takes the work over, e.g. 'gemini-cli'.",
+    ),
 ]
 HandoffContext = Annotated[
     str,

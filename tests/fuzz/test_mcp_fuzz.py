@@ -41,6 +41,11 @@ STATE_RULES = (
     "is not a token returned by list_memories",
     "is earlier than",
     "No memory with id",
+    "name a team, or join one",  # consolidate_team by a caller in no team
+    "has no active memories to summarise",
+    "is required for a memory of type 'handoff'",
+    "but a memory with a handoff_target is a handoff",
+    "hand the work over to another agent",
 )
 
 
