@@ -7,6 +7,7 @@ import sys
 from pathlib import Path
 
 from bench.datasets import CONTEXT_MODES, DEFAULT_CONTEXT_MODE
+from bench.events import DEFAULT_EVENT_SAVES, DEFAULT_SLOW_CLIENTS
 from bench.report import table
 from bench.run import DEFAULT_BEIR, DEFAULT_CHUNK, DEFAULT_LOCOMO, DEFAULT_MODEL_CACHE, BenchConfig, run
 from bench.speed import DEFAULT_SAVES, DEFAULT_SEARCHES, DEFAULT_SIZES, DEFAULT_UPDATES, DEFAULT_WARMUP
@@ -28,6 +29,12 @@ def parse_args(argv: list[str] | None = None) -> BenchConfig:
         action=argparse.BooleanOptionalAction,
         default=True,
         help="import rate, search/save latency and RSS at each size (default on)",
+    )
+    parser.add_argument(
+        "--events",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="SSE delivery latency (save ack -> event) and memory per slow SSE client (default on)",
     )
     parser.add_argument(
         "--sizes",
@@ -66,6 +73,12 @@ def parse_args(argv: list[str] | None = None) -> BenchConfig:
         default=DEFAULT_UPDATES,
         help="memories updated (timed) at each size before its searches, so they run with versions present",
     )
+    parser.add_argument(
+        "--event-saves", type=_positive, default=DEFAULT_EVENT_SAVES, help="timed saves for the SSE delivery latency"
+    )
+    parser.add_argument(
+        "--slow-clients", type=_positive, default=DEFAULT_SLOW_CLIENTS, help="SSE clients that stop reading"
+    )
     parser.add_argument("--warmup", type=int, default=DEFAULT_WARMUP, help="untimed searches before each series")
     parser.add_argument(
         "--model-cache",
@@ -75,12 +88,13 @@ def parse_args(argv: list[str] | None = None) -> BenchConfig:
     )
     parser.add_argument("--keep", action="store_true", help="keep the nodes' data dirs (logs) after the run")
     args = parser.parse_args(argv)  # fmt: skip
-    if not args.quality and not args.speed:
-        parser.error("nothing to do: --no-quality and --no-speed")
+    if not args.quality and not args.speed and not args.events:
+        parser.error("nothing to do: --no-quality, --no-speed and --no-events")
     return BenchConfig(
-        quality=args.quality, speed=args.speed, sizes=args.sizes, locomo=args.locomo, beir=args.beir,
-        out=args.out, env=dict(args.env), quick=args.quick, context=args.context, chunk=args.chunk,
+        quality=args.quality, speed=args.speed, events=args.events, sizes=args.sizes, locomo=args.locomo,
+        beir=args.beir, out=args.out, env=dict(args.env), quick=args.quick, context=args.context, chunk=args.chunk,
         searches=args.searches, saves=args.saves, updates=args.updates, warmup=args.warmup,
+        event_saves=args.event_saves, slow_clients=args.slow_clients,
         model_cache=args.model_cache.resolve(),
         keep=args.keep,
     )  # fmt: skip

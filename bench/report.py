@@ -30,6 +30,7 @@ SCIFACT_REFERENCE = {"bm25": ("BM25", 0.659), "dense": ("MiniLM dense", 0.645), 
 MODE_ORDER = ("bm25", "dense", "full", "full+rerank")
 TARGET_MODES = ("full", "full+rerank")
 MIB = 1024 * 1024
+KIB = 1024
 SOURCE_DIRS = ("engram", "services", "protos")
 SOURCE_SUFFIXES = (".py", ".proto")
 
@@ -49,6 +50,7 @@ def table(results: dict[str, Any]) -> str:
     rows += list(_quality_rows(results.get("quality") or {}))
     rows += list(_speed_rows(results.get("speed") or {}))
     rows += list(_recovery_rows(results.get("speed") or {}))
+    rows += list(_events_rows(results.get("events") or {}))
     for section, error in (results.get("errors") or {}).items():
         rows.append(Row(f"ERROR in {section}", "-", reference=_short(error, 100), status="FAIL"))
     if results.get("code_changed_during_run"):
@@ -181,6 +183,38 @@ def _recovery_rows(speed: dict[str, Any]) -> Iterator[Row]:
     if rebuild:
         yield Row(f"rebuild a damaged index of {rebuild['memories']:,} memories (s)", _num(rebuild["seconds"], 1),
                   reference="start to /readyz 200, index moved aside and rebuilt from the log")  # fmt: skip
+
+
+def _events_rows(events: dict[str, Any]) -> Iterator[Row]:
+    latency = events.get("latency")
+    if latency:
+        signed = latency.get("ack_to_event_signed", {}).get("p50_ms")
+        early = (
+            f"{latency['events_before_ack']} of {latency['saves']} came before the ack (as 0; median {_num(signed, 1)})"
+        )
+        yield Row("SSE delivery, save ack -> event p50/p95/p99 ms", _triple(latency["ack_to_event"]), reference=early)
+        yield Row("SSE delivery, save sent -> event p50/p95/p99 ms", _triple(latency["send_to_event"]))
+    slow = events.get("slow_clients")
+    if slow:
+        bound = (
+            f"queue {slow['queue_events']} x {slow['live']['mean_frame_bytes']} B = "
+            f"{slow['bound_bytes_typical'] / KIB:.0f} KiB; worst case {slow['bound_bytes_worst'] / MIB:.1f} MiB"
+        )
+        held = slow["live"]
+        yield Row(
+            "gateway RSS per slow SSE client, live events (KiB)",
+            f"{held['bytes_per_client'] / KIB:.0f}",
+            reference=f"2nd batch of {slow['clients']} stalled clients; {bound}",
+            status="" if held["queues_overflowed"] == held["clients"] else "WARN: queues not all overflowed",
+        )
+        held = slow["replay"]
+        whole = held["clients_complete"] == held["clients"] and not held["queues_overflowed"]
+        yield Row(
+            "gateway RSS per slow SSE client, replay of the log (KiB)",
+            f"{held['bytes_per_client'] / KIB:.0f}",
+            reference=f"{held['events_per_client']} events each, read at the client's pace",
+            status="" if whole else "WARN: a replay dropped or did not finish",
+        )
 
 
 def _num(value: Any, digits: int) -> str:

@@ -26,6 +26,7 @@ from bench.datasets import (
     speed_corpus,
     speed_queries,
 )
+from bench.events import DEFAULT_EVENT_SAVES, DEFAULT_SLOW_CLIENTS, EventsOptions, run_events
 from bench.node import node_env
 from bench.progress import Phases, note
 from bench.quality import QualityOptions, run_beir, run_locomo
@@ -50,6 +51,7 @@ QUICK_CONVERSATIONS = 1
 QUICK_DOCS = 500
 QUICK_SIZES = (2000,)
 QUICK_CALLS = 100
+QUICK_SLOW_CLIENTS = 5
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +60,7 @@ class BenchConfig:
 
     quality: bool = True
     speed: bool = True
+    events: bool = True
     sizes: tuple[int, ...] = DEFAULT_SIZES
     locomo: Path = DEFAULT_LOCOMO
     beir: Path = DEFAULT_BEIR
@@ -70,18 +73,24 @@ class BenchConfig:
     saves: int = DEFAULT_SAVES
     updates: int = DEFAULT_UPDATES
     warmup: int = DEFAULT_WARMUP
+    event_saves: int = DEFAULT_EVENT_SAVES
+    slow_clients: int = DEFAULT_SLOW_CLIENTS
     model_cache: Path = DEFAULT_MODEL_CACHE
     keep: bool = False
 
     def effective(self) -> BenchConfig:
-        """``--quick`` shrinks the run: one conversation, a small corpus, one small size, fewer timed calls."""
+        """``--quick`` shrinks the run: one conversation, a small corpus, one small size, fewer timed calls and
+        slow SSE clients."""
         if not self.quick:
             return self
         sizes = self.sizes if self.sizes != DEFAULT_SIZES else QUICK_SIZES
         searches = min(self.searches, QUICK_CALLS)
         saves = min(self.saves, QUICK_CALLS)
         updates = min(self.updates, QUICK_CALLS)
-        return dataclasses.replace(self, sizes=sizes, searches=searches, saves=saves, updates=updates)
+        event_saves = min(self.event_saves, QUICK_CALLS)
+        slow_clients = min(self.slow_clients, QUICK_SLOW_CLIENTS)
+        return dataclasses.replace(self, sizes=sizes, searches=searches, saves=saves, updates=updates,
+                                   event_saves=event_saves, slow_clients=slow_clients)  # fmt: skip
 
 
 def run(config: BenchConfig) -> tuple[dict[str, Any], Path]:
@@ -108,6 +117,8 @@ def run(config: BenchConfig) -> tuple[dict[str, Any], Path]:
             "warmup": config.warmup,
             "chunk": config.chunk,
             "context": config.context,
+            "event_saves": config.event_saves,
+            "slow_clients": config.slow_clients,
         },
         "data": {},
         "errors": {},
@@ -116,14 +127,17 @@ def run(config: BenchConfig) -> tuple[dict[str, Any], Path]:
     note(f"engram bench: nodes under {home_root}, model cache {config.model_cache}")
     try:
         with _sigterm_as_interrupt():
-            with phases("load"):
-                conversations, beir = _load(config, results)
+            if config.quality or config.speed:
+                with phases("load"):
+                    conversations, beir = _load(config, results)
             if config.quality:
                 _section(results, "quality", lambda out: _quality(config, conversations, beir, home_root, settings,
                                                                   phases, out))  # fmt: skip
             if config.speed:
                 _section(results, "speed", lambda out: _speed(config, conversations, beir, home_root, settings,
                                                               phases, out))  # fmt: skip
+            if config.events:
+                _section(results, "events", lambda out: _events(config, home_root, settings, phases, out))
     except KeyboardInterrupt:
         results["interrupted"] = True
         note("interrupted: nodes stopped; writing what was measured")
@@ -174,6 +188,16 @@ async def _speed(config: BenchConfig, conversations: list[Conversation], beir: B
     corpus = speed_corpus(beir, conversations, needed=options.texts_needed)
     queries = speed_queries(beir, conversations)
     await run_speed(corpus, queries, options, phases, out)
+
+
+async def _events(
+    config: BenchConfig, home_root: Path, settings: dict[str, str], phases: Phases, out: dict[str, Any]
+) -> None:
+    options = EventsOptions(
+        home_root=home_root, settings=settings, chunk=config.chunk, saves=config.event_saves,
+        slow_clients=config.slow_clients,
+    )  # fmt: skip
+    await run_events(options, phases, out)
 
 
 def _section(results: dict[str, Any], name: str, body: Callable[[dict[str, Any]], Coroutine[Any, Any, None]]) -> None:

@@ -8,6 +8,7 @@ where to resume; it never grows the server's memory)."""
 import asyncio
 import contextlib
 import json
+import logging
 from collections import deque
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
 from dataclasses import dataclass
@@ -22,11 +23,13 @@ from engram.errors import InvalidArgument, Unavailable
 from engram.events import EVENTS, MEMORY_ACCESSED
 from engram.log import Log, LogEntry, Subscription, subject
 from engram.model import IMPORTANCES, Caller
-from engram.names import AGENT_PATTERN
+from engram.names import IDENTITY_PATTERN, MAX_IDENTITY_CHARS
 from engram.services.gateway.identity import Resolver, require_scope
 from engram.services.gateway.rest import ERROR_RESPONSES, caller_dependency
 from engram.services.gateway.schemas import MAX_SEQ, ImportanceName
 from engram.services.ingest.validation import MAX_LIST_ITEMS
+
+log = logging.getLogger(__name__)
 
 STREAM_PATH = "/events/stream"
 EVENT_STREAM_MEDIA_TYPE = "text/event-stream"
@@ -174,10 +177,11 @@ class ClientQueue:
 
     def __init__(self, capacity: int, cursor: int) -> None:
         self._frames: deque[tuple[int, bytes]] = deque()
-        self._capacity = capacity
+        self.capacity = capacity
         self._cursor = cursor  # the seq of the last frame handed out (or the one before the first to come)
         self._gap: Gap | None = None
-        self._changed = asyncio.Event()
+        self._changed = asyncio.Event()  # a frame was put, or the queue ended
+        self._taken = asyncio.Event()  # a frame was handed out, or the queue ended
         self._ended = False
         self.newest = cursor  # the seq of the newest frame put
         self.dropped = 0
@@ -185,8 +189,12 @@ class ClientQueue:
     def __len__(self) -> int:
         return len(self._frames)
 
+    @property
+    def ended(self) -> bool:
+        return self._ended
+
     def put(self, seq: int, frame: bytes) -> None:
-        if len(self._frames) >= self._capacity:
+        if len(self._frames) >= self.capacity:
             self._frames.popleft()
             # Frames go out oldest first, so the dropped ones always follow the last one handed out.
             if self._gap is None:
@@ -201,6 +209,13 @@ class ClientQueue:
         """Ends the stream: next() answers None from now on (the client resumes with Last-Event-ID)."""
         self._ended = True
         self._changed.set()
+        self._taken.set()
+
+    async def room(self) -> None:
+        """Returns once a put() would not drop a frame (or the queue has ended): a reader that can wait, waits here."""
+        while len(self._frames) >= self.capacity and not self._ended:
+            self._taken.clear()
+            await self._taken.wait()
 
     async def next(self, heartbeat: float) -> bytes | None:
         """What to send next: a frame (after a gap frame if frames were dropped), HEARTBEAT when nothing came
@@ -215,6 +230,7 @@ class ClientQueue:
         if not self._frames:
             return HEARTBEAT
         self._cursor, frame = self._frames.popleft()
+        self._taken.set()
         gap, self._gap = self._gap, None
         return frame if gap is None else gap.frame() + frame
 
@@ -227,20 +243,54 @@ class StreamStats:
 
 
 class EventStream:
-    """One client: its filter, its queue, and the log subscription that fills the queue."""
+    """One client: its filter, its queue, and what fills the queue from the log.
 
-    def __init__(self, wanted: EventFilter, queue: ClientQueue, heartbeat: float) -> None:
+    Missed events (a resume from Last-Event-ID) are read from the log at the client's pace, one by one while the
+    queue has room, so a long replay holds no more than the queue; then a log subscription delivers the live
+    events, and a client too slow for them loses the oldest (put() never waits).
+    """
+
+    def __init__(self, event_log: Log, namespace: str, wanted: EventFilter, queue: ClientQueue, heartbeat: float):
         self.wanted = wanted
         self.queue = queue
+        self._log = event_log
+        self._subjects = subject(namespace, ">")
+        self._prefix = subject(namespace, "")
         self._heartbeat = heartbeat
-        self.subscription: Subscription | None = None
+        self._subscription: Subscription | None = None
+        self._replay: asyncio.Task[None] | None = None
+
+    async def follow(self, start: int) -> None:
+        """Delivers the namespace's entries from ``start`` on as they are appended."""
+        self._subscription = await self._log.follow(start, self.on_entry, subjects=self._subjects)
+
+    def replay(self, after: int) -> None:
+        """Sends the entries after ``after`` first, then follows the log (in the background)."""
+        self._replay = asyncio.create_task(self._catch_up(after), name="sse-replay")
+
+    async def _catch_up(self, after: int) -> None:
+        seq = after
+        try:
+            # Close enough to the end, the live subscription delivers the rest (at most a queue) at once.
+            while (last := await self._log.last_seq()) - seq > self.queue.capacity:
+                while seq < last and not self.queue.ended:
+                    await self.queue.room()
+                    seq += 1
+                    entry = await self._log.read(seq)
+                    if entry is not None and entry.subject.startswith(self._prefix):
+                        await self.on_entry(entry)
+            if not self.queue.ended:
+                await self.follow(seq + 1)
+        except Exception:  # the top of this task: the client reconnects with its Last-Event-ID
+            log.warning("a replay of the log for an event stream failed; the stream ends", exc_info=True)
+            self.queue.end()
 
     async def on_entry(self, entry: LogEntry) -> None:
         """The log consumer's handler: filters and enqueues, never waits for the client."""
         if self.wanted.matches(entry.event, entry.body):
             self.queue.put(entry.seq, event_frame(entry))
-            # The consumer hands over a burst (a replay) without yielding; yielding here lets the writer send
-            # each frame at once, so a client that keeps up never loses events to a burst longer than its queue.
+            # The consumer hands over a burst without yielding; yielding here lets the writer send each frame at
+            # once, so a client that keeps up never loses events to a burst longer than its queue.
             await asyncio.sleep(0)
 
     async def chunks(self) -> AsyncIterator[bytes]:
@@ -249,10 +299,14 @@ class EventStream:
 
     async def close(self) -> None:
         self.queue.end()
-        if self.subscription is not None:
+        if self._replay is not None:
+            self._replay.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self._replay
+        if self._subscription is not None:
             with contextlib.suppress(Exception):  # the log's connection may already be gone
-                await self.subscription.unsubscribe()
-            self.subscription = None
+                await self._subscription.unsubscribe()
+            self._subscription = None
 
 
 class EventStreams:
@@ -293,9 +347,12 @@ class EventStreams:
                 f"{after} is beyond the end of the log ({last}): it comes from another node or an older log. "
                 "Reconnect without it.",
             )
-        start = (last if after is None else after) + 1
-        stream = EventStream(wanted, ClientQueue(self._capacity, start - 1), self._heartbeat)
-        stream.subscription = await self._log.follow(start, stream.on_entry, subjects=subject(namespace, ">"))
+        queue = ClientQueue(self._capacity, last if after is None else after)
+        stream = EventStream(self._log, namespace, wanted, queue, self._heartbeat)
+        if after is None:
+            await stream.follow(last + 1)  # subscribed before the answer: nothing appended after it is missed
+        else:
+            stream.replay(after)
         self._open.add(stream)
         return stream
 
@@ -375,7 +432,8 @@ def build_events_router(resolver: Resolver, settings: Settings, event_log: Log |
         agent: Annotated[
             str | None,
             Query(
-                pattern=f"^{AGENT_PATTERN}$",
+                pattern=f"^{IDENTITY_PATTERN}$",
+                max_length=MAX_IDENTITY_CHARS,
                 description="Only events written by this agent (its id, or agent@device).",
             ),
         ] = None,
