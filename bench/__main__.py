@@ -62,7 +62,14 @@ def parse_args(argv: list[str] | None = None) -> BenchConfig:
         "--context",
         choices=CONTEXT_MODES,
         default=DEFAULT_CONTEXT_MODE,
-        help="LoCoMo memory context: the previous turn of the session (default), or none",
+        help="LoCoMo memory context: the previous turn passed by the client (default), none passed and derived by "
+        "the server, or none at all",
+    )
+    parser.add_argument(
+        "--context-gain",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="also measure LoCoMo with the other --context modes (modes full and full+rerank; default on)",
     )
     parser.add_argument("--chunk", type=_positive, default=DEFAULT_CHUNK, help="NDJSON lines per import request")
     parser.add_argument("--searches", type=_positive, default=DEFAULT_SEARCHES, help="timed searches per size")
@@ -92,7 +99,8 @@ def parse_args(argv: list[str] | None = None) -> BenchConfig:
         parser.error("nothing to do: --no-quality, --no-speed and --no-events")
     return BenchConfig(
         quality=args.quality, speed=args.speed, events=args.events, sizes=args.sizes, locomo=args.locomo,
-        beir=args.beir, out=args.out, env=dict(args.env), quick=args.quick, context=args.context, chunk=args.chunk,
+        beir=args.beir, out=args.out, env=dict(args.env), quick=args.quick, context=args.context,
+        context_gain=args.context_gain, chunk=args.chunk,
         searches=args.searches, saves=args.saves, updates=args.updates, warmup=args.warmup,
         event_saves=args.event_saves, slow_clients=args.slow_clients,
         model_cache=args.model_cache.resolve(),

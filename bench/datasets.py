@@ -14,8 +14,17 @@ from typing import Any
 
 LOCOMO_ADVERSARIAL = 5
 LOCOMO_CATEGORIES = {1: "multi-hop", 2: "temporal", 3: "open-domain", 4: "single-hop", 5: "adversarial"}
-CONTEXT_MODES = ("previous-turn", "none")
+# What LoCoMo memories get as context: the client passes the previous turn ("previous-turn"), or passes none and the
+# server derives it from the conversation's previous memory ("server", ENGRAM_DERIVE_CONTEXT on) or does not ("none").
+CONTEXT_MODES = ("previous-turn", "server", "none")
 DEFAULT_CONTEXT_MODE = "previous-turn"
+# The node settings of each mode: only "server" lets the node derive (a session's first turn, whose client context is
+# empty, would otherwise get one too and blur what the client passed).
+CONTEXT_SETTINGS = {
+    "previous-turn": {"ENGRAM_DERIVE_CONTEXT": "false"},
+    "server": {"ENGRAM_DERIVE_CONTEXT": "true"},
+    "none": {"ENGRAM_DERIVE_CONTEXT": "false"},
+}
 MIN_SENTENCE_CHARS = 30
 DEFAULT_SEED = 20240611
 

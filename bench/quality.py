@@ -11,7 +11,7 @@ from pathlib import Path
 from typing import Any
 
 from bench.client import EngramClient, ToolCallError, connect
-from bench.datasets import DEFAULT_CONTEXT_MODE, BeirSet, Conversation, locomo_records
+from bench.datasets import CONTEXT_SETTINGS, DEFAULT_CONTEXT_MODE, BeirSet, Conversation, locomo_records
 from bench.metrics import LatencySummary, mean, ndcg_at_k, recall_at_k
 from bench.node import Node
 from bench.progress import Phases, Progress, note
@@ -40,9 +40,15 @@ class QualityOptions:
 
 
 async def run_locomo(
-    conversations: Sequence[Conversation], options: QualityOptions, phases: Phases, out: dict[str, Any]
+    conversations: Sequence[Conversation],
+    options: QualityOptions,
+    phases: Phases,
+    out: dict[str, Any],
+    *,
+    only: Sequence[str] = (),
 ) -> None:
-    """Imports every turn of every conversation into a fresh node, then scores each mode's recall@k into ``out``."""
+    """Imports every turn of every conversation into a fresh node (set up for ``options.context_mode``), then scores
+    each mode's recall@k (or only those named in ``only``) into ``out``."""
     records = [r for conv in conversations for r in locomo_records(conv, context_mode=options.context_mode)]
     questions = sum(len(conv.answerable) for conv in conversations)
     out |= {
@@ -52,9 +58,13 @@ async def run_locomo(
         "context": options.context_mode,
         "search_limit": LOCOMO_LIMIT,
     }
-    async with _loaded_node("locomo", records, options, phases, out) as client:
+    name = "locomo" if options.context_mode == DEFAULT_CONTEXT_MODE else f"locomo-context-{options.context_mode}"
+    node_options = dataclasses.replace(options, settings=options.settings | CONTEXT_SETTINGS[options.context_mode])
+    async with _loaded_node(name, records, node_options, phases, out) as client:
         for mode in await _modes(client, out):
-            with phases(f"quality/locomo/{mode}"), Progress(f"LoCoMo {mode}", questions, unit="questions") as bar:
+            if only and mode not in only:
+                continue
+            with phases(f"quality/{name}/{mode}"), Progress(f"LoCoMo {mode}", questions, unit="questions") as bar:
                 out["modes"][mode] = await _locomo_mode(client, conversations, MODES[mode], out["last_seq"], bar)
 
 

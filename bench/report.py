@@ -102,6 +102,7 @@ def _quality_rows(quality: dict[str, Any]) -> Iterator[Row]:
             counts = per.get("questions_by_category", {})
             for category, value in per.get("recall@10_by_category", {}).items():
                 yield Row(f"LoCoMo recall@10 {category} (n={counts.get(category, '?')}) [{mode}]", _num(value, 3))
+    yield from _context_rows(quality)
     beir = quality.get("beir")
     if beir:
         name = beir.get("name", "beir")
@@ -126,6 +127,34 @@ def _quality_rows(quality: dict[str, Any]) -> Iterator[Row]:
             imp = data["import"]
             counts = f"{imp['imported']} imported, {imp['rejected']} rejected"
             yield Row(f"quality import {key}: memories/s", _num(imp["memories_per_second"], 0), reference=counts)
+
+
+CONTEXT_LABELS = {
+    "previous-turn": "client passes the previous turn",
+    "server": "client passes none, server derives it",
+    "none": "client passes none, server derives none",
+}
+
+
+def _context_rows(quality: dict[str, Any]) -> Iterator[Row]:
+    """LoCoMo recall@10 per context mode (the main run's and the --context-gain runs'), and what derivation gains."""
+    main = quality.get("locomo") or {}
+    runs = {main.get("context"): main}
+    runs.update((m, r) for m, r in (quality.get("locomo_context") or {}).items() if m in CONTEXT_LABELS)
+    if len(runs) < 2:
+        return
+    for mode in TARGET_MODES:
+        recall = {c: (r.get("modes") or {}).get(mode, {}).get("recall@10") for c, r in runs.items()}
+        if all(v is None for v in recall.values()):
+            continue
+        for context, label in CONTEXT_LABELS.items():
+            if context in recall:
+                yield Row(f"LoCoMo recall@10 [{mode}], context {context}", _num(recall[context], 3), reference=label)
+        derived, bare = recall.get("server"), recall.get("none")
+        if derived is not None and bare is not None:
+            yield Row(f"LoCoMo recall@10 [{mode}], gain of server-derived context", f"{derived - bare:+.3f}",
+                      "> 0", "over none; issue 8: about 0.65 -> 0.70 with the previous turn",
+                      "ok" if derived > bare else "FAIL")  # fmt: skip
 
 
 def _speed_rows(speed: dict[str, Any]) -> Iterator[Row]:

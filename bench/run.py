@@ -18,6 +18,7 @@ from types import FrameType
 from typing import Any
 
 from bench.datasets import (
+    CONTEXT_MODES,
     DEFAULT_CONTEXT_MODE,
     BeirSet,
     Conversation,
@@ -52,6 +53,7 @@ QUICK_DOCS = 500
 QUICK_SIZES = (2000,)
 QUICK_CALLS = 100
 QUICK_SLOW_CLIENTS = 5
+CONTEXT_GAIN_MODES = ("full", "full+rerank")  # the retrieval modes the other context modes are measured in
 
 
 @dataclass(frozen=True, slots=True)
@@ -68,6 +70,7 @@ class BenchConfig:
     env: dict[str, str] = field(default_factory=dict)
     quick: bool = False
     context: str = DEFAULT_CONTEXT_MODE
+    context_gain: bool = True
     chunk: int = DEFAULT_CHUNK
     searches: int = DEFAULT_SEARCHES
     saves: int = DEFAULT_SAVES
@@ -117,6 +120,7 @@ def run(config: BenchConfig) -> tuple[dict[str, Any], Path]:
             "warmup": config.warmup,
             "chunk": config.chunk,
             "context": config.context,
+            "context_gain": config.context_gain,
             "event_saves": config.event_saves,
             "slow_clients": config.slow_clients,
         },
@@ -177,6 +181,13 @@ async def _quality(config: BenchConfig, conversations: list[Conversation], beir:
     beir_set = load_beir(config.beir, limit=QUICK_DOCS) if config.quick else beir
     await run_locomo(locomo_set, options, phases, out.setdefault("locomo", {}))
     await run_beir(beir_set, options, phases, out.setdefault("beir", {}))
+    if config.context_gain:
+        # The same conversations with the other contexts, in the modes with a target: what a client that passes no
+        # context gets with the server deriving it, against none at all.
+        for mode in (m for m in CONTEXT_MODES if m != config.context):
+            contexts = out.setdefault("locomo_context", {"modes_measured": list(CONTEXT_GAIN_MODES)})
+            await run_locomo(locomo_set, dataclasses.replace(options, context_mode=mode), phases,
+                             contexts.setdefault(mode, {}), only=CONTEXT_GAIN_MODES)  # fmt: skip
 
 
 async def _speed(config: BenchConfig, conversations: list[Conversation], beir: BeirSet, home_root: Path,
