@@ -1,5 +1,6 @@
-"""`engram agents|teams|consolidate|handoffs`: who works in the shared memory and what they hand over, from a shell,
-through the node's REST API, for people (text) and scripts (--json)."""
+"""`engram agents|teams|consolidate|handoffs|context|pin|unpin`: who works in the shared memory, what they hand over
+and what a session should see first, from a shell, through the node's REST API, for people (text) and scripts
+(--json)."""
 
 from __future__ import annotations
 
@@ -11,10 +12,11 @@ from urllib.parse import quote
 from engram.memory_cli import EXIT_USAGE, Call, UsageError, common, preview, sub
 from engram.model import HANDOFF_STATUSES, IMPORTANCES
 
-COMMANDS = frozenset({"agents", "teams", "consolidate", "handoffs"})
+COMMANDS = frozenset({"agents", "teams", "consolidate", "handoffs", "context", "pin", "unpin"})
 HANDOFF_ROLES = ("to_me", "from_me", "all")
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
+DEFAULT_TOKEN_BUDGET = 800  # as the server's session_context
 _VERSION_HELP = "only if it is still at version N (else nothing changes and the current version is named)"
 
 
@@ -56,6 +58,17 @@ def add_parsers(subparsers: Any) -> None:
         move.add_argument("--note", help="what you say about it (e.g. the outcome)")
         move.add_argument("--expected-version", type=int, metavar="N", help=_VERSION_HELP)
 
+    context = common(sub(subparsers, "context", "the memories a session should see first, as Markdown"))
+    context.add_argument("--project", help="only memories of this project")
+    context.add_argument("--query", help="what the session is about: relevant memories rank higher")
+    context.add_argument("--budget", type=int, default=DEFAULT_TOKEN_BUDGET, metavar="TOKENS",
+                         help=f"at most this many tokens (default {DEFAULT_TOKEN_BUDGET})")  # fmt: skip
+    context.epilog = "Pinned memories come first (engram pin ID), then the most useful in full, then titles."
+    for verb, text in (("pin", "pin one of your memories: session context shows it first"),
+                       ("unpin", "unpin one of your memories")):  # fmt: skip
+        pin = common(sub(subparsers, verb, text))
+        pin.add_argument("id")
+
 
 def run(
     args: argparse.Namespace,
@@ -85,6 +98,13 @@ def build_call(args: argparse.Namespace) -> Call:
         return Call("GET", "/v1/teams", render_teams, params={"search": args.search} if args.search else None)
     if args.command == "consolidate":
         return Call("POST", f"/v1/teams/{quote(args.team, safe='')}/consolidate", render_consolidation)
+    if args.command == "context":
+        params = {"project": args.project, "query": args.query, "token_budget": args.budget}
+        return Call("GET", "/v1/session-context", render_context,
+                    params={k: v for k, v in params.items() if v is not None})  # fmt: skip
+    if args.command in ("pin", "unpin"):
+        method = "POST" if args.command == "pin" else "DELETE"
+        return Call(method, f"/v1/memories/{quote(args.id, safe='')}/pin", render_pinned)
     return _handoff_call(args)
 
 
@@ -184,3 +204,19 @@ def render_moved(answer: dict[str, Any]) -> str:
     return (
         f"Handoff {answer['id']} {handoff.get('status', '?')} (version {answer['version']}, log seq {answer['seq']})."
     )
+
+
+def render_context(answer: dict[str, Any]) -> str:
+    shown, omitted = len(answer.get("memories") or []), answer.get("omitted", 0)
+    foot = (
+        f"({shown} memor{'y' if shown == 1 else 'ies'} in {answer.get('tokens')} of {answer.get('token_budget')} "
+        f"tokens; {omitted} more left out)"
+    )
+    return f"{answer.get('markdown') or 'No memories yet.'}\n\n{foot}"
+
+
+def render_pinned(answer: dict[str, Any]) -> str:
+    state = "pinned" if answer.get("pinned") else "not pinned"
+    if not answer.get("changed"):
+        return f"{answer['id']} was {state} already; nothing written."
+    return f"{answer['id']} is {state} now (version {answer['version']}, log seq {answer['seq']})."

@@ -500,3 +500,32 @@ def test_cli_lists_agents_and_teams_consolidates_and_moves_handoffs(
     assert code == 1 and "No memory with id" in err and "(HTTP 404)" in err
     code, _, err = engram(capsys, "handoffs", "list", "--limit", "0", *url)
     assert code == 2 and "--limit" in err
+
+
+def test_cli_pins_a_memory_and_shows_the_session_context_within_its_budget(
+    node: NodeHandle, api: httpx.Client, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    space = node.create_key(unique("ns"), "")
+    monkeypatch.setenv("ENGRAM_API_KEY", space)
+    url, me = ("--url", node.http_url), ("--agent", "claude-code")
+    pinned = save(api, who("claude-code", key=space), "Never deploy on Fridays", memory_type="preference")["id"]
+    save(api, who("claude-code", key=space), "The staging database is Postgres 16", memory_type="fact")
+
+    code, out, err = engram(capsys, "pin", pinned, *me, *url)
+    assert (code, err) == (0, "")
+    assert out.startswith(f"{pinned} is pinned now (version 2")
+    code, out, _ = engram(capsys, "pin", pinned, *me, *url)
+    assert code == 0 and "pinned already; nothing written" in out
+    code, _, err = engram(capsys, "pin", pinned, "--agent", "cursor", *url)
+    assert code == 1 and "(HTTP 403)" in err
+
+    code, out, err = engram(capsys, "context", "--budget", "200", *me, *url)
+    assert code == 0, err
+    assert out.index("Never deploy on Fridays") < out.index("Postgres 16"), "pinned first"
+    tokens, budget = out.rsplit("(", 1)[1].split(" in ", 1)[1].split(" tokens")[0].split(" of ")
+    assert int(tokens) <= int(budget) == 200
+    code, _, err = engram(capsys, "context", "--budget", "1", *url)
+    assert code == 1 and "token_budget" in err
+
+    code, out, _ = engram(capsys, "unpin", pinned, *me, *url)
+    assert code == 0 and out.startswith(f"{pinned} is not pinned now (version 3")
