@@ -169,6 +169,10 @@ def _speed_rows(speed: dict[str, Any]) -> Iterator[Row]:
         caught_up = f"index caught up {step.get('index_catch_up_seconds', 0):.1f}s after the last ack"
         indexed = _num(step.get("indexed_memories_per_second"), 0)
         yield Row(f"bulk import {at}: memories/s (indexed)", indexed, reference=caught_up)
+        settle = step.get("settle_before_search_seconds")
+        if settle is not None:
+            yield Row(f"first search after the writes {at} (s)", _num(settle, 1),
+                      reference="incl. 1.5 s idle; waits for the vector graph build of the new points")  # fmt: skip
         search = step.get("search")
         if search:
             target = f"p95 <= {SEARCH_P95_TARGET_MS:.0f}" + ("" if size >= SEARCH_P95_TARGET_SIZE else " (at 50k)")

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import shutil
 import time
@@ -30,6 +31,10 @@ VERSION_TAG = "bench-speed-updated"
 DIAGNOSTIC_SOURCES = ("dense", "bm25")
 REBUILD_TIMEOUT = 1800.0  # a damaged index of 50k memories is rebuilt in about a minute; generous for slow disks
 DIAGNOSTIC_SHARE = 4  # each single-retriever series is a quarter of the main one (no warm-up: the node is warm)
+# The indexer builds the vector graph of new points in its first idle second (services/search/indexer.py), and a
+# search waits for the build: a settle waits longer than that, then sends one search, untimed, which returns once
+# the build is done. Its time is recorded: it is how long a search after a large write can wait.
+SETTLE_SECONDS = 1.5
 
 
 @dataclass(frozen=True, slots=True)
@@ -112,6 +117,9 @@ async def run_speed(
                         out["rerank_skipped"] = rerank_missing
                         note(f"  skipping reranked searches: {rerank_missing}")
                 imported = size
+                if "settle_before_search_seconds" not in step:
+                    with phases(f"speed/{size}/settle"):
+                        step["settle_before_search_seconds"] = await _settle(client)
                 await _searches(client, pool, options, phases, step, rerank=not rerank_missing, per_source=per_source)
                 texts = [next(saves) for _ in range(options.saves)]
                 with phases(f"speed/{size}/save"):
@@ -210,10 +218,18 @@ async def _versions(
         async def as_of(query: str) -> Any:
             return await client.search(query, limit=SEARCH_LIMIT, rerank=False, as_of=before)
 
+        with phases(f"speed/{size}/settle"):
+            step["settle_before_search_seconds"] = await _settle(client)
         with phases(f"speed/{size}/search_as_of"):
-            # Warmed up like the plain series: the index builds its vector graph in the first idle second after
-            # the updates, and a search then waits for it (docs/operations.md).
             step["search_as_of"] = await _timed(f"search_as_of @{size}", as_of, queries, warmup=options.warmup)
+
+
+async def _settle(client: EngramClient) -> float:
+    """Lets the node build the vector graph of what was just written (SETTLE_SECONDS); returns the wait in seconds."""
+    started = time.perf_counter()
+    await asyncio.sleep(SETTLE_SECONDS)
+    await client.search("settle", limit=1, rerank=False)
+    return round(time.perf_counter() - started, 3)
 
 
 async def _searches(

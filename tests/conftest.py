@@ -120,6 +120,13 @@ def node(tmp_path_factory: pytest.TempPathFactory, model_cache: Path) -> Iterato
     assert handle.stop() == 0
 
 
+@pytest.fixture
+def api(node: NodeHandle) -> Iterator[httpx.Client]:
+    """An HTTP client of the dev-mode node (the REST API at /v1, the probes, /events)."""
+    with httpx.Client(base_url=node.http_url, timeout=60) as client:
+        yield client
+
+
 @pytest.fixture(scope="module")
 def secured_node(tmp_path_factory: pytest.TempPathFactory, model_cache: Path) -> Iterator[NodeHandle]:
     """A real embedded node with dev mode off: every request needs an API key."""

@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import contextlib
 import threading
 from collections import OrderedDict
-from collections.abc import Iterator
 from typing import Any, Literal, get_args
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -16,13 +14,12 @@ from mcp.types import Tool as MCPTool
 from pydantic import ValidationError
 
 from engram.config import DEFAULT_SEARCH_LIMIT, Settings
-from engram.errors import EngramError
 from engram.log import Log
 from engram.model import SENSITIVITIES, Caller
 from engram.services.gateway.backend import Backend
 from engram.services.gateway.identity import MCP_SOURCE, RequestIdentity, Resolver
 from engram.services.gateway.operations import CursorTracker, Operations, describe_validation
-from engram.services.gateway.resources import register_context_features
+from engram.services.gateway.resources import register_context_features, tool_errors
 from engram.services.gateway.schemas import (
     DEFAULT_LIST_LIMIT,
     ENGRAM_VERSION,
@@ -227,15 +224,6 @@ MAX_REMEMBERED_CHARS = 4000
 STDIO_SESSION = "stdio"  # a stdio server serves one client: its whole life is one session
 
 
-@contextlib.contextmanager
-def _tool_errors() -> Iterator[None]:
-    """Service errors become tool errors, whose message tells the agent what to do next."""
-    try:
-        yield
-    except EngramError as e:
-        raise ToolError(str(e)) from e
-
-
 def _request_identity(ctx: Context) -> RequestIdentity:
     """The caller's hints: HTTP headers, query and peer (none over stdio) and MCP clientInfo.name."""
     context = ctx.request_context
@@ -374,7 +362,7 @@ def build_mcp(
         handoff_target: HandoffTarget = None,
         context: ContextArg = None,
     ) -> SaveResult:
-        with _tool_errors():
+        with tool_errors():
             who = caller(ctx)
         session = _session_key(ctx, who)
         if session and settings.derive_context and context is None and not conversation_id:
@@ -386,7 +374,7 @@ def build_mcp(
             sensitivity=sensitivity, confidence=confidence, valid_at=valid_at, invalid_at=invalid_at,
             expires_at=expires_at, handoff_target=handoff_target, context=context,
         )  # fmt: skip
-        with _tool_errors():
+        with tool_errors():
             result = await ops.save(who, request)
         if session:
             previous.remember(session, result.memory.content, result.memory.sensitivity)  # scrubbed content
@@ -423,12 +411,12 @@ def build_mcp(
             query=query, limit=limit, filters=filters, as_of=as_of, explain=explain, rerank=rerank, min_seq=min_seq,
             sources=sources,
         )  # fmt: skip
-        with _tool_errors():
+        with tool_errors():
             return await ops.search(caller(ctx), request)
 
     @server.tool(description=GET_DESCRIPTION, annotations=_READ)
     async def get_memory(id: MemoryId, ctx: Context) -> MemoryOut:
-        with _tool_errors():
+        with tool_errors():
             return await ops.get(caller(ctx), id)
 
     @server.tool(description=LIST_DESCRIPTION, annotations=_READ)
@@ -449,7 +437,7 @@ def build_mcp(
             tags=tags, memory_type=memory_type, owner_agent=owner_agent, topics=topics, project=project, team=team,
             status=status, include_archived=include_archived,
         )  # fmt: skip
-        with _tool_errors():
+        with tool_errors():
             return await ops.list(caller(ctx), ListRequest(limit=limit, filters=filters, page_token=page_token))
 
     @server.tool(description=UPDATE_DESCRIPTION, annotations=_WRITE)
@@ -479,12 +467,12 @@ def build_mcp(
             confidence=confidence, valid_at=valid_at, invalid_at=invalid_at, expires_at=expires_at, context=context,
             expected_version=expected_version,
         )  # fmt: skip
-        with _tool_errors():
+        with tool_errors():
             return await ops.update(caller(ctx), id, request)
 
     @server.tool(description=DELETE_DESCRIPTION, annotations=_DELETE)
     async def delete_memory(id: MemoryId, ctx: Context, expected_version: ExpectedVersion = None) -> DeleteResult:
-        with _tool_errors():
+        with tool_errors():
             return await ops.delete(caller(ctx), id, expected_version=expected_version)
 
     @server.tool(description=SUPERSEDE_DESCRIPTION, annotations=_WRITE)
@@ -518,27 +506,27 @@ def build_mcp(
             expires_at=expires_at, handoff_target=handoff_target, context=context, new_id=new_id,
             expected_version=expected_version,
         )  # fmt: skip
-        with _tool_errors():
+        with tool_errors():
             return await ops.supersede(caller(ctx), old_id, request)
 
     @server.tool(description=HISTORY_DESCRIPTION, annotations=_READ)
     async def memory_history(id: MemoryId, ctx: Context) -> HistoryResult:
-        with _tool_errors():
+        with tool_errors():
             return await ops.history(caller(ctx), id)
 
     @server.tool(description=MEMORY_AT_DESCRIPTION, annotations=_READ)
     async def memory_at(id: MemoryId, time: PointInTime, ctx: Context) -> MemoryOut:
-        with _tool_errors():
+        with tool_errors():
             return await ops.memory_at(caller(ctx), id, time)
 
     @server.tool(description=STATS_DESCRIPTION, annotations=_READ)
     async def get_memory_stats(ctx: Context) -> MemoryStatsOut:
-        with _tool_errors():
+        with tool_errors():
             return await ops.stats(caller(ctx))
 
     @server.tool(description=PING_DESCRIPTION, annotations=_READ)
     async def ping(ctx: Context) -> PingResult:
-        with _tool_errors():
+        with tool_errors():
             who = caller(ctx)
         return PingResult(
             ok=True, agent=who.agent_id, device=who.device, team=who.team, identity=who.identity,
@@ -547,19 +535,19 @@ def build_mcp(
 
     @server.tool(description=LIST_AGENTS_DESCRIPTION, annotations=_READ)
     async def list_agents(ctx: Context) -> AgentsResult:
-        with _tool_errors():
+        with tool_errors():
             return await ops.agents(caller(ctx))
 
     @server.tool(description=LIST_TEAMS_DESCRIPTION, annotations=_READ)
     async def list_teams(
         ctx: Context, search: TeamSearch = None, limit: SearchLimit = DEFAULT_SEARCH_LIMIT
     ) -> TeamsResult:
-        with _tool_errors():
+        with tool_errors():
             return await ops.teams(caller(ctx), search=search, limit=limit)
 
     @server.tool(description=CONSOLIDATE_DESCRIPTION, annotations=_WRITE)
     async def consolidate_team(ctx: Context, team: TeamName = None) -> ConsolidateResult:
-        with _tool_errors():
+        with tool_errors():
             return await ops.consolidate_team(caller(ctx), team)
 
     @server.tool(description=CREATE_HANDOFF_DESCRIPTION, annotations=_WRITE)
@@ -579,7 +567,7 @@ def build_mcp(
             target_agent=target_agent, context=context, active_files=active_files, decisions_made=decisions_made,
             next_steps=next_steps, tags=tags, team=team, project=project, importance=importance,
         )  # fmt: skip
-        with _tool_errors():
+        with tool_errors():
             return await ops.create_handoff(caller(ctx), request)
 
     @server.tool(description=LIST_HANDOFFS_DESCRIPTION, annotations=_READ)
@@ -591,7 +579,7 @@ def build_mcp(
         page_token: PageToken = None,
     ) -> ListResult:
         request = HandoffListRequest(status=status, role=role, limit=limit, page_token=page_token)
-        with _tool_errors():
+        with tool_errors():
             return await ops.handoffs(caller(ctx), request)
 
     @server.tool(description=ACCEPT_HANDOFF_DESCRIPTION, annotations=_WRITE)
@@ -599,7 +587,7 @@ def build_mcp(
         id: MemoryId, ctx: Context, note: HandoffNote = None, expected_version: ExpectedVersion = None
     ) -> SaveResult:
         request = HandoffMoveRequest(note=note, expected_version=expected_version)
-        with _tool_errors():
+        with tool_errors():
             return await ops.move_handoff(caller(ctx), id, "accepted", request)
 
     @server.tool(description=COMPLETE_HANDOFF_DESCRIPTION, annotations=_WRITE)
@@ -607,7 +595,7 @@ def build_mcp(
         id: MemoryId, ctx: Context, note: HandoffNote = None, expected_version: ExpectedVersion = None
     ) -> SaveResult:
         request = HandoffMoveRequest(note=note, expected_version=expected_version)
-        with _tool_errors():
+        with tool_errors():
             return await ops.move_handoff(caller(ctx), id, "completed", request)
 
     register_context_features(

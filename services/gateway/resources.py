@@ -171,8 +171,9 @@ def register_context_features(
 
 
 @contextlib.contextmanager
-def _tool_errors() -> Iterator[None]:
-    """Service errors become tool errors, whose message tells the agent what to do next."""
+def tool_errors() -> Iterator[None]:
+    """Service errors become tool errors, whose message tells the agent what to do next (every tool, not only
+    these: mcp_server uses it too)."""
     try:
         yield
     except EngramError as e:
@@ -187,7 +188,7 @@ def _add_tools(server: MCPServer, context: SessionContext, caller: Callable[[Con
         query: SessionQuery = None,
         token_budget: TokenBudget = DEFAULT_TOKEN_BUDGET,
     ) -> SessionContextReply:
-        with _tool_errors():
+        with tool_errors():
             out = await context.build(caller(ctx), project=project, query=query, token_budget=token_budget)
         return CallToolResult(
             content=[TextContent(type="text", text=out.markdown)], structured_content=out.model_dump(mode="json")
@@ -195,12 +196,12 @@ def _add_tools(server: MCPServer, context: SessionContext, caller: Callable[[Con
 
     @server.tool(description=PIN_DESCRIPTION, annotations=_PIN)
     async def pin_memory(id: MemoryId, ctx: Context) -> PinResult:
-        with _tool_errors():
+        with tool_errors():
             return await context.pin(caller(ctx), id, pinned=True)
 
     @server.tool(description=UNPIN_DESCRIPTION, annotations=_PIN)
     async def unpin_memory(id: MemoryId, ctx: Context) -> PinResult:
-        with _tool_errors():
+        with tool_errors():
             return await context.pin(caller(ctx), id, pinned=False)
 
 

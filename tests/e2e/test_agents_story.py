@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import httpx
 import pytest
@@ -18,7 +17,7 @@ from tokenizers import Tokenizer
 from engram.embed.embedder import package_model_dir
 from engram.keys import KeyStore
 from tests.conftest import NodeHandle, start_node
-from tests.helpers.mcp import call, http_client
+from tests.helpers.mcp import call, http_client, tool_error
 from tests.helpers.sse import event_stream
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
@@ -36,12 +35,6 @@ def story_node(tmp_path_factory: pytest.TempPathFactory, model_cache: Path) -> I
 def key(node: NodeHandle, agent: str, device: str, team: str = "") -> str:
     _, secret = KeyStore(node.settings.keys_path).create(namespace=NAMESPACE, agent=agent, device=device, team=team)
     return secret
-
-
-async def tool_error(client: Any, tool: str, **arguments: Any) -> str:
-    result = await client.call_tool(tool, arguments)
-    assert result.is_error, f"{tool} should have failed: {result.structured_content}"
-    return " ".join(getattr(part, "text", "") for part in result.content)
 
 
 async def test_two_agents_share_findings_hand_work_over_and_a_third_starts_with_context(

@@ -56,3 +56,10 @@ async def call(client: Client, tool: str, **arguments: Any) -> dict[str, Any]:
         raise AssertionError(f"{tool} failed: {result.content}")
     assert result.structured_content is not None
     return result.structured_content
+
+
+async def tool_error(client: Client, tool: str, **arguments: Any) -> str:
+    """Calls a tool that must fail and returns the error text the agent sees."""
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error, f"{tool} unexpectedly succeeded: {result.structured_content}"
+    return " ".join(getattr(part, "text", "") for part in result.content)

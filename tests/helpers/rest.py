@@ -2,7 +2,21 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 import httpx
+
+PROBLEM = "application/problem+json"
+
+
+def assert_problem(response: httpx.Response, status: int) -> dict[str, Any]:
+    """The RFC 9457 problem document of an error answer with ``status``."""
+    assert response.status_code == status, response.text
+    assert response.headers["content-type"].startswith(PROBLEM)
+    body: dict[str, Any] = response.json()
+    assert body["status"] == status
+    assert {"type", "title", "status", "detail"} <= set(body)
+    return body
 
 
 def list_all_ids(client: httpx.Client, min_seq: int) -> list[str]:
@@ -10,7 +24,7 @@ def list_all_ids(client: httpx.Client, min_seq: int) -> list[str]:
     ids: list[str] = []
     token = None
     while True:
-        params: dict[str, object] = {"limit": 100, "min_seq": min_seq}
+        params: dict[str, Any] = {"limit": 100, "min_seq": min_seq}
         if token:
             params["page_token"] = token
         page = client.get("/v1/memories", params=params)

@@ -5,7 +5,6 @@ REST and the CLI."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from typing import Any
 
 import httpx
@@ -20,11 +19,11 @@ from engram.services.gateway.app import build_app
 from engram.services.gateway.backend import Backend
 from engram.services.node import cli
 from tests.conftest import NodeHandle
-from tests.helpers.mcp import call, http_client, stdio_client
+from tests.helpers.mcp import call, http_client, stdio_client, tool_error
+from tests.helpers.rest import assert_problem
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
-PROBLEM = "application/problem+json"
 FINDING = "The login endpoint leaks whether an email address is registered through its error message"
 NEAR_FINDING = "The login endpoint leaks whether an email address is registered through its error messages"
 OTHER_FINDING = "Nightly builds on the ARM runners take twice as long since the cache was moved to S3"
@@ -44,27 +43,6 @@ def who(agent: str, *, device: str | None = None, team: str | None = None, key: 
     if key:
         headers["Authorization"] = f"Bearer {key}"
     return headers
-
-
-def assert_problem(response: httpx.Response, status: int) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith(PROBLEM)
-    body: dict[str, Any] = response.json()
-    assert body["status"] == status
-    return body
-
-
-async def tool_error(client: Any, tool: str, **arguments: Any) -> str:
-    """Calls a tool that must fail and returns the error text the agent sees."""
-    result = await client.call_tool(tool, arguments)
-    assert result.is_error, f"{tool} unexpectedly succeeded: {result.structured_content}"
-    return str(result.content[0].text)
-
-
-@pytest.fixture
-def api(node: NodeHandle) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=node.http_url, timeout=60) as client:
-        yield client
 
 
 @pytest.fixture

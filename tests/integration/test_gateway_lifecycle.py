@@ -15,11 +15,11 @@ import pytest
 from engram.model import parse_time
 from engram.services.node import cli
 from tests.conftest import NodeHandle
-from tests.helpers.mcp import call, http_client
+from tests.helpers.mcp import call, http_client, tool_error
+from tests.helpers.rest import assert_problem
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
-PROBLEM = "application/problem+json"
 DAY = 86400.0
 
 
@@ -38,27 +38,6 @@ def bearer(key: str) -> dict[str, str]:
 def now_rfc3339() -> str:
     """The client's clock (the node's: same machine), with microseconds so no rounding falls before a write."""
     return datetime.now(UTC).isoformat(timespec="microseconds").replace("+00:00", "Z")
-
-
-def assert_problem(response: httpx.Response, status: int) -> dict[str, Any]:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith(PROBLEM)
-    body: dict[str, Any] = response.json()
-    assert body["status"] == status
-    return body
-
-
-async def tool_error(client: Any, tool: str, **arguments: Any) -> str:
-    """Calls a tool that must fail and returns the error text the agent sees."""
-    result = await client.call_tool(tool, arguments)
-    assert result.is_error, f"{tool} unexpectedly succeeded: {result.structured_content}"
-    return str(result.content[0].text)
-
-
-@pytest.fixture
-def api(node: NodeHandle) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=node.http_url, timeout=60) as client:
-        yield client
 
 
 @pytest.fixture

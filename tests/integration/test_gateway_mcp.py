@@ -10,7 +10,7 @@ import httpx
 import pytest
 
 from tests.conftest import NodeHandle
-from tests.helpers.mcp import call, http_client, stdio_client
+from tests.helpers.mcp import call, http_client, stdio_client, tool_error
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -40,13 +40,6 @@ def anyio_backend() -> str:
 
 def unique(prefix: str = "t") -> str:
     return f"{prefix}{uuid.uuid4().hex[:10]}"
-
-
-async def tool_error(client: Any, tool: str, **arguments: Any) -> str:
-    """Calls a tool that must fail and returns the error text the agent sees."""
-    result = await client.call_tool(tool, arguments)
-    assert result.is_error, f"{tool} unexpectedly succeeded: {result.structured_content}"
-    return str(result.content[0].text)
 
 
 # --- dev-mode node ------------------------------------------------------------------------------------------

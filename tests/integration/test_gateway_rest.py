@@ -11,21 +11,15 @@ import pytest
 
 from engram.model import parse_time
 from tests.conftest import NodeHandle
+from tests.helpers.rest import assert_problem
 
 pytestmark = pytest.mark.integration
 
 METADATA = {"n": 5, "nested": {"a": [1, 2]}}
-PROBLEM = "application/problem+json"
 
 
 def unique(prefix: str = "t") -> str:
     return f"{prefix}{uuid.uuid4().hex[:10]}"
-
-
-@pytest.fixture
-def api(node: NodeHandle) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=node.http_url, timeout=60) as client:
-        yield client
 
 
 @pytest.fixture
@@ -36,15 +30,6 @@ def secured(secured_node: NodeHandle) -> Iterator[httpx.Client]:
 
 def bearer(key: str) -> dict[str, str]:
     return {"Authorization": f"Bearer {key}"}
-
-
-def assert_problem(response: httpx.Response, status: int) -> dict[str, object]:
-    assert response.status_code == status, response.text
-    assert response.headers["content-type"].startswith(PROBLEM)
-    body = response.json()
-    assert body["status"] == status
-    assert {"type", "title", "status", "detail"} <= set(body)
-    return body
 
 
 # --- dev-mode node ------------------------------------------------------------------------------------------

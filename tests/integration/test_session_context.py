@@ -5,7 +5,6 @@ project and the query shape it, the configured weights change its order, and onl
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -37,12 +36,6 @@ def tokenizer() -> Tokenizer:
 
 def tokens(tokenizer: Tokenizer, text: str) -> int:
     return len(tokenizer.encode(text, add_special_tokens=False).ids)
-
-
-@pytest.fixture
-def api(node: NodeHandle) -> Iterator[httpx.Client]:
-    with httpx.Client(base_url=node.http_url, timeout=60) as client:
-        yield client
 
 
 @pytest.fixture
