@@ -172,7 +172,7 @@ def _speed_rows(speed: dict[str, Any]) -> Iterator[Row]:
         settle = step.get("settle_before_search_seconds")
         if settle is not None:
             yield Row(f"first search after the writes {at} (s)", _num(settle, 1),
-                      reference="incl. 1.5 s idle; waits for the vector graph build of the new points")  # fmt: skip
+                      reference="incl. 1.5 s idle; the node is stopped while it builds the vector graph")  # fmt: skip
         search = step.get("search")
         if search:
             target = f"p95 <= {SEARCH_P95_TARGET_MS:.0f}" + ("" if size >= SEARCH_P95_TARGET_SIZE else " (at 50k)")

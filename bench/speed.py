@@ -12,6 +12,8 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import httpx
+
 from bench.client import EngramClient, ToolCallError, connect
 from bench.datasets import SpeedCorpus
 from bench.metrics import LatencySummary
@@ -31,10 +33,14 @@ VERSION_TAG = "bench-speed-updated"
 DIAGNOSTIC_SOURCES = ("dense", "bm25")
 REBUILD_TIMEOUT = 1800.0  # a damaged index of 50k memories is rebuilt in about a minute; generous for slow disks
 DIAGNOSTIC_SHARE = 4  # each single-retriever series is a quarter of the main one (no warm-up: the node is warm)
-# The indexer builds the vector graph of new points in its first idle second (services/search/indexer.py), and a
-# search waits for the build: a settle waits longer than that, then sends one search, untimed, which returns once
-# the build is done. Its time is recorded: it is how long a search after a large write can wait.
+# The indexer builds the vector graph of new points in its first idle second (services/search/indexer.py). With
+# qdrant-edge-py 0.x that build holds the GIL: the whole process stops answering meanwhile (about 17-27 s at 50k on
+# 2 cores), and a request that was sent just before it ends can lose its connection (uvicorn's keep-alive timer
+# fires first). A settle waits longer than the idle second, then asks /healthz on fresh connections until it answers
+# within SETTLE_RESPONSIVE_SECONDS, then sends one untimed search. Its time is recorded: how long the node stopped.
 SETTLE_SECONDS = 1.5
+SETTLE_RESPONSIVE_SECONDS = 0.5
+SETTLE_TIMEOUT_SECONDS = 600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,9 +231,16 @@ async def _versions(
 
 
 async def _settle(client: EngramClient) -> float:
-    """Lets the node build the vector graph of what was just written (SETTLE_SECONDS); returns the wait in seconds."""
+    """Lets the node build the vector graph of what was just written; returns the wait in seconds."""
     started = time.perf_counter()
     await asyncio.sleep(SETTLE_SECONDS)
+    limits = httpx.Limits(max_keepalive_connections=0)  # a fresh connection each time: no keep-alive to lose
+    async with asyncio.timeout(SETTLE_TIMEOUT_SECONDS), httpx.AsyncClient(limits=limits, timeout=None) as http:
+        while True:
+            asked = time.perf_counter()
+            (await http.get(f"{client.http_url}/healthz")).raise_for_status()
+            if time.perf_counter() - asked < SETTLE_RESPONSIVE_SECONDS:
+                break
     await client.search("settle", limit=1, rerank=False)
     return round(time.perf_counter() - started, 3)
 
