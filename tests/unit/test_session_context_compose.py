@@ -6,9 +6,7 @@ from __future__ import annotations
 import uuid
 
 import pytest
-from tokenizers import Tokenizer
 
-from engram.embed.embedder import package_model_dir
 from engram.model import Memory, Origin
 from engram.services.gateway.context import (
     MAX_PINNED,
@@ -25,6 +23,7 @@ from engram.services.gateway.context import (
     title,
 )
 from engram.services.gateway.resources import changed_uris, memory_markdown, system_prompt
+from tests.helpers.tokens import tokens
 
 NOW = 1_800_000_000.0
 DAY = 86400.0
@@ -34,19 +33,6 @@ DEFAULT = Weights(0.6, 0.4)
 @pytest.fixture(scope="module")
 def counter() -> TokenCounter:
     return TokenCounter()
-
-
-@pytest.fixture(scope="module")
-def tokenizer() -> Tokenizer:
-    """The embedder's tokenizer, loaded independently of the gateway's counter."""
-    tok = Tokenizer.from_file(str(package_model_dir() / "tokenizer.json"))
-    tok.no_padding()
-    tok.no_truncation()
-    return tok
-
-
-def tokens(tokenizer: Tokenizer, text: str) -> int:
-    return len(tokenizer.encode(text, add_special_tokens=False).ids)
 
 
 def memory(content: str = "", *, age_days: float = 0.0, **fields: object) -> Memory:
@@ -96,14 +82,14 @@ def test_a_search_hit_adds_its_relevance_and_each_memory_counts_once() -> None:
 
 @pytest.mark.parametrize("budget", [50, 100, 300, 800, 2000])
 def test_the_markdown_stays_within_the_budget_counted_with_the_embedders_tokenizer(
-    counter: TokenCounter, tokenizer: Tokenizer, budget: int
+    counter: TokenCounter, budget: int
 ) -> None:
     memories = [
         memory(f"Decision {i}: " + "we keep the retry budget at three attempts " * (1 + i % 4)) for i in range(40)
     ]
     memories[0].tags.append(PINNED_TAG)
     out = compose(rank(memories, [], DEFAULT, now=NOW), counter, budget)
-    assert out.tokens == tokens(tokenizer, out.markdown) <= budget
+    assert out.tokens == tokens(out.markdown) <= budget
     assert out.token_budget == budget
     assert out.memories, "something fits in every budget"
     assert out.omitted == len(memories) - len(out.memories)
@@ -133,12 +119,12 @@ def test_a_detailed_memory_too_long_for_the_budget_becomes_a_title(counter: Toke
     assert {m.id: m.shown for m in out.memories} == {short.id: "detail", long.id: "title"}
 
 
-def test_only_when_nothing_else_fits_a_detailed_memory_is_cut(counter: TokenCounter, tokenizer: Tokenizer) -> None:
+def test_only_when_nothing_else_fits_a_detailed_memory_is_cut(counter: TokenCounter) -> None:
     long = memory("The deployment runbook. " + "Step: check the dashboards and the queues. " * 200, summary="Runbook")
     out = compose(rank([long], [], DEFAULT, now=NOW), counter, 120)
     assert [m.shown for m in out.memories] == ["truncated"]
     assert "Step: check the dashboards" in out.markdown and out.markdown.rstrip().endswith(f"id {long.id}_")
-    assert tokens(tokenizer, out.markdown) <= 120
+    assert tokens(out.markdown) <= 120
 
 
 def test_an_empty_namespace_says_how_to_start(counter: TokenCounter) -> None:
