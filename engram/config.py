@@ -62,6 +62,7 @@ class Settings:
     read_wait_seconds: float = DEFAULT_READ_WAIT_SECONDS
     access_flush_seconds: float = 10.0  # how often read counts (access_count) are written to the log, batched
     expiry_interval_seconds: float = 60.0  # how often consolidation expires memories whose expires_at passed
+    job_lease_seconds: float = 30.0  # a consolidation job's lease in NATS KV outlives a dead runner this long
     handoff_ttl_seconds: float = 86400.0  # a handoff still pending after this long expires into a plain memory
     derive_context: bool = True  # a save with a conversation_id and no context gets the previous memory as context
     sse_queue_events: int = 256  # events held per SSE client that reads slowly; the oldest go first, then a gap
@@ -137,6 +138,8 @@ class Settings:
             raise SettingsError(
                 f"ENGRAM_SIMILAR_FINDING_THRESHOLD must be in (0, 1], got {self.similar_finding_threshold}"
             )
+        if self.job_lease_seconds <= 0:
+            raise SettingsError(f"ENGRAM_JOB_LEASE_SECONDS must be > 0, got {self.job_lease_seconds}")
         if self.expiry_interval_seconds < 0:
             raise SettingsError(
                 f"ENGRAM_EXPIRY_INTERVAL_SECONDS must be >= 0 (0 turns expiry off), got {self.expiry_interval_seconds}"

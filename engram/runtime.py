@@ -22,6 +22,7 @@ from engram.embed import Embedder
 from engram.embed.sparse import Bm25Encoder
 from engram.errors import DiskFull, Unavailable
 from engram.health import DISK, LOG, MIB, DiskSpace, Health, disk_space
+from engram.leases import Leases
 from engram.log import Log
 from engram.log.nats import NatsLog
 from engram.natsd import LOG_STORE
@@ -143,6 +144,12 @@ class Resources:
                     self.settings.nats_url, stream=self.settings.stream, state=HealthLogState(self.health)
                 )
             return self._log
+
+    async def leases(self) -> Leases:
+        """Leases in the log's NATS (KV), which every replica of a service shares."""
+        event_log = await self.log()
+        assert isinstance(event_log, NatsLog)
+        return await Leases.open(event_log.jetstream, ttl=self.settings.job_lease_seconds)
 
     async def embedder(self) -> Embedder:
         async with self._lock:

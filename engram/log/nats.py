@@ -16,6 +16,7 @@ import nats.js.errors
 from nats.aio.client import Client as NatsClient
 from nats.aio.msg import Msg
 from nats.js import api
+from nats.js.client import JetStreamContext
 
 from engram.config import DEFAULT_STREAM
 from engram.errors import DiskFull, Unavailable
@@ -132,6 +133,11 @@ class NatsLog:
     @property
     def connected(self) -> bool:
         return bool(self._nc.is_connected)
+
+    @property
+    def jetstream(self) -> JetStreamContext:
+        """The connection's JetStream context, for what lives next to the log (leases in NATS KV)."""
+        return self._js
 
     async def work_queue(
         self, durable: str, subjects: str | Sequence[str], *, ack_wait: float, deliver_all: bool = True

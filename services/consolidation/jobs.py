@@ -18,6 +18,7 @@ from typing import Any, Self
 
 from engram.errors import EngramError, InvalidArgument, NotFound, NotImplementedYet, PermissionDenied
 from engram.ids import uuid7
+from engram.leases import Holder, Lease, Leases, lease_key
 from engram.model import Caller
 from engram.names import NAMESPACE_RULE, is_valid_namespace
 from engram.ownership import ADMIN_SCOPE
@@ -118,6 +119,13 @@ class Jobs:
         self._recent: OrderedDict[str, Job] = OrderedDict()
         self._running: dict[tuple[str, str, str], str] = {}  # (namespace, kind, key) -> job id
         self._tasks: set[asyncio.Task[Job]] = set()
+        self._leases: Leases | None = None
+        self._owner = ""
+
+    def share(self, leases: Leases, owner: str) -> None:
+        """From now on a job also takes a lease on what it works on, so replicas sharing ``leases`` never run the
+        same job at once (``owner`` names this process in the lease)."""
+        self._leases, self._owner = leases, owner
 
     def handle(self, kind: str, prepare: Prepare) -> None:
         """Runs jobs of ``kind`` with ``prepare`` from now on."""
@@ -142,8 +150,13 @@ class Jobs:
             raise JobRunning(kind, work.key, self._running[running])
         job = Job(id=uuid7(), kind=kind, state="running", namespace=caller.namespace, started_at=self._clock())
         self._running[running] = job.id
+        try:
+            lease = await self._lease(job, work, running)
+        except BaseException:
+            self._running.pop(running, None)
+            raise
         self._keep(job)
-        task = asyncio.create_task(self._finish(job, work, time_limit, running), name=f"engram-job-{kind}")
+        task = asyncio.create_task(self._finish(job, work, time_limit, running, lease), name=f"engram-job-{kind}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return await asyncio.shield(task)
@@ -163,7 +176,19 @@ class Jobs:
         if tasks:
             await asyncio.wait(tasks)
 
-    async def _finish(self, job: Job, work: Work, time_limit: float | None, running: tuple[str, str, str]) -> Job:
+    async def _lease(self, job: Job, work: Work, running: tuple[str, str, str]) -> Lease | None:
+        """The lease on what ``job`` works on, across replicas; raises JobRunning (with the other job's id) when
+        another replica runs it. Never waits for it."""
+        if self._leases is None:
+            return None
+        got = await self._leases.acquire(lease_key(*running), job.id, self._owner)
+        if isinstance(got, Holder):
+            raise JobRunning(job.kind, work.key, got.job_id or "unknown")
+        return got
+
+    async def _finish(
+        self, job: Job, work: Work, time_limit: float | None, running: tuple[str, str, str], lease: Lease | None
+    ) -> Job:
         try:
             outcome = await _outcome(job, work, time_limit)
             done = dataclasses.replace(
@@ -174,6 +199,8 @@ class Jobs:
             return done
         finally:
             self._running.pop(running, None)
+            if lease is not None:
+                await lease.release()
 
     def _keep(self, job: Job) -> None:
         self._recent[job.id] = job

@@ -4,6 +4,8 @@ server for it."""
 from __future__ import annotations
 
 import logging
+import os
+import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -91,6 +93,7 @@ class ConsolidationService:
     async def start(self) -> None:
         self._connections = Connections.open(self.settings, self.ingest_addr, self.search_addr)
         try:
+            await self._share_jobs()
             self._start_jobs()
             await self._start_expiry()
             await self._start_enrichment()
@@ -108,6 +111,14 @@ class ConsolidationService:
             await enricher.stop()  # also closes its queue
         connections, self._connections = self._connections, Connections()
         await connections.close()
+
+    async def _share_jobs(self) -> None:
+        """With a log (NATS), jobs take leases in it: one run of a job at a time across every replica."""
+        if not self.settings.nats_url:
+            log.info("job leases off: without ENGRAM_NATS_URL a job is only exclusive within this process")
+            return
+        owner = f"{socket.gethostname()}:{os.getpid()}"
+        self.jobs.share(await self.resources.leases(), owner)
 
     def _start_jobs(self) -> None:
         ingest, search = self._connections.ingest, self._connections.search
