@@ -22,8 +22,8 @@ from engram.embed import Embedder
 from engram.embed.sparse import Bm25Encoder
 from engram.errors import DiskFull, Unavailable
 from engram.health import DISK, LOG, MIB, DiskSpace, Health, disk_space
-from engram.leases import Leases
 from engram.log import Log
+from engram.log.leases import Leases
 from engram.log.nats import NatsLog
 from engram.natsd import LOG_STORE
 from engram.rpc import add_health, bind

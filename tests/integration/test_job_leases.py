@@ -10,7 +10,7 @@ import nats
 import pytest
 from nats.aio.client import Client
 
-from engram.leases import Holder, Lease, Leases, lease_key
+from engram.log.leases import Holder, Lease, Leases, lease_key
 from engram.model import Caller
 from engram.natsd import NatsServer
 from services.consolidation.jobs import JobRunning, Jobs, Outcome, Work
