@@ -18,7 +18,7 @@ from typing import Any, Self
 
 from engram.errors import EngramError, InvalidArgument, NotFound, NotImplementedYet, PermissionDenied
 from engram.ids import uuid7
-from engram.leases import Holder, Lease, Leases, lease_key
+from engram.log.leases import Holder, Lease, Leases, lease_key
 from engram.model import Caller
 from engram.names import NAMESPACE_RULE, is_valid_namespace
 from engram.ownership import ADMIN_SCOPE
