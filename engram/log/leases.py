@@ -18,9 +18,12 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from nats.errors import ConnectionClosedError
+from nats.errors import Error as NatsError
 from nats.js.client import JetStreamContext
 from nats.js.errors import BucketNotFoundError, KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
+
+from engram.errors import Unavailable
 
 log = logging.getLogger(__name__)
 
@@ -104,11 +107,19 @@ class Leases:
             kv = await js.key_value(bucket)
         except BucketNotFoundError:
             kv = await js.create_key_value(bucket=bucket, ttl=ttl, history=1, description="Engram job leases")
-        return cls(kv, ttl)
+        status = await kv.status()
+        # Renewals follow the bucket's TTL, which may predate a change of the setting.
+        return cls(kv, status.ttl or ttl)
 
     async def acquire(self, key: str, job_id: str, owner: str) -> Lease | Holder:
-        """The lease on ``key`` for ``job_id``, or (without waiting) whoever holds it now."""
-        holder = Holder(job_id, owner, time.time())
+        """The lease on ``key`` for ``job_id``, or (without waiting) whoever holds it now. Raises Unavailable when
+        NATS cannot be reached."""
+        try:
+            return await self._acquire(key, Holder(job_id, owner, time.time()))
+        except (NatsError, TimeoutError) as e:
+            raise Unavailable(f"The job lease store (NATS KV) cannot be reached ({e!r}); try again shortly.") from e
+
+    async def _acquire(self, key: str, holder: Holder) -> Lease | Holder:
         for _ in range(ACQUIRE_ATTEMPTS):
             try:
                 revision = await self._kv.create(key, holder.encode())

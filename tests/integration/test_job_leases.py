@@ -10,6 +10,7 @@ import nats
 import pytest
 from nats.aio.client import Client
 
+from engram.errors import Unavailable
 from engram.log.leases import Holder, Lease, Leases, lease_key
 from engram.model import Caller
 from engram.natsd import NatsServer
@@ -114,3 +115,15 @@ async def test_a_second_replica_is_told_the_job_runs_elsewhere_then_runs_it_once
     assert (done.state, done.result) == ("succeeded", {"done": True})
     assert runs == ["default"]  # the dead replica's run never finished; the second ran once
     await second.close()
+
+
+async def test_a_lease_store_out_of_reach_answers_unavailable(connections: list[Client]) -> None:
+    store = await leases(connections[0])
+    await connections[0].close()
+    with pytest.raises(Unavailable, match="cannot be reached"):
+        await store.acquire(lease_key("default", "expiry", "namespace"), "job-1", "replica-a")
+
+
+async def test_renewals_follow_the_ttl_the_bucket_was_created_with(connections: list[Client]) -> None:
+    await Leases.open(connections[0].jetstream(), ttl=TTL)
+    assert (await Leases.open(connections[1].jetstream(), ttl=120.0)).ttl == TTL
