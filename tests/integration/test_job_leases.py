@@ -14,7 +14,7 @@ from engram.errors import Unavailable
 from engram.log.leases import Holder, Lease, Leases, lease_key
 from engram.model import Caller
 from engram.natsd import NatsServer
-from services.consolidation.jobs import JobRunning, Jobs, Outcome, Work
+from engram.services.consolidation.jobs import JobRunning, Jobs, Outcome, Work
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 TTL = 1.0

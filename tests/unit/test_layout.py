@@ -39,3 +39,13 @@ def test_only_the_log_adapter_and_the_nats_server_launcher_use_nats() -> None:
         if any(name == "nats" or name.startswith("nats.") for name in _imports(path))
     }
     assert users <= allowed, users - allowed
+
+
+def test_services_are_imported_by_their_package_name_only() -> None:
+    """`services.x` and `engram.services.x` are the same file loaded twice: two classes per error, two registries."""
+    files = [*(ROOT / "tests").rglob("*.py"), *(ROOT / "bench").rglob("*.py"), *_kernel_files()]
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(n for n in _imports(path) if n == "services" or n.startswith("services."))
+        for path in files
+    }
+    assert not {path: names for path, names in offenders.items() if names}
