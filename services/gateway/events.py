@@ -272,7 +272,7 @@ class EventStream:
         seq = after
         try:
             # Close enough to the end, the live subscription delivers the rest (at most a queue) at once.
-            while (last := await self._log.last_seq()) - seq > self.queue.capacity:
+            while not self.queue.ended and (last := await self._log.last_seq()) - seq > self.queue.capacity:
                 while seq < last and not self.queue.ended:
                     await self.queue.room()
                     seq += 1
