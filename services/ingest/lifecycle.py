@@ -182,7 +182,7 @@ class Lifecycle:
         require_owner(head, caller)  # before anything is written: a refused supersession leaves nothing behind
         redactions: tuple[Redaction, ...] = ()
         if new_id:
-            new = await self._state.get(caller, parse_memory_id(new_id, field="new_id"), for_update=True)
+            new = await self._latest(caller, parse_memory_id(new_id, field="new_id"))
             if new.id == head.id:
                 raise InvalidArgument("new_id", "a memory cannot supersede itself.")
             if new.status == "superseded":  # also what would close a cycle of supersessions
@@ -210,7 +210,7 @@ class Lifecycle:
                 old, seq, _ = await self._mutate(caller, head.id, MEMORY_SUPERSEDED, change, 0)
             except _Moved as moved:
                 if moved.head_id == new.id:
-                    old = await self._state.get(caller, head.id, for_update=True)
+                    old = await self._latest(caller, head.id)
                     return SupersedeResult(old, new, old.seq, redactions)
                 head = await self._head(caller, moved.head_id)
                 continue
@@ -311,13 +311,18 @@ class Lifecycle:
             history=[],
         )
 
+    async def _latest(self, caller: Caller, memory_id: str) -> Memory:
+        """The current version of a memory with every write acknowledged so far applied (read your writes: a memory
+        saved a moment ago may not be indexed yet)."""
+        return await self._state.get(caller, memory_id, min_seq=await self._log.last_seq(), for_update=True)
+
     async def _head(self, caller: Caller, memory_id: str) -> Memory:
         """The memory at the end of memory_id's supersession chain."""
-        current = await self._state.get(caller, memory_id, for_update=True)
+        current = await self._latest(caller, memory_id)
         for _ in range(MAX_CHAIN):
             if current.status != "superseded" or not current.superseded_by:
                 return current
-            current = await self._state.get(caller, current.superseded_by, for_update=True)
+            current = await self._latest(caller, current.superseded_by)
         raise InvalidArgument("id", f"the supersession chain of '{memory_id}' is longer than {MAX_CHAIN} memories.")
 
     async def _mutate(
