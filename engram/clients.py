@@ -14,6 +14,8 @@ from engram import errors, wire
 from engram.model import Caller, Memory, MemoryInput, MemoryVersion, SearchFilter
 from engram.results import (
     AgentInfo,
+    Changed,
+    Contradiction,
     DeleteResult,
     ExpireResult,
     Expiring,
@@ -23,6 +25,7 @@ from engram.results import (
     ImportSummary,
     Job,
     MemoryStats,
+    MergeResult,
     Page,
     SaveResult,
     SearchResult,
@@ -45,6 +48,7 @@ from engram.v1 import (
 
 DEFAULT_RPC_TIMEOUT = 30.0
 IMPORT_TIMEOUT = 3600.0  # one import stream may carry many thousands of memories
+SCAN_TIMEOUT = 600.0  # one scan of a namespace's memories (consolidation reads 50k in seconds)
 READINESS_TIMEOUT = 2.0
 
 
@@ -140,6 +144,54 @@ class IngestClient(_Client):
         wire.set_ts(request, "at", at)
         response = await self._call(self._stub.ExpireMemory, request, wait_for_ready=True)
         return ExpireResult(wire.memory_from_proto(response.memory), response.seq, response.expired)
+
+    async def merge(
+        self,
+        caller: Caller,
+        ids: list[str],
+        *,
+        into_id: str = "",
+        replacement: MemoryInput | None = None,
+        force: bool = False,
+        note: str = "",
+    ) -> MergeResult:
+        """Merges ``ids`` into the memory ``into_id`` or into a new one (``replacement``): they are archived with a
+        merged-into relation, and the survivor's new version records them."""
+        request = ingest_pb2.MergeMemoriesRequest(
+            caller=wire.caller_to_proto(caller), ids=ids, into_id=into_id, force=force, note=note,
+            replacement=wire.input_to_proto(replacement) if replacement is not None else None,
+        )  # fmt: skip
+        response = await self._call(self._stub.MergeMemories, request)
+        return MergeResult(
+            wire.memory_from_proto(response.survivor),
+            [wire.memory_from_proto(m) for m in response.merged],
+            response.seq,
+            _redactions(response.redactions),
+        )
+
+    async def relate(
+        self, caller: Caller, memory_id: str, other_id: str, kind: str, *, note: str = "",
+        replace_kinds: tuple[str, ...] = (),
+    ) -> Changed:  # fmt: skip
+        """Adds a relation ``kind`` from ``memory_id`` to ``other_id`` (replacing its relations to it of
+        ``replace_kinds``)."""
+        request = ingest_pb2.RelateMemoriesRequest(
+            caller=wire.caller_to_proto(caller), id=memory_id, other_id=other_id, kind=kind, note=note,
+            replace_kinds=list(replace_kinds),
+        )  # fmt: skip
+        response = await self._call(self._stub.RelateMemories, request)
+        return Changed(wire.memory_from_proto(response.memory), response.seq, response.changed)
+
+    async def decay(
+        self, caller: Caller, memory_id: str, *, expected_version: int, idle_since: float, archive: bool
+    ) -> Changed:
+        """Moves an idle memory to the cold tier, or archives it (consolidation's decay job)."""
+        request = ingest_pb2.DecayMemoryRequest(
+            caller=wire.caller_to_proto(caller), id=memory_id, expected_version=expected_version, archive=archive
+        )
+        wire.set_ts(request, "idle_since", idle_since)
+        response = await self._call(self._stub.DecayMemory, request, wait_for_ready=True)
+        return Changed(wire.memory_from_proto(response.memory), response.seq, response.changed)
 
     async def update_handoff(
         self, caller: Caller, memory_id: str, status: str, *, expected_version: int = 0, note: str = ""
@@ -273,6 +325,21 @@ class SearchClient(_Client):
         response = await self._call(self._stub.ListExpiring, request, wait_for_ready=True)
         return [Expiring(m.namespace, m.id, m.version, wire.ts_to_epoch(m, "expires_at")) for m in response.memories]
 
+    async def scan(
+        self, caller: Caller, flt: SearchFilter, *, with_vectors: bool = False, min_seq: int = 0
+    ) -> AsyncIterator[tuple[list[Memory], list[bytes]]]:
+        """Every memory of the caller's namespace that matches ``flt``, in batches, with each one's dense vector
+        (little-endian float32 bytes) when asked."""
+        request = search_pb2.ScanMemoriesRequest(
+            caller=wire.caller_to_proto(caller), filter=wire.filter_to_proto(flt), with_vectors=with_vectors,
+            min_seq=min_seq,
+        )  # fmt: skip
+        try:
+            async for response in self._stub.ScanMemories(request, timeout=SCAN_TIMEOUT):
+                yield [wire.memory_from_proto(m) for m in response.memories], list(response.vectors)
+        except grpc.aio.AioRpcError as e:
+            raise error_from_rpc(e) from e
+
     async def list_agents(self, caller: Caller, *, min_seq: int = 0) -> list[AgentInfo]:
         """The agent registry of the caller's namespace, derived from the log."""
         request = search_pb2.ListAgentsRequest(caller=wire.caller_to_proto(caller), min_seq=min_seq)
@@ -318,11 +385,12 @@ class SearchClient(_Client):
         )
 
 
-JOB_KINDS = ("expiry", "dedupe", "decay", "contradictions", "team_summary", "enrichment")
+JOB_KINDS = ("expire", "dedupe", "contradictions", "team_summary", "decay", "enrich_backfill", "all")
+RESOLUTIONS = ("keep_both", "keep_newer", "merge", "override")
 
 
 class ConsolidationClient(_Client):
-    """The consolidation service: jobs (team summaries now; dedupe, decay and contradictions to come)."""
+    """The consolidation service: jobs, and the contradictions they flag for the user to resolve."""
 
     def __init__(self, target: str | grpc.aio.Channel, *, timeout: float = DEFAULT_RPC_TIMEOUT) -> None:
         super().__init__(target, timeout=timeout)
@@ -345,6 +413,47 @@ class ConsolidationClient(_Client):
         response = await self._call(self._stub.GetJob, request)
         return job_from_proto(response.job)
 
+    async def contradictions(
+        self, caller: Caller, *, topics: list[str] | None = None, limit: int = 20
+    ) -> list[Contradiction]:
+        """The open (flagged, unresolved) contradictions of the caller's namespace, most likely first."""
+        request = consolidation_pb2.ListContradictionsRequest(
+            caller=wire.caller_to_proto(caller), topics=topics or [], limit=limit
+        )
+        response = await self._call(self._stub.ListContradictions, request)
+        return [contradiction_from_proto(c) for c in response.contradictions]
+
+    async def resolve(
+        self, caller: Caller, memory_id: str, other_id: str, resolution: str, *, context: str = "",
+        other_context: str = "", content: str = "", winner_id: str = "",
+    ) -> tuple[list[Memory], str]:  # fmt: skip
+        """The user's answer to a flagged contradiction (one of RESOLUTIONS; admin scope): the pair as it is now
+        (for merge, the new memory first) and a summary."""
+        if resolution not in RESOLUTIONS:
+            raise errors.InvalidArgument(
+                "resolution", f"{resolution!r} is not a resolution; use one of {', '.join(RESOLUTIONS)}."
+            )
+        request = consolidation_pb2.ResolveContradictionRequest(
+            caller=wire.caller_to_proto(caller), id=memory_id, other_id=other_id,
+            resolution=consolidation_pb2.Resolution.Value(f"RESOLUTION_{resolution.upper()}"), context=context,
+            other_context=other_context, content=content, winner_id=winner_id,
+        )  # fmt: skip
+        response = await self._call(self._stub.ResolveContradiction, request)
+        return [wire.memory_from_proto(m) for m in response.memories], response.summary
+
+
+def contradiction_from_proto(message: consolidation_pb2.Contradiction) -> Contradiction:
+    return Contradiction(
+        wire.memory_from_proto(message.memory), wire.memory_from_proto(message.other), message.score, message.why
+    )
+
+
+def contradiction_to_proto(item: Contradiction) -> consolidation_pb2.Contradiction:
+    return consolidation_pb2.Contradiction(
+        memory=wire.memory_to_proto(item.memory), other=wire.memory_to_proto(item.other), score=item.score,
+        why=item.why,
+    )  # fmt: skip
+
 
 def job_from_proto(message: consolidation_pb2.Job) -> Job:
     kind = consolidation_pb2.JobKind.Name(message.kind).removeprefix("JOB_KIND_").lower()
@@ -353,6 +462,7 @@ def job_from_proto(message: consolidation_pb2.Job) -> Job:
         id=message.id, kind=kind, state=state, namespace=message.namespace,
         started_at=wire.ts_to_epoch(message, "started_at"), finished_at=wire.ts_to_epoch(message, "finished_at"),
         summary=message.summary, result=json.loads(message.result_json) if message.result_json else {},
+        done=message.done, total=message.total, phase=message.phase, runner=message.runner,
     )  # fmt: skip
 
 
@@ -361,6 +471,7 @@ def job_to_proto(job: Job) -> consolidation_pb2.Job:
         id=job.id, kind=consolidation_pb2.JobKind.Value(f"JOB_KIND_{job.kind.upper()}"),
         state=consolidation_pb2.JobState.Value(f"JOB_STATE_{job.state.upper()}"), namespace=job.namespace,
         summary=job.summary, result_json=json.dumps(job.result, ensure_ascii=False) if job.result else "",
+        done=job.done, total=job.total, phase=job.phase, runner=job.runner,
     )  # fmt: skip
     wire.set_ts(message, "started_at", job.started_at)
     wire.set_ts(message, "finished_at", job.finished_at)

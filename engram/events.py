@@ -24,18 +24,21 @@ HANDOFF_EXPIRED = "handoff_expired"  # a pending handoff nobody accepted in time
 MEMORY_ENRICHED = "memory_enriched"  # reverse-HyDE questions were added to a memory's index entry
 MEMORY_PURGED = "memory_purged"  # an admin removed a memory for good (its earlier entries are erased from the log)
 MEMORY_ACCESSED = "memory_accessed"  # read counts of a batch of memories (no new version)
+MEMORY_MERGED = "memory_merged"  # a memory merged into another (archived, merged-into), or the survivor of a merge
+MEMORY_DECAYED = "memory_decayed"  # an idle memory of low importance moved to the cold tier, or archived
 
 EVENTS = (
     MEMORY_SAVED, MEMORY_UPDATED, MEMORY_DELETED, MEMORY_SUPERSEDED, MEMORY_EXPIRED, CONSOLIDATION_COMPLETE,
     CONTRADICTION_DETECTED, HANDOFF_CREATED, HANDOFF_ACCEPTED, HANDOFF_COMPLETED, HANDOFF_EXPIRED, MEMORY_ENRICHED,
-    MEMORY_PURGED, MEMORY_ACCESSED,
+    MEMORY_PURGED, MEMORY_ACCESSED, MEMORY_MERGED, MEMORY_DECAYED,
 )  # fmt: skip
 # Events that create a memory (its version 1): a save, or the creation of a handoff (a memory of type handoff).
 MEMORY_CREATED_EVENTS = (MEMORY_SAVED, HANDOFF_CREATED)
 # Events whose body carries a memory's new version ("memory" and "vectors"): the index applies them.
 MEMORY_STATE_EVENTS = (
     MEMORY_SAVED, MEMORY_UPDATED, MEMORY_DELETED, MEMORY_SUPERSEDED, MEMORY_EXPIRED,
-    HANDOFF_CREATED, HANDOFF_ACCEPTED, HANDOFF_COMPLETED, HANDOFF_EXPIRED,
+    HANDOFF_CREATED, HANDOFF_ACCEPTED, HANDOFF_COMPLETED, HANDOFF_EXPIRED, MEMORY_MERGED, MEMORY_DECAYED,
+    CONTRADICTION_DETECTED,
 )  # fmt: skip
 SCHEMA_VERSION = 1
 

@@ -17,6 +17,7 @@ IMPORTANCES = ("low", "normal", "high", "critical")
 SENSITIVITIES = ("normal", "private", "secret")
 STATUSES = ("active", "archived", "expired", "superseded")
 RELATION_KINDS = ("supersedes", "contradicts", "context-dependent", "merged-into")
+COLD = "cold"  # the tier of idle memories of low importance
 HANDOFF_STATUSES = ("pending", "accepted", "completed", "expired")
 
 TIME_FIELDS = ("created_at", "updated_at", "valid_at", "invalid_at", "expires_at", "last_accessed_at")
@@ -103,6 +104,7 @@ class Memory:
     context: str = ""  # situates the memory (e.g. the preceding turn); searched, not part of content
     last_accessed_at: float | None = None
     updated_by: str = ""  # the agent that wrote this version
+    tier: str = ""  # "" (hot) or COLD: idle and of low importance, ranked lower by search (consolidation's decay)
 
     def search_text(self) -> str:
         """The text that is embedded, BM25-indexed and reranked: the content, preceded by its context."""
@@ -259,6 +261,7 @@ class SearchFilter:
     team: str = ""
     handoff_target: str = ""  # handoffs addressed to this agent
     handoff_statuses: list[str] = field(default_factory=list)  # handoffs in any of these states
+    relation_kinds: list[str] = field(default_factory=list)  # memories with a relation of any of these kinds
 
 
 @dataclass(frozen=True, slots=True)

@@ -99,6 +99,35 @@ class ExpireResult:
     expired: bool  # False: nothing to do (not due, or not active)
 
 
+@dataclass(slots=True)
+class MergeResult:
+    """The survivor of a merge (at its new version) and the memories merged into it (archived)."""
+
+    survivor: Memory
+    merged: list[Memory]
+    seq: int
+    redactions: tuple[Redaction, ...] = ()
+
+
+@dataclass(slots=True)
+class Changed:
+    """A memory after a change that may have had nothing to do (relate, decay): changed says whether it did."""
+
+    memory: Memory
+    seq: int
+    changed: bool
+
+
+@dataclass(slots=True)
+class Contradiction:
+    """A flagged pair: the newer memory (carrying the contradicts relation), the older, a score and why."""
+
+    memory: Memory
+    other: Memory
+    score: float
+    why: str
+
+
 @dataclass(frozen=True, slots=True)
 class History:
     """Every version of a memory, oldest first (the last is the current one), and every log entry about it."""
@@ -162,10 +191,14 @@ class Job:
     """A consolidation job: what it is, how it went, and its result (a JSON object)."""
 
     id: str
-    kind: str  # expiry, dedupe, decay, contradictions, team_summary, enrichment
+    kind: str  # one of engram.clients.JOB_KINDS
     state: str  # running, succeeded, failed
     namespace: str = ""
     started_at: float | None = None
     finished_at: float | None = None
     summary: str = ""
     result: dict[str, Any] = field(default_factory=dict)
+    done: int = 0  # progress: items handled so far ...
+    total: int = 0  # ... of this many (0: not known yet)
+    phase: str = ""  # what it does now (for `all`: the kind running)
+    runner: str = ""  # the consolidation replica that runs it

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
 import grpc
@@ -36,6 +36,7 @@ _KIND_BY_CODE = {status: kind for kind, status in reversed(list(_CODES.items()))
 ERROR_DOMAIN = "engram"
 
 Method = TypeVar("Method", bound=Callable[..., Awaitable[Any]])
+StreamMethod = TypeVar("StreamMethod", bound=Callable[..., AsyncIterator[Any]])
 
 
 def status_of(error: errors.EngramError) -> grpc.Status:
@@ -57,6 +58,26 @@ def translate_errors(method: Method) -> Method:
     async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> Any:
         try:
             return await method(self, request, context)
+        except errors.EngramError as e:
+            await context.abort_with_status(status_of(e))
+        except (asyncio.CancelledError, grpc.aio.AbortError):
+            raise
+        except Exception as e:
+            log.exception("%s failed", method.__name__)
+            internal = errors.EngramError(f"Internal error in {method.__name__} ({type(e).__name__}); see the log.")
+            await context.abort_with_status(status_of(internal))
+
+    return wrapper  # type: ignore[return-value]
+
+
+def translate_stream_errors(method: StreamMethod) -> StreamMethod:
+    """translate_errors for a server-streaming method (an async generator of responses)."""
+
+    @functools.wraps(method)
+    async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        try:
+            async for response in method(self, request, context):
+                yield response
         except errors.EngramError as e:
             await context.abort_with_status(status_of(e))
         except (asyncio.CancelledError, grpc.aio.AbortError):

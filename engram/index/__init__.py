@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import uuid
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
@@ -27,6 +28,7 @@ EXPIRES_TS = "_expires_ts"  # when the memory is due to expire (a pending handof
 FAR = 1e15
 HANDOFF_TO = "_handoff_to"  # a handoff's target, and its agent part for an agent@device target (handoff filters)
 HANDOFF_STATUS = "_handoff_status"  # a handoff's status ("" for other memories)
+RELATION_KIND = "relations[].kind"  # the kinds of a memory's relations (the relation filter)
 KEYWORD_FIELDS = (
     "id", "tags", "owner_agent", "memory_type", "status", "topics", "conversation_id", "project", "team",
     HANDOFF_TO, HANDOFF_STATUS,
@@ -142,6 +144,12 @@ class MemoryIndex(Protocol):
         ...
 
     def count(self, namespace: str, flt: SearchFilter | None = None) -> int: ...
+
+    def scan(
+        self, namespace: str, flt: SearchFilter, *, with_vectors: bool = False, page: int = 256
+    ) -> Iterator[list[tuple[dict[str, Any], list[float]]]]:
+        """Every payload matching flt, a page at a time, each with its dense vector ([] without with_vectors)."""
+        ...
 
     def point_count(self) -> int:
         """Memories held, in every namespace (the index's own bookkeeping not counted)."""

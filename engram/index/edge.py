@@ -6,6 +6,7 @@ import logging
 import shutil
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -23,6 +24,7 @@ from engram.index import (
     KEYWORD_FIELDS,
     META_ID,
     QUESTIONS,
+    RELATION_KIND,
     SPARSE,
     STATE_ID,
     VALID_FROM,
@@ -232,6 +234,22 @@ class EdgeIndex:
             records, _ = self._shard.scroll(request)
         return [r.payload for r in records if r.payload]
 
+    def scan(
+        self, namespace: str, flt: SearchFilter, *, with_vectors: bool = False, page: int = 256
+    ) -> Iterator[list[tuple[dict[str, Any], list[float]]]]:
+        condition = build_filter(namespace, flt)
+        offset = None
+        while True:
+            request = qe.ScrollRequest(
+                offset=offset, limit=page, filter=condition, with_payload=True,
+                with_vector=[DENSE] if with_vectors else False,
+            )  # fmt: skip
+            with self._lock:
+                records, offset = self._shard.scroll(request)
+            yield [(r.payload, _dense(r.vector) if with_vectors else []) for r in records if r.payload]
+            if offset is None:
+                return
+
     def count(self, namespace: str, flt: SearchFilter | None = None) -> int:
         with self._lock:
             return int(self._shard.count(qe.CountRequest(exact=True, filter=build_filter(namespace, flt))))
@@ -305,6 +323,10 @@ def move_aside(path: Path) -> Path | None:
     return aside
 
 
+def _dense(vector: Any) -> list[float]:
+    return list(vector.get(DENSE) or []) if isinstance(vector, dict) else []
+
+
 def _namespace(namespace: str) -> qe.FieldCondition:
     return qe.FieldCondition("namespace", match=qe.MatchValue(namespace))
 
@@ -333,6 +355,8 @@ def build_filter(namespace: str, flt: SearchFilter | None) -> qe.Filter:
         must.append(qe.FieldCondition(HANDOFF_TO, match=qe.MatchValue(flt.handoff_target)))
     if flt.handoff_statuses:
         must.append(qe.FieldCondition(HANDOFF_STATUS, match=qe.MatchAny(flt.handoff_statuses)))
+    if flt.relation_kinds:
+        must.append(qe.FieldCondition(RELATION_KIND, match=qe.MatchAny(flt.relation_kinds)))
     if flt.created_after is not None or flt.created_before is not None:
         must.append(qe.FieldCondition(CREATED_TS, range=qe.RangeFloat(gte=flt.created_after, lt=flt.created_before)))
     if flt.as_of is not None:

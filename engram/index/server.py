@@ -24,6 +24,7 @@ from engram.index import (
     KEYWORD_FIELDS,
     META_ID,
     QUESTIONS,
+    RELATION_KIND,
     SPARSE,
     STATE_ID,
     VALID_FROM,
@@ -215,6 +216,21 @@ class QdrantServerIndex:
             )  # fmt: skip
         return [r.payload for r in records if r.payload]
 
+    def scan(
+        self, namespace: str, flt: SearchFilter, *, with_vectors: bool = False, page: int = 256
+    ) -> Iterator[list[tuple[dict[str, Any], list[float]]]]:
+        condition = build_filter(namespace, flt)
+        offset: Any = None
+        while True:
+            with self._call():
+                records, offset = self._client.scroll(
+                    self._collection, scroll_filter=condition, limit=page, offset=offset, with_payload=True,
+                    with_vectors=[DENSE] if with_vectors else False,
+                )  # fmt: skip
+            yield [(r.payload, _dense(r.vector) if with_vectors else []) for r in records if r.payload]
+            if offset is None:
+                return
+
     def count(self, namespace: str, flt: SearchFilter | None = None) -> int:
         with self._call():
             result = self._client.count(self._collection, count_filter=build_filter(namespace, flt), exact=True)
@@ -402,6 +418,8 @@ def build_filter(namespace: str, flt: SearchFilter | None) -> models.Filter:
         must.append(_match(HANDOFF_TO, flt.handoff_target))
     if flt.handoff_statuses:
         must.append(_any(HANDOFF_STATUS, flt.handoff_statuses))
+    if flt.relation_kinds:
+        must.append(_any(RELATION_KIND, flt.relation_kinds))
     if flt.created_after is not None or flt.created_before is not None:
         must.append(_range(gte=flt.created_after, lt=flt.created_before))
     if flt.as_of is not None:
@@ -411,6 +429,10 @@ def build_filter(namespace: str, flt: SearchFilter | None) -> models.Filter:
         must.append(_range(lte=at, key=WORLD_FROM))
         must.append(_range(gt=at, key=WORLD_TO))
     return models.Filter(must=must)
+
+
+def _dense(vector: Any) -> list[float]:
+    return [float(x) for x in vector.get(DENSE) or []] if isinstance(vector, dict) else []
 
 
 def _match(key: str, value: str) -> models.FieldCondition:

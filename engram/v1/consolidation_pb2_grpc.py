@@ -44,6 +44,16 @@ class ConsolidationStub:
                 request_serializer=engram_dot_v1_dot_consolidation__pb2.GetJobRequest.SerializeToString,
                 response_deserializer=engram_dot_v1_dot_consolidation__pb2.GetJobResponse.FromString,
                 _registered_method=True)
+        self.ListContradictions = channel.unary_unary(
+                '/engram.v1.Consolidation/ListContradictions',
+                request_serializer=engram_dot_v1_dot_consolidation__pb2.ListContradictionsRequest.SerializeToString,
+                response_deserializer=engram_dot_v1_dot_consolidation__pb2.ListContradictionsResponse.FromString,
+                _registered_method=True)
+        self.ResolveContradiction = channel.unary_unary(
+                '/engram.v1.Consolidation/ResolveContradiction',
+                request_serializer=engram_dot_v1_dot_consolidation__pb2.ResolveContradictionRequest.SerializeToString,
+                response_deserializer=engram_dot_v1_dot_consolidation__pb2.ResolveContradictionResponse.FromString,
+                _registered_method=True)
 
 
 class ConsolidationServicer:
@@ -61,6 +71,20 @@ class ConsolidationServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListContradictions(self, request, context):
+        """Open contradictions of the caller's namespace (flagged by the contradictions job, not resolved yet).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ResolveContradiction(self, request, context):
+        """The user's answer to a flagged contradiction (admin scope): keep both, keep newer, merge or override.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_ConsolidationServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -73,6 +97,16 @@ def add_ConsolidationServicer_to_server(servicer, server):
                     servicer.GetJob,
                     request_deserializer=engram_dot_v1_dot_consolidation__pb2.GetJobRequest.FromString,
                     response_serializer=engram_dot_v1_dot_consolidation__pb2.GetJobResponse.SerializeToString,
+            ),
+            'ListContradictions': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListContradictions,
+                    request_deserializer=engram_dot_v1_dot_consolidation__pb2.ListContradictionsRequest.FromString,
+                    response_serializer=engram_dot_v1_dot_consolidation__pb2.ListContradictionsResponse.SerializeToString,
+            ),
+            'ResolveContradiction': grpc.unary_unary_rpc_method_handler(
+                    servicer.ResolveContradiction,
+                    request_deserializer=engram_dot_v1_dot_consolidation__pb2.ResolveContradictionRequest.FromString,
+                    response_serializer=engram_dot_v1_dot_consolidation__pb2.ResolveContradictionResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -129,6 +163,60 @@ class Consolidation:
             '/engram.v1.Consolidation/GetJob',
             engram_dot_v1_dot_consolidation__pb2.GetJobRequest.SerializeToString,
             engram_dot_v1_dot_consolidation__pb2.GetJobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListContradictions(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/engram.v1.Consolidation/ListContradictions',
+            engram_dot_v1_dot_consolidation__pb2.ListContradictionsRequest.SerializeToString,
+            engram_dot_v1_dot_consolidation__pb2.ListContradictionsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ResolveContradiction(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/engram.v1.Consolidation/ResolveContradiction',
+            engram_dot_v1_dot_consolidation__pb2.ResolveContradictionRequest.SerializeToString,
+            engram_dot_v1_dot_consolidation__pb2.ResolveContradictionResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -223,3 +223,81 @@ class ExpireMemoryResponse(_message.Message):
     seq: int
     expired: bool
     def __init__(self, memory: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ..., seq: _Optional[int] = ..., expired: _Optional[bool] = ...) -> None: ...
+
+class MergeMemoriesRequest(_message.Message):
+    __slots__ = ("caller", "ids", "into_id", "replacement", "force", "note")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    IDS_FIELD_NUMBER: _ClassVar[int]
+    INTO_ID_FIELD_NUMBER: _ClassVar[int]
+    REPLACEMENT_FIELD_NUMBER: _ClassVar[int]
+    FORCE_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallContext
+    ids: _containers.RepeatedScalarFieldContainer[str]
+    into_id: str
+    replacement: _common_pb2.MemoryInput
+    force: bool
+    note: str
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., ids: _Optional[_Iterable[str]] = ..., into_id: _Optional[str] = ..., replacement: _Optional[_Union[_common_pb2.MemoryInput, _Mapping]] = ..., force: _Optional[bool] = ..., note: _Optional[str] = ...) -> None: ...
+
+class MergeMemoriesResponse(_message.Message):
+    __slots__ = ("survivor", "merged", "seq", "redactions")
+    SURVIVOR_FIELD_NUMBER: _ClassVar[int]
+    MERGED_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    REDACTIONS_FIELD_NUMBER: _ClassVar[int]
+    survivor: _common_pb2.Memory
+    merged: _containers.RepeatedCompositeFieldContainer[_common_pb2.Memory]
+    seq: int
+    redactions: _containers.RepeatedCompositeFieldContainer[_common_pb2.Redaction]
+    def __init__(self, survivor: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ..., merged: _Optional[_Iterable[_Union[_common_pb2.Memory, _Mapping]]] = ..., seq: _Optional[int] = ..., redactions: _Optional[_Iterable[_Union[_common_pb2.Redaction, _Mapping]]] = ...) -> None: ...
+
+class RelateMemoriesRequest(_message.Message):
+    __slots__ = ("caller", "id", "other_id", "kind", "note", "replace_kinds")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    OTHER_ID_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    NOTE_FIELD_NUMBER: _ClassVar[int]
+    REPLACE_KINDS_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallContext
+    id: str
+    other_id: str
+    kind: str
+    note: str
+    replace_kinds: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., id: _Optional[str] = ..., other_id: _Optional[str] = ..., kind: _Optional[str] = ..., note: _Optional[str] = ..., replace_kinds: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class RelateMemoriesResponse(_message.Message):
+    __slots__ = ("memory", "seq", "changed")
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    CHANGED_FIELD_NUMBER: _ClassVar[int]
+    memory: _common_pb2.Memory
+    seq: int
+    changed: bool
+    def __init__(self, memory: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ..., seq: _Optional[int] = ..., changed: _Optional[bool] = ...) -> None: ...
+
+class DecayMemoryRequest(_message.Message):
+    __slots__ = ("caller", "id", "expected_version", "archive", "idle_since")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_VERSION_FIELD_NUMBER: _ClassVar[int]
+    ARCHIVE_FIELD_NUMBER: _ClassVar[int]
+    IDLE_SINCE_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallContext
+    id: str
+    expected_version: int
+    archive: bool
+    idle_since: _timestamp_pb2.Timestamp
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., id: _Optional[str] = ..., expected_version: _Optional[int] = ..., archive: _Optional[bool] = ..., idle_since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class DecayMemoryResponse(_message.Message):
+    __slots__ = ("memory", "seq", "changed")
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    CHANGED_FIELD_NUMBER: _ClassVar[int]
+    memory: _common_pb2.Memory
+    seq: int
+    changed: bool
+    def __init__(self, memory: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ..., seq: _Optional[int] = ..., changed: _Optional[bool] = ...) -> None: ...

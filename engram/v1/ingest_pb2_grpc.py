@@ -74,6 +74,21 @@ class IngestStub:
                 request_serializer=engram_dot_v1_dot_ingest__pb2.ExpireMemoryRequest.SerializeToString,
                 response_deserializer=engram_dot_v1_dot_ingest__pb2.ExpireMemoryResponse.FromString,
                 _registered_method=True)
+        self.MergeMemories = channel.unary_unary(
+                '/engram.v1.Ingest/MergeMemories',
+                request_serializer=engram_dot_v1_dot_ingest__pb2.MergeMemoriesRequest.SerializeToString,
+                response_deserializer=engram_dot_v1_dot_ingest__pb2.MergeMemoriesResponse.FromString,
+                _registered_method=True)
+        self.RelateMemories = channel.unary_unary(
+                '/engram.v1.Ingest/RelateMemories',
+                request_serializer=engram_dot_v1_dot_ingest__pb2.RelateMemoriesRequest.SerializeToString,
+                response_deserializer=engram_dot_v1_dot_ingest__pb2.RelateMemoriesResponse.FromString,
+                _registered_method=True)
+        self.DecayMemory = channel.unary_unary(
+                '/engram.v1.Ingest/DecayMemory',
+                request_serializer=engram_dot_v1_dot_ingest__pb2.DecayMemoryRequest.SerializeToString,
+                response_deserializer=engram_dot_v1_dot_ingest__pb2.DecayMemoryResponse.FromString,
+                _registered_method=True)
 
 
 class IngestServicer:
@@ -131,6 +146,31 @@ class IngestServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def MergeMemories(self, request, context):
+        """Merges memories into one survivor, an existing memory or a new one (dedupe, a category summary, a contradiction
+        resolved by merging): each merged memory is archived with a merged-into relation, and the survivor's new version
+        records what was merged into it (metadata merged_from). Idempotent: a memory already merged into the survivor is
+        left alone.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RelateMemories(self, request, context):
+        """Adds a relation from one memory to another (a flagged contradiction, a context-dependent pair), replacing any
+        relation between them of the kinds named.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DecayMemory(self, request, context):
+        """Moves an idle memory to the cold tier, or archives it (consolidation's decay job; admin scope).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_IngestServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -173,6 +213,21 @@ def add_IngestServicer_to_server(servicer, server):
                     servicer.ExpireMemory,
                     request_deserializer=engram_dot_v1_dot_ingest__pb2.ExpireMemoryRequest.FromString,
                     response_serializer=engram_dot_v1_dot_ingest__pb2.ExpireMemoryResponse.SerializeToString,
+            ),
+            'MergeMemories': grpc.unary_unary_rpc_method_handler(
+                    servicer.MergeMemories,
+                    request_deserializer=engram_dot_v1_dot_ingest__pb2.MergeMemoriesRequest.FromString,
+                    response_serializer=engram_dot_v1_dot_ingest__pb2.MergeMemoriesResponse.SerializeToString,
+            ),
+            'RelateMemories': grpc.unary_unary_rpc_method_handler(
+                    servicer.RelateMemories,
+                    request_deserializer=engram_dot_v1_dot_ingest__pb2.RelateMemoriesRequest.FromString,
+                    response_serializer=engram_dot_v1_dot_ingest__pb2.RelateMemoriesResponse.SerializeToString,
+            ),
+            'DecayMemory': grpc.unary_unary_rpc_method_handler(
+                    servicer.DecayMemory,
+                    request_deserializer=engram_dot_v1_dot_ingest__pb2.DecayMemoryRequest.FromString,
+                    response_serializer=engram_dot_v1_dot_ingest__pb2.DecayMemoryResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -391,6 +446,87 @@ class Ingest:
             '/engram.v1.Ingest/ExpireMemory',
             engram_dot_v1_dot_ingest__pb2.ExpireMemoryRequest.SerializeToString,
             engram_dot_v1_dot_ingest__pb2.ExpireMemoryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def MergeMemories(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/engram.v1.Ingest/MergeMemories',
+            engram_dot_v1_dot_ingest__pb2.MergeMemoriesRequest.SerializeToString,
+            engram_dot_v1_dot_ingest__pb2.MergeMemoriesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RelateMemories(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/engram.v1.Ingest/RelateMemories',
+            engram_dot_v1_dot_ingest__pb2.RelateMemoriesRequest.SerializeToString,
+            engram_dot_v1_dot_ingest__pb2.RelateMemoriesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DecayMemory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/engram.v1.Ingest/DecayMemory',
+            engram_dot_v1_dot_ingest__pb2.DecayMemoryRequest.SerializeToString,
+            engram_dot_v1_dot_ingest__pb2.DecayMemoryResponse.FromString,
             options,
             channel_credentials,
             insecure,

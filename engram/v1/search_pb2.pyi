@@ -21,7 +21,7 @@ RERANK_MODE_ON: RerankMode
 RERANK_MODE_OFF: RerankMode
 
 class SearchFilter(_message.Message):
-    __slots__ = ("tags", "owner_agent", "memory_types", "created_after", "created_before", "topics", "statuses", "conversation_id", "project", "as_of", "team", "handoff_target", "handoff_statuses")
+    __slots__ = ("tags", "owner_agent", "memory_types", "created_after", "created_before", "topics", "statuses", "conversation_id", "project", "as_of", "team", "handoff_target", "handoff_statuses", "relation_kinds")
     TAGS_FIELD_NUMBER: _ClassVar[int]
     OWNER_AGENT_FIELD_NUMBER: _ClassVar[int]
     MEMORY_TYPES_FIELD_NUMBER: _ClassVar[int]
@@ -35,6 +35,7 @@ class SearchFilter(_message.Message):
     TEAM_FIELD_NUMBER: _ClassVar[int]
     HANDOFF_TARGET_FIELD_NUMBER: _ClassVar[int]
     HANDOFF_STATUSES_FIELD_NUMBER: _ClassVar[int]
+    RELATION_KINDS_FIELD_NUMBER: _ClassVar[int]
     tags: _containers.RepeatedScalarFieldContainer[str]
     owner_agent: str
     memory_types: _containers.RepeatedScalarFieldContainer[_common_pb2.MemoryType]
@@ -48,7 +49,8 @@ class SearchFilter(_message.Message):
     team: str
     handoff_target: str
     handoff_statuses: _containers.RepeatedScalarFieldContainer[_common_pb2.HandoffStatus]
-    def __init__(self, tags: _Optional[_Iterable[str]] = ..., owner_agent: _Optional[str] = ..., memory_types: _Optional[_Iterable[_Union[_common_pb2.MemoryType, str]]] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., topics: _Optional[_Iterable[str]] = ..., statuses: _Optional[_Iterable[_Union[_common_pb2.Status, str]]] = ..., conversation_id: _Optional[str] = ..., project: _Optional[str] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., team: _Optional[str] = ..., handoff_target: _Optional[str] = ..., handoff_statuses: _Optional[_Iterable[_Union[_common_pb2.HandoffStatus, str]]] = ...) -> None: ...
+    relation_kinds: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, tags: _Optional[_Iterable[str]] = ..., owner_agent: _Optional[str] = ..., memory_types: _Optional[_Iterable[_Union[_common_pb2.MemoryType, str]]] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., topics: _Optional[_Iterable[str]] = ..., statuses: _Optional[_Iterable[_Union[_common_pb2.Status, str]]] = ..., conversation_id: _Optional[str] = ..., project: _Optional[str] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., team: _Optional[str] = ..., handoff_target: _Optional[str] = ..., handoff_statuses: _Optional[_Iterable[_Union[_common_pb2.HandoffStatus, str]]] = ..., relation_kinds: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SearchMemoriesRequest(_message.Message):
     __slots__ = ("caller", "query", "limit", "filter", "min_seq", "explain", "rerank", "sources")
@@ -313,3 +315,23 @@ class ListTeamsResponse(_message.Message):
     TEAMS_FIELD_NUMBER: _ClassVar[int]
     teams: _containers.RepeatedCompositeFieldContainer[TeamInfo]
     def __init__(self, teams: _Optional[_Iterable[_Union[TeamInfo, _Mapping]]] = ...) -> None: ...
+
+class ScanMemoriesRequest(_message.Message):
+    __slots__ = ("caller", "filter", "with_vectors", "min_seq")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    FILTER_FIELD_NUMBER: _ClassVar[int]
+    WITH_VECTORS_FIELD_NUMBER: _ClassVar[int]
+    MIN_SEQ_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallContext
+    filter: SearchFilter
+    with_vectors: bool
+    min_seq: int
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., filter: _Optional[_Union[SearchFilter, _Mapping]] = ..., with_vectors: _Optional[bool] = ..., min_seq: _Optional[int] = ...) -> None: ...
+
+class ScanMemoriesResponse(_message.Message):
+    __slots__ = ("memories", "vectors")
+    MEMORIES_FIELD_NUMBER: _ClassVar[int]
+    VECTORS_FIELD_NUMBER: _ClassVar[int]
+    memories: _containers.RepeatedCompositeFieldContainer[_common_pb2.Memory]
+    vectors: _containers.RepeatedScalarFieldContainer[bytes]
+    def __init__(self, memories: _Optional[_Iterable[_Union[_common_pb2.Memory, _Mapping]]] = ..., vectors: _Optional[_Iterable[bytes]] = ...) -> None: ...

@@ -79,6 +79,11 @@ class SearchStub:
                 request_serializer=engram_dot_v1_dot_search__pb2.ListTeamsRequest.SerializeToString,
                 response_deserializer=engram_dot_v1_dot_search__pb2.ListTeamsResponse.FromString,
                 _registered_method=True)
+        self.ScanMemories = channel.unary_stream(
+                '/engram.v1.Search/ScanMemories',
+                request_serializer=engram_dot_v1_dot_search__pb2.ScanMemoriesRequest.SerializeToString,
+                response_deserializer=engram_dot_v1_dot_search__pb2.ScanMemoriesResponse.FromString,
+                _registered_method=True)
 
 
 class SearchServicer:
@@ -141,6 +146,14 @@ class SearchServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ScanMemories(self, request, context):
+        """Every memory of the caller's namespace that matches a filter, in batches, with its dense vector (for
+        consolidation's dedupe and contradiction jobs, which compare every memory with every other).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SearchServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -188,6 +201,11 @@ def add_SearchServicer_to_server(servicer, server):
                     servicer.ListTeams,
                     request_deserializer=engram_dot_v1_dot_search__pb2.ListTeamsRequest.FromString,
                     response_serializer=engram_dot_v1_dot_search__pb2.ListTeamsResponse.SerializeToString,
+            ),
+            'ScanMemories': grpc.unary_stream_rpc_method_handler(
+                    servicer.ScanMemories,
+                    request_deserializer=engram_dot_v1_dot_search__pb2.ScanMemoriesRequest.FromString,
+                    response_serializer=engram_dot_v1_dot_search__pb2.ScanMemoriesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -433,6 +451,33 @@ class Search:
             '/engram.v1.Search/ListTeams',
             engram_dot_v1_dot_search__pb2.ListTeamsRequest.SerializeToString,
             engram_dot_v1_dot_search__pb2.ListTeamsResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ScanMemories(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/engram.v1.Search/ScanMemories',
+            engram_dot_v1_dot_search__pb2.ScanMemoriesRequest.SerializeToString,
+            engram_dot_v1_dot_search__pb2.ScanMemoriesResponse.FromString,
             options,
             channel_credentials,
             insecure,

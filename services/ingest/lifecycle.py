@@ -18,11 +18,14 @@ from typing import Protocol
 
 from engram.errors import InvalidArgument, NotFound, PermissionDenied, Unavailable, VersionConflict
 from engram.events import (
+    CONTRADICTION_DETECTED,
     HANDOFF_ACCEPTED,
     HANDOFF_COMPLETED,
     HANDOFF_EXPIRED,
+    MEMORY_DECAYED,
     MEMORY_DELETED,
     MEMORY_EXPIRED,
+    MEMORY_MERGED,
     MEMORY_PURGED,
     MEMORY_SUPERSEDED,
     MEMORY_UPDATED,
@@ -31,9 +34,9 @@ from engram.events import (
 )
 from engram.ids import memory_id as parse_memory_id
 from engram.log import Log, LogEntry, Overtaken
-from engram.model import Caller, Memory, MemoryInput, Relation, format_time
-from engram.ownership import is_admin, require_admin, require_owner
-from engram.results import DeleteResult, ExpireResult, History, SaveResult, SupersedeResult
+from engram.model import COLD, Caller, Memory, MemoryInput, Relation, format_time
+from engram.ownership import UNOWNED, is_admin, require_admin, require_owner
+from engram.results import Changed, DeleteResult, ExpireResult, History, MergeResult, SaveResult, SupersedeResult
 from engram.scrub import Redaction, scrub_text
 from engram.services.ingest.validation import HANDOFF, with_team_tag
 from engram.services.ingest.writer import MemoryWriter
@@ -41,6 +44,9 @@ from engram.services.ingest.writer import MemoryWriter
 MAX_ATTEMPTS = 50  # re-applications of one change after other writers got there first
 MAX_CHAIN = 100  # supersession hops followed to find the head of a chain
 MAX_NOTE_CHARS = 2000
+MAX_MERGE = 100  # memories merged into one survivor by one call
+MERGED_FROM = "merged_from"  # the survivor's metadata key: the ids merged into it
+RELATABLE = ("contradicts", "context-dependent")  # relations set by RelateMemories (the others have their own RPC)
 # Where a handoff may go from each state: its target accepts it, then completes it (or completes it at once).
 HANDOFF_MOVES = {"pending": ("accepted", "completed"), "accepted": ("completed",)}
 HANDOFF_EVENTS = {"accepted": HANDOFF_ACCEPTED, "completed": HANDOFF_COMPLETED}
@@ -244,6 +250,133 @@ class Lifecycle:
         memory, seq, _ = await self._mutate(caller, memory_id, event, change, expected_version)
         return ExpireResult(memory, seq, expired)
 
+    async def merge(
+        self,
+        caller: Caller,
+        ids: list[str],
+        *,
+        into_id: str = "",
+        replacement: MemoryInput | None = None,
+        force: bool = False,
+        note: str = "",
+    ) -> MergeResult:
+        """Merges ``ids`` into one survivor: the existing memory ``into_id`` or a new one saved from ``replacement``.
+
+        The survivor's new version (memory_merged) records the ids in metadata["merged_from"] and gains their tags
+        and topics; then each merged memory is archived (memory_merged) with a merged-into relation. In that order,
+        so a merge cut short is completed by running it again: what is already recorded or archived is left alone.
+        Memories of different owners need an admin's ``force``; a secret memory only merges into a secret one.
+        """
+        merged_ids = _merge_ids(ids)
+        if (replacement is None or not replacement.content.strip()) == (not into_id):
+            raise InvalidArgument(
+                "into_id", "give either into_id (an existing survivor) or the content of a new one (not both)."
+            )
+        if force:
+            require_admin(caller, "merge memories of other agents (force)")
+        members = [await self._latest(caller, memory_id) for memory_id in merged_ids]
+        redactions: tuple[Redaction, ...] = ()
+        if into_id:
+            survivor = await self._latest(caller, parse_memory_id(into_id, field="into_id"))
+            if survivor.id in merged_ids:
+                raise InvalidArgument("into_id", "the survivor cannot be one of the memories merged into it.")
+            if survivor.status != "active":
+                raise InvalidArgument("into_id", f"'{survivor.id}' is {survivor.status}; merge into an active memory.")
+        else:
+            assert replacement is not None
+            survivor, redactions = self._writer.prepare(caller, replacement)
+        _check_merge(caller, survivor, members, force=force)
+        if not into_id:
+            survivor.metadata = {**survivor.metadata, MERGED_FROM: merged_ids}
+            survivor.tags = _union(survivor.tags, *(m.tags for m in members))
+            survivor.topics = _union(survivor.topics, *(m.topics for m in members))
+            survivor.seq = await self._writer.append_new(caller, survivor)
+            seq = survivor.seq
+        else:
+
+            def record(current: Memory) -> tuple[Memory, tuple[Redaction, ...]] | None:
+                if current.status != "active":
+                    raise InvalidArgument("into_id", f"memory '{current.id}' is {current.status} now; merge again.")
+                before = [str(i) for i in current.metadata.get(MERGED_FROM) or []]
+                merged_from = _union(before, merged_ids)
+                tags = _union(current.tags, *(m.tags for m in members))
+                topics = _union(current.topics, *(m.topics for m in members))
+                if (merged_from, tags, topics) == (before, current.tags, current.topics):
+                    return None
+                metadata = {**current.metadata, MERGED_FROM: merged_from}
+                return self._next(current, caller, metadata=metadata, tags=tags, topics=topics), ()
+
+            survivor, seq, _ = await self._mutate(
+                caller, survivor.id, MEMORY_MERGED, record, 0, authorize=_may_merge(force)
+            )
+
+        def archive(current: Memory) -> tuple[Memory, tuple[Redaction, ...]] | None:
+            if any(r.kind == "merged-into" and r.memory_id == survivor.id for r in current.relations):
+                return None  # merged by an earlier run
+            if current.status != "active":
+                raise InvalidArgument("ids", f"memory '{current.id}' is {current.status}; only active memories merge.")
+            relation = Relation("merged-into", survivor.id, note[:MAX_NOTE_CHARS])
+            return self._next(current, caller, status="archived", relations=[*current.relations, relation]), ()
+
+        merged = []
+        for member in members:
+            memory, member_seq, _ = await self._mutate(
+                caller, member.id, MEMORY_MERGED, archive, 0, authorize=_may_merge(force)
+            )
+            merged.append(memory)
+            seq = max(seq, member_seq)
+        return MergeResult(survivor, merged, seq, redactions)
+
+    async def relate(
+        self, caller: Caller, memory_id: str, other_id: str, kind: str, *, note: str = "",
+        replace_kinds: tuple[str, ...] = (),
+    ) -> Changed:  # fmt: skip
+        """Adds the relation ``kind`` from a memory to another, first removing its relations to it of
+        ``replace_kinds``. A flagged contradiction is published as contradiction_detected."""
+        if kind not in RELATABLE:
+            raise InvalidArgument("kind", f"{kind or 'nothing'!r} is not set here; give one of {', '.join(RELATABLE)}.")
+        other = await self._latest(caller, parse_memory_id(other_id, field="other_id"))
+        if other.id == parse_memory_id(memory_id):
+            raise InvalidArgument("other_id", "a memory cannot be related to itself.")
+        text = note[:MAX_NOTE_CHARS]
+        changed = False
+
+        def change(current: Memory) -> tuple[Memory, tuple[Redaction, ...]] | None:
+            nonlocal changed
+            kept = [r for r in current.relations if not (r.memory_id == other.id and r.kind in replace_kinds)]
+            if any(r.kind == kind and r.memory_id == other.id for r in kept):
+                if len(kept) == len(current.relations):
+                    return None
+            else:
+                kept.append(Relation(kind, other.id, text))
+            changed = True
+            return self._next(current, caller, relations=kept), ()
+
+        event = CONTRADICTION_DETECTED if kind == "contradicts" else MEMORY_UPDATED
+        memory, seq, _ = await self._mutate(caller, memory_id, event, change, 0)
+        return Changed(memory, seq, changed)
+
+    async def decay(
+        self, caller: Caller, memory_id: str, *, expected_version: int, idle_since: float, archive: bool
+    ) -> Changed:
+        """Moves an active memory idle since ``idle_since`` (neither read nor written after it) to the cold tier,
+        or archives it (admin: the decay job). Nothing to do for a memory used since, or already there."""
+        require_admin(caller, "decay memories")
+        changed = False
+
+        def change(current: Memory) -> tuple[Memory, tuple[Redaction, ...]] | None:
+            nonlocal changed
+            active = max(current.last_accessed_at or 0.0, current.updated_at or current.created_at or 0.0)
+            if current.status != "active" or active > idle_since or (not archive and current.tier == COLD):
+                return None
+            changed = True
+            if archive:
+                return self._next(current, caller, status="archived"), ()
+            return self._next(current, caller, tier=COLD), ()
+
+        memory, seq, _ = await self._mutate(caller, memory_id, MEMORY_DECAYED, change, expected_version)
+        return Changed(memory, seq, changed)
+
     async def update_handoff(
         self, caller: Caller, memory_id: str, status: str, *, expected_version: int = 0, note: str = ""
     ) -> SaveResult:
@@ -370,6 +503,41 @@ class Lifecycle:
             self._writer.forget(memory_id)
             return new, appended.seq, redactions
         raise Unavailable("The memory kept changing while this change was applied; retry.", retry_after=1.0)
+
+
+def _merge_ids(ids: list[str]) -> list[str]:
+    merged = list(dict.fromkeys(parse_memory_id(i, field="ids") for i in ids))
+    if not merged:
+        raise InvalidArgument("ids", "name at least one memory to merge.")
+    if len(merged) > MAX_MERGE:
+        raise InvalidArgument("ids", f"at most {MAX_MERGE} memories merge at once; merge the rest in another call.")
+    return merged
+
+
+def _check_merge(caller: Caller, survivor: Memory, members: list[Memory], *, force: bool) -> None:
+    """Same owner unless an admin forces it; never a secret memory into a non-secret one."""
+    owners = sorted({m.owner_agent for m in [survivor, *members] if m.owner_agent not in UNOWNED})
+    if len(owners) > 1 and not force:
+        raise PermissionDenied(
+            f"These memories belong to different agents ({', '.join(owners)}); only an admin merges them, with force."
+        )
+    secret = [m.id for m in members if m.sensitivity == "secret"]
+    if secret and survivor.sensitivity != "secret":
+        raise InvalidArgument(
+            "ids", f"{', '.join(secret)} is secret and would be readable as part of a non-secret memory; merge it "
+            "into a secret one (sensitivity secret).",
+        )  # fmt: skip
+    for member in members:
+        require_owner(member, caller)
+
+
+def _may_merge(force: bool) -> Authorize:
+    """Who may write the merge's versions: the owner (or an admin), and with force the admin already checked."""
+    return (lambda memory, caller: None) if force else require_owner
+
+
+def _union(first: list[str], *more: list[str]) -> list[str]:
+    return list(dict.fromkeys([*first, *(item for items in more for item in items)]))
 
 
 _MEMORY_FIELDS = (*(name for name in UPDATABLE if name != "metadata_json"), "metadata")

@@ -103,6 +103,47 @@ class IngestServicer(ingest_pb2_grpc.IngestServicer):
         )
 
     @translate_errors
+    async def MergeMemories(
+        self, request: ingest_pb2.MergeMemoriesRequest, context: grpc.aio.ServicerContext
+    ) -> ingest_pb2.MergeMemoriesResponse:
+        result = await self._lifecycle.merge(
+            wire.caller_from_proto(request.caller), list(request.ids), into_id=request.into_id,
+            replacement=wire.input_from_proto(request.replacement) if request.HasField("replacement") else None,
+            force=request.force, note=request.note,
+        )  # fmt: skip
+        return ingest_pb2.MergeMemoriesResponse(
+            survivor=wire.memory_to_proto(result.survivor), merged=[wire.memory_to_proto(m) for m in result.merged],
+            seq=result.seq, redactions=_redactions(result.redactions),
+        )  # fmt: skip
+
+    @translate_errors
+    async def RelateMemories(
+        self, request: ingest_pb2.RelateMemoriesRequest, context: grpc.aio.ServicerContext
+    ) -> ingest_pb2.RelateMemoriesResponse:
+        result = await self._lifecycle.relate(
+            wire.caller_from_proto(request.caller), request.id, request.other_id, request.kind, note=request.note,
+            replace_kinds=tuple(request.replace_kinds),
+        )  # fmt: skip
+        return ingest_pb2.RelateMemoriesResponse(
+            memory=wire.memory_to_proto(result.memory), seq=result.seq, changed=result.changed
+        )
+
+    @translate_errors
+    async def DecayMemory(
+        self, request: ingest_pb2.DecayMemoryRequest, context: grpc.aio.ServicerContext
+    ) -> ingest_pb2.DecayMemoryResponse:
+        idle_since = wire.ts_to_epoch(request, "idle_since")
+        if idle_since is None:
+            raise InvalidArgument("idle_since", "is required: the memory must have been idle since then.")
+        result = await self._lifecycle.decay(
+            wire.caller_from_proto(request.caller), request.id, expected_version=request.expected_version,
+            idle_since=idle_since, archive=request.archive,
+        )  # fmt: skip
+        return ingest_pb2.DecayMemoryResponse(
+            memory=wire.memory_to_proto(result.memory), seq=result.seq, changed=result.changed
+        )
+
+    @translate_errors
     async def UpdateHandoff(
         self, request: ingest_pb2.UpdateHandoffRequest, context: grpc.aio.ServicerContext
     ) -> ingest_pb2.UpdateHandoffResponse:

@@ -5,9 +5,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Sequence
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
+
+import numpy as np
 
 from engram.config import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT
 from engram.embed import Embedder
@@ -30,7 +32,7 @@ from engram.index import (
     SearchRequest,
     version_point_id,
 )
-from engram.model import STATUSES, Caller, Memory, MemoryVersion, SearchFilter, servable_problem
+from engram.model import COLD, STATUSES, Caller, Memory, MemoryVersion, SearchFilter, servable_problem
 from engram.results import AgentInfo, Expiring, History, Hit, MemoryStats, SearchResult, TeamInfo
 from engram.services.search import page_token as page_token_codec
 from engram.services.search.access import AccessRecorder
@@ -48,6 +50,7 @@ DEFAULT_CANDIDATES = 100  # per retriever, before fusion
 DEFAULT_WEIGHTS = {DENSE: 1.0, SPARSE: 1.5, QUESTIONS: 1.0}
 DEFAULT_RERANK_TOP_N = 20
 DEFAULT_LIST_LIMIT = 20
+COLD_WEIGHT = 0.5  # what the score of a memory in the cold tier counts (decay)
 TEAM_SUMMARY = "team-summary"  # the memory type of a team's summary (consolidate_team)
 SOURCES = (DENSE, SPARSE, QUESTIONS)
 FUSED = "fused"
@@ -157,7 +160,7 @@ class MemoryReader:
         ]
         if use_rerank and hits:
             hits = await asyncio.to_thread(self._rerank, query, hits)
-        hits = hits[:limit]
+        hits = _cold_last(hits)[:limit]
         if not explain:
             for hit in hits:
                 hit.explain = {}
@@ -373,6 +376,22 @@ class MemoryReader:
         if self._access is not None:
             self._access.note(caller, memory_ids)
 
+    async def scan(
+        self, caller: Caller, flt: SearchFilter, *, with_vectors: bool = False, min_seq: int = 0
+    ) -> AsyncIterator[tuple[list[Memory], list[bytes]]]:
+        """Every memory of the caller's namespace matching flt, a page at a time, with its dense vector as
+        little-endian float32 bytes when asked (b"" when it has none)."""
+        await self._ready_for(min_seq)
+        pages = self._index.scan(caller.namespace, flt, with_vectors=with_vectors)
+        while (page := await asyncio.to_thread(next, pages, None)) is not None:
+            memories, vectors = [], []
+            for payload, dense in page:
+                memory = _memory(payload)
+                if memory is not None:
+                    memories.append(memory)
+                    vectors.append(np.asarray(dense, dtype="<f4").tobytes() if with_vectors else b"")
+            yield memories, vectors
+
     async def _ready_for(self, min_seq: int) -> None:
         self._indexer.require_ready()
         await self._indexer.check_min_seq(min_seq)
@@ -404,6 +423,18 @@ def _memory(payload: dict[str, Any]) -> Memory | None:
             problem = f"it cannot be read ({e})"
     log.warning("memory %s skipped: %s", payload.get("id", "?"), problem)
     return None
+
+
+def _cold_last(hits: list[Hit]) -> list[Hit]:
+    """Scores of memories in the cold tier (idle and of low importance, moved there by consolidation's decay) and
+    not read since count COLD_WEIGHT of their value: they rank below warm memories that match as well."""
+    demoted = False
+    for hit in hits:
+        memory = hit.memory
+        if memory.tier == COLD and (memory.last_accessed_at or 0.0) <= (memory.updated_at or 0.0):
+            hit.score *= COLD_WEIGHT
+            demoted = True
+    return sorted(hits, key=lambda h: h.score, reverse=True) if demoted else hits
 
 
 def _stages(ranks: dict[str, int], scores: dict[str, float], rank: int, score: float) -> dict[str, tuple[int, float]]:

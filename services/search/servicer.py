@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
+
 import grpc
 
 from engram import wire
 from engram.errors import InvalidArgument
 from engram.ownership import require_admin
-from engram.rpc import translate_errors
+from engram.rpc import translate_errors, translate_stream_errors
 from engram.services.search.reader import MemoryReader
 from engram.v1 import common_pb2, search_pb2, search_pb2_grpc
 
@@ -169,3 +171,15 @@ class SearchServicer(search_pb2_grpc.SearchServicer):
             )
             wire.set_ts(entry, "last_activity", team.last_activity)
         return response
+
+    @translate_stream_errors
+    async def ScanMemories(
+        self, request: search_pb2.ScanMemoriesRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[search_pb2.ScanMemoriesResponse]:
+        caller = wire.caller_from_proto(request.caller)
+        flt = wire.filter_from_proto(request.filter)
+        pages = self._reader.scan(caller, flt, with_vectors=request.with_vectors, min_seq=request.min_seq)
+        async for memories, vectors in pages:
+            yield search_pb2.ScanMemoriesResponse(
+                memories=[wire.memory_to_proto(m) for m in memories], vectors=vectors if request.with_vectors else []
+            )
