@@ -325,6 +325,12 @@ class SearchClient(_Client):
         response = await self._call(self._stub.ListExpiring, request, wait_for_ready=True)
         return [Expiring(m.namespace, m.id, m.version, wire.ts_to_epoch(m, "expires_at")) for m in response.memories]
 
+    async def namespaces(self, caller: Caller) -> dict[str, int]:
+        """Every namespace with active memories and how many (admin)."""
+        request = search_pb2.ListNamespacesRequest(caller=wire.caller_to_proto(caller))
+        response = await self._call(self._stub.ListNamespaces, request, wait_for_ready=True)
+        return {c.key: c.count for c in response.namespaces}
+
     async def scan(
         self, caller: Caller, flt: SearchFilter, *, with_vectors: bool = False, min_seq: int = 0
     ) -> AsyncIterator[tuple[list[Memory], list[bytes]]]:

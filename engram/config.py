@@ -63,6 +63,11 @@ class Settings:
     access_flush_seconds: float = 10.0  # how often read counts (access_count) are written to the log, batched
     expiry_interval_seconds: float = 60.0  # how often consolidation expires memories whose expires_at passed
     job_lease_seconds: float = 30.0  # a consolidation job's lease in NATS KV outlives a dead runner this long
+    consolidation_interval_seconds: float = 86400.0  # how often every namespace gets an `all` job (0: never)
+    decay_cold_after_days: float = 30.0  # idle memories of a decaying importance move to the cold tier
+    decay_archive_after_days: float = 0.0  # ... and are archived after this long idle (0: never archived)
+    decay_importances: str = "low"  # comma separated: the importances that decay
+    decay_keep_types: str = "fact"  # comma separated: memory types that never decay
     handoff_ttl_seconds: float = 86400.0  # a handoff still pending after this long expires into a plain memory
     derive_context: bool = True  # a save with a conversation_id and no context gets the previous memory as context
     sse_queue_events: int = 256  # events held per SSE client that reads slowly; the oldest go first, then a gap
@@ -137,6 +142,15 @@ class Settings:
         if not 0 < self.similar_finding_threshold <= 1:
             raise SettingsError(
                 f"ENGRAM_SIMILAR_FINDING_THRESHOLD must be in (0, 1], got {self.similar_finding_threshold}"
+            )
+        if self.consolidation_interval_seconds < 0 or self.decay_cold_after_days <= 0:
+            raise SettingsError(
+                "ENGRAM_CONSOLIDATION_INTERVAL_SECONDS must be >= 0 (0 turns scheduled runs off) and "
+                "ENGRAM_DECAY_COLD_AFTER_DAYS > 0"
+            )
+        if 0 < self.decay_archive_after_days <= self.decay_cold_after_days:
+            raise SettingsError(
+                "ENGRAM_DECAY_ARCHIVE_AFTER_DAYS must be 0 (never) or more than ENGRAM_DECAY_COLD_AFTER_DAYS"
             )
         if self.job_lease_seconds <= 0:
             raise SettingsError(f"ENGRAM_JOB_LEASE_SECONDS must be > 0, got {self.job_lease_seconds}")

@@ -23,6 +23,7 @@ from engram.embed.sparse import Bm25Encoder
 from engram.errors import DiskFull, Unavailable
 from engram.health import DISK, LOG, MIB, DiskSpace, Health, disk_space
 from engram.log import Log
+from engram.log.jobstore import JobStore
 from engram.log.leases import Leases
 from engram.log.nats import NatsLog
 from engram.natsd import LOG_STORE
@@ -150,6 +151,12 @@ class Resources:
         event_log = await self.log()
         assert isinstance(event_log, NatsLog)
         return await Leases.open(event_log.jetstream, ttl=self.settings.job_lease_seconds)
+
+    async def job_store(self) -> JobStore:
+        """Consolidation jobs in the log's NATS (KV), which every replica of the service shares."""
+        event_log = await self.log()
+        assert isinstance(event_log, NatsLog)
+        return await JobStore.open(event_log.jetstream)
 
     async def embedder(self) -> Embedder:
         async with self._lock:

@@ -124,6 +124,10 @@ class MemoryIndex(Protocol):
         """How many points have each value of a keyword field (every status unless flt says otherwise)."""
         ...
 
+    def namespaces(self) -> dict[str, int]:
+        """Every namespace with active memories, and how many."""
+        ...
+
     def due(self, at: float, limit: int) -> list[dict[str, Any]]:
         """Active points of every namespace whose EXPIRES_TS is at or before ``at``, up to limit."""
         ...

@@ -165,6 +165,12 @@ class EdgeIndex:
             response = self._shard.facet(qe.FacetRequest(key, limit=10_000, exact=True, filter=condition))
         return {str(hit.value): int(hit.count) for hit in response.hits if hit.value not in (None, "")}
 
+    def namespaces(self) -> dict[str, int]:
+        active = qe.Filter(must=[qe.FieldCondition("status", match=qe.MatchValue("active"))])
+        with self._lock:
+            response = self._shard.facet(qe.FacetRequest("namespace", limit=100_000, exact=True, filter=active))
+        return {str(hit.value): int(hit.count) for hit in response.hits if hit.value not in (None, "")}
+
     def due(self, at: float, limit: int) -> list[dict[str, Any]]:
         condition = qe.Filter(
             must=[

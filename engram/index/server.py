@@ -159,6 +159,17 @@ class QdrantServerIndex:
             if offset is None:
                 return out
 
+    def namespaces(self) -> dict[str, int]:
+        active = models.Filter(must=[_match("status", "active")])
+        if self._local:  # local mode has no facet API: count by scrolling (tests only)
+            counts: dict[str, int] = {}
+            for payload in self._scroll_every(active):
+                counts[str(payload["namespace"])] = counts.get(str(payload["namespace"]), 0) + 1
+            return counts
+        with self._call():
+            response = self._client.facet(self._collection, "namespace", facet_filter=active, limit=100_000, exact=True)
+        return {str(hit.value): int(hit.count) for hit in response.hits if hit.value not in (None, "")}
+
     def due(self, at: float, limit: int) -> list[dict[str, Any]]:
         condition = models.Filter(must=[_match("status", "active"), _range(lte=at, key=EXPIRES_TS)])
         with self._call():

@@ -335,3 +335,15 @@ class ScanMemoriesResponse(_message.Message):
     memories: _containers.RepeatedCompositeFieldContainer[_common_pb2.Memory]
     vectors: _containers.RepeatedScalarFieldContainer[bytes]
     def __init__(self, memories: _Optional[_Iterable[_Union[_common_pb2.Memory, _Mapping]]] = ..., vectors: _Optional[_Iterable[bytes]] = ...) -> None: ...
+
+class ListNamespacesRequest(_message.Message):
+    __slots__ = ("caller",)
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallContext
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ...) -> None: ...
+
+class ListNamespacesResponse(_message.Message):
+    __slots__ = ("namespaces",)
+    NAMESPACES_FIELD_NUMBER: _ClassVar[int]
+    namespaces: _containers.RepeatedCompositeFieldContainer[StatCount]
+    def __init__(self, namespaces: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ...) -> None: ...

@@ -84,6 +84,11 @@ class SearchStub:
                 request_serializer=engram_dot_v1_dot_search__pb2.ScanMemoriesRequest.SerializeToString,
                 response_deserializer=engram_dot_v1_dot_search__pb2.ScanMemoriesResponse.FromString,
                 _registered_method=True)
+        self.ListNamespaces = channel.unary_unary(
+                '/engram.v1.Search/ListNamespaces',
+                request_serializer=engram_dot_v1_dot_search__pb2.ListNamespacesRequest.SerializeToString,
+                response_deserializer=engram_dot_v1_dot_search__pb2.ListNamespacesResponse.FromString,
+                _registered_method=True)
 
 
 class SearchServicer:
@@ -154,6 +159,13 @@ class SearchServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListNamespaces(self, request, context):
+        """Every namespace with active memories and how many (admin: consolidation's scheduled runs).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SearchServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -206,6 +218,11 @@ def add_SearchServicer_to_server(servicer, server):
                     servicer.ScanMemories,
                     request_deserializer=engram_dot_v1_dot_search__pb2.ScanMemoriesRequest.FromString,
                     response_serializer=engram_dot_v1_dot_search__pb2.ScanMemoriesResponse.SerializeToString,
+            ),
+            'ListNamespaces': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListNamespaces,
+                    request_deserializer=engram_dot_v1_dot_search__pb2.ListNamespacesRequest.FromString,
+                    response_serializer=engram_dot_v1_dot_search__pb2.ListNamespacesResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -478,6 +495,33 @@ class Search:
             '/engram.v1.Search/ScanMemories',
             engram_dot_v1_dot_search__pb2.ScanMemoriesRequest.SerializeToString,
             engram_dot_v1_dot_search__pb2.ScanMemoriesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListNamespaces(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/engram.v1.Search/ListNamespaces',
+            engram_dot_v1_dot_search__pb2.ListNamespacesRequest.SerializeToString,
+            engram_dot_v1_dot_search__pb2.ListNamespacesResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -163,7 +163,7 @@ class Enricher:
             await item.ack()
             return Outcome(item.seq, memory_id, "skipped", item.attempt, reason)
         try:
-            questions = await self._questions(memory_id, memory)
+            questions = await self.questions(memory_id, memory)
             caller = Caller(namespace=str(item.body["namespace"]), agent_id=ENRICHER_AGENT, source=ENRICHER_SOURCE)
             await self._ingest.enrich(caller, memory_id, questions, model=self._llm.model)
         except LlmError as e:
@@ -218,7 +218,7 @@ class Enricher:
         if self._observer is not None:
             self._observer(outcome)
 
-    async def _questions(self, memory_id: str, memory: dict[str, Any]) -> list[str]:
+    async def questions(self, memory_id: str, memory: dict[str, Any]) -> list[str]:
         if (ready := self._ready.get(memory_id)) is not None:
             return ready
         answer = await self._llm.complete(build_messages(memory, self._options.max_prompt_chars),

@@ -15,14 +15,16 @@ from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from engram.errors import InvalidArgument, NotFound, VersionConflict
+from engram.log.leases import Holder, Leases, lease_key
 from engram.model import Caller
 from engram.periodic import Periodic
 from engram.results import ExpireResult, Expiring
-from engram.services.consolidation.jobs import Outcome, Work, require_writer, system_caller
+from engram.services.consolidation.jobs import MAINTENANCE, Outcome, Progress, Work, require_writer, system_caller
 
 log = logging.getLogger(__name__)
 
 DEFAULT_BATCH = 200
+SCHEDULED_LEASE = lease_key("all-namespaces", "expire", "scheduled")
 
 
 class DueMemories(Protocol):
@@ -50,6 +52,12 @@ class ExpiryJob:
         self._clock = clock
         self._batch = batch
         self._periodic = Periodic("expiry", interval, self._run_and_report)
+        self._leases: Leases | None = None
+        self._owner = ""
+
+    def share(self, leases: Leases, owner: str) -> None:
+        """From now on a scheduled pass runs under a lease: one replica expires at a time, the others skip."""
+        self._leases, self._owner = leases, owner
 
     async def run_once(self) -> int:
         """Expires every memory due by now; returns how many were expired."""
@@ -78,11 +86,11 @@ class ExpiryJob:
         if options:
             raise InvalidArgument("options", "the expiry job takes no options.")
 
-        async def run(time_limit: float | None) -> Outcome:
+        async def run(progress: Progress) -> Outcome:
             count = (await self.run_pass())[caller.namespace]
             return Outcome(f"Expired {count} memories whose expiry time had passed.", {"expired": count})
 
-        return Work("this namespace", run)
+        return Work("this namespace", run, lane=MAINTENANCE)
 
     async def _expire(self, item: Expiring, now: float) -> int:
         try:
@@ -94,8 +102,19 @@ class ExpiryJob:
         return int(result.expired)
 
     async def _run_and_report(self) -> None:
-        if count := await self.run_once():
-            log.info("expired %d memories", count)
+        lease = None
+        if self._leases is not None:
+            got = await self._leases.acquire(SCHEDULED_LEASE, "scheduled-expiry", self._owner)
+            if isinstance(got, Holder):
+                log.debug("scheduled expiry skipped: %s runs it now", got.owner)
+                return
+            lease = got
+        try:
+            if count := await self.run_once():
+                log.info("expired %d memories", count)
+        finally:
+            if lease is not None:
+                await lease.release()
 
     async def start(self) -> None:
         self._periodic.start()

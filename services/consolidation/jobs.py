@@ -14,7 +14,7 @@ import time
 from collections import OrderedDict
 from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
-from typing import Any, Self
+from typing import Any, Protocol, Self
 
 from engram.errors import EngramError, InvalidArgument, NotFound, NotImplementedYet, PermissionDenied
 from engram.ids import uuid7
@@ -30,6 +30,8 @@ DEFAULT_CAPACITY = 100
 AGENT = "engram-consolidation"
 SOURCE = "consolidation"
 MAX_SHOWN_ID_CHARS = 40
+STORE_EVERY_SECONDS = 1.0  # how often a running job's progress is stored for the other replicas
+MAINTENANCE = "maintenance"  # the lane of the namespace's maintenance jobs (expire, dedupe, ..., all)
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,13 +43,46 @@ class Outcome:
     failed: bool = False
 
 
+class Progress:
+    """What a running job reports: the items it handled of how many, and its phase; seen by GetJob (on every
+    replica once it is stored, at most every STORE_EVERY_SECONDS)."""
+
+    def __init__(self, time_limit: float | None = None, on_change: Callable[[], None] | None = None) -> None:
+        self.time_limit = time_limit  # seconds the caller gave the job, when it set a deadline
+        self.done = 0
+        self.total = 0
+        self.phase = ""
+        self._on_change = on_change or (lambda: None)
+
+    def start(self, phase: str, total: int) -> None:
+        self.phase, self.done, self.total = phase, 0, total
+        self._on_change()
+
+    def advance(self, count: int = 1) -> None:
+        self.done += count
+        self._on_change()
+
+
 @dataclass(frozen=True, slots=True)
 class Work:
-    """A checked request, ready to run. ``key`` names what it works on: one run per key and namespace at a time."""
+    """A checked request, ready to run. ``key`` names what it works on: one run per lane, key and namespace at a
+    time (the lane is the kind unless set: the namespace's maintenance jobs share one, as one runner)."""
 
     key: str  # for people too: "team 'auth'"
-    run: Callable[[float | None], Awaitable[Outcome]]  # given the seconds left for it, when the caller set a deadline
+    run: Callable[[Progress], Awaitable[Outcome]]
     about: dict[str, Any] = field(default_factory=dict)  # what every result of it says, failed or not: {"team": ...}
+    lane: str = ""
+
+
+class JobStore(Protocol):
+    """Where jobs are kept for GetJob on every replica (NATS KV: engram.log.jobstore)."""
+
+    async def put(self, job: Job) -> None: ...
+
+    async def get(self, job_id: str) -> Job | None: ...
+
+
+Finished = Callable[[Job], Awaitable[None]]
 
 
 Prepare = Callable[[Caller, Mapping[str, str]], Work]
@@ -59,8 +94,8 @@ class JobNotFound(NotFound):
     def __init__(self, job_id: str) -> None:
         EngramError.__init__(
             self,
-            f"No job with id '{job_id}' in this namespace. Only the last {DEFAULT_CAPACITY} jobs of the consolidation "
-            "service are kept (and none across its restarts): run the job again.",
+            f"No job with id '{job_id}' in this namespace. Jobs are kept for a week (with NATS; without it only the "
+            f"last {DEFAULT_CAPACITY} of this process): run the job again.",
         )
         self.memory_id = ""
         self.job_id = job_id
@@ -120,12 +155,27 @@ class Jobs:
         self._running: dict[tuple[str, str, str], str] = {}  # (namespace, kind, key) -> job id
         self._tasks: set[asyncio.Task[Job]] = set()
         self._leases: Leases | None = None
+        self._store: JobStore | None = None
         self._owner = ""
+        self._finished: list[Finished] = []
 
-    def share(self, leases: Leases, owner: str) -> None:
+    def share(self, leases: Leases, owner: str, store: JobStore | None = None) -> None:
         """From now on a job also takes a lease on what it works on, so replicas sharing ``leases`` never run the
-        same job at once (``owner`` names this process in the lease)."""
-        self._leases, self._owner = leases, owner
+        same job at once (``owner`` names this process in the lease), and is kept in ``store`` for GetJob on any
+        replica."""
+        self._leases, self._owner, self._store = leases, owner, store
+
+    @property
+    def leases(self) -> Leases | None:
+        return self._leases
+
+    @property
+    def owner(self) -> str:
+        return self._owner
+
+    def on_finish(self, callback: Finished) -> None:
+        """Calls ``callback`` with every job that ended (succeeded or failed), e.g. to publish an event."""
+        self._finished.append(callback)
 
     def handle(self, kind: str, prepare: Prepare) -> None:
         """Runs jobs of ``kind`` with ``prepare`` from now on."""
@@ -145,10 +195,13 @@ class Jobs:
         if prepare is None:
             raise NotImplementedYet(f"The {kind} job")
         work = prepare(caller, options)
-        running = (caller.namespace, kind, work.key)
+        running = (caller.namespace, work.lane or kind, work.key)
         if running in self._running:
             raise JobRunning(kind, work.key, self._running[running])
-        job = Job(id=uuid7(), kind=kind, state="running", namespace=caller.namespace, started_at=self._clock())
+        job = Job(
+            id=uuid7(), kind=kind, state="running", namespace=caller.namespace, started_at=self._clock(),
+            runner=self._owner,
+        )  # fmt: skip
         self._running[running] = job.id
         try:
             lease = await self._lease(job, work, running)
@@ -156,14 +209,21 @@ class Jobs:
             self._running.pop(running, None)
             raise
         self._keep(job)
+        await self._stored(job)
         task = asyncio.create_task(self._finish(job, work, time_limit, running, lease), name=f"engram-job-{kind}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
         return await asyncio.shield(task)
 
-    def get(self, caller: Caller, job_id: str) -> Job:
-        """A recent job of the caller's namespace; another namespace's job is not found either."""
+    async def get(self, caller: Caller, job_id: str) -> Job:
+        """A job of the caller's namespace, run here or by another replica; another namespace's job is not found
+        either."""
         job = self._recent.get(job_id)
+        if job is None and self._store is not None:
+            try:
+                job = await self._store.get(job_id)
+            except EngramError:
+                job = None
         if job is None or job.namespace != caller.namespace:
             raise JobNotFound(job_id[:MAX_SHOWN_ID_CHARS])
         return job
@@ -189,18 +249,46 @@ class Jobs:
     async def _finish(
         self, job: Job, work: Work, time_limit: float | None, running: tuple[str, str, str], lease: Lease | None
     ) -> Job:
+        stored = self._clock()
+
+        def changed() -> None:  # progress: seen here at once, by other replicas within STORE_EVERY_SECONDS
+            nonlocal stored
+            current = dataclasses.replace(job, done=progress.done, total=progress.total, phase=progress.phase)
+            self._keep(current)
+            if self._store is not None and self._clock() - stored >= STORE_EVERY_SECONDS:
+                stored = self._clock()
+                task = asyncio.create_task(self._stored(current))
+                self._tasks.add(task)  # type: ignore[arg-type]
+                task.add_done_callback(self._tasks.discard)  # type: ignore[arg-type]
+
+        progress = Progress(time_limit, changed)
         try:
-            outcome = await _outcome(job, work, time_limit)
+            outcome = await _outcome(job, work, progress)
             done = dataclasses.replace(
                 job, state="failed" if outcome.failed else "succeeded", finished_at=self._clock(),
-                summary=outcome.summary, result=outcome.result,
+                summary=outcome.summary, result=outcome.result, done=progress.done, total=progress.total,
+                phase=progress.phase,
             )  # fmt: skip
             self._keep(done)
+            await self._stored(done)
+            for callback in self._finished:
+                try:
+                    await callback(done)
+                except Exception:
+                    log.exception("reporting the end of job %s failed", done.id)
             return done
         finally:
             self._running.pop(running, None)
             if lease is not None:
                 await lease.release()
+
+    async def _stored(self, job: Job) -> None:
+        if self._store is None:
+            return
+        try:
+            await self._store.put(job)
+        except Exception as e:  # the job goes on; GetJob on another replica sees it a little later
+            log.warning("storing job %s failed: %r", job.id, e)
 
     def _keep(self, job: Job) -> None:
         self._recent[job.id] = job
@@ -209,10 +297,10 @@ class Jobs:
             self._recent.popitem(last=False)
 
 
-async def _outcome(job: Job, work: Work, time_limit: float | None) -> Outcome:
+async def _outcome(job: Job, work: Work, progress: Progress) -> Outcome:
     """The work's outcome; its failures become a failed outcome saying why (the top of one unit of work)."""
     try:
-        return await work.run(time_limit)
+        return await work.run(progress)
     except EngramError as e:
         log.info("%s job %s for %s failed: %s", job.kind, job.id, work.key, e)
         return Outcome(str(e), {**work.about, "error": str(e), "code": e.code}, failed=True)

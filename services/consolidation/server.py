@@ -13,13 +13,28 @@ import grpc
 
 from engram.clients import IngestClient, SearchClient
 from engram.config import Settings
-from engram.errors import Unavailable
+from engram.errors import EngramError, InvalidArgument, Unavailable
+from engram.events import CONSOLIDATION_COMPLETE, SCHEMA_VERSION
 from engram.llm import ChatClient, redact_url
-from engram.model import Caller
+from engram.model import Caller, format_time
+from engram.periodic import Periodic
+from engram.results import Job
 from engram.runtime import Resources, RunningServer, serve
 from engram.services.consolidation.enrichment import DURABLE_NAME, SUBJECTS, Enricher, EnrichOptions
 from engram.services.consolidation.expiry import ExpiryJob
-from engram.services.consolidation.jobs import Jobs, Work
+from engram.services.consolidation.jobs import (
+    AGENT,
+    MAINTENANCE,
+    SOURCE,
+    JobRunning,
+    Jobs,
+    Outcome,
+    Progress,
+    Work,
+    require_writer,
+    system_caller,
+)
+from engram.services.consolidation.maintenance import DecayPolicy, Maintenance
 from engram.services.consolidation.servicer import ConsolidationServicer
 from engram.services.consolidation.team_summary import TeamSummarizer
 from engram.v1 import consolidation_pb2_grpc
@@ -82,9 +97,12 @@ class ConsolidationService:
     _connections: Connections = field(default_factory=Connections, init=False, repr=False)
     _expiry: ExpiryJob | None = field(default=None, init=False, repr=False)
     _enricher: Enricher | None = field(default=None, init=False, repr=False)
+    maintenance: Maintenance | None = field(default=None, init=False, repr=False)
+    _summarizer: TeamSummarizer | None = field(default=None, init=False, repr=False)
+    _schedule: Periodic | None = field(default=None, init=False, repr=False)
 
     def register(self, server: grpc.aio.Server) -> None:
-        consolidation_pb2_grpc.add_ConsolidationServicer_to_server(ConsolidationServicer(self.jobs), server)
+        consolidation_pb2_grpc.add_ConsolidationServicer_to_server(ConsolidationServicer(self.jobs, self), server)
 
     @property
     def enrichment_running(self) -> bool:
@@ -97,11 +115,15 @@ class ConsolidationService:
             self._start_jobs()
             await self._start_expiry()
             await self._start_enrichment()
+            self._start_schedule()
         except BaseException:
             await self.stop()  # a service that failed to start is not stopped by its server
             raise
 
     async def stop(self) -> None:
+        schedule, self._schedule = self._schedule, None
+        if schedule is not None:
+            await schedule.stop()
         await self.jobs.close()
         expiry, self._expiry = self._expiry, None
         if expiry is not None:
@@ -118,7 +140,18 @@ class ConsolidationService:
             log.info("job leases off: without ENGRAM_NATS_URL a job is only exclusive within this process")
             return
         owner = f"{socket.gethostname()}:{os.getpid()}"
-        self.jobs.share(await self.resources.leases(), owner)
+        self.jobs.share(await self.resources.leases(), owner, await self.resources.job_store())
+        event_log = await self.resources.log()
+
+        async def completed(job: Job) -> None:
+            body = {
+                "schema": SCHEMA_VERSION, "event": CONSOLIDATION_COMPLETE, "namespace": job.namespace,
+                "agent": AGENT, "source": SOURCE, "time": format_time(job.finished_at), "job_id": job.id,
+                "kind": job.kind, "state": job.state, "summary": job.summary, "result": job.result,
+            }  # fmt: skip
+            await event_log.append(job.namespace, CONSOLIDATION_COMPLETE, body, msg_id=f"{job.id}:complete")
+
+        self.jobs.on_finish(completed)
 
     def _start_jobs(self) -> None:
         ingest, search = self._connections.ingest, self._connections.search
@@ -128,11 +161,86 @@ class ConsolidationService:
                 self.jobs.handle(kind, _unavailable)
             return
         self._expiry = ExpiryJob(search, ingest, interval=self.settings.expiry_interval_seconds)
+        if self.jobs.leases is not None:
+            self._expiry.share(self.jobs.leases, self.jobs.owner)
         summarizer = TeamSummarizer(
             search, ingest, max_content_bytes=self.settings.max_content_bytes, llm=self._connections.llm
         )
+        self._summarizer = summarizer
+        policy = DecayPolicy(
+            cold_after_days=self.settings.decay_cold_after_days,
+            archive_after_days=self.settings.decay_archive_after_days,
+            importances=_names(self.settings.decay_importances), keep_types=_names(self.settings.decay_keep_types),
+        )  # fmt: skip
+        self.maintenance = Maintenance(search, ingest, llm=self._connections.llm, decay=policy)
         self.jobs.handle("team_summary", summarizer.job)
-        self.jobs.handle("expiry", self._expiry.on_demand)
+        self.jobs.handle("expire", self._expiry.on_demand)
+        self.jobs.handle("dedupe", self.maintenance.dedupe)
+        self.jobs.handle("contradictions", self.maintenance.contradictions)
+        self.jobs.handle("decay", self.maintenance.decay)
+        self.jobs.handle("enrich_backfill", self.maintenance.enrich_backfill)
+        self.jobs.handle("all", self._all)
+
+    def _all(self, caller: Caller, options: Mapping[str, str]) -> Work:
+        """Every maintenance job of the namespace, one after the other, under one lease: expire, dedupe,
+        contradictions, decay, enrich_backfill (with an LLM) and a fresh summary of every team."""
+        require_writer(caller)
+        if options:
+            raise InvalidArgument("options", "the all job takes no options.")
+        assert self.maintenance is not None and self._expiry is not None
+        maintenance, expiry, summarizer = self.maintenance, self._expiry, self._summarizer
+        search, namespace = self._connections.search, caller.namespace
+
+        async def run(progress: Progress) -> Outcome:
+            results: dict[str, object] = {}
+            lines = []
+            progress.start("expire", 0)
+            expired = (await expiry.run_pass())[namespace]
+            results["expire"] = {"expired": expired}
+            lines.append(f"expired {expired}")
+            for name, step in (
+                ("dedupe", maintenance.run_dedupe), ("contradictions", maintenance.run_contradictions),
+                ("decay", maintenance.run_decay), ("enrich_backfill", maintenance.run_backfill),
+            ):  # fmt: skip
+                summary, result = await step(namespace, progress)
+                results[name] = result
+                lines.append(summary.rstrip("."))
+            teams = []
+            if summarizer is not None and search is not None:
+                for team in await search.list_teams(system_caller(namespace)):
+                    progress.start(f"team_summary {team.team}", 0)
+                    try:
+                        teams.append((await summarizer.summarize(namespace, team.team)).memory.id)
+                    except EngramError as e:
+                        log.info("all: the summary of team %s failed: %s", team.team, e)
+            results["team_summary"] = {"summaries": len(teams)}
+            return Outcome("; ".join(lines) + f"; {len(teams)} team summaries.", results)
+
+        return Work("this namespace", run, lane=MAINTENANCE)
+
+    def _start_schedule(self) -> None:
+        interval = self.settings.consolidation_interval_seconds
+        if self.maintenance is None or interval <= 0:
+            log.info("scheduled consolidation off (ENGRAM_CONSOLIDATION_INTERVAL_SECONDS=0 or no ingest/search)")
+            return
+        self._schedule = Periodic("consolidation", interval, self.run_scheduled)
+        self._schedule.start()
+
+    async def run_scheduled(self) -> int:
+        """Runs `all` in every namespace with memories, skipping those another replica is running; returns how
+        many ran here."""
+        search = self._connections.search
+        if search is None:
+            return 0
+        ran = 0
+        for namespace in await search.namespaces(system_caller("")):
+            try:
+                job = await self.jobs.run(system_caller(namespace), "all", {})
+            except JobRunning:
+                continue
+            ran += 1
+            log.info("scheduled consolidation of %s: %s (%s)", namespace, job.state, job.summary)
+        return ran
 
     async def _start_expiry(self) -> None:
         if self._expiry is not None and self.settings.expiry_interval_seconds > 0:
@@ -160,7 +268,11 @@ class ConsolidationService:
         return ""
 
 
-JOBS = ("team_summary", "expiry")  # the job kinds built so far; the others answer UNIMPLEMENTED
+JOBS = ("expire", "dedupe", "contradictions", "team_summary", "decay", "enrich_backfill", "all")
+
+
+def _names(value: str) -> tuple[str, ...]:
+    return tuple(item.strip() for item in value.split(",") if item.strip())
 
 
 def _unavailable(caller: Caller, options: Mapping[str, str]) -> Work:

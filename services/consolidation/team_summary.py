@@ -19,7 +19,7 @@ from engram.llm import Llm, LlmError
 from engram.model import Caller, Memory, MemoryInput, SearchFilter, format_time
 from engram.names import NAMESPACE_RULE, validate_team
 from engram.results import Page, SaveResult, SupersedeResult
-from engram.services.consolidation.jobs import Outcome, Work, require_writer, system_caller
+from engram.services.consolidation.jobs import Outcome, Progress, Work, require_writer, system_caller
 
 TEAM_SUMMARY = "team-summary"  # the memory type, and a tag of every summary
 OTHER = "other"
@@ -159,8 +159,8 @@ class TeamSummarizer:
         require_writer(caller)
         team = team_of(caller, options)
 
-        async def run(time_limit: float | None) -> Outcome:
-            summary = await self.summarize(caller.namespace, team, time_limit=time_limit)
+        async def run(progress: Progress) -> Outcome:
+            summary = await self.summarize(caller.namespace, team, time_limit=progress.time_limit)
             return Outcome(summary.line(), summary.result())
 
         return Work(f"team '{team}'", run, about={"team": team})

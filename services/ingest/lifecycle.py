@@ -367,7 +367,8 @@ class Lifecycle:
         def change(current: Memory) -> tuple[Memory, tuple[Redaction, ...]] | None:
             nonlocal changed
             active = max(current.last_accessed_at or 0.0, current.updated_at or current.created_at or 0.0)
-            if current.status != "active" or active > idle_since or (not archive and current.tier == COLD):
+            cold_now = current.tier == COLD and (current.last_accessed_at or 0.0) <= (current.updated_at or 0.0)
+            if current.status != "active" or active > idle_since or (not archive and cold_now):
                 return None
             changed = True
             if archive:

@@ -296,6 +296,11 @@ class MemoryReader:
             log_last_seq=await self.log_last_seq(),
         )
 
+    async def namespaces(self) -> dict[str, int]:
+        """Every namespace with active memories, and how many (for consolidation's schedule)."""
+        self._indexer.require_ready()
+        return await asyncio.to_thread(self._index.namespaces)
+
     async def expiring(self, *, at: float, limit: int) -> list[Expiring]:
         """Active memories of every namespace whose expires_at is due by ``at``."""
         self._indexer.require_ready()

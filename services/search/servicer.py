@@ -172,6 +172,16 @@ class SearchServicer(search_pb2_grpc.SearchServicer):
             wire.set_ts(entry, "last_activity", team.last_activity)
         return response
 
+    @translate_errors
+    async def ListNamespaces(
+        self, request: search_pb2.ListNamespacesRequest, context: grpc.aio.ServicerContext
+    ) -> search_pb2.ListNamespacesResponse:
+        require_admin(wire.caller_from_proto(request.caller))
+        counts = await self._reader.namespaces()
+        return search_pb2.ListNamespacesResponse(
+            namespaces=[search_pb2.StatCount(key=k, count=v) for k, v in sorted(counts.items())]
+        )
+
     @translate_stream_errors
     async def ScanMemories(
         self, request: search_pb2.ScanMemoriesRequest, context: grpc.aio.ServicerContext

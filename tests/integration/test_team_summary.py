@@ -293,19 +293,14 @@ async def test_get_job_answers_a_job_in_its_namespace_only(plain: Kit) -> None:
         await plain.jobs.get_job(member(ns, "gemini-cli"), str(uuid.uuid4()))
 
 
-async def test_job_kinds_not_built_yet_say_so(plain: Kit) -> None:
-    with pytest.raises(errors.NotImplementedYet, match="The dedupe job is not available yet"):
-        await plain.jobs.run_job(member(unique("ns"), "claude-code"), "dedupe")
-
-
 async def test_expiry_runs_on_demand_with_its_schedule_off_and_counts_the_callers_namespace(plain: Kit) -> None:
     mine, theirs = member(unique("ns"), "claude-code"), member(unique("ns"), "gemini-cli")
     past = time.time() - 60
     due = await plain.ingest.save(mine, MemoryInput(content="The office is closed today", expires_at=past))
     other = await plain.ingest.save(theirs, MemoryInput(content="The canteen is closed today", expires_at=past))
     await plain.search.get(mine, due.memory.id, min_seq=max(due.seq, other.seq))
-    job = await plain.jobs.run_job(mine, "expiry")
-    assert (job.kind, job.state, job.result) == ("expiry", "succeeded", {"expired": 1})
+    job = await plain.jobs.run_job(mine, "expire")
+    assert (job.kind, job.state, job.result) == ("expire", "succeeded", {"expired": 1})
     written = (await plain.search.stats()).log_last_seq
     assert (await plain.search.get(mine, due.memory.id, min_seq=written)).status == "expired"
     assert (await plain.search.get(theirs, other.memory.id)).status == "expired", "the pass covers every namespace"

@@ -60,7 +60,7 @@ def _every_field_set() -> model.Memory:
         status="superseded",
         superseded_by=uuid7(), relations=[model.Relation("merged-into", "m", "n")],
         handoff=model.Handoff("b@d", "completed", 6.0), questions=["q?"], access_count=9,
-        origin=model.Origin("dev", "dev:4"), seq=11, context="ctx", last_accessed_at=7.5, updated_by="b@d",
+        origin=model.Origin("dev", "dev:4"), seq=11, context="ctx", last_accessed_at=7.5, updated_by="b@d", tier="cold",
     )  # fmt: skip
 
 
