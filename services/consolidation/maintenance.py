@@ -37,8 +37,8 @@ log = logging.getLogger(__name__)
 
 SKIPPED_TYPES = ("handoff", "team-summary")  # never merged, flagged or decayed by these jobs
 BLOCK_ROWS = 1024  # rows of the similarity matrix computed at once (1024 x 50k float32 = 200 MB)
-DUPLICATE_NEIGHBOURS = 5
-CONTRADICTION_NEIGHBOURS = 8
+DUPLICATE_NEIGHBOURS = 32  # candidates per memory at most (over the similarity threshold, most similar first)
+CONTRADICTION_NEIGHBOURS = 16
 DAY = 86400.0
 RESOLVED = "resolved"
 
@@ -106,22 +106,23 @@ class Corpus:
         return cls(memories, matrix / np.maximum(norms, 1e-12))
 
     def pairs(self, min_similarity: float, neighbours: int) -> list[tuple[int, int, float]]:
-        """Pairs (i < j) among each memory's ``neighbours`` nearest with cosine >= min_similarity, most similar
-        first: exact, in blocks of BLOCK_ROWS rows (BLAS does 50k x 50k in seconds)."""
+        """Pairs (i < j) with cosine >= min_similarity, each memory's ``neighbours`` most similar at most, most
+        similar first: exact, in blocks of BLOCK_ROWS rows (BLAS does 50k x 50k in seconds)."""
         n = len(self.memories)
         found: dict[tuple[int, int], float] = {}
-        k = min(neighbours + 1, n)
         for start in range(0, n, BLOCK_ROWS):
             block = self.vectors[start : start + BLOCK_ROWS] @ self.vectors.T
             rows = np.arange(block.shape[0])
             block[rows, rows + start] = -1.0  # not itself
-            nearest = np.argpartition(-block, k - 1, axis=1)[:, :k] if k < n else np.tile(np.arange(n), (len(rows), 1))
-            for r, columns in enumerate(nearest):
-                i = start + r
+            hits_r, hits_c = np.nonzero(block >= min_similarity)  # sorted by row
+            bounds = np.searchsorted(hits_r, np.arange(block.shape[0] + 1))
+            for r in range(block.shape[0]):
+                columns = hits_c[bounds[r] : bounds[r + 1]]
+                if len(columns) > neighbours:
+                    columns = columns[np.argsort(-block[r, columns])[:neighbours]]
+                i = start + int(r)
                 for j in columns:
-                    similarity = float(block[r, j])
-                    if similarity >= min_similarity and i != j:
-                        found[(min(i, int(j)), max(i, int(j)))] = similarity
+                    found[(min(i, int(j)), max(i, int(j)))] = float(block[r, j])
         return sorted(((i, j, s) for (i, j), s in found.items()), key=lambda p: -p[2])
 
 
