@@ -43,6 +43,7 @@ class Node:
     process: subprocess.Popen[bytes]
     settings: dict[str, str]
     http_url: str = ""
+    grpc_address: str = ""
     started_seconds: float = 0.0
     ready: dict[str, Any] = field(default_factory=dict)
     shared_models: Path | None = None
@@ -94,6 +95,7 @@ class Node:
                 continue
             if info.get("pid") == self.process.pid:
                 self.http_url = str(info["http_url"])
+                self.grpc_address = str(info.get("grpc_address", ""))
                 try:
                     response = httpx.get(f"{self.http_url}/readyz", timeout=5)
                 except httpx.HTTPError:

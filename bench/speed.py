@@ -133,6 +133,9 @@ async def run_speed(
                     step["save"] = await _timed(f"save @{size}", _saver(client), texts, warmup=0)
                 saved += options.saves
                 step["memories"] = imported + saved
+                if node.grpc_address:
+                    with phases(f"speed/{size}/consolidate_all"):
+                        step["consolidate_all"] = await _consolidate_all(node.grpc_address)
                 step["rss_bytes"] = node.rss()
             out["queries_reused"] = pool.reused
         node = _restart_and_rebuild(node, options, phases, out)
@@ -229,6 +232,24 @@ async def _versions(
             step["settle_before_search_seconds"] = await _settle(client)
         with phases(f"speed/{size}/search_as_of"):
             step["search_as_of"] = await _timed(f"search_as_of @{size}", as_of, queries, warmup=options.warmup)
+
+
+async def _consolidate_all(address: str) -> dict[str, Any]:
+    """Times one `all` consolidation job (expire, dedupe, contradictions, decay, enrich_backfill, team summaries)
+    over the namespace, through the consolidation service's gRPC API."""
+    from engram.clients import ConsolidationClient
+    from engram.model import Caller
+
+    client = ConsolidationClient(address, timeout=3600)
+    caller = Caller("default", "bench", source="bench", scopes=frozenset({"read", "write"}))
+    started = time.perf_counter()
+    try:
+        job = await client.run_job(caller, "all")
+    finally:
+        await client.close()
+    seconds = time.perf_counter() - started
+    note(f"  consolidate all: {seconds:.1f} s, {job.state}: {job.summary}")
+    return {"seconds": round(seconds, 3), "state": job.state, "result": job.result}
 
 
 async def _settle(client: EngramClient) -> float:
