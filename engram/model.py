@@ -106,6 +106,16 @@ class Memory:
     updated_by: str = ""  # the agent that wrote this version
     tier: str = ""  # "" (hot) or COLD: idle and of low importance, ranked lower by search (consolidation's decay)
 
+    @property
+    def is_cold(self) -> bool:
+        """In the cold tier and not read since it was moved there (a read warms it up again)."""
+        return self.tier == COLD and (self.last_accessed_at or 0.0) <= (self.updated_at or 0.0)
+
+    @property
+    def last_used_at(self) -> float:
+        """When it was last read or written."""
+        return max(self.last_accessed_at or 0.0, self.updated_at or self.created_at or 0.0)
+
     def search_text(self) -> str:
         """The text that is embedded, BM25-indexed and reranked: the content, preceded by its context."""
         return f"{self.context}\n{self.content}" if self.context else self.content

@@ -221,11 +221,7 @@ class Enricher:
     async def questions(self, memory_id: str, memory: dict[str, Any]) -> list[str]:
         if (ready := self._ready.get(memory_id)) is not None:
             return ready
-        answer = await self._llm.complete(build_messages(memory, self._options.max_prompt_chars),
-                                          max_tokens=DEFAULT_MAX_TOKENS)  # fmt: skip
-        questions = parse_questions(answer)
-        if not questions:
-            raise UnusableAnswer(f"no usable question in the LLM's answer ({len(answer)} characters)")
+        questions = await ask_questions(self._llm, memory, max_prompt_chars=self._options.max_prompt_chars)
         self._ready[memory_id] = questions
         while len(self._ready) > READY_CACHE_SIZE:
             self._ready.popitem(last=False)
@@ -252,6 +248,18 @@ async def _hand_back(items: list[WorkItem]) -> None:
     for item in items:
         with contextlib.suppress(Unavailable):
             await item.nak()
+
+
+async def ask_questions(
+    llm: Llm, memory: dict[str, Any], *, max_prompt_chars: int = DEFAULT_MAX_PROMPT_CHARS
+) -> list[str]:
+    """The questions the LLM writes for a memory (its JSON form); raises LlmError, or UnusableAnswer when none can
+    be read from the answer."""
+    answer = await llm.complete(build_messages(memory, max_prompt_chars), max_tokens=DEFAULT_MAX_TOKENS)
+    questions = parse_questions(answer)
+    if not questions:
+        raise UnusableAnswer(f"no usable question in the LLM's answer ({len(answer)} characters)")
+    return questions
 
 
 def skip_reason(memory: dict[str, Any]) -> str:

@@ -44,8 +44,8 @@ class Outcome:
 
 
 class Progress:
-    """What a running job reports: the items it handled of how many, and its phase; seen by GetJob (on every
-    replica once it is stored, at most every STORE_EVERY_SECONDS)."""
+    """What a running job reports: the items it handled of how many, and its phase; seen by GetJob here at once,
+    and on the other replicas within STORE_EVERY_SECONDS."""
 
     def __init__(self, time_limit: float | None = None, on_change: Callable[[], None] | None = None) -> None:
         self.time_limit = time_limit  # seconds the caller gave the job, when it set a deadline
@@ -152,7 +152,7 @@ class Jobs:
         self._clock = clock
         self._handlers: dict[str, Prepare] = {}
         self._recent: OrderedDict[str, Job] = OrderedDict()
-        self._running: dict[tuple[str, str, str], str] = {}  # (namespace, kind, key) -> job id
+        self._running: dict[tuple[str, str, str], str] = {}  # (namespace, lane, key) -> job id
         self._tasks: set[asyncio.Task[Job]] = set()
         self._leases: Leases | None = None
         self._store: JobStore | None = None
@@ -249,21 +249,16 @@ class Jobs:
     async def _finish(
         self, job: Job, work: Work, time_limit: float | None, running: tuple[str, str, str], lease: Lease | None
     ) -> Job:
-        stored = self._clock()
+        def current() -> Job:
+            return dataclasses.replace(job, done=progress.done, total=progress.total, phase=progress.phase)
 
-        def changed() -> None:  # progress: seen here at once, by other replicas within STORE_EVERY_SECONDS
-            nonlocal stored
-            current = dataclasses.replace(job, done=progress.done, total=progress.total, phase=progress.phase)
-            self._keep(current)
-            if self._store is not None and self._clock() - stored >= STORE_EVERY_SECONDS:
-                stored = self._clock()
-                task = asyncio.create_task(self._stored(current))
-                self._tasks.add(task)  # type: ignore[arg-type]
-                task.add_done_callback(self._tasks.discard)  # type: ignore[arg-type]
-
-        progress = Progress(time_limit, changed)
+        progress = Progress(time_limit, lambda: self._keep(current()))  # seen here at once
+        reporting = asyncio.create_task(self._report(current)) if self._store is not None else None
         try:
             outcome = await _outcome(job, work, progress)
+            if reporting is not None:  # stopped before the last state is stored: it never overwrites it
+                reporting.cancel()
+                await asyncio.gather(reporting, return_exceptions=True)
             done = dataclasses.replace(
                 job, state="failed" if outcome.failed else "succeeded", finished_at=self._clock(),
                 summary=outcome.summary, result=outcome.result, done=progress.done, total=progress.total,
@@ -278,9 +273,17 @@ class Jobs:
                     log.exception("reporting the end of job %s failed", done.id)
             return done
         finally:
+            if reporting is not None:
+                reporting.cancel()
             self._running.pop(running, None)
             if lease is not None:
                 await lease.release()
+
+    async def _report(self, current: Callable[[], Job]) -> None:
+        """Stores the running job's progress every STORE_EVERY_SECONDS, for GetJob on the other replicas."""
+        while True:
+            await asyncio.sleep(STORE_EVERY_SECONDS)
+            await self._stored(current())
 
     async def _stored(self, job: Job) -> None:
         if self._store is None:

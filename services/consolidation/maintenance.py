@@ -9,10 +9,11 @@ flagged pair has its relation, a decayed memory its tier.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import AsyncIterator, Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -20,18 +21,14 @@ import numpy as np
 
 from engram.errors import EngramError, InvalidArgument
 from engram.llm import Llm, LlmError
-from engram.model import COLD, Caller, Memory, MemoryInput, SearchFilter
+from engram.model import IMPORTANCES, Caller, Memory, MemoryInput, SearchFilter
 from engram.ownership import UNOWNED, require_admin
-from engram.results import Changed, Contradiction, MergeResult, SupersedeResult
+from engram.results import Changed, Contradiction, MergeResult, SupersedeResult, TeamInfo
 from engram.services.consolidation import stance
-from engram.services.consolidation.enrichment import (
-    DEFAULT_MAX_PROMPT_CHARS,
-    DEFAULT_MAX_TOKENS,
-    build_messages,
-    parse_questions,
-    skip_reason,
-)
+from engram.services.consolidation.enrichment import UnusableAnswer, ask_questions, skip_reason
+from engram.services.consolidation.expiry import ExpiryJob
 from engram.services.consolidation.jobs import MAINTENANCE, Outcome, Progress, Work, require_writer, system_caller
+from engram.services.consolidation.team_summary import TeamSummarizer
 
 log = logging.getLogger(__name__)
 
@@ -41,6 +38,7 @@ DUPLICATE_NEIGHBOURS = 32  # candidates per memory at most (over the similarity 
 CONTRADICTION_NEIGHBOURS = 16
 DAY = 86400.0
 RESOLVED = "resolved"
+DEFAULT_LISTED, MAX_LISTED = 20, 100  # open contradictions listed at once
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,11 +52,17 @@ class DecayPolicy:
 
 
 class Reader(Protocol):
-    def scan(self, caller: Caller, flt: SearchFilter, *, with_vectors: bool = False, min_seq: int = 0) -> object: ...
+    """The search service (engram.clients.SearchClient)."""
+
+    def scan(
+        self, caller: Caller, flt: SearchFilter, *, with_vectors: bool = False, min_seq: int = 0
+    ) -> AsyncIterator[tuple[list[Memory], list[bytes]]]: ...
 
     async def get(
         self, caller: Caller, memory_id: str, *, min_seq: int = 0, with_history: bool = False, for_update: bool = False
     ) -> Memory: ...
+
+    async def list_teams(self, caller: Caller, *, min_seq: int = 0) -> list[TeamInfo]: ...
 
 
 class Writer(Protocol):
@@ -95,7 +99,7 @@ class Corpus:
     async def load(cls, search: Reader, caller: Caller, flt: SearchFilter | None = None) -> Corpus:
         memories: list[Memory] = []
         rows: list[np.ndarray] = []
-        async for page, vectors in search.scan(caller, flt or SearchFilter(), with_vectors=True):  # type: ignore[attr-defined]
+        async for page, vectors in search.scan(caller, flt or SearchFilter(), with_vectors=True):
             for memory, raw in zip(page, vectors, strict=True):
                 if memory.memory_type in SKIPPED_TYPES or not raw:
                     continue
@@ -136,13 +140,58 @@ class Maintenance:
         *,
         llm: Llm | None = None,
         decay: DecayPolicy | None = None,
+        expiry: ExpiryJob | None = None,
+        summarizer: TeamSummarizer | None = None,
         clock: Callable[[], float] = time.time,
     ) -> None:
         self._search = search
         self._ingest = ingest
         self._llm = llm
         self._decay = decay or DecayPolicy()
+        self._expiry = expiry
+        self._summarizer = summarizer
         self._clock = clock
+
+    # -- all
+
+    def all(self, caller: Caller, options: Mapping[str, str]) -> Work:
+        """Every maintenance job of the namespace, one after the other, under one lease: expire, dedupe,
+        contradictions, decay, enrich_backfill (with an LLM) and a fresh summary of every team."""
+        require_writer(caller)
+        _only(options)
+
+        async def run(progress: Progress) -> Outcome:
+            return Outcome(*await self.run_all(caller.namespace, progress))
+
+        return Work("this namespace", run, lane=MAINTENANCE)
+
+    async def run_all(self, namespace: str, progress: Progress) -> tuple[str, dict]:
+        results: dict[str, object] = {}
+        lines = []
+        if self._expiry is not None:
+            progress.start("expire", 0)
+            expired = (await self._expiry.run_pass())[namespace]
+            results["expire"] = {"expired": expired}
+            lines.append(f"Expired {expired}")
+        steps = (
+            ("dedupe", self.run_dedupe), ("contradictions", self.run_contradictions), ("decay", self.run_decay),
+            ("enrich_backfill", self.run_backfill),
+        )  # fmt: skip
+        for name, step in steps:
+            summary, result = await step(namespace, progress)
+            results[name] = result
+            lines.append(summary.rstrip("."))
+        summaries = 0
+        if self._summarizer is not None:
+            for team in await self._search.list_teams(system_caller(namespace)):
+                progress.start(f"team_summary {team.team}", 0)
+                try:
+                    await self._summarizer.summarize(namespace, team.team)
+                    summaries += 1
+                except EngramError as e:
+                    log.info("all: the summary of team %s failed: %s", team.team, e)
+            results["team_summary"] = {"summaries": summaries}
+        return "; ".join(lines) + f"; {summaries} team summaries.", results
 
     # -- dedupe
 
@@ -163,19 +212,12 @@ class Maintenance:
     async def run_dedupe(self, namespace: str, progress: Progress, *, force: bool = False) -> tuple[str, dict]:
         system = system_caller(namespace)
         corpus = await Corpus.load(self._search, system)
-        pairs = corpus.pairs(stance.DUPLICATE_SIMILARITY, DUPLICATE_NEIGHBOURS)
-        progress.start("dedupe", len(pairs))
-        merged_ids: set[str] = set()
+        # The comparisons are CPU work: off the event loop, which may serve the other services of the node.
+        checked, candidates = await asyncio.to_thread(_duplicates, corpus, force)
+        progress.start("dedupe", len(candidates))
         merged = skipped = 0
-        for i, j, similarity in pairs:
+        for survivor, duplicate, why in candidates:
             progress.advance()
-            a, b = corpus.memories[i], corpus.memories[j]
-            if a.id in merged_ids or b.id in merged_ids:
-                continue
-            same, why = stance.is_duplicate(a.content, b.content, similarity)
-            if not same or not _mergeable(a, b, force=force):
-                continue
-            survivor, duplicate = _survivor(a, b)
             try:
                 await self._ingest.merge(system, [duplicate.id], into_id=survivor.id, force=force,
                                          note=f"duplicate ({why})")  # fmt: skip
@@ -183,10 +225,9 @@ class Maintenance:
                 log.info("dedupe: %s into %s skipped: %s", duplicate.id, survivor.id, e)
                 skipped += 1
                 continue
-            merged_ids.add(duplicate.id)
             merged += 1
-        summary = f"Merged {merged} near-duplicate memories ({len(pairs)} similar pairs checked)."
-        return summary, {"merged": merged, "pairs_checked": len(pairs), "skipped": skipped}
+        summary = f"Merged {merged} near-duplicate memories ({checked} similar pairs checked)."
+        return summary, {"merged": merged, "pairs_checked": checked, "skipped": skipped}
 
     # -- contradictions
 
@@ -208,27 +249,19 @@ class Maintenance:
     ) -> tuple[str, dict]:
         system = system_caller(namespace)
         corpus = await Corpus.load(self._search, system, SearchFilter(topics=topics or []))
-        pairs = corpus.pairs(stance.CONTRADICTION_SIMILARITY, CONTRADICTION_NEIGHBOURS)
-        progress.start("contradictions", len(pairs))
+        checked, candidates = await asyncio.to_thread(_conflicts, corpus)
+        progress.start("contradictions", len(candidates))
         flagged = rejected = 0
-        for i, j, similarity in pairs:
+        for newer, older, found in candidates:
             progress.advance()
-            a, b = corpus.memories[i], corpus.memories[j]
-            if _related(a, b):
-                continue  # flagged before, resolved, merged or superseded: never flagged again
-            shared = bool((set(a.topics) | set(a.tags)) & (set(b.topics) | set(b.tags)))
-            found = stance.conflict(a.content, b.content, similarity, shared_topics=shared)
-            if found is None or found.score < stance.CONTRADICTION_THRESHOLD:
-                continue
             why = found.why
             if judge and self._llm is not None:
-                verdict = await _judge(self._llm, a, b)
+                verdict = await _judge(self._llm, newer, older)
                 if verdict is False:
                     rejected += 1
                     continue
                 if verdict:
                     why += f"; confirmed by {self._llm.model}"
-            newer, older = (b, a) if (b.created_at or 0) >= (a.created_at or 0) else (a, b)
             note = json.dumps({"score": found.score, "why": why})
             try:
                 await self._ingest.relate(system, newer.id, older.id, "contradicts", note=note)
@@ -236,27 +269,33 @@ class Maintenance:
                 log.info("contradictions: %s / %s not flagged: %s", newer.id, older.id, e)
                 continue
             flagged += 1
-        summary = f"Flagged {flagged} possible contradictions for the user to resolve ({len(pairs)} pairs checked)."
-        return summary, {"flagged": flagged, "pairs_checked": len(pairs), "rejected_by_judge": rejected}
+        summary = f"Flagged {flagged} possible contradictions for the user to resolve ({checked} pairs checked)."
+        return summary, {"flagged": flagged, "pairs_checked": checked, "rejected_by_judge": rejected}
 
     async def list_contradictions(self, caller: Caller, *, topics: list[str], limit: int) -> list[Contradiction]:
-        """The open contradictions of the caller's namespace (both memories active), most likely first."""
-        found: list[Contradiction] = []
+        """The open contradictions of the caller's namespace (both memories active), most likely first: the
+        flags are read in one scan, and the other memory of the most likely ones fetched until ``limit`` are open."""
+        flags: list[tuple[float, str, Memory, str]] = []
         flt = SearchFilter(relation_kinds=["contradicts"], topics=topics)
-        async for page, _ in self._search.scan(caller, flt):  # type: ignore[attr-defined]
+        async for page, _ in self._search.scan(caller, flt):
             for memory in page:
                 for relation in memory.relations:
-                    if relation.kind != "contradicts":
-                        continue
-                    try:
-                        other = await self._search.get(caller, relation.memory_id, for_update=True)
-                    except EngramError:
-                        continue
-                    if other.status == "active":
+                    if relation.kind == "contradicts":
                         score, why = _note(relation.note)
-                        found.append(Contradiction(memory, other, score, why))
-        found.sort(key=lambda c: -c.score)
-        return found[: max(1, min(limit or 20, 100))]
+                        flags.append((score, why, memory, relation.memory_id))
+        flags.sort(key=lambda flag: -flag[0])
+        found: list[Contradiction] = []
+        wanted = max(1, min(limit or DEFAULT_LISTED, MAX_LISTED))
+        for score, why, memory, other_id in flags:
+            try:
+                other = await self._search.get(caller, other_id, for_update=True)
+            except EngramError:
+                continue  # purged meanwhile
+            if other.status == "active":
+                found.append(Contradiction(memory, other, score, why))
+                if len(found) == wanted:
+                    break
+        return found
 
     async def resolve(
         self, caller: Caller, memory_id: str, other_id: str, resolution: str, *, context: str = "",
@@ -314,14 +353,13 @@ class Maintenance:
         cold_idle = policy.cold_after_days * DAY
         archive_idle = policy.archive_after_days * DAY
         candidates = []
-        async for page, _ in self._search.scan(system, SearchFilter()):  # type: ignore[attr-defined]
+        async for page, _ in self._search.scan(system, SearchFilter()):
             candidates += [m for m in page if _decays(m, policy)]
         progress.start("decay", len(candidates))
         cold = archived = 0
         for memory in candidates:
             progress.advance()
-            touched = max(memory.last_accessed_at or 0.0, memory.updated_at or memory.created_at or 0.0)
-            is_cold = memory.tier == COLD and (memory.last_accessed_at or 0.0) <= (memory.updated_at or 0.0)
+            touched, is_cold = memory.last_used_at, memory.is_cold
             try:
                 # Archived after archive_after_days idle in all: counted from the move to the cold tier.
                 if is_cold and archive_idle > cold_idle and now - touched >= archive_idle - cold_idle:
@@ -362,29 +400,58 @@ class Maintenance:
             return "Skipped: no LLM configured (ENGRAM_LLM_URL).", {"enriched": 0, "skipped": "no LLM configured"}
         system = system_caller(namespace)
         missing = []
-        async for page, _ in self._search.scan(system, SearchFilter()):  # type: ignore[attr-defined]
+        async for page, _ in self._search.scan(system, SearchFilter()):
             missing += [m for m in page if not m.questions and not skip_reason(m.to_dict())]
         progress.start("enrich_backfill", len(missing))
         enriched = failed = 0
         for memory in missing:
             progress.advance()
             try:
-                answer = await self._llm.complete(
-                    build_messages(memory.to_dict(), DEFAULT_MAX_PROMPT_CHARS), max_tokens=DEFAULT_MAX_TOKENS
-                )
-                questions = parse_questions(answer)
-                if questions:
-                    await self._ingest.enrich(system, memory.id, questions, model=self._llm.model)
-                    enriched += 1
-                else:
-                    failed += 1
-            except EngramError as e:
+                questions = await ask_questions(self._llm, memory.to_dict())
+                await self._ingest.enrich(system, memory.id, questions, model=self._llm.model)
+                enriched += 1
+            except (EngramError, UnusableAnswer) as e:
                 log.info("enrich_backfill: %s failed: %s", memory.id, e)
                 failed += 1
         return f"Added questions to {enriched} memories ({failed} failed).", {"enriched": enriched, "failed": failed}
 
 
 # -- helpers
+
+
+def _duplicates(corpus: Corpus, force: bool) -> tuple[int, list[tuple[Memory, Memory, str]]]:
+    """How many similar pairs were compared, and the merges to make: (survivor, duplicate, why), most similar
+    first; a memory merged away is not compared again."""
+    pairs = corpus.pairs(stance.DUPLICATE_SIMILARITY, DUPLICATE_NEIGHBOURS)
+    merged: set[str] = set()
+    found = []
+    for i, j, similarity in pairs:
+        a, b = corpus.memories[i], corpus.memories[j]
+        if a.id in merged or b.id in merged or not _mergeable(a, b, force=force):
+            continue
+        same, why = stance.is_duplicate(a.content, b.content, similarity)
+        if same:
+            survivor, duplicate = _survivor(a, b)
+            merged.add(duplicate.id)
+            found.append((survivor, duplicate, why))
+    return len(pairs), found
+
+
+def _conflicts(corpus: Corpus) -> tuple[int, list[tuple[Memory, Memory, stance.Conflict]]]:
+    """How many pairs about the same thing were compared, and those that may disagree: (newer, older, conflict).
+    Pairs already related (flagged, resolved, merged, superseded) are never flagged again."""
+    pairs = corpus.pairs(stance.CONTRADICTION_SIMILARITY, CONTRADICTION_NEIGHBOURS)
+    found = []
+    for i, j, similarity in pairs:
+        a, b = corpus.memories[i], corpus.memories[j]
+        if _related(a, b):
+            continue
+        shared = bool((set(a.topics) | set(a.tags)) & (set(b.topics) | set(b.tags)))
+        conflict = stance.conflict(a.content, b.content, similarity, shared_topics=shared)
+        if conflict is not None and conflict.score >= stance.CONTRADICTION_THRESHOLD:
+            newer, older = (b, a) if (b.created_at or 0) >= (a.created_at or 0) else (a, b)
+            found.append((newer, older, conflict))
+    return len(pairs), found
 
 
 def _mergeable(a: Memory, b: Memory, *, force: bool) -> bool:
@@ -396,10 +463,9 @@ def _mergeable(a: Memory, b: Memory, *, force: bool) -> bool:
 
 def _survivor(a: Memory, b: Memory) -> tuple[Memory, Memory]:
     """The one kept: the more important, then the more read, then the older (the original statement)."""
-    order = ("low", "normal", "high", "critical")
 
     def key(m: Memory) -> tuple[int, int, float]:
-        rank = order.index(m.importance) if m.importance in order else 1
+        rank = IMPORTANCES.index(m.importance) if m.importance in IMPORTANCES else 1
         return rank, m.access_count, -(m.created_at or 0.0)
 
     return (a, b) if key(a) >= key(b) else (b, a)

@@ -13,7 +13,7 @@ import grpc
 
 from engram.clients import IngestClient, SearchClient
 from engram.config import Settings
-from engram.errors import EngramError, InvalidArgument, Unavailable
+from engram.errors import Unavailable
 from engram.events import CONSOLIDATION_COMPLETE, SCHEMA_VERSION
 from engram.llm import ChatClient, redact_url
 from engram.model import Caller, format_time
@@ -24,14 +24,10 @@ from engram.services.consolidation.enrichment import DURABLE_NAME, SUBJECTS, Enr
 from engram.services.consolidation.expiry import ExpiryJob
 from engram.services.consolidation.jobs import (
     AGENT,
-    MAINTENANCE,
     SOURCE,
     JobRunning,
     Jobs,
-    Outcome,
-    Progress,
     Work,
-    require_writer,
     system_caller,
 )
 from engram.services.consolidation.maintenance import DecayPolicy, Maintenance
@@ -98,7 +94,6 @@ class ConsolidationService:
     _expiry: ExpiryJob | None = field(default=None, init=False, repr=False)
     _enricher: Enricher | None = field(default=None, init=False, repr=False)
     maintenance: Maintenance | None = field(default=None, init=False, repr=False)
-    _summarizer: TeamSummarizer | None = field(default=None, init=False, repr=False)
     _schedule: Periodic | None = field(default=None, init=False, repr=False)
 
     def register(self, server: grpc.aio.Server) -> None:
@@ -166,57 +161,21 @@ class ConsolidationService:
         summarizer = TeamSummarizer(
             search, ingest, max_content_bytes=self.settings.max_content_bytes, llm=self._connections.llm
         )
-        self._summarizer = summarizer
         policy = DecayPolicy(
             cold_after_days=self.settings.decay_cold_after_days,
             archive_after_days=self.settings.decay_archive_after_days,
             importances=_names(self.settings.decay_importances), keep_types=_names(self.settings.decay_keep_types),
         )  # fmt: skip
-        self.maintenance = Maintenance(search, ingest, llm=self._connections.llm, decay=policy)
+        self.maintenance = Maintenance(
+            search, ingest, llm=self._connections.llm, decay=policy, expiry=self._expiry, summarizer=summarizer
+        )
         self.jobs.handle("team_summary", summarizer.job)
         self.jobs.handle("expire", self._expiry.on_demand)
         self.jobs.handle("dedupe", self.maintenance.dedupe)
         self.jobs.handle("contradictions", self.maintenance.contradictions)
         self.jobs.handle("decay", self.maintenance.decay)
         self.jobs.handle("enrich_backfill", self.maintenance.enrich_backfill)
-        self.jobs.handle("all", self._all)
-
-    def _all(self, caller: Caller, options: Mapping[str, str]) -> Work:
-        """Every maintenance job of the namespace, one after the other, under one lease: expire, dedupe,
-        contradictions, decay, enrich_backfill (with an LLM) and a fresh summary of every team."""
-        require_writer(caller)
-        if options:
-            raise InvalidArgument("options", "the all job takes no options.")
-        assert self.maintenance is not None and self._expiry is not None
-        maintenance, expiry, summarizer = self.maintenance, self._expiry, self._summarizer
-        search, namespace = self._connections.search, caller.namespace
-
-        async def run(progress: Progress) -> Outcome:
-            results: dict[str, object] = {}
-            lines = []
-            progress.start("expire", 0)
-            expired = (await expiry.run_pass())[namespace]
-            results["expire"] = {"expired": expired}
-            lines.append(f"expired {expired}")
-            for name, step in (
-                ("dedupe", maintenance.run_dedupe), ("contradictions", maintenance.run_contradictions),
-                ("decay", maintenance.run_decay), ("enrich_backfill", maintenance.run_backfill),
-            ):  # fmt: skip
-                summary, result = await step(namespace, progress)
-                results[name] = result
-                lines.append(summary.rstrip("."))
-            teams = []
-            if summarizer is not None and search is not None:
-                for team in await search.list_teams(system_caller(namespace)):
-                    progress.start(f"team_summary {team.team}", 0)
-                    try:
-                        teams.append((await summarizer.summarize(namespace, team.team)).memory.id)
-                    except EngramError as e:
-                        log.info("all: the summary of team %s failed: %s", team.team, e)
-            results["team_summary"] = {"summaries": len(teams)}
-            return Outcome("; ".join(lines) + f"; {len(teams)} team summaries.", results)
-
-        return Work("this namespace", run, lane=MAINTENANCE)
+        self.jobs.handle("all", self.maintenance.all)
 
     def _start_schedule(self) -> None:
         interval = self.settings.consolidation_interval_seconds

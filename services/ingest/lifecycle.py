@@ -268,6 +268,7 @@ class Lifecycle:
         Memories of different owners need an admin's ``force``; a secret memory only merges into a secret one.
         """
         merged_ids = _merge_ids(ids)
+        text, _ = _note(note)
         if (replacement is None or not replacement.content.strip()) == (not into_id):
             raise InvalidArgument(
                 "into_id", "give either into_id (an existing survivor) or the content of a new one (not both)."
@@ -315,7 +316,7 @@ class Lifecycle:
                 return None  # merged by an earlier run
             if current.status != "active":
                 raise InvalidArgument("ids", f"memory '{current.id}' is {current.status}; only active memories merge.")
-            relation = Relation("merged-into", survivor.id, note[:MAX_NOTE_CHARS])
+            relation = Relation("merged-into", survivor.id, text)
             return self._next(current, caller, status="archived", relations=[*current.relations, relation]), ()
 
         merged = []
@@ -338,7 +339,7 @@ class Lifecycle:
         other = await self._latest(caller, parse_memory_id(other_id, field="other_id"))
         if other.id == parse_memory_id(memory_id):
             raise InvalidArgument("other_id", "a memory cannot be related to itself.")
-        text = note[:MAX_NOTE_CHARS]
+        text, _ = _note(note)
         changed = False
 
         def change(current: Memory) -> tuple[Memory, tuple[Redaction, ...]] | None:
@@ -366,9 +367,7 @@ class Lifecycle:
 
         def change(current: Memory) -> tuple[Memory, tuple[Redaction, ...]] | None:
             nonlocal changed
-            active = max(current.last_accessed_at or 0.0, current.updated_at or current.created_at or 0.0)
-            cold_now = current.tier == COLD and (current.last_accessed_at or 0.0) <= (current.updated_at or 0.0)
-            if current.status != "active" or active > idle_since or (not archive and cold_now):
+            if current.status != "active" or current.last_used_at > idle_since or (not archive and current.is_cold):
                 return None
             changed = True
             if archive:
@@ -608,7 +607,7 @@ def _handoff_due(memory: Memory, at: float) -> bool:
 
 
 def _note(note: str) -> tuple[str, tuple[Redaction, ...]]:
-    """A handoff note, bounded and scrubbed like any text that is stored."""
+    """A note (a handoff's, a relation's), bounded and scrubbed like any text that is stored."""
     text = (note or "").strip()
     if len(text) > MAX_NOTE_CHARS:
         raise InvalidArgument("note", f"is longer than {MAX_NOTE_CHARS} characters; keep the outcome short.")

@@ -32,7 +32,7 @@ from engram.index import (
     SearchRequest,
     version_point_id,
 )
-from engram.model import COLD, STATUSES, Caller, Memory, MemoryVersion, SearchFilter, servable_problem
+from engram.model import STATUSES, Caller, Memory, MemoryVersion, SearchFilter, servable_problem
 from engram.results import AgentInfo, Expiring, History, Hit, MemoryStats, SearchResult, TeamInfo
 from engram.services.search import page_token as page_token_codec
 from engram.services.search.access import AccessRecorder
@@ -435,8 +435,7 @@ def _cold_last(hits: list[Hit]) -> list[Hit]:
     not read since count COLD_WEIGHT of their value: they rank below warm memories that match as well."""
     demoted = False
     for hit in hits:
-        memory = hit.memory
-        if memory.tier == COLD and (memory.last_accessed_at or 0.0) <= (memory.updated_at or 0.0):
+        if hit.memory.is_cold:
             hit.score *= COLD_WEIGHT
             demoted = True
     return sorted(hits, key=lambda h: h.score, reverse=True) if demoted else hits

@@ -21,11 +21,17 @@ import pytest
 
 from engram import errors
 from engram.clients import ConsolidationClient, IngestClient, SearchClient
+from engram.config import Settings
 from engram.embed.embedder import OnnxEmbedder
+from engram.llm import ChatClient
 from engram.model import Caller, MemoryInput, SearchFilter
+from engram.runtime import Resources
 from engram.services.consolidation import stance
-from engram.services.consolidation.jobs import JobRunning
+from engram.services.consolidation.jobs import JobRunning, Progress
+from engram.services.consolidation.maintenance import Maintenance
+from engram.services.consolidation.server import ConsolidationService
 from tests.conftest import NodeHandle, engram_env, start_node
+from tests.helpers.fake_llm import FakeLlm, fake_llm_server
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -315,6 +321,56 @@ async def _received(queue: asyncio.Queue[dict], count: int, timeout: float = 10.
     finally:
         await queue.client.close()  # type: ignore[attr-defined]
     return got
+
+
+async def test_enrich_backfill_adds_questions_to_the_memories_without_them(kit: Kit, tmp_path: Path) -> None:
+    """Run with an LLM (a local fake speaking the OpenAI protocol, the only fake) against the node's services."""
+    ns = unique("ns")
+    me = agent(ns, "alice")
+    saved = [
+        await kit.ingest.save(me, MemoryInput(content=text))
+        for text in ("Nightly backups go to S3", "The CI runs on Buildkite")
+    ]
+    await kit.settled()
+    with fake_llm_server(FakeLlm()) as fake:
+        llm = ChatClient(fake.url, model="fake-model")
+        try:
+            maintenance = Maintenance(kit.search, kit.ingest, llm=llm)
+            summary, result = await maintenance.run_backfill(ns, Progress())
+            again = (await maintenance.run_backfill(ns, Progress()))[1]
+        finally:
+            await llm.aclose()
+    assert result == {"enriched": 2, "failed": 0}, summary
+    assert again == {"enriched": 0, "failed": 0}, "memories with questions are left alone"
+    seq = await kit.settled()
+    for item in saved:
+        assert (await kit.search.get(me, item.memory.id, min_seq=seq, for_update=True)).questions
+
+
+async def test_the_schedule_runs_all_in_every_namespace_with_memories(
+    kit: Kit, node: NodeHandle, model_cache: Path, tmp_path: Path
+) -> None:
+    """A second replica (in this process) whose schedule runs every second consolidates a namespace by itself."""
+    ns = unique("ns")
+    me = agent(ns, "alice")
+    await kit.ingest.save(me, MemoryInput(content="Release notes live in docs/releases"))
+    await kit.ingest.save(me, MemoryInput(content="Release notes live in docs/releases."))
+    await kit.settled()
+    events = await _subscribe(node, ns, "consolidation_complete")
+    settings = Settings.from_env(
+        {}, home=tmp_path, nats_url=node.nats_url, model_cache=model_cache, consolidation_interval_seconds=1.0,
+        expiry_interval_seconds=0.0,
+    )  # fmt: skip
+    resources = Resources(settings)
+    service = ConsolidationService(settings, resources, ingest_addr=node.grpc_address, search_addr=node.grpc_address)
+    try:
+        await service.start()
+        (event,) = await _received(events, 1, timeout=60)
+    finally:
+        await service.stop()
+        await resources.close()
+    assert (event["kind"], event["state"], event["agent"]) == ("all", "succeeded", "engram-consolidation")
+    assert event["result"]["dedupe"]["merged"] == 1
 
 
 # -- two replicas, one killed mid-job

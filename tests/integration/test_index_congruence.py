@@ -487,3 +487,26 @@ def test_recent_by_last_change_orders_on_valid_from(index: MemoryIndex) -> None:
 
     assert [p["id"] for p in first + rest] == [points[0].id, *tied, points[1].id]
     assert [p["content"] for p in index.recent("a", SearchFilter(), 4)] == ["note 3", "note 2", "note 1", "note 0"]
+
+
+def test_scan_pages_every_match_with_its_dense_vector_and_the_relation_filter_applies(index: MemoryIndex) -> None:
+    flagged = memory("flagged", dense=Y)
+    flagged.payload["relations"] = [{"kind": "contradicts", "memory_id": uuid7(), "note": ""}]
+    index.upsert([*(memory(f"plain {i}") for i in range(5)), flagged, memory("elsewhere", namespace="b")])
+
+    pages = list(index.scan("a", SearchFilter(), with_vectors=True, page=2))
+    assert [len(p) for p in pages] == [2, 2, 2]
+    scanned = {payload["content"]: dense for page in pages for payload, dense in page}
+    assert set(scanned) == {*(f"plain {i}" for i in range(5)), "flagged"}
+    assert scanned["flagged"] == pytest.approx(Y) and scanned["plain 0"] == pytest.approx(X)
+    assert [p["content"] for page in index.scan("a", SearchFilter()) for p, _ in page] != []
+    assert all(dense == [] for page in index.scan("a", SearchFilter()) for _, dense in page)
+
+    related = SearchFilter(relation_kinds=["contradicts", "merged-into"])
+    assert [p["content"] for page in index.scan("a", related) for p, _ in page] == ["flagged"]
+    assert index.count("a", SearchFilter(relation_kinds=["supersedes"])) == 0
+
+
+def test_namespaces_counts_the_active_memories_of_each(index: MemoryIndex) -> None:
+    index.upsert([memory("one"), memory("two"), memory("gone", status="archived"), memory("three", namespace="b")])
+    assert index.namespaces() == {"a": 2, "b": 1}
