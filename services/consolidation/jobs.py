@@ -30,6 +30,7 @@ DEFAULT_CAPACITY = 100
 AGENT = "engram-consolidation"
 SOURCE = "consolidation"
 MAX_SHOWN_ID_CHARS = 40
+ANSWER_MARGIN_SECONDS = 1.0  # a job still running this long before the caller's deadline is answered as running
 STORE_EVERY_SECONDS = 1.0  # how often a running job's progress is stored for the other replicas
 MAINTENANCE = "maintenance"  # the lane of the namespace's maintenance jobs (expire, dedupe, ..., all)
 
@@ -184,10 +185,11 @@ class Jobs:
     async def run(
         self, caller: Caller, kind: str, options: Mapping[str, str], *, time_limit: float | None = None
     ) -> Job:
-        """Runs a job to its end and answers it (succeeded or failed). Raises for a request that cannot run.
+        """Runs a job and answers it once it has ended (succeeded or failed), or, when the caller's deadline
+        (``time_limit`` seconds) comes first, as it is then: running, with its progress. Raises for a request that
+        cannot run.
 
-        If the caller goes away meanwhile, the job still finishes (a half-done summary helps nobody) and GetJob
-        shows it.
+        Either way the job runs to its end (a half-done summary helps nobody), and GetJob shows it.
         """
         if not is_valid_namespace(caller.namespace):
             raise InvalidArgument("caller.namespace", NAMESPACE_RULE)
@@ -213,7 +215,12 @@ class Jobs:
         task = asyncio.create_task(self._finish(job, work, time_limit, running, lease), name=f"engram-job-{kind}")
         self._tasks.add(task)
         task.add_done_callback(self._tasks.discard)
-        return await asyncio.shield(task)
+        if time_limit is None:
+            return await asyncio.shield(task)
+        try:
+            return await asyncio.wait_for(asyncio.shield(task), max(0.0, time_limit - ANSWER_MARGIN_SECONDS))
+        except TimeoutError:
+            return self._recent.get(job.id, job)  # still running: the caller follows it with GetJob
 
     async def get(self, caller: Caller, job_id: str) -> Job:
         """A job of the caller's namespace, run here or by another replica; another namespace's job is not found

@@ -19,6 +19,7 @@ from typing import Protocol
 
 import numpy as np
 
+from engram.clients import IndexStats
 from engram.errors import EngramError, InvalidArgument
 from engram.llm import Llm, LlmError
 from engram.model import IMPORTANCES, Caller, Memory, MemoryInput, SearchFilter
@@ -64,6 +65,8 @@ class Reader(Protocol):
 
     async def list_teams(self, caller: Caller, *, min_seq: int = 0) -> list[TeamInfo]: ...
 
+    async def stats(self, caller: Caller | None = None) -> IndexStats: ...
+
 
 class Writer(Protocol):
     async def merge(
@@ -99,7 +102,8 @@ class Corpus:
     async def load(cls, search: Reader, caller: Caller, flt: SearchFilter | None = None) -> Corpus:
         memories: list[Memory] = []
         rows: list[np.ndarray] = []
-        async for page, vectors in search.scan(caller, flt or SearchFilter(), with_vectors=True):
+        pages = search.scan(caller, flt or SearchFilter(), with_vectors=True, min_seq=await log_end(search))
+        async for page, vectors in pages:
             for memory, raw in zip(page, vectors, strict=True):
                 if memory.memory_type in SKIPPED_TYPES or not raw:
                     continue
@@ -277,7 +281,7 @@ class Maintenance:
         flags are read in one scan, and the other memory of the most likely ones fetched until ``limit`` are open."""
         flags: list[tuple[float, str, Memory, str]] = []
         flt = SearchFilter(relation_kinds=["contradicts"], topics=topics)
-        async for page, _ in self._search.scan(caller, flt):
+        async for page, _ in self._search.scan(caller, flt, min_seq=await log_end(self._search)):
             for memory in page:
                 for relation in memory.relations:
                     if relation.kind == "contradicts":
@@ -353,7 +357,7 @@ class Maintenance:
         cold_idle = policy.cold_after_days * DAY
         archive_idle = policy.archive_after_days * DAY
         candidates = []
-        async for page, _ in self._search.scan(system, SearchFilter()):
+        async for page, _ in self._search.scan(system, SearchFilter(), min_seq=await log_end(self._search)):
             candidates += [m for m in page if _decays(m, policy)]
         progress.start("decay", len(candidates))
         cold = archived = 0
@@ -400,7 +404,7 @@ class Maintenance:
             return "Skipped: no LLM configured (ENGRAM_LLM_URL).", {"enriched": 0, "skipped": "no LLM configured"}
         system = system_caller(namespace)
         missing = []
-        async for page, _ in self._search.scan(system, SearchFilter()):
+        async for page, _ in self._search.scan(system, SearchFilter(), min_seq=await log_end(self._search)):
             missing += [m for m in page if not m.questions and not skip_reason(m.to_dict())]
         progress.start("enrich_backfill", len(missing))
         enriched = failed = 0
@@ -417,6 +421,11 @@ class Maintenance:
 
 
 # -- helpers
+
+
+async def log_end(search: Reader) -> int:
+    """The log's last sequence: a job reads the namespace with every write acknowledged before it applied."""
+    return (await search.stats()).log_last_seq
 
 
 def _duplicates(corpus: Corpus, force: bool) -> tuple[int, list[tuple[Memory, Memory, str]]]:

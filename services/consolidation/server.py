@@ -13,7 +13,7 @@ import grpc
 
 from engram.clients import IngestClient, SearchClient
 from engram.config import Settings
-from engram.errors import Unavailable
+from engram.errors import EngramError, Unavailable
 from engram.events import CONSOLIDATION_COMPLETE, SCHEMA_VERSION
 from engram.llm import ChatClient, redact_url
 from engram.model import Caller, format_time
@@ -196,6 +196,9 @@ class ConsolidationService:
             try:
                 job = await self.jobs.run(system_caller(namespace), "all", {})
             except JobRunning:
+                continue  # another replica runs it
+            except EngramError as e:  # one namespace that cannot run now never holds up the others
+                log.warning("scheduled consolidation of %s did not start: %s", namespace, e)
                 continue
             ran += 1
             log.info("scheduled consolidation of %s: %s (%s)", namespace, job.state, job.summary)

@@ -365,7 +365,7 @@ async def test_the_schedule_runs_all_in_every_namespace_with_memories(
     service = ConsolidationService(settings, resources, ingest_addr=node.grpc_address, search_addr=node.grpc_address)
     try:
         await service.start()
-        (event,) = await _received(events, 1, timeout=60)
+        (event,) = await _received(events, 1, timeout=120)
     finally:
         await service.stop()
         await resources.close()
