@@ -1,10 +1,11 @@
-"""`engram agents|teams|consolidate|handoffs|context|pin|unpin`: who works in the shared memory, what they hand over
-and what a session should see first, from a shell, through the node's REST API, for people (text) and scripts
-(--json)."""
+"""`engram agents|teams|consolidate|contradictions|handoffs|context|pin|unpin`: who works in the shared memory, what
+they hand over, how it is kept tidy and what a session should see first, from a shell, through the node's REST API,
+for people (text) and scripts (--json)."""
 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from typing import IO, Any
 from urllib.parse import quote
@@ -12,8 +13,16 @@ from urllib.parse import quote
 from engram.memory_cli import EXIT_USAGE, Call, UsageError, common, preview, sub
 from engram.model import HANDOFF_STATUSES, IMPORTANCES
 
-COMMANDS = frozenset({"agents", "teams", "consolidate", "handoffs", "context", "pin", "unpin"})
+COMMANDS = frozenset({"agents", "teams", "consolidate", "contradictions", "handoffs", "context", "pin", "unpin"})
 HANDOFF_ROLES = ("to_me", "from_me", "all")
+# JOB_KINDS and the keys of RESOLUTION_NEEDS are engram.clients' JOB_KINDS and RESOLUTIONS (a test keeps them
+# equal): importing the gRPC clients here would slow down every `engram` command, which all build this parser.
+JOB_KINDS = ("expire", "dedupe", "contradictions", "team_summary", "decay", "enrich_backfill", "all")
+# Each resolution, with what it needs besides the pair (the only options it takes).
+RESOLUTION_NEEDS = {"keep_both": ("context", "other_context"), "keep_newer": (), "merge": ("content",),
+                    "override": ("winner_id",)}  # fmt: skip
+RESOLUTION_FLAGS = {"context": "--context", "other_context": "--other-context", "content": "--content",
+                    "winner_id": "--winner"}  # fmt: skip
 DEFAULT_LIMIT = 20
 MAX_LIMIT = 100
 DEFAULT_TOKEN_BUDGET = 800  # as the server's session_context
@@ -27,9 +36,50 @@ def add_parsers(subparsers: Any) -> None:
     teams = common(sub(subparsers, "teams", "the teams of your namespace, with their memory counts and summaries"))
     teams.add_argument("--search", metavar="QUERY", help="also search the team summaries for this")
 
-    consolidate = common(sub(subparsers, "consolidate", "write a fresh summary of a team's memories"))
-    consolidate.add_argument("--team", required=True, metavar="NAME", help="the team to summarise")
-    consolidate.epilog = "The summary supersedes the team's previous one. Needs the write scope."
+    consolidate = common(sub(subparsers, "consolidate", "run a maintenance job, or summarise a team's memories"))
+    what = consolidate.add_mutually_exclusive_group(required=True)
+    what.add_argument("kind", nargs="?", choices=JOB_KINDS, metavar="KIND",
+                      help=f"the job to run on your namespace: {', '.join(JOB_KINDS)}")  # fmt: skip
+    what.add_argument("--team", metavar="NAME", help="summarise this team's memories (the team_summary job)")
+    what.add_argument("--job", metavar="ID", help="show how a job started earlier goes, instead of running one")
+    consolidate.add_argument("--option", action="append", dest="options", type=_option, metavar="KEY=VALUE",
+                             help="an option of the job (repeatable), e.g. topics=api,auth")  # fmt: skip
+    consolidate.epilog = (
+        "Jobs: expire (memories past expires_at), dedupe (merge near-duplicates; --option force=true with an admin "
+        "key merges other agents' too), contradictions (flag memories that disagree; --option topics=a,b, "
+        "--option judge=off), team_summary (with --team: a summary superseding the team's previous one), decay "
+        "(idle memories to the cold tier), enrich_backfill (search questions; needs an LLM), all (every one). "
+        "The command waits for the job to end and prints its summary and progress. Needs the write scope."
+    )
+
+    contradictions = sub(subparsers, "contradictions", "memories that disagree: list the open ones, or resolve one")
+    contradictions.set_defaults(topics=None, limit=DEFAULT_LIMIT)  # `engram contradictions` alone lists
+    common(contradictions)
+    contradiction_actions = contradictions.add_subparsers(dest="contradictions_command")
+    open_ones = common(sub(contradiction_actions, "list", "the open contradictions, most likely first (default)"))
+    open_ones.add_argument("--topic", action="append", dest="topics", metavar="TOPIC",
+                           help="only contradictions about this topic (repeatable)")  # fmt: skip
+    open_ones.add_argument("--limit", type=int, default=DEFAULT_LIMIT, metavar="N", help="at most N pairs (1-100)")
+    resolve = common(sub(contradiction_actions, "resolve", "decide what holds for a flagged pair (admin key)"))
+    resolve.add_argument("id", help="one memory of the pair")
+    resolve.add_argument("other_id", help="the other memory of the pair")
+    resolution = resolve.add_mutually_exclusive_group(required=True)
+    resolution.add_argument("--keep-both", dest="resolution", action="store_const", const="keep_both",
+                            help="both hold, each in its context (--context and --other-context)")  # fmt: skip
+    resolution.add_argument("--keep-newer", dest="resolution", action="store_const", const="keep_newer",
+                            help="the newer holds; the older is archived")  # fmt: skip
+    resolution.add_argument("--merge", dest="resolution", action="store_const", const="merge",
+                            help="a new memory (--content) replaces both")  # fmt: skip
+    resolution.add_argument("--override", dest="resolution", action="store_const", const="override",
+                            help="the memory --winner supersedes the other")  # fmt: skip
+    resolve.add_argument("--context", help="--keep-both: when the first memory (ID) holds")
+    resolve.add_argument("--other-context", help="--keep-both: when the other memory (OTHER_ID) holds")
+    resolve.add_argument("--content", help="--merge: the content of the memory that reconciles both")
+    resolve.add_argument("--winner", dest="winner_id", metavar="ID", help="--override: the memory that stays")
+    resolve.epilog = (
+        "Only the user resolves contradictions: set ENGRAM_API_KEY to a key with the admin scope "
+        "(engram keys create --namespace N --agent A --scopes read,write,admin)."
+    )
 
     handoffs = sub(subparsers, "handoffs", "work handed over between agents: list (default), create, accept, complete")
     handoffs.set_defaults(status="pending", role="to_me", limit=DEFAULT_LIMIT)  # `engram handoffs` alone lists
@@ -97,7 +147,9 @@ def build_call(args: argparse.Namespace) -> Call:
     if args.command == "teams":
         return Call("GET", "/v1/teams", render_teams, params={"search": args.search} if args.search else None)
     if args.command == "consolidate":
-        return Call("POST", f"/v1/teams/{quote(args.team, safe='')}/consolidate", render_consolidation)
+        return _consolidate_call(args)
+    if args.command == "contradictions":
+        return _contradictions_call(args)
     if args.command == "context":
         params = {"project": args.project, "query": args.query, "token_budget": args.budget}
         return Call("GET", "/v1/session-context", render_context,
@@ -106,6 +158,48 @@ def build_call(args: argparse.Namespace) -> Call:
         method = "POST" if args.command == "pin" else "DELETE"
         return Call(method, f"/v1/memories/{quote(args.id, safe='')}/pin", render_pinned)
     return _handoff_call(args)
+
+
+def _consolidate_call(args: argparse.Namespace) -> Call:
+    """A job (KIND), a team summary (--team) or a job started earlier (--job): the parser lets exactly one through."""
+    if args.options and args.kind is None:
+        raise UsageError("--option goes with a job KIND, e.g. engram consolidate contradictions --option topics=api.")
+    if args.job is not None:
+        return Call("GET", f"/v1/consolidation/jobs/{quote(args.job, safe='')}", render_job)
+    if args.team is not None:
+        return Call("POST", f"/v1/teams/{quote(args.team, safe='')}/consolidate", render_consolidation)
+    return Call(
+        "POST", "/v1/consolidation/jobs", render_job, body={"kind": args.kind, "options": dict(args.options or [])}
+    )
+
+
+def _contradictions_call(args: argparse.Namespace) -> Call:
+    if (args.contradictions_command or "list") == "list":
+        if not 1 <= args.limit <= MAX_LIMIT:
+            raise UsageError(f"--limit must be between 1 and {MAX_LIMIT}, got {args.limit}.")
+        params: dict[str, Any] = {"limit": args.limit}
+        if args.topics:
+            params["topics"] = args.topics
+        return Call("GET", "/v1/contradictions", render_contradictions, params=params)
+    needs = RESOLUTION_NEEDS[args.resolution]
+    flag = "--" + args.resolution.replace("_", "-")
+    for name, option in RESOLUTION_FLAGS.items():
+        given = getattr(args, name) is not None
+        if name in needs and not given:
+            raise UsageError(f"{flag} needs {option}.")
+        if name not in needs and given:
+            raise UsageError(f"{option} does not go with {flag}; leave it out.")
+    body = {"id": args.id, "other_id": args.other_id, "resolution": args.resolution}
+    body.update({name: getattr(args, name) for name in needs})
+    return Call("POST", "/v1/contradictions/resolve", render_resolved, body=body,
+                hint_403="Set ENGRAM_API_KEY to a key with the admin scope.")  # fmt: skip
+
+
+def _option(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE, e.g. topics=api,auth")
+    return key.strip(), value.strip()
 
 
 def _handoff_call(args: argparse.Namespace) -> Call:
@@ -172,6 +266,52 @@ def render_consolidation(answer: dict[str, Any]) -> str:
     if not summary:
         return head + "; no summary memory was written."
     return f"{head}\nSummary memory {summary['id']} (version {summary.get('version')}):\n\n{summary.get('content', '')}"
+
+
+def render_job(answer: dict[str, Any]) -> str:
+    lines = [
+        f"Job {answer['id']} {answer['kind']} {answer['state']}"
+        + (f": {answer['summary']}" if answer.get("summary") else "")
+    ]
+    done, total, phase = answer.get("done", 0), answer.get("total", 0), answer.get("phase", "")
+    if done or total or phase:
+        progress = f"{done} of {total}" if total else f"{done} done"
+        lines.append(f"  progress: {progress}" + (f" ({phase})" if phase else ""))
+    result = answer.get("result") or {}
+    if result:
+        lines.append("  result: " + ", ".join(f"{key} {_compact(value)}" for key, value in result.items()))
+    if answer.get("state") == "running":
+        lines.append(f"  (see how it goes: engram consolidate --job {answer['id']})")
+    return "\n".join(lines)
+
+
+def render_contradictions(answer: dict[str, Any]) -> str:
+    pairs = answer.get("contradictions") or []
+    if not pairs:
+        return "No open contradictions (run `engram consolidate contradictions` to look for some)."
+    lines = [f"{len(pairs)} open contradiction{'s' if len(pairs) != 1 else ''}, most likely first"]
+    for pair in pairs:
+        newer, older = pair["memory"], pair["other"]
+        lines.append(f"{newer['id']}  {older['id']}  score {pair.get('score', 0.0):.2f}  {pair.get('why', '')}")
+        for label, memory in (("newer", newer), ("older", older)):
+            lines.append(f"  {label}  {memory.get('owner_agent')}  {memory.get('created_at')}")
+            lines.append(f"    {preview(memory.get('content', ''))}")
+    lines.append(
+        "Resolve one (admin key): engram contradictions resolve ID OTHER_ID --keep-both --context WHEN "
+        "--other-context WHEN | --keep-newer | --merge --content TEXT | --override --winner ID"
+    )
+    return "\n".join(lines)
+
+
+def render_resolved(answer: dict[str, Any]) -> str:
+    lines = [answer.get("summary", "")]
+    for memory in answer.get("memories") or []:
+        lines.append(f"  {memory['id']}  {memory.get('status')}  {preview(memory.get('content', ''))}")
+    return "\n".join(lines)
+
+
+def _compact(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False) if isinstance(value, dict | list) else str(value)
 
 
 def render_handoffs(answer: dict[str, Any]) -> str:

@@ -21,6 +21,8 @@ from engram.services.gateway.identity import MCP_SOURCE, RequestIdentity, Resolv
 from engram.services.gateway.operations import CursorTracker, Operations, describe_validation
 from engram.services.gateway.resources import register_context_features, tool_errors
 from engram.services.gateway.schemas import (
+    CONSOLIDATE_RULE,
+    DEFAULT_CONTRADICTIONS,
     DEFAULT_LIST_LIMIT,
     ENGRAM_VERSION,
     INSTRUCTIONS,
@@ -29,10 +31,16 @@ from engram.services.gateway.schemas import (
     ActiveFiles,
     AgentsResult,
     AsOf,
+    CategoryArg,
     ConfidenceArg,
+    ConsolidatedContent,
+    ConsolidateMemoryResult,
     ConsolidateResult,
     Content,
     ContextArg,
+    ContradictionLimit,
+    ContradictionsResult,
+    ContradictionTopics,
     ConversationId,
     CreatedAfter,
     CreatedBefore,
@@ -44,6 +52,7 @@ from engram.services.gateway.schemas import (
     Filters,
     FilterTags,
     FilterTopics,
+    ForceArg,
     HandoffContext,
     HandoffListRequest,
     HandoffMoveRequest,
@@ -56,10 +65,12 @@ from engram.services.gateway.schemas import (
     ImportanceArg,
     IncludeArchived,
     InvalidAt,
+    JobKindArg,
     ListLimit,
     ListRequest,
     ListResult,
     MemoryId,
+    MemoryIds,
     MemoryOut,
     MemoryStatsOut,
     MemoryTypeArg,
@@ -79,6 +90,8 @@ from engram.services.gateway.schemas import (
     SearchLimit,
     SearchRequest,
     SearchResult,
+    SelectorTag,
+    SelectorTopic,
     SensitivityArg,
     Sources,
     StatusFilter,
@@ -106,7 +119,9 @@ _READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hi
 _WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 _DELETE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempotent_hint=True, open_world_hint=False)
 # Rules across arguments that a tool's signature cannot state, published in its input schema (as REST does).
-_INPUT_RULES = {"update_memory": UPDATE_RULE, "supersede_memory": SUPERSEDE_RULE}
+_INPUT_RULES = {
+    "update_memory": UPDATE_RULE, "supersede_memory": SUPERSEDE_RULE, "consolidate_memory": CONSOLIDATE_RULE,
+}  # fmt: skip
 
 SAVE_DESCRIPTION = """\
 Save a memory that you or other agents should be able to recall later. Use it whenever you learn \
@@ -194,6 +209,24 @@ Write a fresh summary of a team's memories: a Markdown digest grouped by finding
 blocker, action item and other, saved as a searchable team-summary memory tagged team:<name>. It replaces \
 (supersedes) the team's previous summary, so running it again does not duplicate. Use it at the end of a \
 stretch of team work, or before handing the team's work over. `team` defaults to yours."""
+
+CONSOLIDATE_MEMORY_DESCRIPTION = """\
+Keep the shared memory tidy, in one of two ways. (1) Replace a set of memories with your summary of them: pass \
+consolidated_content and either memory_ids or a selector (memory_type, tag and/or topic: every active memory \
+matching it, at most 100). The summary is saved as a new memory (of that memory_type, else general, with the tag \
+and topic) and the originals are archived with a merged-into relation to it, so they leave search but stay \
+readable by id. Use it when many small memories of a category say what one summary can; read them first \
+(list_memories, get_memory) so the summary keeps every fact. Only your own memories merge unless an admin passes \
+force. (2) Run a maintenance job on the namespace: pass kind (dedupe merges near-duplicates, contradictions \
+flags memories that disagree, expire, decay, team_summary, enrich_backfill, or all); it answers once the job has \
+ended, with its summary and result."""
+
+DETECT_CONTRADICTIONS_DESCRIPTION = """\
+List the open contradictions of this namespace: pairs of active memories that seem to disagree (e.g. two \
+different ports for the same API), each with a score and why, flagged by the contradictions job (run it with \
+consolidate_memory kind=contradictions). Use it before relying on a fact that may have changed, and tell the \
+user about the pairs you find: only the user resolves a contradiction (keep both, keep the newer, merge, or \
+override), from the REST API or `engram contradictions resolve` with an admin key; agents cannot."""
 
 CREATE_HANDOFF_DESCRIPTION = """\
 Hand unfinished work over to another agent: where it stands (context), and optionally the files being worked \
@@ -327,7 +360,8 @@ def build_mcp(
     backend: Backend, resolver: Resolver, cursors: CursorTracker, settings: Settings, *, event_log: Log | None = None
 ) -> MCPServer:
     """The Engram MCP server: save, search, get, list, update, delete and supersede memories, their history,
-    a memory at a point in time, the namespace's stats, ping; the agents, teams and handoffs of the namespace."""
+    a memory at a point in time, the namespace's stats, ping; the agents, teams and handoffs of the namespace; its
+    consolidation (maintenance jobs, summaries that replace memories) and open contradictions."""
     server: MCPServer = EngramMCPServer(
         name="engram",
         title="Engram shared memory",
@@ -549,6 +583,30 @@ def build_mcp(
     async def consolidate_team(ctx: Context, team: TeamName = None) -> ConsolidateResult:
         with tool_errors():
             return await ops.consolidate_team(caller(ctx), team)
+
+    @server.tool(description=CONSOLIDATE_MEMORY_DESCRIPTION, annotations=_WRITE)
+    async def consolidate_memory(
+        ctx: Context,
+        kind: JobKindArg = None,
+        consolidated_content: ConsolidatedContent = None,
+        memory_ids: MemoryIds = None,
+        memory_type: CategoryArg = None,
+        tag: SelectorTag = None,
+        topic: SelectorTopic = None,
+        force: ForceArg = False,
+    ) -> ConsolidateMemoryResult:
+        with tool_errors():
+            return await ops.consolidate_memory(
+                caller(ctx), kind=kind, consolidated_content=consolidated_content, memory_ids=memory_ids,
+                memory_type=memory_type, tag=tag, topic=topic, force=force,
+            )  # fmt: skip
+
+    @server.tool(description=DETECT_CONTRADICTIONS_DESCRIPTION, annotations=_READ)
+    async def detect_contradictions(
+        ctx: Context, topics: ContradictionTopics = None, limit: ContradictionLimit = DEFAULT_CONTRADICTIONS
+    ) -> ContradictionsResult:
+        with tool_errors():
+            return await ops.contradictions(caller(ctx), topics=topics, limit=limit)
 
     @server.tool(description=CREATE_HANDOFF_DESCRIPTION, annotations=_WRITE)
     async def create_handoff(

@@ -24,10 +24,16 @@ from engram.names import DEVICE_PATTERN, IDENTITY_PATTERN, MAX_IDENTITY_CHARS, T
 from engram.services.gateway.identity import REST_SOURCE, RequestIdentity, Resolver
 from engram.services.gateway.operations import Operations, describe_validation
 from engram.services.gateway.schemas import (
+    DEFAULT_CONTRADICTIONS,
     DEFAULT_LIST_LIMIT,
     MAX_SEQ,
     AgentsResult,
+    ConsolidateMemoryResult,
+    ConsolidateRequest,
     ConsolidateResult,
+    ContradictionLimit,
+    ContradictionsResult,
+    ContradictionTopics,
     ConversationId,
     CreatedAfter,
     CreatedBefore,
@@ -46,6 +52,9 @@ from engram.services.gateway.schemas import (
     HistoryResult,
     ImportResult,
     IncludeArchived,
+    JobId,
+    JobOut,
+    JobRequest,
     ListRequest,
     ListResult,
     MemoryId,
@@ -57,6 +66,8 @@ from engram.services.gateway.schemas import (
     PageToken,
     PointInTime,
     Project,
+    ResolveRequest,
+    ResolveResult,
     SaveRequest,
     SaveResult,
     SearchRequest,
@@ -221,6 +232,32 @@ _CONSOLIDATE: dict[int | str, dict[str, Any]] = {
         "description": "The team has no active memories, or its summary is being written already",
     }
 }
+# A maintenance job: 409 when the namespace's maintenance (or that job) is running already, or the job failed for
+# a reason of state (its summary says which).
+_JOB: dict[int | str, dict[str, Any]] = {
+    409: {
+        "model": Problem,
+        "content": {PROBLEM_MEDIA_TYPE: {}},
+        "description": "A maintenance job of this namespace is running already (the problem names it)",
+    }
+}
+_JOB_NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"model": Problem, "content": {PROBLEM_MEDIA_TYPE: {}}, "description": "No such job in your namespace"}
+}
+# Replacing memories with a summary: 403 also for another agent's memory without an admin's force.
+_CONSOLIDATE_MEMORIES: dict[int | str, dict[str, Any]] = {
+    **_NOT_FOUND,
+    403: {
+        "model": Problem,
+        "content": {PROBLEM_MEDIA_TYPE: {}},
+        "description": "Missing scope, or a memory of another agent without force (admin)",
+    },
+}
+# Resolving a contradiction: the user's decision, so 403 without the admin scope.
+_RESOLVE: dict[int | str, dict[str, Any]] = {
+    **_NOT_FOUND,
+    403: {"model": Problem, "content": {PROBLEM_MEDIA_TYPE: {}}, "description": "The key lacks the admin scope"},
+}
 # A change to a memory: 403 also when another agent owns it, 409 when expected_version is stale.
 _CHANGE: dict[int | str, dict[str, Any]] = {
     **_NOT_FOUND,
@@ -235,6 +272,8 @@ _CHANGE: dict[int | str, dict[str, Any]] = {
         "description": "expected_version is stale: the problem's current_version is the memory's version now",
     },
 }
+
+_LIST_QUERY = "Comma separated (topics=a,b), or the parameter repeated."
 
 _bearer = HTTPBearer(
     auto_error=False,
@@ -325,6 +364,7 @@ JSON_BODY_ROUTES = (
     ("PATCH", re.compile(r"/v1/memories/[^/]+")),
     ("POST", re.compile(r"/v1/memories/[^/]+:supersede")),
     ("POST", re.compile(r"/v1/handoffs(?:/[^/]+/(?:accept|complete))?")),
+    ("POST", re.compile(r"/v1/consolidation/jobs|/v1/consolidate|/v1/contradictions/resolve")),
 )
 
 
@@ -521,6 +561,7 @@ def build_router(ops: Operations, resolver: Resolver, settings: Settings) -> API
         return await ops.stats(caller)
 
     add_coordination_routes(router, ops, resolver)
+    add_consolidation_routes(router, ops, resolver)
     return router
 
 
@@ -603,3 +644,57 @@ def add_coordination_routes(router: APIRouter, ops: Operations, resolver: Resolv
     ) -> SaveResult:
         """Moves the handoff to completed (only its target agent may), with an optional note on the outcome."""
         return await ops.move_handoff(caller, memory_id, "completed", body or HandoffMoveRequest())
+
+
+def add_consolidation_routes(router: APIRouter, ops: Operations, resolver: Resolver) -> None:
+    """Routes /v1/consolidation/jobs (run one, read one), /v1/consolidate (a summary replaces memories) and
+    /v1/contradictions (list, resolve): keeping the shared memory tidy."""
+    CurrentCaller = Annotated[Caller, Depends(caller_dependency(resolver))]
+
+    @router.post("/consolidation/jobs", response_model=JobOut, responses=_JOB, tags=["consolidation"],
+                 summary="Run a maintenance job on your namespace")  # fmt: skip
+    async def run_job(body: JobRequest, caller: CurrentCaller) -> JobOut:
+        """Runs the job to its end and answers it (progress: done of total, phase; its summary and result). A job
+        that fails answers its error (e.g. 409 while another runs). 503 without a consolidation service."""
+        return await ops.run_job(caller, body.kind, body.options)
+
+    @router.get("/consolidation/jobs/{job_id}", response_model=JobOut, responses=_JOB_NOT_FOUND,
+                tags=["consolidation"], summary="A job of your namespace, running or ended")  # fmt: skip
+    async def get_job(job_id: Annotated[str, _path(JobId)], caller: CurrentCaller) -> JobOut:
+        """The job's state (running, succeeded, failed), progress, summary and result; jobs are kept a week."""
+        return await ops.get_job(caller, job_id)
+
+    @router.post("/consolidate", status_code=201, response_model=ConsolidateMemoryResult,
+                 responses=_CONSOLIDATE_MEMORIES, tags=["consolidation"],
+                 summary="Replace memories with your summary of them")  # fmt: skip
+    async def consolidate(
+        body: ConsolidateRequest, caller: CurrentCaller, response: Response
+    ) -> ConsolidateMemoryResult:
+        """Saves `consolidated_content` as a new memory and archives the memories named (`memory_ids`) or selected
+        (`memory_type`, `tag`, `topic`: at most 100) with a merged-into relation to it."""
+        result = await ops.consolidate(caller, body)
+        if result.survivor is not None:
+            response.headers["Location"] = f"/v1/memories/{result.survivor.id}"
+        return result
+
+    @router.get("/contradictions", response_model=ContradictionsResult, tags=["consolidation"],
+                summary="The open contradictions of your namespace")  # fmt: skip
+    async def list_contradictions(
+        caller: CurrentCaller,
+        topics: Annotated[
+            list[str] | None, Query(description=f"{_description(ContradictionTopics)} {_LIST_QUERY}")
+        ] = None,
+        limit: Annotated[int, _query(ContradictionLimit)] = DEFAULT_CONTRADICTIONS,
+    ) -> ContradictionsResult:
+        """Pairs of active memories that seem to disagree, flagged by the contradictions job, most likely first;
+        resolve them with POST /v1/contradictions/resolve (admin)."""
+        wanted = [topic.strip() for value in topics or [] for topic in value.split(",") if topic.strip()]
+        return await ops.contradictions(caller, topics=wanted, limit=limit)
+
+    @router.post("/contradictions/resolve", response_model=ResolveResult, responses=_RESOLVE,
+                 tags=["consolidation"], summary="Resolve a contradiction (admin)")  # fmt: skip
+    async def resolve_contradiction(body: ResolveRequest, caller: CurrentCaller) -> ResolveResult:
+        """The user's decision on a flagged pair: keep_both (with `context` and `other_context`: when each holds),
+        keep_newer (the older is archived), merge (`content` replaces both) or override (`winner_id` supersedes the
+        other). Needs an admin key."""
+        return await ops.resolve(caller, body)

@@ -6,9 +6,10 @@ from __future__ import annotations
 import dataclasses
 from typing import Annotated, Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field, WithJsonSchema
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
 
 from engram import __version__
+from engram.clients import JOB_KINDS, RESOLUTIONS
 from engram.config import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT
 from engram.model import (
     CONFIDENCES,
@@ -25,7 +26,7 @@ from engram.model import (
     format_time,
 )
 from engram.names import AGENT_PATTERN, IDENTITY_PATTERN, MAX_IDENTITY_CHARS, TEAM_PATTERN
-from engram.results import AgentInfo, Job, TeamInfo
+from engram.results import AgentInfo, Contradiction, Job, TeamInfo
 from engram.services.gateway.derived import DerivedModel
 from engram.services.ingest.validation import MAX_FIELD_CHARS, MAX_LABEL_CHARS, MAX_LIST_ITEMS, MAX_SUMMARY_CHARS
 
@@ -60,6 +61,9 @@ accept_handoff / complete_handoff as you take it on and finish it. When you stop
 create_handoff for the agent that continues. list_agents shows who else works here, list_teams the teams and \
 their summaries, consolidate_team writes a fresh summary of a team's memories. When you save a finding that \
 another agent already recorded, the answer warns you: read theirs, then supersede or reconcile.
+- Keeping memory tidy: consolidate_memory replaces a set of memories (by ids, or a type, tag or topic) with your \
+summary of them, or runs a maintenance job (kind: dedupe, contradictions, ...). detect_contradictions lists pairs \
+of memories that disagree; tell the user about them: only the user resolves them.
 """
 
 # Enum values come from the model, so the published schemas can never drift from what ingest accepts.
@@ -69,6 +73,8 @@ SensitivityName = Literal[SENSITIVITIES]  # type: ignore[valid-type]
 ConfidenceName = Literal[CONFIDENCES]  # type: ignore[valid-type]
 StatusName = Literal[STATUSES]  # type: ignore[valid-type]
 HandoffStatusName = Literal[HANDOFF_STATUSES]  # type: ignore[valid-type]
+JobKindName = Literal[JOB_KINDS]  # type: ignore[valid-type]
+ResolutionName = Literal[RESOLUTIONS]  # type: ignore[valid-type]
 
 # A duration from now, e.g. 30d: seconds, minutes, hours, days or weeks. Weeks have one digit less, so that
 # every duration the pattern allows ends before the year 9999 (the last a time can be written in).
@@ -151,8 +157,22 @@ Sources = Annotated[
 Query = Annotated[
     str, Field(min_length=1, pattern=r"\S", description="What to look for, in natural language or keywords.")
 ]
-SearchLimit = Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Number of hits (1-100).")]
-ListLimit = Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Number of memories (1-100).")]
+
+
+def _not_a_bool(value: object) -> object:
+    """JSON Schema's integer takes 1 and 1.0, never true: pydantic would read true as 1."""
+    if isinstance(value, bool):
+        raise ValueError("give a whole number, not true or false")
+    return value
+
+
+# Counts: whole numbers (1 or 1.0, as JSON Schema's integer), never a boolean.
+SearchLimit = Annotated[
+    int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Number of hits (1-100)."), BeforeValidator(_not_a_bool)
+]
+ListLimit = Annotated[
+    int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Number of memories (1-100)."), BeforeValidator(_not_a_bool)
+]
 FilterTags = Annotated[list[str] | None, Field(description="Only memories that have all of these tags.")]
 FilterTopics = Annotated[list[str] | None, Field(description="Only memories about any of these topics.")]
 OwnerAgent = Annotated[
@@ -297,6 +317,83 @@ HandoffNote = Annotated[
     str | None,
     Field(max_length=MAX_SUMMARY_CHARS, description="Optional: what you say about it (e.g. the outcome)."),
 ]
+# Consolidation: the memories one summary replaces at most (ingest's limit on one merge).
+MAX_CONSOLIDATED = 100
+JOB_KIND_HELP = (
+    "Run this maintenance job on your namespace: expire (past expires_at), dedupe (merge near-duplicates), "
+    "contradictions (flag pairs that disagree), team_summary (your team's), decay (idle memories to the cold tier), "
+    "enrich_backfill (search questions, needs an LLM) or all of them."
+)
+CONSOLIDATED_HELP = (
+    "Your summary of the memories named by memory_ids (or selected by memory_type, tag or topic): saved as a new "
+    "memory that replaces them; they are archived with a merged-into relation to it."
+)
+JobKindArg = Annotated[JobKindName | None, Field(description=JOB_KIND_HELP)]
+ConsolidatedContent = Annotated[str | None, Field(min_length=1, pattern=r"\S", description=CONSOLIDATED_HELP)]
+MemoryIds = Annotated[
+    list[Annotated[str, Field(min_length=1, json_schema_extra={"format": "uuid"})]] | None,
+    Field(
+        min_length=1,
+        max_length=MAX_CONSOLIDATED,
+        description=f"The memories your summary replaces (at most {MAX_CONSOLIDATED}).",
+    ),
+]
+CategoryArg = Annotated[
+    MemoryTypeName | None,
+    Field(
+        description="Without memory_ids: replace every active memory of this type (with tag and topic: that match "
+        "them too). The summary gets this type (default 'general')."
+    ),
+]
+SelectorTag = Annotated[
+    str | None,
+    Field(
+        min_length=1,
+        max_length=MAX_LABEL_CHARS,
+        description="Without memory_ids: replace every active memory with this tag. The summary gets the tag.",
+    ),
+]
+SelectorTopic = Annotated[
+    str | None,
+    Field(
+        min_length=1,
+        max_length=MAX_LABEL_CHARS,
+        description="Without memory_ids: replace every active memory about this topic. The summary gets the topic. "
+        "With kind contradictions: only look for contradictions about it.",
+    ),
+]
+ForceArg = Annotated[
+    bool,
+    Field(
+        strict=True,
+        description="Also merge memories of other agents (needs an admin key); with kind dedupe, the same for "
+        "near-duplicates.",
+    ),
+]
+JobOptions = Annotated[
+    dict[str, str] | None,
+    Field(
+        description="Options of the job, as text: dedupe takes force ('true', admin); contradictions takes topics "
+        "(comma separated) and judge ('off'); team_summary takes team. The other kinds take none."
+    ),
+]
+JobId = Annotated[
+    str,
+    Field(
+        min_length=1,
+        max_length=MAX_LABEL_CHARS,
+        json_schema_extra={"format": "uuid"},
+        description="The job's id, as starting it answered.",
+    ),
+]
+ContradictionTopics = Annotated[
+    list[Label] | None,
+    Field(max_length=MAX_LIST_ITEMS, description="Only contradictions about any of these topics."),
+]
+ContradictionLimit = Annotated[
+    int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Number of pairs (1-100)."), BeforeValidator(_not_a_bool)
+]
+DEFAULT_CONTRADICTIONS = 20
 
 
 # --- results ------------------------------------------------------------------------------------------------
@@ -563,6 +660,60 @@ class ConsolidateResult(BaseModel):
     summary: MemoryOut | None = Field(description="The team-summary memory (it supersedes the previous one).")
 
 
+class ConsolidateMemoryResult(BaseModel):
+    """What consolidate_memory answers: the job it ran (kind), or the summary that replaced a set of memories
+    (consolidated_content) and the ids of the memories merged into it."""
+
+    job: JobOut | None = Field(
+        default=None, exclude_if=lambda v: v is None, description="With kind: the job that ran, and how it went."
+    )
+    survivor: MemoryOut | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="With consolidated_content: the summary memory; its metadata.merged_from lists the originals.",
+    )
+    merged_ids: list[str] = Field(
+        default_factory=list, description="The memories merged into the summary, now archived (merged-into relation)."
+    )
+    seq: int | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="Log sequence of the last write (a min_seq for reads).",
+    )
+    redactions: list[RedactionOut] = Field(default_factory=list, description="Secrets removed from the summary.")
+
+
+class ContradictionOut(DerivedModel):
+    """Two active memories that seem to disagree, flagged by the contradictions job for the user to resolve."""
+
+    __derived_from__ = Contradiction
+
+    memory: MemoryOut = Field(description="The newer memory (it carries the contradicts relation).")
+    other: MemoryOut = Field(description="The older memory.")
+    score: float = Field(description="How likely they contradict each other (0 to 1).")
+    why: str = Field(description="What differs, e.g. another value for the same attribute.")
+
+    @classmethod
+    def of(cls, contradiction: Contradiction) -> ContradictionOut:
+        return cls(
+            memory=MemoryOut.of(contradiction.memory), other=MemoryOut.of(contradiction.other),
+            score=round(contradiction.score, 4), why=contradiction.why,
+        )  # fmt: skip
+
+
+class ContradictionsResult(BaseModel):
+    contradictions: list[ContradictionOut] = Field(
+        description="The open contradictions (both memories still active), most likely first."
+    )
+
+
+class ResolveResult(BaseModel):
+    """The pair as it is after the user's resolution (for merge, the new memory first) and what was done."""
+
+    memories: list[MemoryOut]
+    summary: str
+
+
 def _with_times(value: Any, *names: str) -> dict[str, Any]:
     """A result dataclass as a dict, its epoch-second ``names`` as RFC 3339 text."""
     data = dataclasses.asdict(value)
@@ -732,3 +883,58 @@ class HandoffMoveRequest(BaseModel):
 
     note: HandoffNote = None
     expected_version: ExpectedVersion = None
+
+
+class JobRequest(BaseModel):
+    """A consolidation job to run on the caller's namespace."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: JobKindName = Field(description=JOB_KIND_HELP)
+    options: JobOptions = None
+
+
+# The memories a consolidation replaces: named by id, or selected by type, tag or topic (null means omitted).
+SELECTION_FIELDS = ("memory_ids", "memory_type", "tag", "topic")
+SELECTION_RULE: dict[str, Any] = {
+    "anyOf": [{"required": [name], "properties": {name: {"not": {"type": "null"}}}} for name in SELECTION_FIELDS]
+}
+# consolidate_memory either runs a job (kind) or replaces memories with a summary (consolidated_content).
+CONSOLIDATE_RULE: dict[str, Any] = {
+    "anyOf": [
+        {"required": ["kind"], "properties": {"kind": {"type": "string"}, "consolidated_content": {"type": "null"}}},
+        {
+            "required": ["consolidated_content"],
+            "properties": {"consolidated_content": {"type": "string"}, "kind": {"type": "null"}},
+        },
+    ]
+}
+
+
+class ConsolidateRequest(BaseModel):
+    """Your summary of a set of memories, which replaces them: name them (memory_ids) or select them (memory_type,
+    tag, topic)."""
+
+    model_config = ConfigDict(extra="forbid", json_schema_extra=SELECTION_RULE)
+
+    consolidated_content: str = Field(min_length=1, pattern=r"\S", description=CONSOLIDATED_HELP)
+    memory_ids: MemoryIds = None
+    memory_type: CategoryArg = None
+    tag: SelectorTag = None
+    topic: SelectorTopic = None
+    force: ForceArg = False
+
+
+class ResolveRequest(BaseModel):
+    """The user's answer to a flagged contradiction: keep_both (with when each holds), keep_newer, merge (with the
+    content that reconciles both) or override (with the winner's id)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    id: MemoryId
+    other_id: MemoryId
+    resolution: ResolutionName = Field(description="keep_both, keep_newer, merge or override.")
+    context: str | None = Field(default=None, description="keep_both: when the first memory (id) holds.")
+    other_context: str | None = Field(default=None, description="keep_both: when the other memory holds.")
+    content: str | None = Field(default=None, description="merge: the content of the memory that reconciles both.")
+    winner_id: str | None = Field(default=None, description="override: the id of the memory that stays.")

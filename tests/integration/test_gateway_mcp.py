@@ -16,9 +16,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 MODES = ["legacy", "auto"]  # legacy = initialize handshake (Claude Code, Cursor...); auto = 2026-07-28
 READ_TOOLS = {"search_memory", "get_memory", "list_memories", "memory_history", "memory_at", "get_memory_stats", "ping",
-              "list_agents", "list_teams", "list_handoffs", "session_context"}  # fmt: skip
+              "list_agents", "list_teams", "list_handoffs", "session_context", "detect_contradictions"}  # fmt: skip
 WRITE_TOOLS = {"save_memory", "update_memory", "delete_memory", "supersede_memory", "consolidate_team",
-               "create_handoff", "accept_handoff", "complete_handoff", "pin_memory", "unpin_memory"}  # fmt: skip
+               "create_handoff", "accept_handoff", "complete_handoff", "pin_memory", "unpin_memory",
+               "consolidate_memory"}  # fmt: skip
 METADATA = {"n": 5, "nested": {"a": [1, 2]}, "ratio": 0.5, "flag": True, "none": None}
 INITIALIZE = {
     "jsonrpc": "2.0",
