@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import asyncio
 import functools
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable
@@ -58,14 +57,8 @@ def translate_errors(method: Method) -> Method:
     async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> Any:
         try:
             return await method(self, request, context)
-        except errors.EngramError as e:
-            await context.abort_with_status(status_of(e))
-        except (asyncio.CancelledError, grpc.aio.AbortError):
-            raise
         except Exception as e:
-            log.exception("%s failed", method.__name__)
-            internal = errors.EngramError(f"Internal error in {method.__name__} ({type(e).__name__}); see the log.")
-            await context.abort_with_status(status_of(internal))
+            await _abort(context, method.__name__, e)
 
     return wrapper  # type: ignore[return-value]
 
@@ -78,16 +71,22 @@ def translate_stream_errors(method: StreamMethod) -> StreamMethod:
         try:
             async for response in method(self, request, context):
                 yield response
-        except errors.EngramError as e:
-            await context.abort_with_status(status_of(e))
-        except (asyncio.CancelledError, grpc.aio.AbortError):
-            raise
         except Exception as e:
-            log.exception("%s failed", method.__name__)
-            internal = errors.EngramError(f"Internal error in {method.__name__} ({type(e).__name__}); see the log.")
-            await context.abort_with_status(status_of(internal))
+            await _abort(context, method.__name__, e)
 
     return wrapper  # type: ignore[return-value]
+
+
+async def _abort(context: grpc.aio.ServicerContext, name: str, e: Exception) -> None:
+    """Ends the call with the status of a kernel error; any other error is a bug, logged with its traceback and
+    answered as INTERNAL without internals. An abort already under way goes on."""
+    if isinstance(e, grpc.aio.AbortError):
+        raise e
+    if isinstance(e, errors.EngramError):
+        await context.abort_with_status(status_of(e))
+    log.exception("%s failed", name)
+    internal = errors.EngramError(f"Internal error in {name} ({type(e).__name__}); see the log.")
+    await context.abort_with_status(status_of(internal))
 
 
 async def unimplemented(context: grpc.aio.ServicerContext, what: str) -> Any:

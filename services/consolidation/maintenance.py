@@ -13,7 +13,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import AsyncIterator, Callable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -164,10 +164,7 @@ class Maintenance:
         require_writer(caller)
         _only(options)
 
-        async def run(progress: Progress) -> Outcome:
-            return Outcome(*await self.run_all(caller.namespace, progress))
-
-        return Work("this namespace", run, lane=MAINTENANCE)
+        return _work(lambda progress: self.run_all(caller.namespace, progress))
 
     async def run_all(self, namespace: str, progress: Progress) -> tuple[str, dict]:
         results: dict[str, object] = {}
@@ -208,10 +205,7 @@ class Maintenance:
             require_admin(caller, "merge memories of different agents (force)")
         _only(options, "force")
 
-        async def run(progress: Progress) -> Outcome:
-            return Outcome(*await self.run_dedupe(caller.namespace, progress, force=force))
-
-        return Work("this namespace", run, lane=MAINTENANCE)
+        return _work(lambda progress: self.run_dedupe(caller.namespace, progress, force=force))
 
     async def run_dedupe(self, namespace: str, progress: Progress, *, force: bool = False) -> tuple[str, dict]:
         system = system_caller(namespace)
@@ -243,10 +237,7 @@ class Maintenance:
         topics = _list(options.get("topics", ""))
         judge = self._llm is not None and options.get("judge", "on") != "off"
 
-        async def run(progress: Progress) -> Outcome:
-            return Outcome(*await self.run_contradictions(caller.namespace, progress, topics=topics, judge=judge))
-
-        return Work("this namespace", run, lane=MAINTENANCE)
+        return _work(lambda progress: self.run_contradictions(caller.namespace, progress, topics=topics, judge=judge))
 
     async def run_contradictions(
         self, namespace: str, progress: Progress, *, topics: list[str] | None = None, judge: bool = False
@@ -345,10 +336,7 @@ class Maintenance:
         require_writer(caller)
         _only(options)
 
-        async def run(progress: Progress) -> Outcome:
-            return Outcome(*await self.run_decay(caller.namespace, progress))
-
-        return Work("this namespace", run, lane=MAINTENANCE)
+        return _work(lambda progress: self.run_decay(caller.namespace, progress))
 
     async def run_decay(self, namespace: str, progress: Progress) -> tuple[str, dict]:
         """Memories of low importance idle for cold_after_days move to the cold tier (ranked lower), and after
@@ -392,10 +380,7 @@ class Maintenance:
                 "kind", "enrich_backfill writes questions with an LLM, and none is configured: set ENGRAM_LLM_URL."
             )
 
-        async def run(progress: Progress) -> Outcome:
-            return Outcome(*await self.run_backfill(caller.namespace, progress))
-
-        return Work("this namespace", run, lane=MAINTENANCE)
+        return _work(lambda progress: self.run_backfill(caller.namespace, progress))
 
     async def run_backfill(self, namespace: str, progress: Progress) -> tuple[str, dict]:
         """Adds reverse-HyDE questions to the active memories that have none (saved before enrichment was on, or
@@ -421,6 +406,15 @@ class Maintenance:
 
 
 # -- helpers
+
+
+def _work(run: Callable[[Progress], Awaitable[tuple[str, dict]]]) -> Work:
+    """A maintenance job of the namespace: its summary and result, in the namespace's one maintenance lane."""
+
+    async def outcome(progress: Progress) -> Outcome:
+        return Outcome(*await run(progress))
+
+    return Work("this namespace", outcome, lane=MAINTENANCE)
 
 
 async def log_end(search: Reader) -> int:

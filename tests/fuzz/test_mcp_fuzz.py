@@ -26,6 +26,7 @@ from mcp import Client
 from schemathesis import GenerationMode
 
 from tests.conftest import NodeHandle
+from tests.fuzz.rules import CONSOLIDATION_RULES
 from tests.helpers.mcp import http_client
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -46,29 +47,8 @@ STATE_RULES = (
     "is required for a memory of type 'handoff'",
     "but a memory with a handoff_target is a handoff",
     "hand the work over to another agent",
-    # consolidation: the arguments that go together, and what the state of the namespace allows
-    "give either kind",
-    "only goes with consolidated_content",
-    "takes no topic",
-    "takes no force",
-    "no active memory matches",
-    "active memories match",
-    "name the memories your summary replaces",
-    "unknown option(s)",
-    "none is configured: set ENGRAM_LLM_URL",
-    "only active memories merge",
-    "would be readable as part of a non-secret memory",
-    "merge into an active memory",
-    "cannot be one of the memories merged into it",
-    "needs when each one holds",
-    "needs the content of the memory",
-    "override needs winner_id",
-    "name the other memory of the pair",
-    "give true or false",
-    "or run the job as a member of one",  # a team_summary job by a caller in no team
-    "job takes only",
-    "job takes no options",
     "Only an admin may merge memories of other agents",  # force by a caller without the admin scope
+    *CONSOLIDATION_RULES,
 )
 
 

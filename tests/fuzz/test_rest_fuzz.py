@@ -22,6 +22,7 @@ from schemathesis.core import NOT_SET
 
 from engram.services.gateway.events import STREAM_PATH
 from tests.conftest import NodeHandle
+from tests.fuzz.rules import CONSOLIDATION_RULES
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -40,28 +41,7 @@ CROSS_FIELD_RULES = (
     "hand the work over to another agent",  # a handoff to oneself
     "name a team, or join one",  # consolidating without a team, by a caller in none
     "has no active memories to summarise",
-    # consolidation: the arguments that go together, and what the state of the namespace allows
-    "give either kind",
-    "only goes with consolidated_content",
-    "takes no topic",
-    "takes no force",
-    "no active memory matches",
-    "active memories match",
-    "name the memories your summary replaces",
-    "unknown option(s)",
-    "none is configured: set ENGRAM_LLM_URL",
-    "only active memories merge",
-    "would be readable as part of a non-secret memory",
-    "merge into an active memory",
-    "cannot be one of the memories merged into it",
-    "needs when each one holds",
-    "needs the content of the memory",
-    "override needs winner_id",
-    "name the other memory of the pair",
-    "give true or false",
-    "or run the job as a member of one",  # a team_summary job by a caller in no team
-    "job takes only",
-    "job takes no options",
+    *CONSOLIDATION_RULES,
 )
 
 
