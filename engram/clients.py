@@ -44,6 +44,8 @@ from engram.v1 import (
     readiness_pb2_grpc,
     search_pb2,
     search_pb2_grpc,
+    sync_pb2,
+    sync_pb2_grpc,
 )
 
 DEFAULT_RPC_TIMEOUT = 30.0
@@ -490,3 +492,29 @@ def _agent(message: search_pb2.AgentInfo) -> AgentInfo:
         last_seen=wire.ts_to_epoch(message, "last_seen"), memories=message.memories, devices=list(message.devices),
         clients=list(message.clients), teams=list(message.teams), writes=message.writes,
     )  # fmt: skip
+
+
+class SyncClient(_Client):
+    """The sync service: edge devices register, push their changes and pull the namespace's."""
+
+    def __init__(self, target: str | grpc.aio.Channel, *, timeout: float = DEFAULT_RPC_TIMEOUT) -> None:
+        super().__init__(target, timeout=timeout)
+        self._stub = sync_pb2_grpc.SyncStub(self.channel)
+
+    async def register(self, caller: Caller, device: str) -> sync_pb2.RegisterDeviceResponse:
+        request = sync_pb2.RegisterDeviceRequest(caller=wire.caller_to_proto(caller), device=device)
+        return await self._call(self._stub.RegisterDevice, request)
+
+    async def push(
+        self, caller: Caller, device: str, changes: list[sync_pb2.Change], *, restore: bool = False
+    ) -> sync_pb2.PushChangesResponse:
+        request = sync_pb2.PushChangesRequest(
+            caller=wire.caller_to_proto(caller), device=device, changes=changes, restore=restore
+        )
+        return await self._call(self._stub.PushChanges, request)
+
+    async def pull(self, caller: Caller, device: str, cursor: int, limit: int) -> sync_pb2.PullChangesResponse:
+        request = sync_pb2.PullChangesRequest(
+            caller=wire.caller_to_proto(caller), device=device, cursor=cursor, limit=limit
+        )
+        return await self._call(self._stub.PullChanges, request)

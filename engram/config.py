@@ -44,6 +44,7 @@ class Settings:
     ingest_addr: str | None = None
     search_addr: str | None = None
     consolidation_addr: str | None = None  # gateway: where team summaries (and other jobs) run
+    sync_addr: str | None = None  # gateway: where edge devices push and pull (the sync service)
     stream: str = DEFAULT_STREAM
     dev_mode: bool | None = None  # None: on when bound to loopback
     keys_file: Path | None = None
@@ -98,6 +99,17 @@ class Settings:
     hf_endpoint: str = "https://huggingface.co"
     hf_token: str | None = None
     log_level: str = "INFO"
+    # Edge devices (engram edge): the cluster's gateway, the device's sync key, and how the sync worker paces itself.
+    upstream: str = ""  # the cluster gateway's URL; empty: not an edge device
+    upstream_key: str | None = None  # an API key of the cluster with the sync scope
+    sync_interval_seconds: float = 5.0  # between sync rounds when nothing is waiting
+    sync_retry_first_seconds: float = 1.0  # first back-off after a failed round; doubles (with jitter) up to the max
+    sync_retry_max_seconds: float = 300.0
+    sync_batch: int = 200  # changes per push and per pull page
+    sync_namespace: str = "default"  # the device's namespace that syncs with the key's namespace on the cluster
+    # Memory on small devices (docs/operations.md, "Edge devices"): ram keeps the index's dense vectors in memory and
+    # scores them exactly; disk leaves them on disk and searches int8 copies in memory (what `engram edge` uses).
+    index_vectors: str = "ram"
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -119,6 +131,8 @@ class Settings:
         """Raises SettingsError for values that cannot work."""
         if not 0 <= self.port <= 65535:
             raise SettingsError(f"ENGRAM_PORT must be 0-65535, got {self.port}")
+        if self.index_vectors not in ("ram", "disk"):
+            raise SettingsError(f"ENGRAM_INDEX_VECTORS must be 'ram' or 'disk', got {self.index_vectors!r}")
         if self.embed_precision not in ("fp32", "int8"):
             raise SettingsError(f"ENGRAM_EMBED_PRECISION must be 'fp32' or 'int8', got {self.embed_precision!r}")
         if self.fusion not in ("relative", "rrf"):
@@ -154,6 +168,13 @@ class Settings:
             )
         if self.job_lease_seconds <= 0:
             raise SettingsError(f"ENGRAM_JOB_LEASE_SECONDS must be > 0, got {self.job_lease_seconds}")
+        if self.sync_interval_seconds <= 0 or not 0 < self.sync_retry_first_seconds <= self.sync_retry_max_seconds:
+            raise SettingsError(
+                "ENGRAM_SYNC_INTERVAL_SECONDS must be > 0 and 0 < ENGRAM_SYNC_RETRY_FIRST_SECONDS <= "
+                "ENGRAM_SYNC_RETRY_MAX_SECONDS"
+            )
+        if not 1 <= self.sync_batch <= 500:
+            raise SettingsError(f"ENGRAM_SYNC_BATCH must be 1-500, got {self.sync_batch}")
         if self.expiry_interval_seconds < 0:
             raise SettingsError(
                 f"ENGRAM_EXPIRY_INTERVAL_SECONDS must be >= 0 (0 turns expiry off), got {self.expiry_interval_seconds}"

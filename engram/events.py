@@ -26,11 +26,12 @@ MEMORY_PURGED = "memory_purged"  # an admin removed a memory for good (its earli
 MEMORY_ACCESSED = "memory_accessed"  # read counts of a batch of memories (no new version)
 MEMORY_MERGED = "memory_merged"  # a memory merged into another (archived, merged-into), or the survivor of a merge
 MEMORY_DECAYED = "memory_decayed"  # an idle memory of low importance moved to the cold tier, or archived
+MEMORY_CONFLICT = "memory_conflict"  # two devices changed a memory while apart: the later one became head
 
 EVENTS = (
     MEMORY_SAVED, MEMORY_UPDATED, MEMORY_DELETED, MEMORY_SUPERSEDED, MEMORY_EXPIRED, CONSOLIDATION_COMPLETE,
     CONTRADICTION_DETECTED, HANDOFF_CREATED, HANDOFF_ACCEPTED, HANDOFF_COMPLETED, HANDOFF_EXPIRED, MEMORY_ENRICHED,
-    MEMORY_PURGED, MEMORY_ACCESSED, MEMORY_MERGED, MEMORY_DECAYED,
+    MEMORY_PURGED, MEMORY_ACCESSED, MEMORY_MERGED, MEMORY_DECAYED, MEMORY_CONFLICT,
 )  # fmt: skip
 # Events that create a memory (its version 1): a save, or the creation of a handoff (a memory of type handoff).
 MEMORY_CREATED_EVENTS = (MEMORY_SAVED, HANDOFF_CREATED)

@@ -81,3 +81,10 @@ def split_agent(name: object) -> tuple[str, str]:
     if device and _DEVICE_RE.fullmatch(device) is None:
         raise ValueError(f"invalid agent id {name!r}: in 'agent@device' the device part must {DEVICE_RULE}")
     return agent, device
+
+
+def device_name(name: str) -> str:
+    """A usable device name from a host name (or ENGRAM_DEVICE): characters outside DEVICE_PATTERN become '-',
+    at most 64 characters; "device" when nothing usable is left."""
+    cleaned = re.sub(r"[^A-Za-z0-9._-]", "-", name.strip()).lstrip("._-")[:64]
+    return cleaned or "device"

@@ -26,6 +26,7 @@ from engram.log import Log
 from engram.log.jobstore import JobStore
 from engram.log.leases import Leases
 from engram.log.nats import NatsLog
+from engram.log.syncstore import SyncStore
 from engram.natsd import LOG_STORE
 from engram.rpc import add_health, bind
 from engram.v1 import readiness_pb2, readiness_pb2_grpc
@@ -157,6 +158,12 @@ class Resources:
         event_log = await self.log()
         assert isinstance(event_log, NatsLog)
         return await JobStore.open(event_log.jetstream)
+
+    async def sync_store(self) -> SyncStore:
+        """The answers given to changes pushed by edge devices, in the log's NATS (KV), shared by sync replicas."""
+        event_log = await self.log()
+        assert isinstance(event_log, NatsLog)
+        return await SyncStore.open(event_log.jetstream)
 
     async def embedder(self) -> Embedder:
         async with self._lock:

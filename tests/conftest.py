@@ -81,12 +81,15 @@ class NodeHandle:
         return self.process.wait(timeout)
 
 
-def start_node(home: Path, model_cache: Path, *, port: int = 0, **env: str) -> NodeHandle:
-    """Starts `engram serve` on a free port and waits until /readyz answers 200."""
+def start_node(
+    home: Path, model_cache: Path, *, port: int = 0, args: tuple[str, ...] = ("serve",), **env: str
+) -> NodeHandle:
+    """Starts `engram serve` (or another command running a node, e.g. `edge --upstream U`) on a free port and waits
+    until /readyz answers 200."""
     home.mkdir(parents=True, exist_ok=True)
     log = open(home / "serve.log", "ab")  # noqa: SIM115 - the child writes it
     process = subprocess.Popen(
-        [sys.executable, "-m", "engram.services.node", "serve", "--home", str(home), "--port", str(port), "--quiet"],
+        [sys.executable, "-m", "engram.services.node", *args, "--home", str(home), "--port", str(port), "--quiet"],
         env=engram_env(model_cache, **env),
         stdin=subprocess.DEVNULL,
         stdout=log,

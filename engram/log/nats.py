@@ -29,6 +29,8 @@ DEFAULT_PUBLISH_TIMEOUT = 5.0
 DEFAULT_PUBLISH_ATTEMPTS = 2
 MAX_CONFLICTS = 1000
 DEFAULT_DUPLICATE_WINDOW = 120.0
+READ_CONSUMER_IDLE_SECONDS = 30.0  # a page reader's consumer left behind (a dropped connection) is removed then
+READ_FETCH_SECONDS = 5.0
 DEFAULT_RECONNECT_WAIT = 0.5
 _WRONG_LAST_SEQUENCE = 10071
 _INSUFFICIENT_RESOURCES = 10047
@@ -313,6 +315,48 @@ class NatsLog:
         except nats.js.errors.NotFoundError:
             return None
         return LogEntry(seq=seq, subject=msg.subject or "", body=json.loads(msg.data or b"{}"))
+
+    async def read_after(self, seq: int, *, subjects: str, limit: int) -> tuple[list[LogEntry], bool]:
+        """Up to ``limit`` entries after ``seq`` on ``subjects``, oldest first, and whether more follow them.
+
+        One short-lived pull consumer per page (no acknowledgements; the server removes it when idle): a page
+        costs one round trip however sparse the subjects are in the stream.
+        """
+        try:
+            sub = await self._js.pull_subscribe(
+                subjects,
+                stream=self._stream,
+                config=api.ConsumerConfig(
+                    deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
+                    opt_start_seq=seq + 1,
+                    ack_policy=api.AckPolicy.NONE,
+                    inactive_threshold=READ_CONSUMER_IDLE_SECONDS,
+                    mem_storage=True,
+                    num_replicas=1,
+                ),
+            )
+        except (nats.errors.Error, TimeoutError) as e:
+            raise Unavailable(f"The log cannot be read ({e!r}).") from e
+        entries: list[LogEntry] = []
+        more = False
+        try:
+            pending = (await sub.consumer_info()).num_pending or 0
+            while pending and len(entries) < limit:
+                try:
+                    msgs = await sub.fetch(min(limit - len(entries), pending), timeout=READ_FETCH_SECONDS)
+                except TimeoutError:
+                    break
+                for msg in msgs:
+                    with contextlib.suppress(json.JSONDecodeError):  # not JSON: nothing a reader can use
+                        entries.append(LogEntry(msg.metadata.sequence.stream, msg.subject, json.loads(msg.data)))
+                    pending = msg.metadata.num_pending
+            more = pending > 0
+        except (nats.errors.Error, TimeoutError) as e:
+            raise Unavailable(f"The log cannot be read ({e!r}).") from e
+        finally:
+            with contextlib.suppress(Exception):
+                await sub.unsubscribe()
+        return entries, more
 
     async def follow(
         self, start_seq: int, handler: Callable[[LogEntry], Awaitable[None]], *, subjects: str | None = None

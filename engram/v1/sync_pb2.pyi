@@ -24,38 +24,48 @@ class RegisterDeviceResponse(_message.Message):
     def __init__(self, device: _Optional[str] = ..., cursor: _Optional[int] = ...) -> None: ...
 
 class Change(_message.Message):
-    __slots__ = ("source_id", "event", "body_json", "seq")
+    __slots__ = ("source_id", "event", "body_json", "seq", "parent")
     SOURCE_ID_FIELD_NUMBER: _ClassVar[int]
     EVENT_FIELD_NUMBER: _ClassVar[int]
     BODY_JSON_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
+    PARENT_FIELD_NUMBER: _ClassVar[int]
     source_id: str
     event: str
     body_json: bytes
     seq: int
-    def __init__(self, source_id: _Optional[str] = ..., event: _Optional[str] = ..., body_json: _Optional[bytes] = ..., seq: _Optional[int] = ...) -> None: ...
+    parent: str
+    def __init__(self, source_id: _Optional[str] = ..., event: _Optional[str] = ..., body_json: _Optional[bytes] = ..., seq: _Optional[int] = ..., parent: _Optional[str] = ...) -> None: ...
 
 class PushChangesRequest(_message.Message):
-    __slots__ = ("caller", "device", "changes")
+    __slots__ = ("caller", "device", "changes", "restore")
     CALLER_FIELD_NUMBER: _ClassVar[int]
     DEVICE_FIELD_NUMBER: _ClassVar[int]
     CHANGES_FIELD_NUMBER: _ClassVar[int]
+    RESTORE_FIELD_NUMBER: _ClassVar[int]
     caller: _common_pb2.CallContext
     device: str
     changes: _containers.RepeatedCompositeFieldContainer[Change]
-    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., device: _Optional[str] = ..., changes: _Optional[_Iterable[_Union[Change, _Mapping]]] = ...) -> None: ...
+    restore: bool
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., device: _Optional[str] = ..., changes: _Optional[_Iterable[_Union[Change, _Mapping]]] = ..., restore: _Optional[bool] = ...) -> None: ...
 
 class PushResult(_message.Message):
-    __slots__ = ("source_id", "accepted", "seq", "reason")
+    __slots__ = ("source_id", "accepted", "seq", "reason", "version", "conflict", "duplicate")
     SOURCE_ID_FIELD_NUMBER: _ClassVar[int]
     ACCEPTED_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
     REASON_FIELD_NUMBER: _ClassVar[int]
+    VERSION_FIELD_NUMBER: _ClassVar[int]
+    CONFLICT_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_FIELD_NUMBER: _ClassVar[int]
     source_id: str
     accepted: bool
     seq: int
     reason: str
-    def __init__(self, source_id: _Optional[str] = ..., accepted: _Optional[bool] = ..., seq: _Optional[int] = ..., reason: _Optional[str] = ...) -> None: ...
+    version: int
+    conflict: bool
+    duplicate: bool
+    def __init__(self, source_id: _Optional[str] = ..., accepted: _Optional[bool] = ..., seq: _Optional[int] = ..., reason: _Optional[str] = ..., version: _Optional[int] = ..., conflict: _Optional[bool] = ..., duplicate: _Optional[bool] = ...) -> None: ...
 
 class PushChangesResponse(_message.Message):
     __slots__ = ("results",)
@@ -76,11 +86,13 @@ class PullChangesRequest(_message.Message):
     def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., device: _Optional[str] = ..., cursor: _Optional[int] = ..., limit: _Optional[int] = ...) -> None: ...
 
 class PullChangesResponse(_message.Message):
-    __slots__ = ("changes", "cursor", "has_more")
+    __slots__ = ("changes", "cursor", "has_more", "last_seq")
     CHANGES_FIELD_NUMBER: _ClassVar[int]
     CURSOR_FIELD_NUMBER: _ClassVar[int]
     HAS_MORE_FIELD_NUMBER: _ClassVar[int]
+    LAST_SEQ_FIELD_NUMBER: _ClassVar[int]
     changes: _containers.RepeatedCompositeFieldContainer[Change]
     cursor: int
     has_more: bool
-    def __init__(self, changes: _Optional[_Iterable[_Union[Change, _Mapping]]] = ..., cursor: _Optional[int] = ..., has_more: _Optional[bool] = ...) -> None: ...
+    last_seq: int
+    def __init__(self, changes: _Optional[_Iterable[_Union[Change, _Mapping]]] = ..., cursor: _Optional[int] = ..., has_more: _Optional[bool] = ..., last_seq: _Optional[int] = ...) -> None: ...

@@ -33,6 +33,7 @@ from engram.services.gateway.rest import (
 )
 from engram.services.gateway.schemas import ENGRAM_VERSION
 from engram.services.gateway.status import add_probes
+from engram.services.gateway.sync import build_sync_router
 
 MCP_PATH = "/mcp"
 # Probes are answered whatever the Host: orchestrators call them by pod IP, and they reveal nothing.
@@ -66,6 +67,7 @@ def build_app(settings: Settings, backend: Backend, keys: KeyStore, *, event_log
     add_error_handlers(app)
     app.include_router(build_router(Operations(backend, cursors, settings), resolver, settings))
     app.include_router(build_context_router(backend, cursors, resolver, settings))
+    app.include_router(build_sync_router(backend, resolver))
     events = build_events_router(resolver, settings, event_log)
     app.include_router(events)
     app.state.event_streams = events.streams  # the server ends open streams before it stops (server.py)

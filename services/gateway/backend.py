@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from engram import errors, wire
-from engram.clients import DEFAULT_RPC_TIMEOUT, ConsolidationClient, IndexStats, IngestClient, SearchClient
+from engram.clients import DEFAULT_RPC_TIMEOUT, ConsolidationClient, IndexStats, IngestClient, SearchClient, SyncClient
 from engram.model import Caller, Memory, MemoryInput
 from engram.results import (
     AgentInfo,
@@ -61,6 +61,7 @@ class Backend:
         ingest_addr: str,
         search_addr: str,
         consolidation_addr: str | None = None,
+        sync_addr: str | None = None,
         timeout: float = DEFAULT_RPC_TIMEOUT,
     ) -> None:
         self.ingest = IngestClient(ingest_addr, timeout=timeout)
@@ -71,6 +72,9 @@ class Backend:
         if consolidation_addr:
             target = self.ingest.channel if consolidation_addr == ingest_addr else consolidation_addr
             self.consolidation = ConsolidationClient(target, timeout=timeout)
+        self.sync: SyncClient | None = None  # None: no sync service configured (devices are told so)
+        if sync_addr:
+            self.sync = SyncClient(self.ingest.channel if sync_addr == ingest_addr else sync_addr, timeout=timeout)
 
     async def save(self, caller: Caller, draft: MemoryInput) -> SaveResult:
         return await self.ingest.save(caller, draft)
@@ -183,6 +187,8 @@ class Backend:
     async def close(self) -> None:
         if self.consolidation is not None:
             await self.consolidation.close()  # does not close a shared channel
+        if self.sync is not None:
+            await self.sync.close()
         await self.search_client.close()  # does not close a shared channel
         await self.ingest.close()
 

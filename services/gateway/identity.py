@@ -162,6 +162,18 @@ class Resolver:
             team=self._team(request, key),
         )
 
+    def key_caller(self, authorization: str | None, *, agent: str, source: str) -> Caller:
+        """The caller a key alone makes (its namespace, scopes and device; "" when it names none), acting as
+        ``agent``: for calls that speak for many agents at once, such as an edge device's sync."""
+        key = self.authenticate(authorization)
+        return Caller(
+            namespace=key.namespace if key else DEV_NAMESPACE,
+            agent_id=agent,
+            source=source,
+            scopes=_scopes(key) if key else DEV_SCOPES | {"sync"},  # a dev node on loopback: local devices may sync
+            device=key.device if key else "",
+        )
+
     def _agent(self, request: RequestIdentity, key: ApiKey | None) -> tuple[str, str]:
         """The owning agent and the device its id named ("" if none): ``claude-code@laptop`` owns as ``claude-code``."""
         # DESIGN.md order: header, query parameter, key's agent, clientInfo.name, ENGRAM_AGENT_ID, anonymous.
@@ -298,8 +310,11 @@ def require_scope(caller: Caller, scope: str) -> None:
     """Raises PermissionDenied unless the caller may ``scope`` ("read", "write" or "admin"; "admin" implies all)."""
     if scope in caller.scopes or "admin" in caller.scopes:
         return
-    action = {"read": "read memories", "write": "save or change memories", "admin": "purge memories"}.get(scope, scope)
-    scopes = "read,write,admin" if scope == "admin" else "read,write"
+    action = {
+        "read": "read memories", "write": "save or change memories", "admin": "purge memories",
+        "sync": "sync an edge device",
+    }.get(scope, scope)  # fmt: skip
+    scopes = {"admin": "read,write,admin", "sync": "sync"}.get(scope, "read,write")
     raise PermissionDenied(
         f"This API key may not {action} (it grants: {', '.join(sorted(caller.scopes)) or 'nothing'}). "
         f"Use a key with the '{scope}' scope: `{CREATE_KEY_HINT} --scopes {scopes}`."

@@ -365,6 +365,7 @@ JSON_BODY_ROUTES = (
     ("POST", re.compile(r"/v1/memories/[^/]+:supersede")),
     ("POST", re.compile(r"/v1/handoffs(?:/[^/]+/(?:accept|complete))?")),
     ("POST", re.compile(r"/v1/consolidation/jobs|/v1/consolidate|/v1/contradictions/resolve")),
+    ("POST", re.compile(r"/v1/sync/(?:register|push)")),
 )
 
 

@@ -33,6 +33,7 @@ class GatewayDeps:
     keys: KeyStore
     sock: socket.socket | None = None  # bound early with listen_socket, so a taken port is reported first
     consolidation_addr: str | None = None  # team summaries; None: those tools answer "unavailable"
+    sync_addr: str | None = None  # edge devices push and pull here; None: /v1/sync answers "unavailable"
     event_log: Log | None = None  # live events (SSE, MCP resource updates); None: those answer "unavailable"
 
 
@@ -56,7 +57,10 @@ async def build_server(settings: Settings, deps: GatewayDeps) -> RunningGateway:
     """Starts the gateway on settings.host:settings.port (or deps.sock) in front of the given services."""
     check_bind(settings, deps.keys)
     backend = Backend(
-        ingest_addr=deps.ingest_addr, search_addr=deps.search_addr, consolidation_addr=deps.consolidation_addr
+        ingest_addr=deps.ingest_addr,
+        search_addr=deps.search_addr,
+        consolidation_addr=deps.consolidation_addr,
+        sync_addr=deps.sync_addr,
     )
     try:
         app = build_app(settings, backend, deps.keys, event_log=deps.event_log)

@@ -115,7 +115,7 @@ class Lifecycle:
                 raise InvalidArgument(
                     "id", f"memory '{current.id}' was superseded by '{current.superseded_by}'; update that one instead."
                 )
-            merged = _input_of(current)
+            merged = input_of(current)
             for name in mask:
                 setattr(merged, name, getattr(draft, name))
             prepared, redactions = self._writer.build(caller, merged)
@@ -391,7 +391,7 @@ class Lifecycle:
         note_text, redactions = _note(note)
 
         def change(current: Memory) -> tuple[Memory, tuple[Redaction, ...]] | None:
-            assert current.handoff is not None  # _require_handoff_target checked it
+            assert current.handoff is not None  # require_handoff_target checked it
             if current.handoff.status == status:
                 return None
             if status not in HANDOFF_MOVES.get(current.handoff.status, ()):
@@ -409,7 +409,7 @@ class Lifecycle:
             return new, redactions
 
         memory, seq, redactions = await self._mutate(
-            caller, memory_id, HANDOFF_EVENTS[status], change, expected_version, authorize=_require_handoff_target
+            caller, memory_id, HANDOFF_EVENTS[status], change, expected_version, authorize=require_handoff_target
         )
         return SaveResult(memory, seq, redactions)
 
@@ -490,10 +490,10 @@ class Lifecycle:
             try:
                 appended = await self._writer.append_entry(
                     caller, name, body, msg_id=f"{memory_id}:{new.version}",
-                    based_on=based_on, stale=_newer_than(memory_id, current.version),
+                    based_on=based_on, stale=newer_than(memory_id, current.version),
                 )  # fmt: skip
             except Overtaken as e:
-                current, based_on = _state_in(e.entry, memory_id), e.entry.seq
+                current, based_on = state_in(e.entry, memory_id), e.entry.seq
                 continue
             if appended.duplicate:  # the same version number stored by another writer just now: read it
                 based_on = await self._log.last_seq()
@@ -566,7 +566,7 @@ def _require_same_kind(current: Memory, memory_type: str) -> None:
     )
 
 
-def _require_handoff_target(memory: Memory, caller: Caller) -> None:
+def require_handoff_target(memory: Memory, caller: Caller) -> None:
     """Only the agent a handoff is addressed to moves it on (or an admin): the one exception to write-own.
 
     A target written as agent@device names one device of the agent; a bare agent id names it on any device.
@@ -623,7 +623,7 @@ def _notes(metadata: dict[str, object]) -> list[object]:
     return list(notes) if isinstance(notes, list) else [notes]
 
 
-def _input_of(memory: Memory) -> MemoryInput:
+def input_of(memory: Memory) -> MemoryInput:
     """The memory's current values as an input, so that an update is validated and scrubbed as a whole."""
     return MemoryInput(
         content=memory.content, summary=memory.summary, memory_type=memory.memory_type,
@@ -640,7 +640,7 @@ def _about(memory_id: str) -> Callable[[LogEntry], bool]:
     return lambda entry: entry.body.get("memory_id") == memory_id and entry.body.get("event") != MEMORY_PURGED
 
 
-def _newer_than(memory_id: str, version: int) -> Callable[[LogEntry], bool]:
+def newer_than(memory_id: str, version: int) -> Callable[[LogEntry], bool]:
     """Flags an entry that wrote a newer version of the memory (or purged it) than the one a change is based on."""
 
     def stale(entry: LogEntry) -> bool:
@@ -652,7 +652,7 @@ def _newer_than(memory_id: str, version: int) -> Callable[[LogEntry], bool]:
     return stale
 
 
-def _state_in(entry: LogEntry, memory_id: str) -> Memory:
+def state_in(entry: LogEntry, memory_id: str) -> Memory:
     if entry.body.get("event") == MEMORY_PURGED or "memory" not in entry.body:
         raise NotFound(memory_id)
     memory = Memory.from_dict(entry.body["memory"])

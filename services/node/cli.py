@@ -1,4 +1,4 @@
-"""The `engram` command: serve, mcp, run <service>, keys, import, status, models, and the memory lifecycle."""
+"""The `engram` command: serve, edge, sync, mcp, run <service>, keys, import, status, models, the lifecycle."""
 
 from __future__ import annotations
 
@@ -34,6 +34,10 @@ def _parser() -> argparse.ArgumentParser:
     serve.add_argument("--idle-exit", action="store_true", help=argparse.SUPPRESS)  # set by `engram mcp`
     serve.add_argument("--quiet", action="store_true", help="do not print the connection banner")
 
+    from engram.services.sync import cli as sync_cli
+
+    sync_cli.add_parsers(sub, home)  # edge, sync
+
     mcp = sub.add_parser("mcp", help="MCP over stdio, using (or starting) the node of the data dir")
     home(mcp)
 
@@ -47,6 +51,7 @@ def _parser() -> argparse.ArgumentParser:
         "--search-addr", help="gateway, ingest, consolidation: search service address (ENGRAM_SEARCH_ADDR)"
     )
     run.add_argument("--consolidation-addr", help="gateway: consolidation service address (ENGRAM_CONSOLIDATION_ADDR)")
+    run.add_argument("--sync-addr", help="gateway: sync service address, for edge devices (ENGRAM_SYNC_ADDR)")
     run.add_argument("--host", help="gateway: HTTP bind address (ENGRAM_HOST)")
     run.add_argument("--port", type=int, help="gateway: HTTP port (ENGRAM_PORT)")
 
@@ -60,7 +65,7 @@ def _parser() -> argparse.ArgumentParser:
     )
     create.add_argument("--device", default="", help="the device its callers run on, unless they send X-Engram-Device")
     create.add_argument("--team", default="", help="the team of its callers, unless they send X-Engram-Team")
-    create.add_argument("--scopes", default="read,write", help="comma-separated: read, write, admin")
+    create.add_argument("--scopes", default="read,write", help="comma-separated: read, write, admin, sync")
     listing = keys_sub.add_parser("list", help="list keys (never their secrets)")
     home(listing)
     revoke = keys_sub.add_parser("revoke", help="revoke a key by id")
@@ -107,6 +112,10 @@ def _settings(args: argparse.Namespace) -> Settings:
         "ingest_addr": getattr(args, "ingest_addr", None),
         "search_addr": getattr(args, "search_addr", None),
         "consolidation_addr": getattr(args, "consolidation_addr", None),
+        "sync_addr": getattr(args, "sync_addr", None),
+        "upstream": getattr(args, "upstream", None),
+        "upstream_key": getattr(args, "key", None),
+        "device": getattr(args, "device", None) if getattr(args, "command", "") == "edge" else None,
     }
     return Settings.from_env(**overrides)
 
@@ -166,6 +175,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
 
     if args.command in coordination_cli.COMMANDS:
         return coordination_cli.run(args, _node_url(args.url, settings), api_key=settings.api_key)
+    if args.command == "sync":
+        from engram.services.sync import cli as sync_cli
+
+        return sync_cli.run(args, settings)
     if args.command == "models":
         from engram import models_cli
 
@@ -177,6 +190,12 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         from engram.services.node.node import run_node
 
         asyncio.run(run_node(settings, idle_exit=args.idle_exit, announce=not args.quiet))
+        return 0
+    if args.command == "edge":
+        from engram.services.node.node import run_node
+        from engram.services.sync.cli import edge_settings
+
+        asyncio.run(run_node(edge_settings(settings), announce=not args.quiet))
         return 0
     if args.command == "mcp":
         asyncio.run(_mcp(settings))
@@ -329,7 +348,7 @@ async def _run_gateway(settings: Settings, stop: asyncio.Event) -> None:
         event_log = await resources.log() if settings.nats_url else None
         deps = GatewayDeps(
             settings.ingest_addr, settings.search_addr, KeyStore(settings.keys_path),
-            consolidation_addr=settings.consolidation_addr, event_log=event_log,
+            consolidation_addr=settings.consolidation_addr, sync_addr=settings.sync_addr, event_log=event_log,
         )  # fmt: skip
         gateway = await build_server(settings, deps)
         print(f"engram gateway ready at {gateway.url} (MCP at {gateway.url}/mcp)", flush=True)

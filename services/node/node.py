@@ -12,7 +12,7 @@ import signal
 import time
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
-from typing import IO
+from typing import IO, TYPE_CHECKING
 
 import grpc
 
@@ -21,11 +21,15 @@ from engram.config import Settings
 from engram.connect import connect_lines
 from engram.errors import DiskFull
 from engram.health import MIB, disk_space
+from engram.names import device_name
 from engram.natsd import NatsServer, NatsSupervisor
 from engram.nodeinfo import NODE_FILE, NodeInfo, read_node_info
 from engram.ports import listen_socket
 from engram.runtime import Resources, RunningServer, serve
 from engram.v1 import gateway_pb2, gateway_pb2_grpc
+
+if TYPE_CHECKING:
+    from engram.services.sync.device import DeviceSync
 
 log = logging.getLogger(__name__)
 
@@ -158,6 +162,7 @@ async def run_node(settings: Settings, *, idle_exit: bool = False, announce: boo
         grpc_server: RunningServer | None = None
         gateway: RunningGateway | None = None
         supervisor: asyncio.Task[None] | None = None
+        device_sync: DeviceSync | None = None
         try:
             settings = settings.replace(nats_url=nats.url)
             resources = Resources(settings, local_store=True)
@@ -170,28 +175,27 @@ async def run_node(settings: Settings, *, idle_exit: bool = False, announce: boo
             control = NodeControl(home=home, idle_exit=idle_exit, stop=stop)
             consolidation = await build_consolidation(settings, resources)
             ingest = await build_ingest(settings, resources)
-            services = [
-                ingest,
-                await build_search(settings, resources),
-                consolidation,
-                await build_sync(settings, resources),
-            ]
+            sync = await build_sync(settings, resources)
+            services = [ingest, await build_search(settings, resources), consolidation, sync]
 
             def bound(address: str) -> None:
                 # Consolidation writes through ingest, and ingest reads current versions from search: all here.
                 consolidation.ingest_addr = address
                 consolidation.search_addr = address
                 ingest.search_addr = address
+                sync.search_addr = address
 
             grpc_server = await serve(services, "127.0.0.1:0", resources=resources, extra=[control], on_bound=bound)
             deps = GatewayDeps(
                 grpc_server.address, grpc_server.address, keys, sock=http_socket,
-                consolidation_addr=grpc_server.address, event_log=await resources.log(),
+                consolidation_addr=grpc_server.address, sync_addr=grpc_server.address, event_log=await resources.log(),
             )  # fmt: skip
             gateway = await build_gateway(settings, deps)
             control.http_url, control.grpc_address = gateway.url, grpc_server.address
             info = NodeInfo(os.getpid(), gateway.url, grpc_server.address, str(home), nats.url, settings.dev)
             _write_node_file(home, info)
+            if settings.upstream:
+                device_sync = await _start_device_sync(settings, resources, grpc_server.address)
             if announce:
                 print(banner(settings, info, time.monotonic() - started), flush=True)
             log.info("node ready in %.2fs", time.monotonic() - started)
@@ -200,6 +204,8 @@ async def run_node(settings: Settings, *, idle_exit: bool = False, announce: boo
         finally:
             # In order: stop taking requests, stop the services, close the log connection, then the log itself.
             (home / NODE_FILE).unlink(missing_ok=True)
+            if device_sync is not None:
+                await device_sync.stop()
             if gateway is not None:
                 await gateway.stop()
             else:
@@ -215,6 +221,22 @@ async def run_node(settings: Settings, *, idle_exit: bool = False, announce: boo
             if resources is not None:
                 await resources.close()
             nats.stop()
+
+
+async def _start_device_sync(settings: Settings, resources: Resources, grpc_address: str) -> DeviceSync:
+    """The sync worker of an edge node (`engram edge`): pushes this device's changes and pulls the cluster's."""
+    from engram.clients import SearchClient
+    from engram.services.sync.device import DeviceSync, Upstream
+
+    worker = DeviceSync(
+        await resources.log(), SearchClient(grpc_address), Upstream(settings.upstream, settings.upstream_key),
+        home=settings.home, device=device_name(settings.device), namespace=settings.sync_namespace,
+        upstream_url=settings.upstream, batch=settings.sync_batch, interval=settings.sync_interval_seconds,
+        retry_first=settings.sync_retry_first_seconds, retry_max=settings.sync_retry_max_seconds,
+    )  # fmt: skip
+    worker.start()
+    log.info("syncing with %s as device %s", settings.upstream, worker.state.device)
+    return worker
 
 
 def _require_start_space(home: Path, settings: Settings) -> None:

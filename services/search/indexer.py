@@ -488,6 +488,8 @@ class Indexer:
                 chain.insert(0, current)
             for older, newer in itertools.pairwise(chain):
                 older.payload[VALID_TO] = newer.payload[VALID_FROM]
+                if newer.payload.get(CONFLICT_WITH) == _version(older):
+                    older.payload[CONFLICT] = True  # a device's concurrent change overrode it: kept, marked
                 replaced.append(older)
             heads.append(chain[-1])
         if replaced and self._versions is not None:
@@ -534,6 +536,8 @@ class Indexer:
         )  # fmt: skip
 
 
+CONFLICT_WITH = "_conflict_with"  # a synced change made concurrently with this version (which it overrides)
+CONFLICT = "_conflict"  # this version was overridden by a concurrent change of another device
 ENRICHED_SEQS = "_enriched_seqs"  # the log entries that added questions to a memory (erased with it by a purge)
 # Kept from the current version when a new one replaces it: they are not written by ingest but by reads and
 # enrichment, which the index alone knows about.
@@ -558,6 +562,8 @@ def _point(entry: LogEntry) -> IndexPoint | None:
         raise ValueError(problem)
     payload["seq"] = entry.seq
     payload["_event"] = body["event"]
+    if isinstance(conflict := body.get("conflict"), dict):
+        payload[CONFLICT_WITH] = conflict.get("version")
     payload[CREATED_TS] = parse_time(payload.get("created_at")) or 0.0
     payload[VALID_FROM] = parse_time(payload.get("updated_at")) or payload[CREATED_TS]
     payload[VALID_TO] = FAR

@@ -415,6 +415,7 @@ def _version_of(payload: dict[str, Any]) -> MemoryVersion:
         seq=int(payload.get("seq", 0)),
         status=memory.status,
         event=str(payload.get("_event", "")),
+        conflict=bool(payload.get("_conflict")),
     )
 
 

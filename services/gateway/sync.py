@@ -1,0 +1,157 @@
+"""Routes /v1/sync/*: how an edge device reaches the cluster's sync service through the gateway (one URL, one key).
+
+The device authenticates with a key scoped ``sync`` to one namespace (``engram keys create --scopes sync
+--device D``); a key that names a device syncs that device only. Bodies are the events of docs/events.md.
+"""
+
+# No `from __future__ import annotations`: FastAPI resolves route annotations against module globals.
+
+import json
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Query, Request
+from pydantic import BaseModel, Field
+
+from engram.clients import SyncClient
+from engram.errors import Unavailable
+from engram.model import Caller
+from engram.names import DEVICE_PATTERN
+from engram.services.gateway.backend import Backend
+from engram.services.gateway.identity import Resolver
+from engram.services.gateway.rest import ERROR_RESPONSES, _bearer
+from engram.services.sync.inbox import DEFAULT_PULL, MAX_PULL, MAX_PUSH
+from engram.v1 import sync_pb2
+
+SYNC_AGENT = "engram-sync"  # the caller of a sync call: the agents it speaks for are named in each change
+MAX_SOURCE_ID_CHARS = 200
+DeviceName = Annotated[str, Field(min_length=1, max_length=128, pattern=f"^{DEVICE_PATTERN}$",
+                                  description="The device that syncs (its ENGRAM_DEVICE).")]  # fmt: skip
+
+
+class RegisterRequest(BaseModel):
+    device: DeviceName
+
+
+class RegisterResult(BaseModel):
+    device: str
+    namespace: str = Field(description="The namespace the key syncs (the device's memories go there).")
+    cursor: int = Field(description="The cluster log's end now: a device that wants no backfill starts here.")
+
+
+class ChangeIn(BaseModel):
+    source_id: str = Field(min_length=3, max_length=MAX_SOURCE_ID_CHARS, description="<device>:<local seq>")
+    event: str = Field(max_length=64, description="The event name (memory_saved, memory_updated, ...).")
+    body: dict[str, Any] = Field(description="The event body as the device's log holds it (docs/events.md).")
+    seq: int = Field(ge=0, description="The device's local log sequence.")
+    parent: str = Field(
+        default="", max_length=MAX_SOURCE_ID_CHARS,
+        description="What the change was made on: '' (a new memory), 'server:<version>', or the source_id of the "
+        "device's own earlier change.",
+    )  # fmt: skip
+
+
+class PushRequest(BaseModel):
+    device: DeviceName
+    changes: list[ChangeIn] = Field(max_length=MAX_PUSH)
+    restore: bool = Field(
+        default=False, description="Disaster recovery (`engram sync --full`): fill in what the cluster lacks."
+    )
+
+
+class PushedOut(BaseModel):
+    source_id: str
+    accepted: bool
+    seq: int = 0
+    version: int = 0
+    reason: str = ""
+    conflict: bool = False
+    duplicate: bool = False
+
+
+class PushResult(BaseModel):
+    results: list[PushedOut]
+
+
+class ChangeOut(BaseModel):
+    source_id: str
+    event: str
+    body: dict[str, Any]
+    seq: int
+
+
+class PullResult(BaseModel):
+    changes: list[ChangeOut]
+    cursor: int = Field(description="Pass it as `cursor` to read on.")
+    has_more: bool
+    last_seq: int = Field(description="The cluster log's end when the page was read.")
+
+
+def build_sync_router(backend: Backend, resolver: Resolver) -> APIRouter:
+    router = APIRouter(prefix="/v1/sync", tags=["sync"], responses=ERROR_RESPONSES)
+
+    async def sync_caller(request: Request, _credentials: Annotated[Any, Depends(_bearer)]) -> Caller:
+        return resolver.key_caller(request.headers.get("authorization"), agent=SYNC_AGENT, source="sync")
+
+    SyncCaller = Annotated[Caller, Depends(sync_caller)]
+
+    def client() -> SyncClient:
+        if backend.sync is None:
+            raise Unavailable("This gateway has no sync service (set ENGRAM_SYNC_ADDR or --sync-addr).")
+        return backend.sync
+
+    @router.post("/register", response_model=RegisterResult, summary="Check a device's key before it syncs")
+    async def register(body: RegisterRequest, caller: SyncCaller) -> RegisterResult:
+        answer = await client().register(caller, body.device)
+        return RegisterResult(device=answer.device, namespace=caller.namespace, cursor=answer.cursor)
+
+    @router.post("/push", response_model=PushResult, summary="Push a device's changes")
+    async def push(body: PushRequest, caller: SyncCaller) -> PushResult:
+        """Applies a device's changes in order; each is answered: accepted (with its server sequence and version,
+        and whether it was a conflict or a duplicate) or rejected with a reason (never send it again)."""
+        changes = [
+            sync_pb2.Change(
+                source_id=c.source_id,
+                event=c.event,
+                body_json=json.dumps(c.body).encode(),
+                seq=c.seq,
+                parent=c.parent,
+            )
+            for c in body.changes
+        ]
+        answer = await client().push(caller, body.device, changes, restore=body.restore)
+        return PushResult(
+            results=[
+                PushedOut(
+                    source_id=r.source_id,
+                    accepted=r.accepted,
+                    seq=r.seq,
+                    version=r.version,
+                    reason=r.reason,
+                    conflict=r.conflict,
+                    duplicate=r.duplicate,
+                )
+                for r in answer.results
+            ]
+        )
+
+    @router.get("/pull", response_model=PullResult, summary="Pull the namespace's changes after a cursor")
+    async def pull(
+        caller: SyncCaller,
+        device: Annotated[str, Query(min_length=1, max_length=128, pattern=f"^{DEVICE_PATTERN}$")],
+        cursor: Annotated[int, Query(ge=0, description="The last server sequence the device applied.")] = 0,
+        limit: Annotated[int, Query(ge=1, le=MAX_PULL)] = DEFAULT_PULL,
+    ) -> PullResult:
+        """The changes after `cursor`, oldest first (secret memories never leave); store `cursor` after applying
+        them, and read on while `has_more`."""
+        answer = await client().pull(caller, device, cursor, limit)
+        return PullResult(
+            changes=[
+                ChangeOut(source_id=c.source_id, event=c.event, body=json.loads(c.body_json), seq=c.seq)
+                for c in answer.changes
+            ],
+            cursor=answer.cursor,
+            has_more=answer.has_more,
+            last_seq=answer.last_seq,
+        )
+
+    return router

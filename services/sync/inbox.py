@@ -1,0 +1,351 @@
+"""The cluster's side of sync: applies the changes an edge device pushes, and pages its namespace's log to it.
+
+A pushed change is a device's log entry (docs/events.md): the memory as it is after the change. The cluster
+checks it like any write (namespace, sizes, write-own, secrets never leave their device), then appends it as the
+memory's next version in the cluster's own numbering: the order that counts is the cluster's log, never a device's
+clock. A change made on an older version than the cluster's current one (two devices edited the memory while
+apart) is a conflict: it still becomes the head (the later server sequence wins), the version it overrides stays
+in history marked as a conflict, and a ``memory_conflict`` event says so. Every answer is kept by ``source_id``,
+so a batch pushed twice (a device that crashed before storing the answer) changes nothing the second time.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, TypeGuard
+
+from engram.errors import EngramError, InvalidArgument, NotFound, PermissionDenied, Unavailable
+from engram.events import (
+    HANDOFF_ACCEPTED,
+    HANDOFF_COMPLETED,
+    MEMORY_CONFLICT,
+    MEMORY_CREATED_EVENTS,
+    MEMORY_PURGED,
+    MEMORY_STATE_EVENTS,
+    SCHEMA_VERSION,
+    decode_dense,
+    decode_sparse,
+    event_body,
+)
+from engram.log import Log, LogEntry, Overtaken, subject
+from engram.log.syncstore import SyncStore
+from engram.model import Caller, Memory, Origin, format_time
+from engram.names import validate_agent, validate_device
+from engram.ownership import require_owner
+from engram.services.ingest.lifecycle import CurrentState, input_of, newer_than, require_handoff_target, state_in
+from engram.services.ingest.validation import Limits, validate
+
+MAX_PUSH = 500  # changes in one push
+MAX_PULL = 1000  # entries in one pull page
+DEFAULT_PULL = 200
+MAX_ATTEMPTS = 20  # re-reads of a memory that other writers keep changing while a change is applied
+SERVER_PARENT = "server:"  # a parent that names a version the device pulled: server:<version>
+# What a device receives: every memory state, purges and conflicts. Read counts stay where they were counted, and
+# enrichment questions too (they carry no memory to tell whether they were asked about a secret one).
+PULLED = (*MEMORY_STATE_EVENTS, MEMORY_PURGED, MEMORY_CONFLICT)
+
+# Embeds memories whose vectors the device made with another model: [(memory)] -> [vectors].
+Embed = Callable[[list[Memory]], Awaitable[list[dict[str, Any]]]]
+
+
+@dataclass(slots=True)
+class Pushed:
+    """The answer to one pushed change."""
+
+    source_id: str
+    accepted: bool
+    seq: int = 0
+    version: int = 0
+    reason: str = ""
+    conflict: bool = False
+    duplicate: bool = False
+
+
+@dataclass(slots=True)
+class Change:
+    source_id: str
+    event: str
+    body: bytes
+    seq: int = 0
+    parent: str = ""
+
+
+@dataclass(slots=True)
+class Page:
+    changes: list[Change]
+    cursor: int
+    has_more: bool
+    last_seq: int
+
+
+class Inbox:
+    """Applies pushed changes to the cluster's log and pages the log back to devices."""
+
+    def __init__(
+        self,
+        event_log: Log,
+        state: CurrentState,
+        store: SyncStore,
+        *,
+        limits: Limits,
+        models: tuple[str, str],
+        dim: int,
+        embed: Embed,
+        clock: Callable[[], float] = time.time,
+    ) -> None:
+        self._log = event_log
+        self._state = state
+        self._store = store
+        self._limits = limits
+        self._models = models  # (dense model id, sparse model id) the cluster's vectors are made with
+        self._dim = dim  # the width of its dense vectors
+        self._embed = embed
+        self._clock = clock
+        self._locks: dict[str, asyncio.Lock] = {}  # one push at a time per device: its changes stay in order
+
+    async def push(
+        self, caller: Caller, device: str, changes: Sequence[Change], *, restore: bool = False
+    ) -> list[Pushed]:
+        """Applies changes in order; answers each (a rejection is an answer, not an error). Raises Unavailable
+        when the log cannot take them: the device sends the rest again later."""
+        device = _device(caller, device)
+        if len(changes) > MAX_PUSH:
+            raise InvalidArgument("changes", f"push at most {MAX_PUSH} changes at once; send the rest next.")
+        lock = self._locks.setdefault(f"{caller.namespace}\0{device}", asyncio.Lock())
+        async with lock:
+            return [await self._push_one(caller, device, change, restore=restore) for change in changes]
+
+    async def pull(self, caller: Caller, device: str, cursor: int, limit: int) -> Page:
+        """The namespace's changes after ``cursor``, oldest first. Secret memories never leave: their entries
+        are skipped (the cursor still moves past them)."""
+        _device(caller, device)
+        limit = min(max(limit or DEFAULT_PULL, 1), MAX_PULL)
+        last = await self._log.last_seq()
+        entries, more = await self._log.read_after(cursor, subjects=subject(caller.namespace, "*"), limit=limit)
+        changes = [_outgoing(entry) for entry in entries if _leaves(entry)]
+        next_cursor = entries[-1].seq if entries else max(cursor, 0)
+        return Page(changes, next_cursor, more, max(last, next_cursor))
+
+    async def register(self, caller: Caller, device: str) -> tuple[str, int]:
+        """Checks that the key may sync ``device``; answers the name and the log's end."""
+        return _device(caller, device), await self._log.last_seq()
+
+    # -- one change ---------------------------------------------------------------------------------------------
+
+    async def _push_one(self, caller: Caller, device: str, change: Change, *, restore: bool) -> Pushed:
+        if not restore:
+            if not change.source_id.startswith(f"{device}:"):
+                return Pushed(change.source_id, False, reason=f"source_id must be '{device}:<local seq>'.")
+            if (known := await self._store.get(caller.namespace, change.source_id)) is not None:
+                return _answer(known, change.source_id)
+        try:
+            pushed = await self._apply(caller, device, change, restore=restore)
+        except Unavailable:
+            raise
+        except EngramError as e:  # the change itself is refused: recorded, never retried
+            pushed = Pushed(change.source_id, False, reason=str(e))
+        if not restore:
+            await self._store.put(caller.namespace, change.source_id, asdict(pushed))
+        return pushed
+
+    async def _apply(self, caller: Caller, device: str, change: Change, *, restore: bool) -> Pushed:
+        body = _parse(change)
+        memory = _memory(caller, body)
+        actor = _actor(caller, device, body)
+        validate(input_of(memory), self._limits)  # the same limits as a save here
+        based_on = await self._log.last_seq()
+        current = await self._current(caller, memory.id, based_on)
+        for _ in range(MAX_ATTEMPTS):
+            if current is not None and (restore or body["event"] in MEMORY_CREATED_EVENTS):
+                if restore and memory.version > current.version:
+                    pass  # a version the cluster lacks: appended below, numbered as the device has it
+                else:  # already here (a re-push, or a restore of what the cluster kept)
+                    return Pushed(change.source_id, True, current.seq, current.version, duplicate=True)
+            conflict = False
+            if current is not None and not restore:
+                _authorize(current, actor, body["event"])
+                base = await self._base(caller, change.parent)
+                conflict = base != current.version
+                _continue(memory, current, version=current.version + 1)
+            elif current is None:
+                memory.origin = memory.origin if restore else Origin(device, change.source_id)
+            memory.updated_at = _clamp(memory.updated_at, current, self._clock())
+            out = event_body(body["event"], memory, actor, vectors=await self._vectors(body, memory))
+            out["source_id"] = change.source_id
+            if conflict and current is not None:
+                out["conflict"] = {"version": current.version, "agent": current.updated_by or current.owner_agent}
+            try:
+                appended = await self._log.append(
+                    caller.namespace, body["event"], out, msg_id=f"sync:{caller.namespace}:{change.source_id}",
+                    based_on=based_on, stale=newer_than(memory.id, current.version if current else 0),
+                )  # fmt: skip
+            except Overtaken as e:  # another writer changed the memory meanwhile: apply on top of its version
+                current, based_on = _state_or_none(e.entry, memory.id), e.entry.seq
+                continue
+            if conflict and current is not None:
+                await self._conflict_event(caller, actor, memory, current, appended.seq)
+            return Pushed(change.source_id, True, appended.seq, memory.version, conflict=conflict)
+        raise Unavailable("The memory kept changing while the change was applied; push again.", retry_after=1.0)
+
+    async def _current(self, caller: Caller, memory_id: str, based_on: int) -> Memory | None:
+        try:
+            return await self._state.get(caller, memory_id, min_seq=based_on, for_update=True)
+        except NotFound:
+            return None
+
+    async def _base(self, caller: Caller, parent: str) -> int:
+        """The cluster version a change was made on: the one the device pulled, or the one its own earlier change
+        became here; 0 when unknown (a parent that was rejected, or never pushed)."""
+        if parent.startswith(SERVER_PARENT):
+            try:
+                return int(parent.removeprefix(SERVER_PARENT))
+            except ValueError:
+                return 0
+        if not parent:
+            return 0
+        known = await self._store.get(caller.namespace, parent)
+        return int(known.get("version", 0)) if known and known.get("accepted") else 0
+
+    async def _vectors(self, body: dict[str, Any], memory: Memory) -> dict[str, Any]:
+        """The device's vectors when it made them with the cluster's models (the common case: same package);
+        otherwise the memory is embedded here."""
+        vectors = body.get("vectors")
+        if _usable(vectors, self._dim) and (vectors.get("model"), vectors.get("sparse_model")) == self._models:
+            return {k: vectors[k] for k in ("model", "dense", "sparse_model", "sparse")}
+        (made,) = await self._embed([memory])
+        return made
+
+    async def _conflict_event(
+        self, caller: Caller, actor: Caller, memory: Memory, overridden: Memory, seq: int
+    ) -> None:
+        body = {
+            "schema": SCHEMA_VERSION, "event": MEMORY_CONFLICT, "namespace": caller.namespace,
+            "agent": actor.agent_id, "device": actor.device, "source": actor.source, "team": memory.team,
+            "memory_id": memory.id, "version": memory.version, "time": format_time(self._clock()),
+            "head_seq": seq, "overridden": {
+                "version": overridden.version, "seq": overridden.seq,
+                "agent": overridden.updated_by or overridden.owner_agent, "device": overridden.origin.device,
+            },
+        }  # fmt: skip
+        await self._log.append(caller.namespace, MEMORY_CONFLICT, body, msg_id=f"conflict:{memory.id}:{memory.version}")
+
+
+def _device(caller: Caller, device: str) -> str:
+    """The device a sync call is for: named by the call, and the key's own device when the key names one."""
+    if "sync" not in caller.scopes and "admin" not in caller.scopes:
+        raise PermissionDenied(
+            "This API key may not sync a device. Create one for it on the cluster: "
+            "`engram keys create --agent <agent> --device <device> --scopes sync`."
+        )
+    name = (device or caller.device).strip()
+    if not name:
+        raise InvalidArgument("device", "name the device that syncs (its ENGRAM_DEVICE, e.g. 'jetson-1').")
+    validate_device(name)
+    if caller.device and name != caller.device:
+        raise PermissionDenied(f"This key syncs device '{caller.device}', not '{name}'.")
+    return name
+
+
+def _parse(change: Change) -> dict[str, Any]:
+    try:
+        body = json.loads(change.body)
+    except ValueError as e:
+        raise InvalidArgument("body_json", f"is not JSON ({e}).") from e
+    if not isinstance(body, dict) or not isinstance(body.get("memory"), dict):
+        raise InvalidArgument("body_json", "must be a memory event body with the memory after the change.")
+    if body.get("event") not in MEMORY_STATE_EVENTS or body.get("event") != change.event:
+        raise InvalidArgument("event", f"{change.event!r} is not a change a device pushes.")
+    return body
+
+
+def _memory(caller: Caller, body: dict[str, Any]) -> Memory:
+    try:
+        memory = Memory.from_dict(body["memory"])
+    except (KeyError, TypeError, ValueError) as e:
+        raise InvalidArgument("memory", f"cannot be read ({e}).") from e
+    if memory.namespace != caller.namespace:
+        raise PermissionDenied(f"The change is in namespace '{memory.namespace}'; this key syncs '{caller.namespace}'.")
+    if memory.sensitivity == "secret":
+        raise InvalidArgument("sensitivity", "secret memories never leave their device.")
+    if memory.version < 1:
+        raise InvalidArgument("version", "must be 1 or more.")
+    memory.history, memory.seq = [], 0
+    return memory
+
+
+def _actor(caller: Caller, device: str, body: dict[str, Any]) -> Caller:
+    """Who made the change on the device: its agent, on that device, through the device's sync key."""
+    agent = str(body.get("agent") or "")
+    if agent:
+        validate_agent(agent)
+    return Caller(
+        namespace=caller.namespace,
+        agent_id=agent or "anonymous",
+        scopes=frozenset({"write"}),
+        source=str(body.get("source") or "sync"),
+        device=device,
+        team=str(body.get("team") or ""),
+    )
+
+
+def _authorize(current: Memory, actor: Caller, event: str) -> None:
+    if event in (HANDOFF_ACCEPTED, HANDOFF_COMPLETED):
+        require_handoff_target(current, actor)
+    else:
+        require_owner(current, actor)
+
+
+def _continue(memory: Memory, current: Memory, *, version: int) -> None:
+    """The change as the next version of the cluster's memory: what never changes stays as the cluster has it."""
+    memory.version = version
+    memory.owner_agent = current.owner_agent
+    memory.created_at = current.created_at
+    memory.origin = current.origin
+
+
+def _clamp(updated_at: float | None, current: Memory | None, now: float) -> float:
+    """A device's time, kept between its previous version's and now: a skewed device clock never puts a version
+    before the one it follows, nor in the future (ordering itself comes from the log, never from these)."""
+    low = (current.updated_at or 0.0) if current is not None else 0.0
+    return min(max(updated_at or now, low), max(now, low))
+
+
+def _usable(vectors: Any, dim: int) -> TypeGuard[dict[str, Any]]:
+    """Vectors of the event-body shape (a dense base64 text of ``dim`` floats and a sparse object) that decode."""
+    if not isinstance(vectors, dict) or not isinstance(vectors.get("sparse"), dict):
+        return False
+    try:
+        decode_sparse(vectors)
+        return len(decode_dense(vectors)) == dim
+    except (KeyError, TypeError, ValueError):
+        return False
+
+
+def _state_or_none(entry: LogEntry, memory_id: str) -> Memory | None:
+    try:
+        return state_in(entry, memory_id)
+    except NotFound:
+        return None
+
+
+def _answer(record: dict[str, Any], source_id: str) -> Pushed:
+    known = {k: record[k] for k in ("accepted", "seq", "version", "reason", "conflict") if k in record}
+    return Pushed(source_id, bool(known.pop("accepted", False)), **known, duplicate=bool(record.get("accepted")))
+
+
+def _leaves(entry: LogEntry) -> bool:
+    """Whether an entry goes to devices: a change they apply, and never a secret memory's."""
+    if entry.event not in PULLED:
+        return False
+    memory = entry.body.get("memory")
+    return not (isinstance(memory, dict) and memory.get("sensitivity") == "secret")
+
+
+def _outgoing(entry: LogEntry) -> Change:
+    body = dict(entry.body)
+    body["seq"] = entry.seq
+    return Change(str(body.get("source_id") or ""), entry.event, json.dumps(body).encode(), entry.seq)
