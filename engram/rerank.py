@@ -14,7 +14,7 @@ from typing import Any, Protocol, runtime_checkable
 import numpy as np
 from tokenizers import Encoding, Tokenizer
 
-from engram.embed.embedder import cpu_session
+from engram.embed.embedder import cpu_session, length_batches
 from engram.embed.onnx_builder import (
     BUILDER_VERSION,
     DEFAULT_OPSET,
@@ -228,7 +228,7 @@ class OnnxReranker:
 
         Scores are raw logits (CrossEncoder with an identity activation): for one label the logit,
         for two labels ``logit[relevant=1] - logit[0]``. Apply a sigmoid for a 0-1 value; the
-        order is the same. Pairs are sorted by token count and run in chunks of ``batch_size`` so
+        order is the same. Pairs are sorted by token count and run in chunks (``length_batches``) so
         short pairs are not padded to the length of long ones.
         """
         if isinstance(documents, str):
@@ -237,9 +237,7 @@ class OnnxReranker:
         if not documents:
             return out
         encodings = self.tokenize(query, documents)
-        order = sorted(range(len(encodings)), key=lambda i: len(encodings[i].ids))
-        for start in range(0, len(order), self.batch_size):
-            chunk = order[start : start + self.batch_size]
+        for chunk in length_batches([len(e.ids) for e in encodings], batch_size=self.batch_size):
             (logits,) = self._session.run(["logits"], self._pad([encodings[i] for i in chunk]))
             out[chunk] = self._scores(logits)
         return out

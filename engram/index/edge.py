@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 import shutil
 import threading
@@ -59,24 +60,55 @@ SEGMENT_KB = 20_000  # the vectors of about 13k memories
 SEGMENTS = 8  # the optimizer merges small segments until there are this many, never beyond SEGMENT_KB
 INDEXING_KB = 10_000  # Qdrant's default: a segment with fewer vectors than this is searched without a graph
 
+# Where the dense vectors live (ENGRAM_INDEX_VECTORS). "ram": memory-mapped and read into memory at load, scored
+# exactly. "disk": memory-mapped and read only where touched, searched through int8 copies kept in memory (a
+# quarter of the size) without rescoring: rescoring reads the originals back and with them the memory it saved
+# (measured in docs/benchmarks.md). Question vectors are always left on disk until read: most memories have
+# none, yet each segment maps 64 MiB of their storage, which "ram" read in whole (450 MiB at 50k memories).
+VECTORS_RAM = "ram"
+VECTORS_DISK = "disk"
+VECTOR_STORAGES = (VECTORS_RAM, VECTORS_DISK)
+CONFIG_FILE = "edge_config.json"  # where the shard keeps the configuration it was created or last loaded with
+
 
 class EdgeIndex:
     """MemoryIndex on a Qdrant Edge shard. Thread-safe: every call holds one lock."""
 
-    def __init__(self, path: Path, *, dim: int, optimize_after: int = DEFAULT_OPTIMIZE_AFTER) -> None:
+    def __init__(
+        self, path: Path, *, dim: int, optimize_after: int = DEFAULT_OPTIMIZE_AFTER, vectors: str = VECTORS_RAM
+    ) -> None:
+        if vectors not in VECTOR_STORAGES:
+            raise ValueError(f"vectors must be one of {VECTOR_STORAGES}, got {vectors!r}")
         self._path = path
         self._dim = dim
         self._optimize_after = optimize_after
+        self._vectors = vectors
         self._unindexed = 0
         self._lock = threading.Lock()
+        self._storage_problem: str | None = None
         self._shard = self._open()
 
-    def _config(self) -> qe.EdgeConfig:
-        dense = qe.EdgeVectorParams(size=self._dim, distance=qe.Distance.Cosine)
-        questions = qe.EdgeVectorParams(
+    def _storage(self) -> dict[str, tuple[str, bool]]:
+        """Per dense vector: its memory placement and whether an int8 copy is kept, as the shard's config file
+        records them."""
+        on_disk = self._vectors == VECTORS_DISK
+        return {DENSE: ("cold" if on_disk else "cached", on_disk), QUESTIONS: ("cold", False)}
+
+    def _vector_params(self, name: str, **extra: Any) -> qe.EdgeVectorParams:
+        memory, quantized = self._storage()[name]
+        int8 = qe.ScalarQuantizationConfig(qe.ScalarType.Int8, quantile=0.99, memory=qe.Memory.Pinned)
+        return qe.EdgeVectorParams(
             size=self._dim,
             distance=qe.Distance.Cosine,
-            multivector_config=qe.MultiVectorConfig(qe.MultiVectorComparator.MaxSim),
+            memory=qe.Memory.Cold if memory == "cold" else qe.Memory.Cached,
+            quantization_config=int8 if quantized else None,
+            **extra,
+        )
+
+    def _config(self) -> qe.EdgeConfig:
+        dense = self._vector_params(DENSE)
+        questions = self._vector_params(
+            QUESTIONS, multivector_config=qe.MultiVectorConfig(qe.MultiVectorComparator.MaxSim)
         )
         return qe.EdgeConfig(
             vectors={DENSE: dense, QUESTIONS: questions},
@@ -88,9 +120,14 @@ class EdgeIndex:
         )
 
     def _open(self) -> qe.EdgeShard:
-        if (self._path / "edge_config.json").exists() or any(self._path.glob("segments*")):
+        self._storage_problem = None
+        if (self._path / CONFIG_FILE).exists() or any(self._path.glob("segments*")):
+            # Storage settings apply to segments when they are written, so a shard stored otherwise is loaded as
+            # it is (its config file unchanged, so a crash before the rebuild finds it again) and check() asks
+            # for a rebuild from the log.
+            self._storage_problem = self._stored_otherwise()
             try:
-                return qe.EdgeShard.load(str(self._path), self._config())
+                return qe.EdgeShard.load(str(self._path), None if self._storage_problem else self._config())
             except Exception as e:  # the Rust side reports any damage as a plain Exception
                 raise IndexDamaged(str(self._path), f"it cannot be loaded ({e})") from e
         self._path.mkdir(parents=True, exist_ok=True)
@@ -267,10 +304,27 @@ class EdgeIndex:
         return total - bookkeeping
 
     def check(self) -> str | None:
+        if self._storage_problem is not None:
+            return self._storage_problem
         with self._lock:
             schema = set(self._shard.info().payload_schema)
         missing = [name for name in INDEXED_FIELDS if name not in schema]
         return f"payload indexes missing: {', '.join(missing)}" if missing else None
+
+    def _stored_otherwise(self) -> str | None:
+        """How the shard's vector storage differs from the one asked for, or None. A shard from before the
+        storage settings counts as vectors in RAM without int8 copies (Qdrant's defaults then)."""
+        try:
+            stored = json.loads((self._path / CONFIG_FILE).read_text()).get("vectors") or {}
+        except (OSError, ValueError):
+            return None  # no readable config: loading decides whether the shard is usable
+        for name, (memory, quantized) in self._storage().items():
+            params = stored.get(name) or {}
+            found = (params.get("memory") or "cached", params.get("quantization_config") is not None)
+            if found != (memory, quantized):
+                wanted = _describe(memory, quantized)
+                return f"built with other storage settings: its {name} vectors {_describe(*found)}, now {wanted}"
+        return None
 
     def applied_seq(self) -> int:
         return int(self._meta().get("applied_seq", 0))
@@ -304,7 +358,10 @@ class EdgeIndex:
             if self._unindexed < self._optimize_after:
                 return
             started = time.monotonic()
-            self._shard.optimize()
+            if self._shard.optimize():
+                # The segments it merged stay mapped, in memory and on disk, until the next flush (measured: 300
+                # MiB at 50k memories, until the node stopped); a flush costs about 70 ms.
+                self._shard.flush()
             log.info("indexed %d new points in %.1fs", self._unindexed, time.monotonic() - started)
             self._unindexed = 0
 
@@ -327,6 +384,11 @@ def move_aside(path: Path) -> Path | None:
     path.rename(aside)
     log.warning("moved the old index aside to %s", aside)
     return aside
+
+
+def _describe(memory: str, quantized: bool) -> str:
+    where = "on disk" if memory == "cold" else "in RAM"
+    return f"{where} with int8 copies" if quantized else where
 
 
 def _dense(vector: Any) -> list[float]:

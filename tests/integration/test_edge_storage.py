@@ -1,0 +1,126 @@
+"""Where the Edge index keeps its vectors: in memory (exact) or on disk with int8 copies in memory (edge devices);
+a shard stored otherwise than the settings ask is reported, so the indexer rebuilds it from the log."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engram.embed.sparse import Bm25Encoder
+from engram.ids import uuid7
+from engram.index import DENSE, QUESTIONS, IndexPoint, SearchRequest
+from engram.index import edge as edge_module
+from engram.index.edge import CONFIG_FILE, VECTORS_DISK, VECTORS_RAM, EdgeIndex
+from engram.model import SearchFilter
+
+pytestmark = pytest.mark.integration
+DIM = 384
+BM25 = Bm25Encoder()
+
+
+def points(count: int, seed: int) -> list[IndexPoint]:
+    rng = np.random.default_rng(seed)
+    vectors = rng.standard_normal((count, DIM)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    out = []
+    for n, row in enumerate(vectors):
+        memory_id = uuid7()
+        payload = {"id": memory_id, "namespace": "a", "status": "active", "content": f"memory {n}", "_created_ts": 1.0}
+        questions = [row.tolist()] if n % 10 == 0 else []  # a few memories have question vectors
+        out.append(IndexPoint(memory_id, payload, row.tolist(), BM25.document(f"memory {n}"), questions))
+    return out
+
+
+def nearest(index: EdgeIndex, point: IndexPoint, using: str = DENSE) -> str:
+    vector = point.dense if using == DENSE else [point.dense]
+    request = SearchRequest(namespace="a", filter=SearchFilter(), limit=1, **{using: vector})
+    return index.search(request)[using][0].id
+
+
+def stored(path: Path) -> dict[str, dict[str, object]]:
+    vectors: dict[str, dict[str, object]] = json.loads((path / CONFIG_FILE).read_text())["vectors"]
+    return vectors
+
+
+@pytest.fixture
+def small_segments(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Segments of a few hundred points, so that optimize() builds graphs (and int8 copies) in a test."""
+    monkeypatch.setattr(edge_module, "INDEXING_KB", 32)
+    monkeypatch.setattr(edge_module, "SEGMENT_KB", 512)
+
+
+@pytest.mark.usefixtures("small_segments")
+def test_vectors_on_disk_are_searched_through_int8_copies_and_every_point_is_found(tmp_path: Path) -> None:
+    index = EdgeIndex(tmp_path / "index", dim=DIM, optimize_after=1, vectors=VECTORS_DISK)
+    batch = points(600, seed=1)
+    for start in range(0, len(batch), 100):
+        index.upsert(batch[start : start + 100])
+        index.maintain()
+    config = stored(tmp_path / "index")
+    assert config[DENSE]["memory"] == "cold" and config[DENSE]["quantization_config"]
+    assert config[QUESTIONS]["memory"] == "cold"
+    for point in batch[::37]:
+        assert nearest(index, point) == point.id
+    assert nearest(index, batch[0], QUESTIONS) == batch[0].id
+    assert index.check() is None
+    index.close()
+    reopened = EdgeIndex(tmp_path / "index", dim=DIM, vectors=VECTORS_DISK)
+    assert reopened.check() is None and reopened.count("a") == 600
+    reopened.close()
+
+
+def test_question_vectors_stay_on_disk_when_dense_ones_are_in_memory(tmp_path: Path) -> None:
+    index = EdgeIndex(tmp_path / "index", dim=DIM)
+    config = stored(tmp_path / "index")
+    assert config[DENSE]["memory"] == "cached" and config[DENSE].get("quantization_config") is None
+    assert config[QUESTIONS]["memory"] == "cold"
+    index.close()
+
+
+@pytest.mark.parametrize(("before", "after"), [(VECTORS_RAM, VECTORS_DISK), (VECTORS_DISK, VECTORS_RAM)])
+def test_a_shard_stored_otherwise_asks_for_a_rebuild_and_reset_stores_it_as_asked(
+    tmp_path: Path, before: str, after: str
+) -> None:
+    path = tmp_path / "index"
+    index = EdgeIndex(path, dim=DIM, vectors=before)
+    first = points(50, seed=2)
+    index.upsert(first)
+    index.close()
+
+    index = EdgeIndex(path, dim=DIM, vectors=after)
+    problem = index.check()
+    assert problem is not None and "other storage settings" in problem and "dense" in problem
+    assert index.count("a") == 50  # loaded as it was stored: reads still work until the rebuild
+    index.close()
+    index = EdgeIndex(path, dim=DIM, vectors=after)  # not rewritten by a load: still reported after a restart
+    assert index.check() == problem
+
+    index.reset()  # what the indexer does with a problem: start over, then apply the log again
+    assert index.check() is None and index.count("a") == 0
+    index.upsert(first)
+    assert nearest(index, first[7]) == first[7].id
+    index.close()
+    assert EdgeIndex(path, dim=DIM, vectors=after).check() is None
+
+
+def test_a_shard_from_before_the_storage_settings_is_rebuilt(tmp_path: Path) -> None:
+    """Question vectors used to be read into memory whole (Qdrant's default, no placement recorded)."""
+    path = tmp_path / "index"
+    index = EdgeIndex(path, dim=DIM)
+    index.close()
+    config = json.loads((path / CONFIG_FILE).read_text())
+    for params in config["vectors"].values():
+        params.pop("memory")
+    (path / CONFIG_FILE).write_text(json.dumps(config))
+
+    index = EdgeIndex(path, dim=DIM)
+    assert index.check() == "built with other storage settings: its questions vectors in RAM, now on disk"
+    index.close()
+
+
+def test_an_unknown_vector_storage_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="vectors must be one of"):
+        EdgeIndex(tmp_path / "index", dim=DIM, vectors="tape")
