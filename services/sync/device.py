@@ -235,7 +235,10 @@ class DeviceSync:
         if not entries:
             self.state.outbox = 0
             return False
-        outgoing = [(entry, await self._change(entry)) for entry in entries if _pushable(entry)]
+        mine = [entry for entry in entries if _pushable(entry)]
+        # Known before the push: a push that fails leaves the depth in the status.
+        self.state.outbox = max(len(mine), await self._log.last_seq() - self.state.pushed if more else 0)
+        outgoing = [(entry, await self._change(entry)) for entry in mine]
         for chunk in _chunks([item for item in outgoing if item[1] is not None], MAX_PUSH_BYTES):
             results = await self._upstream.push(self._device, [change for _, change in chunk])
             self._record(results)
