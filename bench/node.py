@@ -9,7 +9,7 @@ import signal
 import subprocess
 import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -57,8 +57,17 @@ class Node:
         return self.home / "serve.log"
 
     @classmethod
-    def start(cls, home: Path, settings: Mapping[str, str], *, timeout: float = DEFAULT_START_TIMEOUT) -> Node:
-        """Starts `engram serve --port 0` in ``home``; returns once node.json names it and /readyz says 200."""
+    def start(
+        cls,
+        home: Path,
+        settings: Mapping[str, str],
+        *,
+        timeout: float = DEFAULT_START_TIMEOUT,
+        command: Sequence[str] = ("serve",),
+        port: int = 0,
+    ) -> Node:
+        """Starts `engram serve --port 0` (or ``command``, e.g. edge --upstream U, on ``port``) in ``home``; returns
+        once node.json names it and /readyz says 200."""
         home.mkdir(parents=True, exist_ok=True)
         env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")}
         env.update(settings)
@@ -68,7 +77,17 @@ class Node:
         began = time.monotonic()
         with (home / "serve.log").open("ab") as log:
             process = subprocess.Popen(
-                [sys.executable, "-m", "engram.services.node", "serve", "--home", str(home), "--port", "0", "--quiet"],
+                [
+                    sys.executable,
+                    "-m",
+                    "engram.services.node",
+                    *command,
+                    "--home",
+                    str(home),
+                    "--port",
+                    str(port),
+                    "--quiet",
+                ],
                 env=env,
                 stdin=subprocess.DEVNULL,
                 stdout=log,
