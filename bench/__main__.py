@@ -11,6 +11,7 @@ from bench.events import DEFAULT_EVENT_SAVES, DEFAULT_SLOW_CLIENTS
 from bench.report import table
 from bench.run import DEFAULT_BEIR, DEFAULT_CHUNK, DEFAULT_LOCOMO, DEFAULT_MODEL_CACHE, BenchConfig, run
 from bench.speed import DEFAULT_SAVES, DEFAULT_SEARCHES, DEFAULT_SIZES, DEFAULT_UPDATES, DEFAULT_WARMUP
+from bench.sync import DEFAULT_OFFLINE_MUTATIONS
 
 
 def parse_args(argv: list[str] | None = None) -> BenchConfig:
@@ -36,6 +37,17 @@ def parse_args(argv: list[str] | None = None) -> BenchConfig:
         default=True,
         help="SSE delivery latency (save ack -> event) and memory per slow SSE client (default on)",
     )
+    parser.add_argument(
+        "--sync",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="edge sync: time to converge --offline-mutations made offline; the speed run adds a new device's "
+        "backfill at its largest size (default on)",
+    )
+    parser.add_argument(
+        "--offline-mutations", type=_positive, default=DEFAULT_OFFLINE_MUTATIONS,
+        help="mutations an edge node makes offline before its cluster starts (default 10000)",
+    )  # fmt: skip
     parser.add_argument(
         "--sizes",
         type=_sizes,
@@ -95,10 +107,11 @@ def parse_args(argv: list[str] | None = None) -> BenchConfig:
     )
     parser.add_argument("--keep", action="store_true", help="keep the nodes' data dirs (logs) after the run")
     args = parser.parse_args(argv)  # fmt: skip
-    if not args.quality and not args.speed and not args.events:
-        parser.error("nothing to do: --no-quality, --no-speed and --no-events")
+    if not args.quality and not args.speed and not args.events and not args.sync:
+        parser.error("nothing to do: --no-quality, --no-speed, --no-events and --no-sync")
     return BenchConfig(
-        quality=args.quality, speed=args.speed, events=args.events, sizes=args.sizes, locomo=args.locomo,
+        quality=args.quality, speed=args.speed, events=args.events, sync=args.sync,
+        offline_mutations=args.offline_mutations, sizes=args.sizes, locomo=args.locomo,
         beir=args.beir, out=args.out, env=dict(args.env), quick=args.quick, context=args.context,
         context_gain=args.context_gain, chunk=args.chunk,
         searches=args.searches, saves=args.saves, updates=args.updates, warmup=args.warmup,

@@ -51,6 +51,7 @@ def table(results: dict[str, Any]) -> str:
     rows += list(_speed_rows(results.get("speed") or {}))
     rows += list(_recovery_rows(results.get("speed") or {}))
     rows += list(_events_rows(results.get("events") or {}))
+    rows += list(_sync_rows(results.get("sync") or {}, (results.get("speed") or {}).get("edge_backfill") or {}))
     for section, error in (results.get("errors") or {}).items():
         rows.append(Row(f"ERROR in {section}", "-", reference=_short(error, 100), status="FAIL"))
     if results.get("code_changed_during_run"):
@@ -248,6 +249,33 @@ def _events_rows(events: dict[str, Any]) -> Iterator[Row]:
             reference=f"{held['events_per_client']} events each, read at the client's pace",
             status="" if whole else "WARN: a replay dropped or did not finish",
         )
+
+
+def _sync_rows(sync: dict[str, Any], backfill: dict[str, Any]) -> Iterator[Row]:
+    converge = sync.get("converge") or {}
+    if "converge_seconds" in converge:
+        yield Row(
+            f"edge: converge {converge['offline_mutations']} offline mutations (s)",
+            _num(converge["converge_seconds"], 1),
+            reference=f"{converge['saves']} saves + {converge['updates']} updates; "
+            f"{_num(converge['mutations_per_second'], 0)}/s from the cluster's start",
+        )
+    if "entries_per_second" in backfill:
+        rss = backfill["edge_rss_bytes"]
+        yield Row(
+            f"edge: new device backfill @{backfill['cluster_memories']} (entries/s)",
+            _num(backfill["entries_per_second"], 0),
+            reference=f"{backfill['entries_pulled']} entries in {_num(backfill['pull_seconds'], 1)}s; "
+            f"searchable after {_num(backfill['searchable_seconds'], 1)}s",
+        )
+        yield Row(
+            f"edge node RSS after backfill @{backfill['cluster_memories']} (MiB, node+nats)",
+            f"{rss['total'] / MIB:.0f}",
+            target="node <= 600 (at 50k)",
+            reference=f"node {rss['node'] / MIB:.0f} + nats {rss['nats'] / MIB:.0f}",
+        )
+    elif "error" in backfill:
+        yield Row("edge: new device backfill", "-", reference=_short(backfill["error"], 100), status="FAIL")
 
 
 def _num(value: Any, digits: int) -> str:

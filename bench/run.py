@@ -41,6 +41,7 @@ from bench.speed import (
     SpeedOptions,
     run_speed,
 )
+from bench.sync import DEFAULT_OFFLINE_MUTATIONS, SyncOptions, run_converge
 
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_LOCOMO = REPO_ROOT.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
@@ -53,6 +54,7 @@ QUICK_DOCS = 500
 QUICK_SIZES = (2000,)
 QUICK_CALLS = 100
 QUICK_SLOW_CLIENTS = 5
+QUICK_OFFLINE_MUTATIONS = 500
 CONTEXT_GAIN_MODES = ("full", "full+rerank")  # the retrieval modes the other context modes are measured in
 
 
@@ -63,6 +65,8 @@ class BenchConfig:
     quality: bool = True
     speed: bool = True
     events: bool = True
+    sync: bool = True
+    offline_mutations: int = DEFAULT_OFFLINE_MUTATIONS
     sizes: tuple[int, ...] = DEFAULT_SIZES
     locomo: Path = DEFAULT_LOCOMO
     beir: Path = DEFAULT_BEIR
@@ -92,8 +96,10 @@ class BenchConfig:
         updates = min(self.updates, QUICK_CALLS)
         event_saves = min(self.event_saves, QUICK_CALLS)
         slow_clients = min(self.slow_clients, QUICK_SLOW_CLIENTS)
+        offline = min(self.offline_mutations, QUICK_OFFLINE_MUTATIONS)
         return dataclasses.replace(self, sizes=sizes, searches=searches, saves=saves, updates=updates,
-                                   event_saves=event_saves, slow_clients=slow_clients)  # fmt: skip
+                                   event_saves=event_saves, slow_clients=slow_clients,
+                                   offline_mutations=offline)  # fmt: skip
 
 
 def run(config: BenchConfig) -> tuple[dict[str, Any], Path]:
@@ -123,6 +129,7 @@ def run(config: BenchConfig) -> tuple[dict[str, Any], Path]:
             "context_gain": config.context_gain,
             "event_saves": config.event_saves,
             "slow_clients": config.slow_clients,
+            "offline_mutations": config.offline_mutations,
         },
         "data": {},
         "errors": {},
@@ -131,7 +138,7 @@ def run(config: BenchConfig) -> tuple[dict[str, Any], Path]:
     note(f"engram bench: nodes under {home_root}, model cache {config.model_cache}")
     try:
         with _sigterm_as_interrupt():
-            if config.quality or config.speed:
+            if config.quality or config.speed or config.sync:
                 with phases("load"):
                     conversations, beir = _load(config, results)
             if config.quality:
@@ -142,6 +149,9 @@ def run(config: BenchConfig) -> tuple[dict[str, Any], Path]:
                                                               phases, out))  # fmt: skip
             if config.events:
                 _section(results, "events", lambda out: _events(config, home_root, settings, phases, out))
+            if config.sync:
+                _section(results, "sync", lambda out: _sync(config, conversations, beir, home_root, settings,
+                                                            phases, out))  # fmt: skip
     except KeyboardInterrupt:
         results["interrupted"] = True
         note("interrupted: nodes stopped; writing what was measured")
@@ -195,6 +205,7 @@ async def _speed(config: BenchConfig, conversations: list[Conversation], beir: B
     options = SpeedOptions(
         home_root=home_root, settings=settings, chunk=config.chunk, sizes=config.sizes,
         searches=config.searches, saves=config.saves, updates=config.updates, warmup=config.warmup,
+        backfill=config.sync,
     )  # fmt: skip
     corpus = speed_corpus(beir, conversations, needed=options.texts_needed)
     queries = speed_queries(beir, conversations)
@@ -209,6 +220,14 @@ async def _events(
         slow_clients=config.slow_clients,
     )  # fmt: skip
     await run_events(options, phases, out)
+
+
+async def _sync(config: BenchConfig, conversations: list[Conversation], beir: BeirSet, home_root: Path,
+                settings: dict[str, str], phases: Phases, out: dict[str, Any]) -> None:  # fmt: skip
+    options = SyncOptions(home_root=home_root, settings=settings, chunk=config.chunk,
+                          mutations=config.offline_mutations)  # fmt: skip
+    corpus = speed_corpus(beir, conversations, needed=config.offline_mutations)
+    await run_converge(corpus.texts, options, phases, out.setdefault("converge", {}))
 
 
 def _section(results: dict[str, Any], name: str, body: Callable[[dict[str, Any]], Coroutine[Any, Any, None]]) -> None:

@@ -20,6 +20,7 @@ from bench.metrics import LatencySummary
 from bench.node import Node
 from bench.progress import Phases, Progress, note
 from bench.quality import reranker_missing
+from bench.sync import run_backfill
 
 DEFAULT_SIZES = (10_000, 50_000)
 DEFAULT_SEARCHES = 200
@@ -56,6 +57,7 @@ class SpeedOptions:
     saves: int = DEFAULT_SAVES
     warmup: int = DEFAULT_WARMUP
     updates: int = DEFAULT_UPDATES
+    backfill: bool = True  # a new edge device's backfill at the largest size (bench/sync.py)
 
     @property
     def texts_needed(self) -> int:
@@ -138,6 +140,14 @@ async def run_speed(
                         step["consolidate_all"] = await _consolidate_all(node.grpc_address)
                 step["rss_bytes"] = node.rss()
             out["queries_reused"] = pool.reused
+        if options.backfill:  # a new edge device joins the node at its largest size and pulls it all
+            with phases("speed/edge_backfill"):
+                backfill = out.setdefault("edge_backfill", {})
+                try:
+                    await run_backfill(node, options.home_root / "backfill-edge", options.settings, backfill)
+                except Exception as e:  # the speed figures above stand; the backfill's failure is recorded
+                    backfill["error"] = repr(e)
+                    note(f"  edge backfill failed: {e!r}")
         node = _restart_and_rebuild(node, options, phases, out)
     finally:
         problems = node.log_problems()
