@@ -169,10 +169,15 @@ def test_offline_changes_converge_and_secrets_never_leave(
     _, agent_key = keys.create(namespace="robots", agent="claude-code", scopes=["read", "write"])
     link = LinkProxy(int(cluster.http_url.rsplit(":", 1)[1]))
     proxies.append(link)
-    link.down()  # the device starts offline
     edge = start_edge(tmp_path / "edge", model_cache, link.url, "jetson-1", sync_key)
     nodes.append(edge)
     device, team = client(edge, **ROBOT), client(cluster, agent_key)
+    # Online first: the cluster's agent hands work over to the robot, which the device pulls.
+    handoff = team.post("/v1/handoffs", json={"target_agent": "robot", "context": "Recalibrate the gripper"})
+    assert handoff.status_code == 201, handoff.text
+    handoff_id = handoff.json()["id"]
+    wait_until(lambda: device.get(f"/v1/memories/{handoff_id}").is_success, what="the handoff to reach the device")
+    link.down()  # then the device goes offline
 
     # Apart: the device saves, changes, deletes and supersedes; the cluster's agent saves.
     ids = [device.post("/v1/memories", json={"content": f"Calibration step {n}"}).json()["id"] for n in range(4)]
@@ -180,6 +185,7 @@ def test_offline_changes_converge_and_secrets_never_leave(
         "/v1/memories", json={"content": "The service door code is zebra-4471-kiwi", "sensitivity": "secret"}
     ).json()["id"]
     assert device.patch(f"/v1/memories/{ids[0]}", json={"content": "Calibration step 0, redone"}).is_success
+    assert device.post(f"/v1/handoffs/{handoff_id}/accept").is_success  # its target accepts it, offline
     assert device.delete(f"/v1/memories/{ids[1]}").is_success
     replaced = device.post(f"/v1/memories/{ids[2]}:supersede", json={"content": "Step 2 is now done by hand"})
     assert replaced.is_success, replaced.text
@@ -189,6 +195,7 @@ def test_offline_changes_converge_and_secrets_never_leave(
         "/v1/memories", json={"content": "The lab alarm code is otter-9911-plum", "sensitivity": "secret"}
     ).json()["id"]
     wait_until(lambda: state(edge).get("last_error"), what="the device to fail to reach the cluster")
+    assert team.get(f"/v1/memories/{handoff_id}").json()["handoff"]["status"] == "pending"
     assert device.get("/v1/memories").is_success  # everything local works offline
 
     link.up()  # heal
@@ -202,6 +209,7 @@ def test_offline_changes_converge_and_secrets_never_leave(
     assert on_cluster[ids[2]]["status"] == "superseded"
     assert on_cluster[ids[2]]["superseded_by"] == replaced.json()["id"]
     assert sum("Team decision" in m["content"] for m in on_device.values()) == 3
+    assert on_cluster[handoff_id]["handoff"]["status"] == "accepted"  # the one exception to write-own travels too
     # Secrets: never on the wire (either way), never in the cluster's log.
     assert b"zebra-4471-kiwi" not in bytes(link.sent) and b"otter-9911-plum" not in bytes(link.received)
     assert b"zebra-4471-kiwi" not in cluster_log(cluster)
