@@ -27,9 +27,12 @@ from engram.results import (
     MemoryStats,
     MergeResult,
     Page,
+    Pushed,
     SaveResult,
     SearchResult,
     SupersedeResult,
+    SyncChange,
+    SyncPage,
     TeamInfo,
 )
 from engram.rpc import channel, error_from_rpc
@@ -506,15 +509,27 @@ class SyncClient(_Client):
         return await self._call(self._stub.RegisterDevice, request)
 
     async def push(
-        self, caller: Caller, device: str, changes: list[sync_pb2.Change], *, restore: bool = False
-    ) -> sync_pb2.PushChangesResponse:
+        self, caller: Caller, device: str, changes: list[SyncChange], *, restore: bool = False
+    ) -> list[Pushed]:
         request = sync_pb2.PushChangesRequest(
-            caller=wire.caller_to_proto(caller), device=device, changes=changes, restore=restore
-        )
-        return await self._call(self._stub.PushChanges, request)
+            caller=wire.caller_to_proto(caller), device=device, restore=restore,
+            changes=[
+                sync_pb2.Change(source_id=c.source_id, event=c.event, body_json=c.body, seq=c.seq, parent=c.parent)
+                for c in changes
+            ],
+        )  # fmt: skip
+        response = await self._call(self._stub.PushChanges, request)
+        return [
+            Pushed(r.source_id, r.accepted, r.seq, r.version, r.reason, r.conflict, r.duplicate)
+            for r in response.results
+        ]
 
-    async def pull(self, caller: Caller, device: str, cursor: int, limit: int) -> sync_pb2.PullChangesResponse:
+    async def pull(self, caller: Caller, device: str, cursor: int, limit: int) -> SyncPage:
         request = sync_pb2.PullChangesRequest(
             caller=wire.caller_to_proto(caller), device=device, cursor=cursor, limit=limit
         )
-        return await self._call(self._stub.PullChanges, request)
+        response = await self._call(self._stub.PullChanges, request)
+        return SyncPage(
+            [SyncChange(c.source_id, c.event, c.body_json, c.seq) for c in response.changes],
+            response.cursor, response.has_more, response.last_seq,
+        )  # fmt: skip

@@ -202,3 +202,37 @@ class Job:
     total: int = 0  # ... of this many (0: not known yet)
     phase: str = ""  # what it does now (for `all`: the kind running)
     runner: str = ""  # the consolidation replica that runs it
+
+
+@dataclass(slots=True)
+class Pushed:
+    """The cluster's answer to one change an edge device pushed."""
+
+    source_id: str
+    accepted: bool
+    seq: int = 0  # its server sequence (of the first copy, for a duplicate)
+    version: int = 0  # the version it became on the cluster
+    reason: str = ""  # why it was rejected
+    conflict: bool = False  # made on an older version than the cluster's: both kept, this one is head
+    duplicate: bool = False  # the cluster already had it: nothing written
+
+
+@dataclass(slots=True)
+class SyncChange:
+    """One mutation travelling between a device and its cluster: an event body (docs/events.md) as JSON bytes."""
+
+    source_id: str
+    event: str
+    body: bytes
+    seq: int = 0  # the cluster's sequence (pull) or the device's (push)
+    parent: str = ""  # push: what it was made on ("", "server:<version>", or a source_id)
+
+
+@dataclass(slots=True)
+class SyncPage:
+    """A page of a namespace's changes after a cursor."""
+
+    changes: list[SyncChange]
+    cursor: int
+    has_more: bool
+    last_seq: int

@@ -7,6 +7,7 @@ The device authenticates with a key scoped ``sync`` to one namespace (``engram k
 # No `from __future__ import annotations`: FastAPI resolves route annotations against module globals.
 
 import json
+from dataclasses import asdict
 from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request
@@ -16,11 +17,11 @@ from engram.clients import SyncClient
 from engram.errors import Unavailable
 from engram.model import Caller
 from engram.names import DEVICE_PATTERN
+from engram.results import SyncChange
 from engram.services.gateway.backend import Backend
 from engram.services.gateway.identity import Resolver
 from engram.services.gateway.rest import ERROR_RESPONSES, _bearer
 from engram.services.sync.inbox import DEFAULT_PULL, MAX_PULL, MAX_PUSH
-from engram.v1 import sync_pb2
 
 SYNC_AGENT = "engram-sync"  # the caller of a sync call: the agents it speaks for are named in each change
 MAX_SOURCE_ID_CHARS = 200
@@ -108,31 +109,9 @@ def build_sync_router(backend: Backend, resolver: Resolver) -> APIRouter:
     async def push(body: PushRequest, caller: SyncCaller) -> PushResult:
         """Applies a device's changes in order; each is answered: accepted (with its server sequence and version,
         and whether it was a conflict or a duplicate) or rejected with a reason (never send it again)."""
-        changes = [
-            sync_pb2.Change(
-                source_id=c.source_id,
-                event=c.event,
-                body_json=json.dumps(c.body).encode(),
-                seq=c.seq,
-                parent=c.parent,
-            )
-            for c in body.changes
-        ]
-        answer = await client().push(caller, body.device, changes, restore=body.restore)
-        return PushResult(
-            results=[
-                PushedOut(
-                    source_id=r.source_id,
-                    accepted=r.accepted,
-                    seq=r.seq,
-                    version=r.version,
-                    reason=r.reason,
-                    conflict=r.conflict,
-                    duplicate=r.duplicate,
-                )
-                for r in answer.results
-            ]
-        )
+        changes = [SyncChange(c.source_id, c.event, json.dumps(c.body).encode(), c.seq, c.parent) for c in body.changes]
+        results = await client().push(caller, body.device, changes, restore=body.restore)
+        return PushResult(results=[PushedOut(**asdict(r)) for r in results])
 
     @router.get("/pull", response_model=PullResult, summary="Pull the namespace's changes after a cursor")
     async def pull(
@@ -143,15 +122,11 @@ def build_sync_router(backend: Backend, resolver: Resolver) -> APIRouter:
     ) -> PullResult:
         """The changes after `cursor`, oldest first (secret memories never leave); store `cursor` after applying
         them, and read on while `has_more`."""
-        answer = await client().pull(caller, device, cursor, limit)
+        page = await client().pull(caller, device, cursor, limit)
         return PullResult(
-            changes=[
-                ChangeOut(source_id=c.source_id, event=c.event, body=json.loads(c.body_json), seq=c.seq)
-                for c in answer.changes
-            ],
-            cursor=answer.cursor,
-            has_more=answer.has_more,
-            last_seq=answer.last_seq,
-        )
+            changes=[ChangeOut(source_id=c.source_id, event=c.event, body=json.loads(c.body), seq=c.seq)
+                     for c in page.changes],
+            cursor=page.cursor, has_more=page.has_more, last_seq=page.last_seq,
+        )  # fmt: skip
 
     return router

@@ -15,7 +15,7 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict
 from typing import Any, TypeGuard
 
 from engram.errors import EngramError, InvalidArgument, NotFound, PermissionDenied, Unavailable
@@ -36,6 +36,7 @@ from engram.log.syncstore import SyncStore
 from engram.model import Caller, Memory, Origin, format_time
 from engram.names import validate_agent, validate_device
 from engram.ownership import require_owner
+from engram.results import Pushed, SyncChange, SyncPage
 from engram.services.ingest.lifecycle import CurrentState, input_of, newer_than, require_handoff_target, state_in
 from engram.services.ingest.validation import Limits, validate
 
@@ -50,36 +51,6 @@ PULLED = (*MEMORY_STATE_EVENTS, MEMORY_PURGED, MEMORY_CONFLICT)
 
 # Embeds memories whose vectors the device made with another model: [(memory)] -> [vectors].
 Embed = Callable[[list[Memory]], Awaitable[list[dict[str, Any]]]]
-
-
-@dataclass(slots=True)
-class Pushed:
-    """The answer to one pushed change."""
-
-    source_id: str
-    accepted: bool
-    seq: int = 0
-    version: int = 0
-    reason: str = ""
-    conflict: bool = False
-    duplicate: bool = False
-
-
-@dataclass(slots=True)
-class Change:
-    source_id: str
-    event: str
-    body: bytes
-    seq: int = 0
-    parent: str = ""
-
-
-@dataclass(slots=True)
-class Page:
-    changes: list[Change]
-    cursor: int
-    has_more: bool
-    last_seq: int
 
 
 class Inbox:
@@ -108,7 +79,7 @@ class Inbox:
         self._locks: dict[str, asyncio.Lock] = {}  # one push at a time per device: its changes stay in order
 
     async def push(
-        self, caller: Caller, device: str, changes: Sequence[Change], *, restore: bool = False
+        self, caller: Caller, device: str, changes: Sequence[SyncChange], *, restore: bool = False
     ) -> list[Pushed]:
         """Applies changes in order; answers each (a rejection is an answer, not an error). Raises Unavailable
         when the log cannot take them: the device sends the rest again later."""
@@ -119,7 +90,7 @@ class Inbox:
         async with lock:
             return [await self._push_one(caller, device, change, restore=restore) for change in changes]
 
-    async def pull(self, caller: Caller, device: str, cursor: int, limit: int) -> Page:
+    async def pull(self, caller: Caller, device: str, cursor: int, limit: int) -> SyncPage:
         """The namespace's changes after ``cursor``, oldest first. Secret memories never leave: their entries
         are skipped (the cursor still moves past them)."""
         _device(caller, device)
@@ -128,7 +99,7 @@ class Inbox:
         entries, more = await self._log.read_after(cursor, subjects=subject(caller.namespace, "*"), limit=limit)
         changes = [_outgoing(entry) for entry in entries if _leaves(entry)]
         next_cursor = entries[-1].seq if entries else max(cursor, 0)
-        return Page(changes, next_cursor, more, max(last, next_cursor))
+        return SyncPage(changes, next_cursor, more, max(last, next_cursor))
 
     async def register(self, caller: Caller, device: str) -> tuple[str, int]:
         """Checks that the key may sync ``device``; answers the name and the log's end."""
@@ -136,7 +107,7 @@ class Inbox:
 
     # -- one change ---------------------------------------------------------------------------------------------
 
-    async def _push_one(self, caller: Caller, device: str, change: Change, *, restore: bool) -> Pushed:
+    async def _push_one(self, caller: Caller, device: str, change: SyncChange, *, restore: bool) -> Pushed:
         if not restore:
             if not change.source_id.startswith(f"{device}:"):
                 return Pushed(change.source_id, False, reason=f"source_id must be '{device}:<local seq>'.")
@@ -152,7 +123,7 @@ class Inbox:
             await self._store.put(caller.namespace, change.source_id, asdict(pushed))
         return pushed
 
-    async def _apply(self, caller: Caller, device: str, change: Change, *, restore: bool) -> Pushed:
+    async def _apply(self, caller: Caller, device: str, change: SyncChange, *, restore: bool) -> Pushed:
         body = _parse(change)
         memory = _memory(caller, body)
         actor = _actor(caller, device, body)
@@ -250,7 +221,7 @@ def _device(caller: Caller, device: str) -> str:
     return name
 
 
-def _parse(change: Change) -> dict[str, Any]:
+def _parse(change: SyncChange) -> dict[str, Any]:
     try:
         body = json.loads(change.body)
     except ValueError as e:
@@ -345,7 +316,7 @@ def _leaves(entry: LogEntry) -> bool:
     return not (isinstance(memory, dict) and memory.get("sensitivity") == "secret")
 
 
-def _outgoing(entry: LogEntry) -> Change:
+def _outgoing(entry: LogEntry) -> SyncChange:
     body = dict(entry.body)
     body["seq"] = entry.seq
-    return Change(str(body.get("source_id") or ""), entry.event, json.dumps(body).encode(), entry.seq)
+    return SyncChange(str(body.get("source_id") or ""), entry.event, json.dumps(body).encode(), entry.seq)

@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+from dataclasses import asdict
 from typing import Protocol
 
 import grpc
 
 from engram import wire
 from engram.errors import Unavailable
+from engram.results import SyncChange
 from engram.rpc import translate_errors
-from engram.services.sync.inbox import Change, Inbox
+from engram.services.sync.inbox import Inbox
 from engram.v1 import sync_pb2, sync_pb2_grpc
 
 
@@ -38,24 +40,11 @@ class SyncServicer(sync_pb2_grpc.SyncServicer):
     async def PushChanges(
         self, request: sync_pb2.PushChangesRequest, context: grpc.aio.ServicerContext
     ) -> sync_pb2.PushChangesResponse:
-        changes = [Change(c.source_id, c.event, c.body_json, c.seq, c.parent) for c in request.changes]
+        changes = [SyncChange(c.source_id, c.event, c.body_json, c.seq, c.parent) for c in request.changes]
         results = await self._inbox().push(
             wire.caller_from_proto(request.caller), request.device, changes, restore=request.restore
         )
-        return sync_pb2.PushChangesResponse(
-            results=[
-                sync_pb2.PushResult(
-                    source_id=r.source_id,
-                    accepted=r.accepted,
-                    seq=r.seq,
-                    reason=r.reason,
-                    version=r.version,
-                    conflict=r.conflict,
-                    duplicate=r.duplicate,
-                )
-                for r in results
-            ]
-        )
+        return sync_pb2.PushChangesResponse(results=[sync_pb2.PushResult(**asdict(r)) for r in results])
 
     @translate_errors
     async def PullChanges(
@@ -64,11 +53,9 @@ class SyncServicer(sync_pb2_grpc.SyncServicer):
         page = await self._inbox().pull(
             wire.caller_from_proto(request.caller), request.device, request.cursor, request.limit
         )
+        changes = [
+            sync_pb2.Change(source_id=c.source_id, event=c.event, body_json=c.body, seq=c.seq) for c in page.changes
+        ]
         return sync_pb2.PullChangesResponse(
-            changes=[
-                sync_pb2.Change(source_id=c.source_id, event=c.event, body_json=c.body, seq=c.seq) for c in page.changes
-            ],
-            cursor=page.cursor,
-            has_more=page.has_more,
-            last_seq=page.last_seq,
+            changes=changes, cursor=page.cursor, has_more=page.has_more, last_seq=page.last_seq
         )
