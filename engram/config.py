@@ -110,6 +110,8 @@ class Settings:
     # Memory on small devices (docs/operations.md, "Edge devices"): ram keeps the index's dense vectors in memory and
     # scores them exactly; disk leaves them on disk and searches int8 copies in memory (what `engram edge` uses).
     index_vectors: str = "ram"
+    malloc_arenas: int = 2  # glibc malloc arenas the native threads share (0: glibc's default, 8 per core)
+    malloc_trim_mb: int = 64  # freed C heap kept before it is handed back to the system (0: never trimmed)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -131,6 +133,8 @@ class Settings:
         """Raises SettingsError for values that cannot work."""
         if not 0 <= self.port <= 65535:
             raise SettingsError(f"ENGRAM_PORT must be 0-65535, got {self.port}")
+        if self.malloc_arenas < 0 or self.malloc_trim_mb < 0:
+            raise SettingsError("ENGRAM_MALLOC_ARENAS and ENGRAM_MALLOC_TRIM_MB must be >= 0")
         if self.index_vectors not in ("ram", "disk"):
             raise SettingsError(f"ENGRAM_INDEX_VECTORS must be 'ram' or 'disk', got {self.index_vectors!r}")
         if self.embed_precision not in ("fp32", "int8"):

@@ -22,6 +22,7 @@ from engram.embed import Embedder
 from engram.embed.sparse import Bm25Encoder
 from engram.errors import DiskFull, Unavailable
 from engram.health import DISK, LOG, MIB, DiskSpace, Health, disk_space
+from engram.heap import Heap
 from engram.log import Log
 from engram.log.jobstore import JobStore
 from engram.log.leases import Leases
@@ -127,6 +128,19 @@ class Resources:
     _lock: asyncio.Lock = field(default_factory=asyncio.Lock)
     _disk: DiskGuard | None = None
     _disk_task: asyncio.Task[None] | None = None
+    _heap_task: asyncio.Task[None] | None = None
+
+    def __post_init__(self) -> None:
+        """Bounds the C heap before the services start their threads (ENGRAM_MALLOC_ARENAS, ENGRAM_MALLOC_TRIM_MB)."""
+        heap = Heap.glibc()
+        if heap is None:
+            return
+        heap.limit_arenas(self.settings.malloc_arenas)
+        if self.settings.malloc_trim_mb > 0:
+            with contextlib.suppress(RuntimeError):  # no running loop: nothing is trimmed
+                self._heap_task = asyncio.get_running_loop().create_task(
+                    heap.keep_trimmed(self.settings.malloc_trim_mb * MIB), name="heap-trim"
+                )
 
     @property
     def disk(self) -> DiskGuard:
@@ -181,11 +195,12 @@ class Resources:
         return self._sparse
 
     async def close(self) -> None:
-        if self._disk_task is not None:
-            self._disk_task.cancel()
-            with contextlib.suppress(asyncio.CancelledError):
-                await self._disk_task
-            self._disk_task = None
+        for task in (self._disk_task, self._heap_task):
+            if task is not None:
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+        self._disk_task = self._heap_task = None
         if self._log is not None:
             await self._log.close()
             self._log = None

@@ -1,0 +1,83 @@
+"""The process's C heap: glibc malloc as the native code in it uses it (onnxruntime, Qdrant Edge, gRPC).
+
+glibc gives each thread that allocates under contention an arena of its own and keeps what is freed in them for
+later: after a bulk import of 50k memories the node held about 1 GiB of freed memory in its arenas (measured in
+docs/benchmarks.md). Fewer arenas, and handing freed memory back once enough of it piles up, keep the node's
+resident memory near what it uses. Where malloc is not glibc's (macOS, musl) every call here does nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ctypes
+import ctypes.util
+import logging
+
+log = logging.getLogger(__name__)
+
+M_ARENA_MAX = -8  # mallopt parameter, from glibc's malloc.h
+DEFAULT_CHECK_SECONDS = 2.0
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [
+        (name, ctypes.c_size_t)
+        for name in ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+                     "keepcost")
+    ]  # fmt: skip
+
+
+class Heap:
+    """glibc's malloc controls: how many arenas it may create, how much freed memory it holds, and a trim."""
+
+    def __init__(self, libc: ctypes.CDLL) -> None:
+        self._libc = libc
+        libc.mallinfo2.restype = _MallInfo2
+        libc.mallopt.argtypes = [ctypes.c_int, ctypes.c_int]
+        libc.malloc_trim.argtypes = [ctypes.c_size_t]
+
+    @classmethod
+    def glibc(cls) -> Heap | None:
+        """The process's glibc malloc, or None where there is none (or it is older than 2.33: no mallinfo2)."""
+        name = ctypes.util.find_library("c")
+        if name is None:
+            return None
+        try:
+            libc = ctypes.CDLL(name)
+            if not all(hasattr(libc, f) for f in ("mallinfo2", "mallopt", "malloc_trim")):
+                return None
+        except OSError:
+            return None
+        return cls(libc)
+
+    def limit_arenas(self, count: int) -> None:
+        """At most ``count`` arenas from now on (threads share them); 0 leaves glibc's default (8 per core)."""
+        if count > 0 and not self._libc.mallopt(M_ARENA_MAX, count):
+            log.warning("glibc refused to limit malloc arenas to %d", count)
+
+    def free_bytes(self) -> int:
+        """Memory malloc holds that nothing uses: freed, kept in its arenas for later allocations."""
+        return int(self._libc.mallinfo2().fordblks)
+
+    def trim(self) -> None:
+        """Hands the arenas' free pages back to the system (malloc_trim)."""
+        self._libc.malloc_trim(0)
+
+    async def keep_trimmed(self, threshold_bytes: int, *, interval: float = DEFAULT_CHECK_SECONDS) -> None:
+        """Trims whenever more than ``threshold_bytes`` were freed since the last trim, checking every ``interval``
+        seconds.
+
+        Bulk work (an import, a graph build, a consolidation job) frees hundreds of MiB at once; a look every
+        couple of seconds gives it back soon after, and costs a walk of malloc's free lists when nothing is due.
+        A trim returns the pages but malloc still counts them free (they are reused first), so what counts is the
+        growth since the last trim; memory reused meanwhile lowers the mark.
+        """
+        mark = 0  # free bytes right after the last trim (none yet)
+        while True:
+            await asyncio.sleep(interval)
+            free = self.free_bytes()
+            if free - mark > threshold_bytes:
+                await asyncio.to_thread(self.trim)
+                mark = self.free_bytes()
+            else:
+                mark = min(mark, free)
