@@ -12,6 +12,8 @@ import asyncio
 import ctypes
 import ctypes.util
 import logging
+import os
+from pathlib import Path
 
 log = logging.getLogger(__name__)
 
@@ -55,29 +57,34 @@ class Heap:
         if count > 0 and not self._libc.mallopt(M_ARENA_MAX, count):
             log.warning("glibc refused to limit malloc arenas to %d", count)
 
-    def free_bytes(self) -> int:
-        """Memory malloc holds that nothing uses: freed, kept in its arenas for later allocations."""
-        return int(self._libc.mallinfo2().fordblks)
-
     def trim(self) -> None:
         """Hands the arenas' free pages back to the system (malloc_trim)."""
         self._libc.malloc_trim(0)
 
     async def keep_trimmed(self, threshold_bytes: int, *, interval: float = DEFAULT_CHECK_SECONDS) -> None:
-        """Trims whenever more than ``threshold_bytes`` were freed since the last trim, checking every ``interval``
-        seconds.
+        """Trims whenever the process's resident memory grew by more than ``threshold_bytes`` since the last trim,
+        checking every ``interval`` seconds.
 
-        Bulk work (an import, a graph build, a consolidation job) frees hundreds of MiB at once; a look every
-        couple of seconds gives it back soon after, and costs a walk of malloc's free lists when nothing is due.
-        A trim returns the pages but malloc still counts them free (they are reused first), so what counts is the
-        growth since the last trim; memory reused meanwhile lowers the mark.
+        Bulk work (an import, a graph build, a consolidation job) frees hundreds of MiB at once, which malloc keeps
+        resident; a look every couple of seconds gives it back soon after. malloc's own count of free memory cannot
+        say when: it still counts the pages a trim returned, and memory reused and freed again does not change it.
+        Growth the process really uses costs one trim with nothing to return, then raises the mark.
         """
-        mark = 0  # free bytes right after the last trim (none yet)
+        mark = 0  # resident bytes right after the last trim (none yet); lowered when the process shrinks
         while True:
             await asyncio.sleep(interval)
-            free = self.free_bytes()
-            if free - mark > threshold_bytes:
+            resident = resident_bytes()
+            if resident - mark > threshold_bytes:
                 await asyncio.to_thread(self.trim)
-                mark = self.free_bytes()
+                mark = resident_bytes()
             else:
-                mark = min(mark, free)
+                mark = min(mark, resident)
+
+
+def resident_bytes() -> int:
+    """The process's resident set size (/proc/self/statm), 0 where there is no /proc."""
+    try:
+        pages = int(Path("/proc/self/statm").read_text().split()[1])
+    except (OSError, ValueError, IndexError):
+        return 0
+    return pages * os.sysconf("SC_PAGE_SIZE")
