@@ -21,6 +21,7 @@ from engram.results import SyncChange
 from engram.services.gateway.backend import Backend
 from engram.services.gateway.identity import Resolver
 from engram.services.gateway.rest import ERROR_RESPONSES, _bearer
+from engram.services.gateway.schemas import MAX_SEQ
 from engram.services.sync.inbox import DEFAULT_PULL, MAX_PULL, MAX_PUSH
 
 SYNC_AGENT = "engram-sync"  # the caller of a sync call: the agents it speaks for are named in each change
@@ -43,7 +44,7 @@ class ChangeIn(BaseModel):
     source_id: str = Field(min_length=3, max_length=MAX_SOURCE_ID_CHARS, description="<device>:<local seq>")
     event: str = Field(max_length=64, description="The event name (memory_saved, memory_updated, ...).")
     body: dict[str, Any] = Field(description="The event body as the device's log holds it (docs/events.md).")
-    seq: int = Field(ge=0, description="The device's local log sequence.")
+    seq: int = Field(ge=0, le=MAX_SEQ, description="The device's local log sequence.")
     parent: str = Field(
         default="", max_length=MAX_SOURCE_ID_CHARS,
         description="What the change was made on: '' (a new memory), 'server:<version>', or the source_id of the "
@@ -117,7 +118,7 @@ def build_sync_router(backend: Backend, resolver: Resolver) -> APIRouter:
     async def pull(
         caller: SyncCaller,
         device: Annotated[str, Query(min_length=1, max_length=128, pattern=f"^{DEVICE_PATTERN}$")],
-        cursor: Annotated[int, Query(ge=0, description="The last server sequence the device applied.")] = 0,
+        cursor: Annotated[int, Query(ge=0, le=MAX_SEQ, description="The last server sequence the device applied.")] = 0,
         limit: Annotated[int, Query(ge=1, le=MAX_PULL)] = DEFAULT_PULL,
     ) -> PullResult:
         """The changes after `cursor`, oldest first (secret memories never leave); store `cursor` after applying
