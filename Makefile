@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint proto bench fuzz clean install
+.PHONY: run test lint proto bench fuzz clean install check-arm64
 
 install: $(STAMP)
 
@@ -36,6 +36,11 @@ proto: $(STAMP)
 
 bench: $(STAMP)
 	$(PY) -m bench
+
+# Does every runtime dependency install from a wheel on a Jetson-class device (Linux aarch64, Python 3.11/3.12)?
+# Asks PyPI with pip download --only-binary=:all: for each one; keeps nothing. Needs network access to PyPI.
+check-arm64: $(STAMP)
+	$(PY) tools/check_arm64.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info

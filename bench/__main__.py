@@ -45,6 +45,13 @@ def parse_args(argv: list[str] | None = None) -> BenchConfig:
         "backfill at its largest size (default on)",
     )
     parser.add_argument(
+        "--edge",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="edge footprint: an offline `engram edge` at each size: RSS (node, nats-server), search latency, "
+        "start-up time with its index (default on)",
+    )
+    parser.add_argument(
         "--offline-mutations", type=_positive, default=DEFAULT_OFFLINE_MUTATIONS,
         help="mutations an edge node makes offline before its cluster starts (default 10000)",
     )  # fmt: skip
@@ -107,10 +114,10 @@ def parse_args(argv: list[str] | None = None) -> BenchConfig:
     )
     parser.add_argument("--keep", action="store_true", help="keep the nodes' data dirs (logs) after the run")
     args = parser.parse_args(argv)  # fmt: skip
-    if not args.quality and not args.speed and not args.events and not args.sync:
-        parser.error("nothing to do: --no-quality, --no-speed, --no-events and --no-sync")
+    if not any((args.quality, args.speed, args.events, args.sync, args.edge)):
+        parser.error("nothing to do: --no-quality, --no-speed, --no-events, --no-sync and --no-edge")
     return BenchConfig(
-        quality=args.quality, speed=args.speed, events=args.events, sync=args.sync,
+        quality=args.quality, speed=args.speed, events=args.events, sync=args.sync, edge=args.edge,
         offline_mutations=args.offline_mutations, sizes=args.sizes, locomo=args.locomo,
         beir=args.beir, out=args.out, env=dict(args.env), quick=args.quick, context=args.context,
         context_gain=args.context_gain, chunk=args.chunk,

@@ -21,6 +21,9 @@ SEARCH_P95_TARGET_MS = 30.0
 SEARCH_P95_TARGET_SIZE = 50_000
 RERANK_DELTA_TARGET_MS = 100.0
 IMPORT_TARGET_PER_S = 300.0
+EDGE_RSS_TARGET_MIB = 600  # the edge node process at 50k memories (issue 10)
+EDGE_RSS_TARGET_SIZE = 50_000
+EDGE_START_TARGET_SECONDS = 3.0  # from process start until /readyz answers 200
 LOCOMO_REFERENCE = {  # recall@5, @10, @25
     "bm25": ("BM25", (0.541, 0.608, 0.677)),
     "dense": ("MiniLM dense", (0.434, 0.531, 0.669)),
@@ -52,6 +55,7 @@ def table(results: dict[str, Any]) -> str:
     rows += list(_recovery_rows(results.get("speed") or {}))
     rows += list(_events_rows(results.get("events") or {}))
     rows += list(_sync_rows(results.get("sync") or {}, (results.get("speed") or {}).get("edge_backfill") or {}))
+    rows += list(_edge_rows(results.get("edge") or {}))
     for section, error in (results.get("errors") or {}).items():
         rows.append(Row(f"ERROR in {section}", "-", reference=_short(error, 100), status="FAIL"))
     if results.get("code_changed_during_run"):
@@ -276,6 +280,45 @@ def _sync_rows(sync: dict[str, Any], backfill: dict[str, Any]) -> Iterator[Row]:
         )
     elif "error" in backfill:
         yield Row("edge: new device backfill", "-", reference=_short(backfill["error"], 100), status="FAIL")
+
+
+def _edge_rows(edge: dict[str, Any]) -> Iterator[Row]:
+    """The offline edge node's footprint (bench/edge.py): RSS and search latency per size, start-up with its index."""
+    for step in edge.get("steps") or []:
+        size, rss, search = step["size"], step.get("rss_bytes"), step.get("search")
+        at_target = size >= EDGE_RSS_TARGET_SIZE
+        if rss:
+            node = rss["node"] / MIB
+            yield Row(
+                f"edge node RSS @{size // 1000}k (MiB, node)",
+                f"{node:.0f}",
+                target=f"<= {EDGE_RSS_TARGET_MIB} (at {EDGE_RSS_TARGET_SIZE // 1000}k)",
+                reference=f"anon {rss['node_anon'] / MIB:.0f} + file {rss['node_file'] / MIB:.0f}; "
+                f"nats-server {rss['nats'] / MIB:.0f} more",
+                status=_verdict(node, EDGE_RSS_TARGET_MIB, higher=False) if at_target else "",
+            )
+        if search:
+            yield Row(
+                f"edge search @{size // 1000}k p50/p95/p99 ms",
+                _triple(search),
+                target=f"p95 <= {SEARCH_P95_TARGET_MS:.0f}" + ("" if at_target else " (at 50k)"),
+                reference=_errors(search),
+                status=_verdict(search["p95_ms"], SEARCH_P95_TARGET_MS, higher=False) if at_target else "",
+            )
+    if "restart_seconds" in edge:
+        size = max(edge.get("sizes") or [0])
+        rss = edge.get("rss_bytes_restarted_searched") or edge.get("rss_bytes_restarted") or {}
+        yield Row(
+            f"edge node start-up with {size // 1000}k memories (s)",
+            _num(edge["restart_seconds"], 2),
+            target=f"<= {EDGE_START_TARGET_SECONDS:.0f}",
+            reference=f"empty: {_num(edge.get('start_seconds_empty'), 2)} s; then RSS node "
+            f"{rss.get('node', 0) / MIB:.0f} + nats {rss.get('nats', 0) / MIB:.0f} MiB",
+            status=_verdict(edge["restart_seconds"], EDGE_START_TARGET_SECONDS, higher=False),
+        )
+        if edge.get("search_restarted"):
+            yield Row(f"edge search after restart @{size // 1000}k p50/p95/p99 ms", _triple(edge["search_restarted"]),
+                      reference=_errors(edge["search_restarted"]))  # fmt: skip
 
 
 def _num(value: Any, digits: int) -> str:

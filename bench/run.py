@@ -27,6 +27,7 @@ from bench.datasets import (
     speed_corpus,
     speed_queries,
 )
+from bench.edge import EdgeOptions, run_edge
 from bench.events import DEFAULT_EVENT_SAVES, DEFAULT_SLOW_CLIENTS, EventsOptions, run_events
 from bench.node import node_env
 from bench.progress import Phases, note
@@ -66,6 +67,7 @@ class BenchConfig:
     speed: bool = True
     events: bool = True
     sync: bool = True
+    edge: bool = True
     offline_mutations: int = DEFAULT_OFFLINE_MUTATIONS
     sizes: tuple[int, ...] = DEFAULT_SIZES
     locomo: Path = DEFAULT_LOCOMO
@@ -138,7 +140,7 @@ def run(config: BenchConfig) -> tuple[dict[str, Any], Path]:
     note(f"engram bench: nodes under {home_root}, model cache {config.model_cache}")
     try:
         with _sigterm_as_interrupt():
-            if config.quality or config.speed or config.sync:
+            if config.quality or config.speed or config.sync or config.edge:
                 with phases("load"):
                     conversations, beir = _load(config, results)
             if config.quality:
@@ -151,6 +153,9 @@ def run(config: BenchConfig) -> tuple[dict[str, Any], Path]:
                 _section(results, "events", lambda out: _events(config, home_root, settings, phases, out))
             if config.sync:
                 _section(results, "sync", lambda out: _sync(config, conversations, beir, home_root, settings,
+                                                            phases, out))  # fmt: skip
+            if config.edge:
+                _section(results, "edge", lambda out: _edge(config, conversations, beir, home_root, settings,
                                                             phases, out))  # fmt: skip
     except KeyboardInterrupt:
         results["interrupted"] = True
@@ -228,6 +233,14 @@ async def _sync(config: BenchConfig, conversations: list[Conversation], beir: Be
                           mutations=config.offline_mutations)  # fmt: skip
     corpus = speed_corpus(beir, conversations, needed=config.offline_mutations)
     await run_converge(corpus.texts, options, phases, out.setdefault("converge", {}))
+
+
+async def _edge(config: BenchConfig, conversations: list[Conversation], beir: BeirSet, home_root: Path,
+                settings: dict[str, str], phases: Phases, out: dict[str, Any]) -> None:  # fmt: skip
+    options = EdgeOptions(home_root=home_root, settings=settings, chunk=config.chunk, sizes=config.sizes,
+                          searches=config.searches, warmup=config.warmup)  # fmt: skip
+    corpus = speed_corpus(beir, conversations, needed=max(config.sizes))
+    await run_edge(corpus.texts, speed_queries(beir, conversations), options, phases, out)
 
 
 def _section(results: dict[str, Any], name: str, body: Callable[[dict[str, Any]], Coroutine[Any, Any, None]]) -> None:

@@ -131,11 +131,11 @@ def report(results: list[Found], pythons: list[str]) -> str:
         lines.append(f"{package.name}{package.spec}  [{kind}, required by {package.required_by}]")
         for python in pythons:
             found = row[python]
-            lines.append(f"    {python}: {_short(found.wheel) if found.wheel else 'MISSING  ' + found.error}")
+            lines.append(f"    {python}: {wheel_tags(found.wheel) if found.wheel else 'MISSING  ' + found.error}")
     return "\n".join(lines)
 
 
-def _short(wheel: str) -> str:
+def wheel_tags(wheel: str) -> str:
     """The wheel's tags (python-abi-platform), which is what differs between devices."""
     match = re.match(r"^[^-]+-[^-]+(?:-\d[^-]*)?-(.+)\.whl$", wheel)
     return match.group(1) if match else wheel
