@@ -17,8 +17,9 @@ from engram.config import Settings, SettingsError
 COMMANDS = ("sync",)
 FULL_POLL_SECONDS = 0.5
 # What `engram edge` changes from the embedded node's defaults (docs/operations.md, "Edge devices"), unless the
-# environment sets it: the index keeps its dense vectors on disk and searches int8 copies in memory.
-EDGE_PROFILE = {"index_vectors": "disk"}
+# environment sets it: the index keeps its dense vectors on disk and searches int8 copies in memory, and the
+# scheduled consolidation (dedupe, merges, decay of the shared memory) is the cluster's to run.
+EDGE_PROFILE: dict[str, object] = {"index_vectors": "disk", "consolidation_interval_seconds": 0.0}
 
 
 def add_parsers(sub: Any, home: Any) -> None:

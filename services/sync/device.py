@@ -31,6 +31,7 @@ from engram.errors import EngramError, NotFound
 from engram.events import MEMORY_CONFLICT, MEMORY_CREATED_EVENTS, MEMORY_PURGED, MEMORY_STATE_EVENTS
 from engram.log import Log, LogEntry, subject
 from engram.model import Caller
+from engram.services.consolidation.jobs import SOURCE as CONSOLIDATION_SOURCE
 from engram.services.ingest.lifecycle import CurrentState
 from engram.services.sync.inbox import SERVER_PARENT
 
@@ -433,8 +434,10 @@ def request_full(home: Path) -> Path:
 
 
 def _pushable(entry: LogEntry) -> bool:
-    """The device's own changes of memories that may leave it: never one pulled from the cluster, never a secret."""
-    return _state(entry) and PULLED not in entry.body
+    """The device's own changes of memories that may leave it: never one pulled from the cluster, never a secret,
+    and never the local consolidation's upkeep (expiry, decay, merges): the cluster keeps the shared memory itself,
+    and devices get its results with the pull."""
+    return _state(entry) and PULLED not in entry.body and entry.body.get("source") != CONSOLIDATION_SOURCE
 
 
 def _state(entry: LogEntry) -> bool:
