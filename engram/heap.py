@@ -18,7 +18,10 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 M_ARENA_MAX = -8  # mallopt parameter, from glibc's malloc.h
-DEFAULT_CHECK_SECONDS = 2.0
+# Bulk work frees hundreds of MiB a second: checked every 2 s, an edge node importing 50k memories under a hard
+# 600 MiB memory limit was killed (malloc held 540 MiB); every 0.5 s it finished (docs/benchmarks.md). A check
+# reads /proc/self/statm.
+DEFAULT_CHECK_SECONDS = 0.5
 
 
 class _MallInfo2(ctypes.Structure):
