@@ -34,11 +34,13 @@ class EdgeOptions:
 
 
 def footprint(node: Node) -> dict[str, int]:
-    """Node and nats-server RSS in bytes (Node.rss), plus the node's anonymous and file-backed shares: file pages
-    (the index's memory-mapped files, the libraries) are clean page cache the kernel can take back."""
+    """Node and nats-server RSS in bytes (Node.rss), plus the node's anonymous and file-backed shares (file pages:
+    the index's memory-mapped files and the libraries, clean page cache the kernel can take back) and its peak RSS
+    since it started (VmHWM: a bulk import's buffers, before they are handed back)."""
     rss = node.rss()
     status = _status(node.process.pid)
-    return rss | {"node_anon": status.get("RssAnon", 0), "node_file": status.get("RssFile", 0)}
+    shares = {"node_anon": "RssAnon", "node_file": "RssFile", "node_peak": "VmHWM"}
+    return rss | {key: status.get(field, 0) for key, field in shares.items()}
 
 
 async def run_edge(texts: Sequence[str], queries: Sequence[str], options: EdgeOptions, phases: Phases,
