@@ -18,6 +18,7 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 M_ARENA_MAX = -8  # mallopt parameter, from glibc's malloc.h
+MADV_PAGEOUT = 21  # madvise advice, from Linux's mman-common.h (Linux 5.4 and later)
 # Bulk work frees hundreds of MiB a second: checked every 2 s, an edge node importing 50k memories under a hard
 # 600 MiB memory limit was killed (malloc held 540 MiB); every 0.5 s it finished (docs/benchmarks.md). A check
 # reads /proc/self/statm.
@@ -91,3 +92,28 @@ def resident_bytes() -> int:
     except (OSError, ValueError, IndexError):
         return 0
     return pages * os.sysconf("SC_PAGE_SIZE")
+
+
+def page_out(root: Path, parts: tuple[str, ...]) -> int:
+    """Asks the kernel to reclaim now the pages of this process's shared file mappings under ``root`` whose path
+    contains one of ``parts`` (madvise MADV_PAGEOUT): what memory pressure would do to them, done while they are
+    known to be cold. Nothing is lost (a shared mapping's pages are the file's); a page used again is read back.
+    Returns the bytes of the mappings advised; 0 where there is no /proc or the kernel does not know the advice.
+    """
+    try:
+        maps = Path("/proc/self/maps").read_text()
+        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    except OSError:
+        return 0
+    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    prefix, advised = str(root) + os.sep, 0
+    for line in maps.splitlines():
+        fields = line.split(maxsplit=5)
+        if len(fields) < 6 or not fields[5].startswith(prefix) or not fields[1].endswith("s"):
+            continue
+        if any(part in fields[5] for part in parts):
+            start, end = (int(address, 16) for address in fields[0].split("-"))
+            if libc.madvise(start, end - start, MADV_PAGEOUT) != 0:
+                return advised  # an older kernel: nothing more to do
+            advised += end - start
+    return advised

@@ -4,6 +4,7 @@ a shard stored otherwise than the settings ask is reported, so the indexer rebui
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -19,6 +20,7 @@ from engram.model import SearchFilter
 pytestmark = pytest.mark.integration
 DIM = 384
 BM25 = Bm25Encoder()
+MAPPING = re.compile(r"^[0-9a-f]+-[0-9a-f]+ ")  # a mapping's first line in /proc/<pid>/smaps
 
 
 def points(count: int, seed: int) -> list[IndexPoint]:
@@ -124,3 +126,30 @@ def test_a_shard_from_before_the_storage_settings_is_rebuilt(tmp_path: Path) -> 
 def test_an_unknown_vector_storage_is_refused(tmp_path: Path) -> None:
     with pytest.raises(ValueError, match="vectors must be one of"):
         EdgeIndex(tmp_path / "index", dim=DIM, vectors="tape")
+
+
+def resident_kib(root: Path, part: str) -> int:
+    """Resident KiB of this process's mappings of files under ``root`` whose path contains ``part``."""
+    total, current = 0, ""
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        if MAPPING.match(line):
+            current = line.split(maxsplit=5)[5] if len(line.split(maxsplit=5)) == 6 else ""
+        elif line.startswith("Rss:") and current.startswith(str(root)) and part in current:
+            total += int(line.split()[1])
+    return total
+
+
+def test_a_loaded_shard_hands_back_the_pages_its_load_read_and_still_filters_on_them(tmp_path: Path) -> None:
+    """A load reads every payload index file whole (78 MiB for an appendable segment, however few points it
+    holds); the index hands those pages back, and filters on the indexed fields still work."""
+    path = tmp_path / "index"
+    index = EdgeIndex(path, dim=DIM)
+    batch = points(100, seed=4)
+    index.upsert(batch)
+    index.close()
+
+    index = EdgeIndex(path, dim=DIM)
+    assert resident_kib(path, "/payload_index/") < 8 * 1024
+    assert index.count("a") == 100
+    assert index.versions_of("a", batch[3].id)[0]["content"] == "memory 3"  # the id index answers
+    index.close()
