@@ -14,6 +14,7 @@ from typing import Any
 from bench.client import EngramClient, connect
 from bench.node import Node
 from bench.progress import Phases, Progress, note
+from bench.smaps import breakdown
 from bench.speed import DIAGNOSTIC_SHARE, IMPORT_TAG, QueryPool, _searcher, _settle, _timed
 from bench.sync import _free_port
 
@@ -72,6 +73,7 @@ async def run_edge(texts: Sequence[str], queries: Sequence[str], options: EdgeOp
                                                   pool.take(options.warmup + options.searches),
                                                   warmup=options.warmup)  # fmt: skip
                 rss = step["rss_bytes"] = footprint(node)
+                step["rss_breakdown_bytes"] = breakdown(node.process.pid, node.home)
                 note(f"  edge @{size}: node {rss['node'] / MIB:.0f} MiB, nats {rss['nats'] / MIB:.0f} MiB, "
                      f"p95 {step['search']['p95_ms']:.1f} ms")  # fmt: skip
         node.stop()
@@ -85,6 +87,7 @@ async def run_edge(texts: Sequence[str], queries: Sequence[str], options: EdgeOp
                 out["search_restarted"] = await _timed("edge search after restart", _searcher(client, rerank=False),
                                                        pool.take(count), warmup=0)  # fmt: skip
         out["rss_bytes_restarted_searched"] = footprint(node)
+        out["rss_breakdown_restarted_bytes"] = breakdown(node.process.pid, node.home)
         out["queries_reused"] = pool.reused
     finally:
         problems = node.log_problems()
