@@ -402,7 +402,8 @@ class DeviceSync:
 
     async def _recover_cursor(self) -> None:
         """Pulled entries appended after the stored cursor (the worker stopped before storing it): the cursor moves
-        to the newest of them, so none is appended twice."""
+        to the newest of them, so none is appended twice. The log read so far is remembered, so the next start
+        reads only what came after it (an offline device would otherwise read its whole log at every start)."""
         after = self.state.cursor_local
         while True:
             entries, more = await self._log.read_after(after, subjects=subject(self._local, "*"), limit=1000)
@@ -410,9 +411,14 @@ class DeviceSync:
                 pulled = entry.body.get(PULLED)
                 if isinstance(pulled, dict):
                     self.state.cursor = max(self.state.cursor, int(pulled.get("seq") or 0))
+            if entries:
+                after = entries[-1].seq
             if not entries or not more:
                 break
-            after = entries[-1].seq
+            await asyncio.sleep(0)  # searches go on between pages
+        self.state.cursor_local = after
+        with contextlib.suppress(OSError):
+            self._save()
 
     async def _wait(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds
