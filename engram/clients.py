@@ -497,6 +497,11 @@ def _agent(message: search_pb2.AgentInfo) -> AgentInfo:
     )  # fmt: skip
 
 
+MAX_PUSH = 500  # changes in one push
+MAX_PULL = 1000  # entries in one pull page
+DEFAULT_PULL = 200
+
+
 class SyncClient(_Client):
     """The sync service: edge devices register, push their changes and pull the namespace's."""
 

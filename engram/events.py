@@ -3,11 +3,15 @@
 from __future__ import annotations
 
 import base64
+from collections.abc import Callable
 from typing import Any
 
 import numpy as np
 
-from engram.embed.sparse import SparseVector
+from engram.embed import Embedder
+from engram.embed.sparse import Bm25Encoder, SparseVector
+from engram.errors import NotFound
+from engram.log import LogEntry
 from engram.model import Caller, Memory, format_time
 
 MEMORY_SAVED = "memory_saved"
@@ -42,6 +46,9 @@ MEMORY_STATE_EVENTS = (
     CONTRADICTION_DETECTED,
 )  # fmt: skip
 SCHEMA_VERSION = 1
+# Who writes consolidation's changes (expiry, merges, decay, ...): its agent id and source in every event body.
+CONSOLIDATION_AGENT = "engram-consolidation"
+CONSOLIDATION_SOURCE = "consolidation"
 
 
 def event_body(event: str, memory: Memory, caller: Caller, *, vectors: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -68,6 +75,30 @@ def event_body(event: str, memory: Memory, caller: Caller, *, vectors: dict[str,
     return body
 
 
+def memory_vectors(embedder: Embedder, sparse: Bm25Encoder, memories: list[Memory]) -> list[dict[str, Any]]:
+    """The "vectors" of each memory's event body: its dense and BM25 vectors, with their model ids."""
+    # Dense embeds the content alone: context dilutes its meaning. BM25 also indexes the context,
+    # whose exact words often name what the content only refers to (measured in docs/search.md).
+    dense = embedder.embed([memory.content for memory in memories])
+    out = []
+    for memory, row in zip(memories, dense, strict=True):
+        terms = sparse.document(memory.search_text())
+        out.append(
+            {
+                "model": embedder.model_id,
+                "dense": encode_dense(row),
+                "sparse_model": sparse.model_id,
+                "sparse": {"indices": terms.indices, "values": terms.values},
+            }
+        )
+    return out
+
+
+def encode_dense(row: np.ndarray) -> str:
+    """A dense vector as event bodies carry it (little-endian float32, base64)."""
+    return base64.b64encode(np.asarray(row, dtype="<f4").tobytes()).decode()
+
+
 def decode_dense(vectors: dict[str, Any]) -> list[float]:
     """The dense vector of an event body (little-endian float32, base64)."""
     return np.frombuffer(base64.b64decode(vectors["dense"]), dtype="<f4").tolist()
@@ -80,3 +111,23 @@ def decode_questions(vectors: dict[str, Any]) -> list[list[float]]:
 def decode_sparse(vectors: dict[str, Any]) -> SparseVector:
     sparse = vectors.get("sparse") or {}
     return SparseVector(list(sparse.get("indices", [])), [float(v) for v in sparse.get("values", [])])
+
+
+def newer_than(memory_id: str, version: int) -> Callable[[LogEntry], bool]:
+    """Flags an entry that wrote a newer version of the memory (or purged it) than the one a change is based on."""
+
+    def stale(entry: LogEntry) -> bool:
+        body = entry.body
+        if body.get("memory_id") != memory_id:
+            return False
+        return body.get("event") == MEMORY_PURGED or ("memory" in body and int(body.get("version", 0)) > version)
+
+    return stale
+
+
+def state_in(entry: LogEntry, memory_id: str) -> Memory:
+    if entry.body.get("event") == MEMORY_PURGED or "memory" not in entry.body:
+        raise NotFound(memory_id)
+    memory = Memory.from_dict(entry.body["memory"])
+    memory.seq = entry.seq
+    return memory

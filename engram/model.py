@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import dataclasses
+import json
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -289,3 +290,16 @@ class Caller:
     def identity(self) -> str:
         """``agent@device`` (the agent alone when the device is unknown)."""
         return f"{self.agent_id}@{self.device}" if self.device else self.agent_id
+
+
+def input_of(memory: Memory) -> MemoryInput:
+    """The memory's current values as an input, so that an update is validated and scrubbed as a whole."""
+    return MemoryInput(
+        content=memory.content, summary=memory.summary, memory_type=memory.memory_type,
+        confidence=memory.confidence, topics=list(memory.topics), tags=list(memory.tags),
+        importance=memory.importance, team=memory.team, project=memory.project,
+        conversation_id=memory.conversation_id,
+        metadata_json=json.dumps(memory.metadata, ensure_ascii=False) if memory.metadata else "",
+        sensitivity=memory.sensitivity, valid_at=memory.valid_at, invalid_at=memory.invalid_at,
+        expires_at=memory.expires_at, context=memory.context,
+    )  # fmt: skip

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engram.errors import OwnershipError, PermissionDenied
+from engram.errors import InvalidArgument, OwnershipError, PermissionDenied
 from engram.model import Caller, Memory
 
 ADMIN_SCOPE = "admin"
@@ -29,3 +29,21 @@ def require_owner(memory: Memory, caller: Caller) -> None:
     if memory.owner_agent in UNOWNED or memory.owner_agent == caller.agent_id or is_admin(caller):
         return
     raise OwnershipError(memory.owner_agent, caller.agent_id)
+
+
+def require_handoff_target(memory: Memory, caller: Caller) -> None:
+    """Only the agent a handoff is addressed to moves it on (or an admin): the one exception to write-own.
+
+    A target written as agent@device names one device of the agent; a bare agent id names it on any device.
+    """
+    handoff = memory.handoff
+    if handoff is None:
+        raise InvalidArgument(
+            "id", f"memory '{memory.id}' is not a handoff (it is a {memory.memory_type} memory); only handoffs move."
+        )
+    if handoff.target_agent in (caller.agent_id, caller.identity) or is_admin(caller):
+        return
+    raise PermissionDenied(
+        f"Handoff '{memory.id}' is addressed to '{handoff.target_agent}', you are '{caller.identity}'. Only "
+        f"'{handoff.target_agent}' (or an admin) may accept or complete it; read it with get_memory."
+    )

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, Self
 
 from engram.errors import EngramError, InvalidArgument, NotFound, NotImplementedYet, PermissionDenied
+from engram.events import CONSOLIDATION_AGENT, CONSOLIDATION_SOURCE
 from engram.ids import uuid7
 from engram.log.leases import Holder, Lease, Leases, lease_key
 from engram.model import Caller
@@ -27,8 +28,7 @@ from engram.results import Job
 log = logging.getLogger(__name__)
 
 DEFAULT_CAPACITY = 100
-AGENT = "engram-consolidation"
-SOURCE = "consolidation"
+AGENT, SOURCE = CONSOLIDATION_AGENT, CONSOLIDATION_SOURCE
 MAX_SHOWN_ID_CHARS = 40
 ANSWER_MARGIN_SECONDS = 1.0  # a job still running this long before the caller's deadline is answered as running
 STORE_EVERY_SECONDS = 1.0  # how often a running job's progress is stored for the other replicas

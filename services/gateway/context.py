@@ -29,7 +29,7 @@ from engram.services.gateway.identity import Resolver, require_scope
 from engram.services.gateway.operations import CursorTracker, Operations
 from engram.services.gateway.rest import ERROR_RESPONSES, PROBLEM_MEDIA_TYPE, Problem, caller_dependency
 from engram.services.gateway.schemas import MemoryOut, UpdateRequest
-from engram.services.ingest.validation import MAX_FIELD_CHARS
+from engram.validation import MAX_FIELD_CHARS
 
 PINNED_TAG = "pinned"
 MAX_PINNED = 5  # pinned memories shown in detail; more pinned ones compete with the others

@@ -75,7 +75,7 @@ from engram.services.gateway.schemas import (
     UpdateRequest,
     WarningOut,
 )
-from engram.services.ingest.validation import MAX_SUMMARY_CHARS
+from engram.validation import MAX_SUMMARY_CHARS
 
 log = logging.getLogger(__name__)
 

@@ -58,7 +58,7 @@ from engram.services.gateway.context import (
 from engram.services.gateway.identity import require_scope
 from engram.services.gateway.operations import CursorTracker
 from engram.services.gateway.schemas import MemoryId
-from engram.services.ingest.validation import MAX_FIELD_CHARS
+from engram.validation import MAX_FIELD_CHARS
 
 PROFILE_URI = "engram://profile"
 RECENT_URI = "engram://recent"

@@ -4,6 +4,7 @@ results. Enum values and limits come from the model and ingest, so the schemas c
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Sequence
 from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, WithJsonSchema
@@ -28,7 +29,7 @@ from engram.model import (
 from engram.names import AGENT_PATTERN, IDENTITY_PATTERN, MAX_IDENTITY_CHARS, TEAM_PATTERN
 from engram.results import AgentInfo, Contradiction, Job, TeamInfo
 from engram.services.gateway.derived import DerivedModel
-from engram.services.ingest.validation import MAX_FIELD_CHARS, MAX_LABEL_CHARS, MAX_LIST_ITEMS, MAX_SUMMARY_CHARS
+from engram.validation import MAX_FIELD_CHARS, MAX_LABEL_CHARS, MAX_LIST_ITEMS, MAX_SUMMARY_CHARS
 
 ENGRAM_VERSION = __version__
 
@@ -752,6 +753,26 @@ UPDATE_FIELDS = (
     "content", "summary", "tags", "topics", "memory_type", "importance", "metadata", "team", "project",
     "sensitivity", "confidence", "valid_at", "invalid_at", "expires_at", "context",
 )  # fmt: skip
+
+
+def any_given(names: Sequence[str]) -> dict[str, Any]:
+    """A JSON Schema rule: at least one of ``names`` is given and not null."""
+    return {"anyOf": [{"required": [name], "properties": {name: {"not": {"type": "null"}}}} for name in names]}
+
+
+def one_of(first: str, second: str, *, also_null: Sequence[str] = ()) -> dict[str, Any]:
+    """A JSON Schema rule: exactly one of two text fields; with ``second``, the fields ``also_null`` are null too."""
+    return {
+        "anyOf": [
+            {"required": [first], "properties": {first: {"type": "string"}, second: {"type": "null"}}},
+            {
+                "required": [second],
+                "properties": {second: {"type": "string"}, **{name: {"type": "null"} for name in (first, *also_null)}},
+            },
+        ]
+    }
+
+
 # The save fields a supersede may give for the new memory (everything a save takes).
 REPLACEMENT_FIELDS = (
     "content", "tags", "topics", "memory_type", "importance", "summary", "metadata", "team", "project",
@@ -759,18 +780,8 @@ REPLACEMENT_FIELDS = (
     "context",
 )  # fmt: skip
 # Rules across fields, published in the schemas (REST and MCP) and enforced by the operations; null means omitted.
-UPDATE_RULE: dict[str, Any] = {
-    "anyOf": [{"required": [name], "properties": {name: {"not": {"type": "null"}}}} for name in UPDATE_FIELDS]
-}
-SUPERSEDE_RULE: dict[str, Any] = {
-    "anyOf": [
-        {"required": ["content"], "properties": {"content": {"type": "string"}, "new_id": {"type": "null"}}},
-        {
-            "required": ["new_id"],
-            "properties": {"new_id": {"type": "string"}, **{name: {"type": "null"} for name in REPLACEMENT_FIELDS}},
-        },
-    ]
-}
+UPDATE_RULE = any_given(UPDATE_FIELDS)
+SUPERSEDE_RULE = one_of("content", "new_id", also_null=REPLACEMENT_FIELDS)
 
 
 class UpdateRequest(BaseModel):
@@ -896,19 +907,9 @@ class JobRequest(BaseModel):
 
 # The memories a consolidation replaces: named by id, or selected by type, tag or topic (null means omitted).
 SELECTION_FIELDS = ("memory_ids", "memory_type", "tag", "topic")
-SELECTION_RULE: dict[str, Any] = {
-    "anyOf": [{"required": [name], "properties": {name: {"not": {"type": "null"}}}} for name in SELECTION_FIELDS]
-}
+SELECTION_RULE = any_given(SELECTION_FIELDS)
 # consolidate_memory either runs a job (kind) or replaces memories with a summary (consolidated_content).
-CONSOLIDATE_RULE: dict[str, Any] = {
-    "anyOf": [
-        {"required": ["kind"], "properties": {"kind": {"type": "string"}, "consolidated_content": {"type": "null"}}},
-        {
-            "required": ["consolidated_content"],
-            "properties": {"consolidated_content": {"type": "string"}, "kind": {"type": "null"}},
-        },
-    ]
-}
+CONSOLIDATE_RULE = one_of("kind", "consolidated_content")
 
 
 class ConsolidateRequest(BaseModel):

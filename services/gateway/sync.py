@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, Field
 
-from engram.clients import SyncClient
+from engram.clients import DEFAULT_PULL, MAX_PULL, MAX_PUSH, SyncClient
 from engram.errors import Unavailable
 from engram.model import Caller
 from engram.names import DEVICE_PATTERN
@@ -22,7 +22,6 @@ from engram.services.gateway.backend import Backend
 from engram.services.gateway.identity import Resolver
 from engram.services.gateway.rest import ERROR_RESPONSES, _bearer
 from engram.services.gateway.schemas import MAX_SEQ
-from engram.services.sync.inbox import DEFAULT_PULL, MAX_PULL, MAX_PUSH
 
 SYNC_AGENT = "engram-sync"  # the caller of a sync call: the agents it speaks for are named in each change
 MAX_SOURCE_ID_CHARS = 200

@@ -16,7 +16,7 @@ import time
 from collections.abc import Callable
 from typing import Protocol
 
-from engram.errors import InvalidArgument, NotFound, PermissionDenied, Unavailable, VersionConflict
+from engram.errors import InvalidArgument, PermissionDenied, Unavailable, VersionConflict
 from engram.events import (
     CONTRADICTION_DETECTED,
     HANDOFF_ACCEPTED,
@@ -31,15 +31,17 @@ from engram.events import (
     MEMORY_UPDATED,
     SCHEMA_VERSION,
     event_body,
+    newer_than,
+    state_in,
 )
 from engram.ids import memory_id as parse_memory_id
 from engram.log import Log, LogEntry, Overtaken
-from engram.model import COLD, Caller, Memory, MemoryInput, Relation, format_time
-from engram.ownership import UNOWNED, is_admin, require_admin, require_owner
+from engram.model import COLD, Caller, Memory, MemoryInput, Relation, format_time, input_of
+from engram.ownership import UNOWNED, require_admin, require_handoff_target, require_owner
 from engram.results import Changed, DeleteResult, ExpireResult, History, MergeResult, SaveResult, SupersedeResult
 from engram.scrub import Redaction, scrub_text
-from engram.services.ingest.validation import HANDOFF, with_team_tag
 from engram.services.ingest.writer import MemoryWriter
+from engram.validation import HANDOFF, with_team_tag
 
 MAX_ATTEMPTS = 50  # re-applications of one change after other writers got there first
 MAX_CHAIN = 100  # supersession hops followed to find the head of a chain
@@ -566,24 +568,6 @@ def _require_same_kind(current: Memory, memory_type: str) -> None:
     )
 
 
-def require_handoff_target(memory: Memory, caller: Caller) -> None:
-    """Only the agent a handoff is addressed to moves it on (or an admin): the one exception to write-own.
-
-    A target written as agent@device names one device of the agent; a bare agent id names it on any device.
-    """
-    handoff = memory.handoff
-    if handoff is None:
-        raise InvalidArgument(
-            "id", f"memory '{memory.id}' is not a handoff (it is a {memory.memory_type} memory); only handoffs move."
-        )
-    if handoff.target_agent in (caller.agent_id, caller.identity) or is_admin(caller):
-        return
-    raise PermissionDenied(
-        f"Handoff '{memory.id}' is addressed to '{handoff.target_agent}', you are '{caller.identity}'. Only "
-        f"'{handoff.target_agent}' (or an admin) may accept or complete it; read it with get_memory."
-    )
-
-
 def _cannot_move(memory: Memory, status: str) -> str:
     assert memory.handoff is not None
     state = memory.handoff.status
@@ -623,38 +607,5 @@ def _notes(metadata: dict[str, object]) -> list[object]:
     return list(notes) if isinstance(notes, list) else [notes]
 
 
-def input_of(memory: Memory) -> MemoryInput:
-    """The memory's current values as an input, so that an update is validated and scrubbed as a whole."""
-    return MemoryInput(
-        content=memory.content, summary=memory.summary, memory_type=memory.memory_type,
-        confidence=memory.confidence, topics=list(memory.topics), tags=list(memory.tags),
-        importance=memory.importance, team=memory.team, project=memory.project,
-        conversation_id=memory.conversation_id,
-        metadata_json=json.dumps(memory.metadata, ensure_ascii=False) if memory.metadata else "",
-        sensitivity=memory.sensitivity, valid_at=memory.valid_at, invalid_at=memory.invalid_at,
-        expires_at=memory.expires_at, context=memory.context,
-    )  # fmt: skip
-
-
 def _about(memory_id: str) -> Callable[[LogEntry], bool]:
     return lambda entry: entry.body.get("memory_id") == memory_id and entry.body.get("event") != MEMORY_PURGED
-
-
-def newer_than(memory_id: str, version: int) -> Callable[[LogEntry], bool]:
-    """Flags an entry that wrote a newer version of the memory (or purged it) than the one a change is based on."""
-
-    def stale(entry: LogEntry) -> bool:
-        body = entry.body
-        if body.get("memory_id") != memory_id:
-            return False
-        return body.get("event") == MEMORY_PURGED or ("memory" in body and int(body.get("version", 0)) > version)
-
-    return stale
-
-
-def state_in(entry: LogEntry, memory_id: str) -> Memory:
-    if entry.body.get("event") == MEMORY_PURGED or "memory" not in entry.body:
-        raise NotFound(memory_id)
-    memory = Memory.from_dict(entry.body["memory"])
-    memory.seq = entry.seq
-    return memory

@@ -12,9 +12,9 @@ from engram.runtime import Resources, RunningServer, serve
 from engram.services.ingest.conversations import Conversations
 from engram.services.ingest.lifecycle import Lifecycle
 from engram.services.ingest.servicer import IngestServicer
-from engram.services.ingest.validation import Limits
 from engram.services.ingest.writer import MemoryWriter
 from engram.v1 import ingest_pb2_grpc
+from engram.validation import Limits
 
 
 @dataclass
@@ -45,7 +45,7 @@ class IngestService:
 
 
 async def build_service(settings: Settings, resources: Resources) -> IngestService:
-    limits = Limits(max_content_bytes=settings.max_content_bytes, max_metadata_bytes=settings.max_metadata_bytes)
+    limits = Limits.of(settings)
     event_log = await resources.log()
     writer = MemoryWriter(
         event_log,

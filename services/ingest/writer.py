@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import asyncio
-import base64
 import contextlib
 import dataclasses
 import hashlib
@@ -11,19 +10,17 @@ import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any, Protocol
 
-import numpy as np
-
 from engram.embed import Embedder
 from engram.embed.sparse import Bm25Encoder
 from engram.errors import DiskFull, EngramError, InvalidArgument, Unavailable
-from engram.events import HANDOFF_CREATED, MEMORY_ENRICHED, MEMORY_SAVED, event_body
+from engram.events import HANDOFF_CREATED, MEMORY_ENRICHED, MEMORY_SAVED, encode_dense, event_body, memory_vectors
 from engram.ids import is_uuid, uuid7
 from engram.log import Appended, Log, Stale
 from engram.model import SENSITIVITIES, Caller, Handoff, Memory, MemoryInput, Origin, format_time
 from engram.results import ImportItem, ImportSummary, SaveResult
 from engram.scrub import Redaction, merge, scrub_text, scrub_value
 from engram.services.ingest.conversations import Conversations
-from engram.services.ingest.validation import HANDOFF, Limits, capped_context, check_handoff, validate, with_team_tag
+from engram.validation import HANDOFF, Limits, capped_context, check_handoff, validate, with_team_tag
 
 __all__ = ["MemoryWriter"]
 
@@ -156,7 +153,7 @@ class MemoryWriter:
             "time": format_time(time.time()),
             "questions": cleaned,
             "question_model": model,
-            "vectors": {"model": self._embedder.model_id, "questions": [_b64(row) for row in dense]},
+            "vectors": {"model": self._embedder.model_id, "questions": [encode_dense(row) for row in dense]},
         }
         appended = await self._log.append(
             caller.namespace, MEMORY_ENRICHED, body, msg_id=f"{memory_id}:enriched:{_digest(cleaned)}"
@@ -325,21 +322,7 @@ class MemoryWriter:
             self.forget(memory.id)
 
     def vectors(self, memories: list[Memory]) -> list[dict[str, Any]]:
-        # Dense embeds the content alone: context dilutes its meaning. BM25 also indexes the context,
-        # whose exact words often name what the content only refers to (measured in docs/search.md).
-        dense = self._embedder.embed([memory.content for memory in memories])
-        out = []
-        for memory, row in zip(memories, dense, strict=True):
-            sparse = self._sparse.document(memory.search_text())
-            out.append(
-                {
-                    "model": self._embedder.model_id,
-                    "dense": _b64(row),
-                    "sparse_model": self._sparse.model_id,
-                    "sparse": {"indices": sparse.indices, "values": sparse.values},
-                }
-            )
-        return out
+        return memory_vectors(self._embedder, self._sparse, memories)
 
 
 def _created_event(memory: Memory) -> str:
@@ -353,7 +336,3 @@ def _rank(sensitivity: str) -> int:
 
 def _digest(texts: list[str]) -> str:
     return hashlib.sha256("\n".join(texts).encode()).hexdigest()[:16]
-
-
-def _b64(row: np.ndarray) -> str:
-    return base64.b64encode(np.asarray(row, dtype="<f4").tobytes()).decode()

@@ -27,12 +27,17 @@ from typing import Any
 
 import httpx
 
+from engram.clients import SearchClient
 from engram.errors import EngramError, NotFound
-from engram.events import MEMORY_CONFLICT, MEMORY_CREATED_EVENTS, MEMORY_PURGED, MEMORY_STATE_EVENTS
+from engram.events import (
+    CONSOLIDATION_SOURCE,
+    MEMORY_CONFLICT,
+    MEMORY_CREATED_EVENTS,
+    MEMORY_PURGED,
+    MEMORY_STATE_EVENTS,
+)
 from engram.log import Log, LogEntry, subject
 from engram.model import Caller
-from engram.services.consolidation.jobs import SOURCE as CONSOLIDATION_SOURCE
-from engram.services.ingest.lifecycle import CurrentState
 from engram.services.sync.inbox import SERVER_PARENT
 
 log = logging.getLogger("engram.sync")
@@ -144,7 +149,7 @@ class DeviceSync:
     def __init__(
         self,
         event_log: Log,
-        state_reader: CurrentState,
+        state_reader: SearchClient,
         upstream: Upstream,
         *,
         home: Path,
@@ -239,10 +244,9 @@ class DeviceSync:
         mine = [entry for entry in entries if _pushable(entry)]
         # Known before the push: a push that fails leaves the depth in the status.
         self.state.outbox = max(len(mine), await self._log.last_seq() - self.state.pushed if more else 0)
-        outgoing = [(entry, await self._change(entry)) for entry in mine]
-        for chunk in _chunks([item for item in outgoing if item[1] is not None], MAX_PUSH_BYTES):
-            results = await self._upstream.push(self._device, [change for _, change in chunk])
-            self._record(results)
+        changes = [await self._change(entry) for entry in mine]
+        for chunk in _chunks(changes, MAX_PUSH_BYTES):
+            self._record(await self._upstream.push(self._device, chunk))
         self.state.pushed = entries[-1].seq
         self.state.last_push = self._clock()
         self.state.outbox = max(0, await self._log.last_seq() - self.state.pushed) if more else 0
@@ -263,11 +267,11 @@ class DeviceSync:
         while True:
             entries, more = await self._log.read_after(after, subjects=subject(self._local, "*"), limit=self._batch)
             changes = [self._outgoing(e, source_id=str(e.body.get("source_id") or "")) for e in entries if _state(e)]
-            for chunk in _chunks([(None, c) for c in changes], MAX_PUSH_BYTES):
-                results = await self._upstream.push(self._device, [c for _, c in chunk], restore=True)
-                rejected = [r for r in results if not r.get("accepted")]
-                full["restored"] = full.get("restored", 0) + sum(1 for r in results if not r.get("duplicate"))
-                full["rejected"] = full.get("rejected", 0) + len(rejected)
+            for chunk in _chunks(changes, MAX_PUSH_BYTES):
+                results = await self._upstream.push(self._device, chunk, restore=True)
+                restored = sum(1 for r in results if r.get("accepted") and not r.get("duplicate"))
+                full["restored"] = full.get("restored", 0) + restored
+                full["rejected"] = full.get("rejected", 0) + sum(1 for r in results if not r.get("accepted"))
             after = entries[-1].seq if entries else after
             full["done"] = after
             self._save()
@@ -278,8 +282,8 @@ class DeviceSync:
             (self._dir / FULL_REQUEST).unlink()
         self._save()
 
-    async def _change(self, entry: LogEntry) -> dict[str, Any] | None:
-        """The change to push for one of the device's own entries (None: nothing to push)."""
+    async def _change(self, entry: LogEntry) -> dict[str, Any]:
+        """The change to push for one of the device's own entries, with what it was made on."""
         change = self._outgoing(entry)
         body = entry.body
         version = int(body.get("version") or 1)
@@ -451,22 +455,17 @@ def _state(entry: LogEntry) -> bool:
     return entry.event in MEMORY_STATE_EVENTS and isinstance(memory, dict) and memory.get("sensitivity") != "secret"
 
 
-def _chunks(items: list[tuple[Any, dict[str, Any] | None]], max_bytes: int) -> list[list[tuple[Any, dict[str, Any]]]]:
+def _chunks(changes: list[dict[str, Any]], max_bytes: int) -> list[list[dict[str, Any]]]:
     """Consecutive runs of changes whose JSON stays under max_bytes (at least one change each)."""
-    chunks: list[list[tuple[Any, dict[str, Any]]]] = []
-    current: list[tuple[Any, dict[str, Any]]] = []
+    chunks: list[list[dict[str, Any]]] = []
     size = 0
-    for key, change in items:
-        if change is None:
-            continue
+    for change in changes:
         length = len(json.dumps(change))
-        if current and size + length > max_bytes:
-            chunks.append(current)
-            current, size = [], 0
-        current.append((key, change))
+        if not chunks or size + length > max_bytes:
+            chunks.append([])
+            size = 0
+        chunks[-1].append(change)
         size += length
-    if current:
-        chunks.append(current)
     return chunks
 
 

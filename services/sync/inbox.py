@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict
 from typing import Any, TypeGuard
 
+from engram.clients import DEFAULT_PULL, MAX_PULL, MAX_PUSH, SearchClient
 from engram.errors import EngramError, InvalidArgument, NotFound, PermissionDenied, Unavailable
 from engram.events import (
     HANDOFF_ACCEPTED,
@@ -30,19 +31,17 @@ from engram.events import (
     decode_dense,
     decode_sparse,
     event_body,
+    newer_than,
+    state_in,
 )
 from engram.log import Log, LogEntry, Overtaken, subject
 from engram.log.syncstore import SyncStore
-from engram.model import Caller, Memory, Origin, format_time
+from engram.model import Caller, Memory, Origin, format_time, input_of
 from engram.names import validate_agent, validate_device
-from engram.ownership import require_owner
+from engram.ownership import require_handoff_target, require_owner
 from engram.results import Pushed, SyncChange, SyncPage
-from engram.services.ingest.lifecycle import CurrentState, input_of, newer_than, require_handoff_target, state_in
-from engram.services.ingest.validation import Limits, validate
+from engram.validation import Limits, validate
 
-MAX_PUSH = 500  # changes in one push
-MAX_PULL = 1000  # entries in one pull page
-DEFAULT_PULL = 200
 MAX_ATTEMPTS = 20  # re-reads of a memory that other writers keep changing while a change is applied
 SERVER_PARENT = "server:"  # a parent that names a version the device pulled: server:<version>
 # What a device receives: every memory state, purges and conflicts. Read counts stay where they were counted, and
@@ -59,7 +58,7 @@ class Inbox:
     def __init__(
         self,
         event_log: Log,
-        state: CurrentState,
+        state: SearchClient,
         store: SyncStore,
         *,
         limits: Limits,
@@ -131,11 +130,8 @@ class Inbox:
         based_on = await self._log.last_seq()
         current = await self._current(caller, memory.id, based_on)
         for _ in range(MAX_ATTEMPTS):
-            if current is not None and (restore or body["event"] in MEMORY_CREATED_EVENTS):
-                if restore and memory.version > current.version:
-                    pass  # a version the cluster lacks: appended below, numbered as the device has it
-                else:  # already here (a re-push, or a restore of what the cluster kept)
-                    return Pushed(change.source_id, True, current.seq, current.version, duplicate=True)
+            if current is not None and _already_here(body["event"], memory, current, restore=restore):
+                return Pushed(change.source_id, True, current.seq, current.version, duplicate=True)
             conflict = False
             if current is not None and not restore:
                 _authorize(current, actor, body["event"])
@@ -157,10 +153,18 @@ class Inbox:
             except Overtaken as e:  # another writer changed the memory meanwhile: apply on top of its version
                 current, based_on = _state_or_none(e.entry, memory.id), e.entry.seq
                 continue
+            if appended.duplicate:  # stored by an earlier attempt whose answer was lost: answer as it was stored
+                return await self._stored(change.source_id, appended.seq)
             if conflict and current is not None:
                 await self._conflict_event(caller, actor, memory, current, appended.seq)
             return Pushed(change.source_id, True, appended.seq, memory.version, conflict=conflict)
         raise Unavailable("The memory kept changing while the change was applied; push again.", retry_after=1.0)
+
+    async def _stored(self, source_id: str, seq: int) -> Pushed:
+        entry = await self._log.read(seq)
+        body = entry.body if entry is not None else {}
+        version = int(body.get("version") or 0)
+        return Pushed(source_id, True, seq, version, conflict="conflict" in body, duplicate=True)
 
     async def _current(self, caller: Caller, memory_id: str, based_on: int) -> Memory | None:
         try:
@@ -268,6 +272,11 @@ def _authorize(current: Memory, actor: Caller, event: str) -> None:
         require_handoff_target(current, actor)
     else:
         require_owner(current, actor)
+
+
+def _already_here(event: str, memory: Memory, current: Memory, *, restore: bool) -> bool:
+    """A change the cluster already holds: a new memory it has (a re-push), or in a restore a version it has."""
+    return memory.version <= current.version if restore else event in MEMORY_CREATED_EVENTS
 
 
 def _continue(memory: Memory, current: Memory, *, version: int) -> None:

@@ -11,13 +11,13 @@ import grpc
 from engram.clients import DEFAULT_RPC_TIMEOUT, SearchClient
 from engram.config import Settings
 from engram.embed.embedder import PACKAGE_MODEL_DIM, package_model_id
+from engram.events import memory_vectors
 from engram.model import Memory
 from engram.runtime import Resources, RunningServer, serve
-from engram.services.ingest.validation import Limits
-from engram.services.ingest.writer import MemoryWriter
 from engram.services.sync.inbox import Inbox
 from engram.services.sync.servicer import SyncServicer
 from engram.v1 import sync_pb2_grpc
+from engram.validation import Limits
 
 
 @dataclass
@@ -41,15 +41,11 @@ class SyncService:
             return  # every call answers Unavailable, saying what to set
         self._search = SearchClient(address, timeout=DEFAULT_RPC_TIMEOUT)
         settings, resources = self.settings, self.resources
-        limits = Limits(max_content_bytes=settings.max_content_bytes, max_metadata_bytes=settings.max_metadata_bytes)
-        writer: MemoryWriter | None = None
+        limits = Limits.of(settings)
 
         async def embed(memories: list[Memory]) -> list[dict[str, Any]]:
             # Only for changes whose vectors a device made with other models: the embedder loads on first use.
-            nonlocal writer
-            if writer is None:
-                writer = MemoryWriter(await resources.log(), await resources.embedder(), resources.sparse, limits)
-            return await asyncio.to_thread(writer.vectors, memories)
+            return await asyncio.to_thread(memory_vectors, await resources.embedder(), resources.sparse, memories)
 
         self.inbox = Inbox(
             await resources.log(), self._search, await resources.sync_store(), limits=limits,

@@ -20,7 +20,7 @@ from tests.helpers.secret_corpus import SecretCase, distinctive_slices, load_inn
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
-MAX_LABEL = 64  # services/ingest/validation.py: tags and topics
+MAX_LABEL = 64  # engram/validation.py: tags and topics
 MAX_FIELD = 256  # team, project, conversation_id
 WIDTH = 12  # a slice this long of a random secret is specific to it
 

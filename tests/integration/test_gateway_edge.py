@@ -26,8 +26,8 @@ from engram.model import Caller, MemoryInput
 from engram.natsd import NatsServer
 from engram.results import ImportItem
 from engram.runtime import DiskGuard
-from engram.services.ingest.validation import Limits
 from engram.services.ingest.writer import MemoryWriter
+from engram.validation import Limits
 from tests.conftest import NodeHandle, engram_env
 from tests.helpers.mcp import http_client
 

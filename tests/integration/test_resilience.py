@@ -20,8 +20,8 @@ from engram.log.nats import NatsLog
 from engram.model import MAX_METADATA_DEPTH, Caller, Memory, MemoryInput, SearchFilter
 from engram.natsd import NatsServer
 from engram.runtime import DiskGuard, HealthLogState
-from engram.services.ingest.validation import Limits, raw_json_depth, validate
 from engram.services.search.indexer import Indexer
+from engram.validation import Limits, raw_json_depth, validate
 from tests.integration.test_log_and_index import DIM, _save, _vectors
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]

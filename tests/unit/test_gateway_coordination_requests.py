@@ -16,8 +16,8 @@ from engram.services.gateway.mcp_server import MAX_REMEMBERED_CHARS, PreviousSav
 from engram.services.gateway.operations import CursorTracker, Operations, handoff_content, handoff_summary
 from engram.services.gateway.rest import reads_json_body
 from engram.services.gateway.schemas import HandoffRequest, SaveResult
-from engram.services.ingest.validation import MAX_SUMMARY_CHARS
 from engram.services.node.cli import _parser
+from engram.validation import MAX_SUMMARY_CHARS
 
 pytestmark = pytest.mark.anyio
 

@@ -11,8 +11,8 @@ from engram.config import Settings, SettingsError
 from engram.errors import InvalidArgument
 from engram.ids import is_uuid, uuid7
 from engram.model import Handoff, Memory, MemoryInput, MemoryVersion, Relation, SearchFilter
-from engram.services.ingest.validation import Limits, validate
 from engram.services.search.fusion import relative, rrf
+from engram.validation import Limits, validate
 
 LIMITS = Limits(max_content_bytes=100, max_metadata_bytes=100)
 

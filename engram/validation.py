@@ -8,6 +8,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from engram.config import Settings
 from engram.errors import InvalidArgument
 from engram.model import (
     CONFIDENCES,
@@ -32,6 +33,10 @@ TEAM_TAG_PREFIX = "team:"  # every memory of a team carries the tag team:<team>
 class Limits:
     max_content_bytes: int
     max_metadata_bytes: int
+
+    @classmethod
+    def of(cls, settings: Settings) -> Limits:
+        return cls(max_content_bytes=settings.max_content_bytes, max_metadata_bytes=settings.max_metadata_bytes)
 
 
 @dataclass(slots=True)
