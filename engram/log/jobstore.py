@@ -3,14 +3,10 @@
 from __future__ import annotations
 
 import dataclasses
-import json
 
-from nats.errors import Error as NatsError
 from nats.js.client import JetStreamContext
-from nats.js.errors import BucketNotFoundError, KeyNotFoundError
-from nats.js.kv import KeyValue
 
-from engram.errors import Unavailable
+from engram.log.kv import JsonBucket
 from engram.log.leases import lease_key
 from engram.results import Job
 
@@ -21,33 +17,22 @@ KEEP_SECONDS = 7 * 24 * 3600.0
 class JobStore:
     """One KV entry per job id (its last state), removed by the bucket's TTL."""
 
-    def __init__(self, kv: KeyValue) -> None:
-        self._kv = kv
+    def __init__(self, bucket: JsonBucket) -> None:
+        self._bucket = bucket
 
     @classmethod
     async def open(cls, js: JetStreamContext, *, bucket: str = BUCKET) -> JobStore:
-        try:
-            kv = await js.key_value(bucket)
-        except BucketNotFoundError:
-            kv = await js.create_key_value(
-                bucket=bucket, ttl=KEEP_SECONDS, history=1, description="Engram consolidation jobs"
-            )
-        return cls(kv)
+        opened = await JsonBucket.open(
+            js, bucket, "The job store", ttl=KEEP_SECONDS, history=1, description="Engram consolidation jobs"
+        )
+        return cls(opened)
 
     async def put(self, job: Job) -> None:
-        try:
-            await self._kv.put(lease_key(job.id), json.dumps(dataclasses.asdict(job)).encode())
-        except (NatsError, TimeoutError) as e:
-            raise Unavailable(f"The job store (NATS KV) cannot be reached ({e!r}).") from e
+        await self._bucket.put(lease_key(job.id), dataclasses.asdict(job))
 
     async def get(self, job_id: str) -> Job | None:
+        stored = await self._bucket.get(lease_key(job_id))
         try:
-            entry = await self._kv.get(lease_key(job_id))
-        except KeyNotFoundError:
-            return None
-        except (NatsError, TimeoutError) as e:
-            raise Unavailable(f"The job store (NATS KV) cannot be reached ({e!r}).") from e
-        try:
-            return Job(**json.loads(entry.value or b"{}"))
-        except (TypeError, ValueError):
+            return Job(**stored) if isinstance(stored, dict) else None
+        except TypeError:
             return None

@@ -37,6 +37,7 @@ def test_only_the_log_adapter_and_the_nats_server_launcher_use_nats() -> None:
         "engram/log/leases.py",
         "engram/log/jobstore.py",
         "engram/log/syncstore.py",
+        "engram/log/kv.py",
         "engram/natsd.py",
     }
     files = [*_kernel_files(), *(ROOT / "services").rglob("*.py")]
