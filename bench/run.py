@@ -143,20 +143,18 @@ def run(config: BenchConfig) -> tuple[dict[str, Any], Path]:
             if config.quality or config.speed or config.sync or config.edge:
                 with phases("load"):
                     conversations, beir = _load(config, results)
-            if config.quality:
-                _section(results, "quality", lambda out: _quality(config, conversations, beir, home_root, settings,
-                                                                  phases, out))  # fmt: skip
-            if config.speed:
-                _section(results, "speed", lambda out: _speed(config, conversations, beir, home_root, settings,
-                                                              phases, out))  # fmt: skip
-            if config.events:
-                _section(results, "events", lambda out: _events(config, home_root, settings, phases, out))
-            if config.sync:
-                _section(results, "sync", lambda out: _sync(config, conversations, beir, home_root, settings,
-                                                            phases, out))  # fmt: skip
-            if config.edge:
-                _section(results, "edge", lambda out: _edge(config, conversations, beir, home_root, settings,
-                                                            phases, out))  # fmt: skip
+            sections: list[tuple[str, bool, Callable[[dict[str, Any]], Coroutine[Any, Any, None]]]] = [
+                ("quality", config.quality,
+                 lambda out: _quality(config, conversations, beir, home_root, settings, phases, out)),
+                ("speed", config.speed,
+                 lambda out: _speed(config, conversations, beir, home_root, settings, phases, out)),
+                ("events", config.events, lambda out: _events(config, home_root, settings, phases, out)),
+                ("sync", config.sync, lambda out: _sync(config, conversations, beir, home_root, settings, phases, out)),
+                ("edge", config.edge, lambda out: _edge(config, conversations, beir, home_root, settings, phases, out)),
+            ]  # fmt: skip
+            for name, wanted, body in sections:
+                if wanted:
+                    _section(results, name, body)
     except KeyboardInterrupt:
         results["interrupted"] = True
         note("interrupted: nodes stopped; writing what was measured")
