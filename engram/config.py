@@ -46,6 +46,13 @@ class Settings:
     consolidation_addr: str | None = None  # gateway: where team summaries (and other jobs) run
     sync_addr: str | None = None  # gateway: where edge devices push and pull (the sync service)
     stream: str = DEFAULT_STREAM
+    stream_replicas: int = 1  # cluster: copies of the log (and of its KV buckets) a NATS cluster keeps; 3 in the chart
+    nats_user: str | None = None  # cluster: NATS credentials when its server requires them (the chart's accounts)
+    nats_password: str | None = None
+    nats_creds: Path | None = None  # cluster: a NATS .creds file (JWT + nkey), instead of a user and password
+    # Prometheus: every service answers GET /metrics on this host:port (empty: off). The gateway also answers
+    # /metrics on its own port (loopback callers and admin keys only).
+    metrics_listen: str = ""
     dev_mode: bool | None = None  # None: on when bound to loopback
     keys_file: Path | None = None
     agent_id: str | None = None  # stdio clients: who the agent is when the client does not say
@@ -177,6 +184,13 @@ class Settings:
                 "ENGRAM_SYNC_INTERVAL_SECONDS must be > 0 and 0 < ENGRAM_SYNC_RETRY_FIRST_SECONDS <= "
                 "ENGRAM_SYNC_RETRY_MAX_SECONDS"
             )
+        if not 1 <= self.stream_replicas <= 5:
+            raise SettingsError(f"ENGRAM_STREAM_REPLICAS must be 1-5 (a NATS cluster keeps at most 5), got "
+                                f"{self.stream_replicas}")  # fmt: skip
+        if bool(self.nats_user) != bool(self.nats_password):
+            raise SettingsError("ENGRAM_NATS_USER and ENGRAM_NATS_PASSWORD go together: set both or neither")
+        if self.nats_creds and self.nats_user:
+            raise SettingsError("Set ENGRAM_NATS_CREDS or ENGRAM_NATS_USER/ENGRAM_NATS_PASSWORD, not both")
         if not 1 <= self.sync_batch <= 500:
             raise SettingsError(f"ENGRAM_SYNC_BATCH must be 1-500, got {self.sync_batch}")
         if self.expiry_interval_seconds < 0:
