@@ -132,10 +132,20 @@ def add_health(server: grpc.aio.Server) -> health.aio.HealthServicer:
 
 
 def channel(address: str) -> grpc.aio.Channel:
-    """An insecure channel to a service on the private network (loopback in embedded mode)."""
+    """An insecure channel to a service on the private network (loopback in embedded mode).
+
+    ``address`` is any gRPC target: ``host:port``; ``dns:///name:port``, whose every address (a Kubernetes
+    headless Service: one per pod) gets calls in turn; or ``ipv4:host:port,host:port`` for a fixed set of replicas.
+    Calls are spread round robin over the addresses that answer, so a replica that dies only costs the calls
+    that were on it.
+    """
     return grpc.aio.insecure_channel(
         address,
-        options=[("grpc.max_receive_message_length", 16 * 1024 * 1024), ("grpc.enable_retries", 1)],
+        options=[
+            ("grpc.max_receive_message_length", 16 * 1024 * 1024),
+            ("grpc.enable_retries", 1),
+            ("grpc.lb_policy_name", "round_robin"),
+        ],
     )
 
 

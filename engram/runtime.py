@@ -26,7 +26,7 @@ from engram.heap import Heap
 from engram.log import Log
 from engram.log.jobstore import JobStore
 from engram.log.leases import Leases
-from engram.log.nats import NatsLog
+from engram.log.nats import NatsCredentials, NatsLog
 from engram.log.syncstore import SyncStore
 from engram.natsd import LOG_STORE
 from engram.rpc import add_health, bind
@@ -156,8 +156,15 @@ class Resources:
             if self._log is None:
                 if not self.settings.nats_url:
                     raise Unavailable("No NATS address: set ENGRAM_NATS_URL or pass --nats-url.")
+                settings = self.settings
                 self._log = await NatsLog.connect(
-                    self.settings.nats_url, stream=self.settings.stream, state=HealthLogState(self.health)
+                    settings.nats_url,
+                    stream=settings.stream,
+                    state=HealthLogState(self.health),
+                    replicas=settings.stream_replicas,
+                    credentials=NatsCredentials(
+                        settings.nats_user, settings.nats_password, str(settings.nats_creds or "") or None
+                    ),
                 )
             return self._log
 
@@ -165,19 +172,19 @@ class Resources:
         """Leases in the log's NATS (KV), which every replica of a service shares."""
         event_log = await self.log()
         assert isinstance(event_log, NatsLog)
-        return await Leases.open(event_log.jetstream, ttl=self.settings.job_lease_seconds)
+        return await Leases.open(event_log.jetstream, ttl=self.settings.job_lease_seconds, replicas=event_log.replicas)
 
     async def job_store(self) -> JobStore:
         """Consolidation jobs in the log's NATS (KV), which every replica of the service shares."""
         event_log = await self.log()
         assert isinstance(event_log, NatsLog)
-        return await JobStore.open(event_log.jetstream)
+        return await JobStore.open(event_log.jetstream, replicas=event_log.replicas)
 
     async def sync_store(self) -> SyncStore:
         """The answers given to changes pushed by edge devices, in the log's NATS (KV), shared by sync replicas."""
         event_log = await self.log()
         assert isinstance(event_log, NatsLog)
-        return await SyncStore.open(event_log.jetstream)
+        return await SyncStore.open(event_log.jetstream, replicas=event_log.replicas)
 
     async def embedder(self) -> Embedder:
         async with self._lock:

@@ -21,10 +21,11 @@ class JobStore:
         self._bucket = bucket
 
     @classmethod
-    async def open(cls, js: JetStreamContext, *, bucket: str = BUCKET) -> JobStore:
+    async def open(cls, js: JetStreamContext, *, bucket: str = BUCKET, replicas: int = 1) -> JobStore:
         opened = await JsonBucket.open(
-            js, bucket, "The job store", ttl=KEEP_SECONDS, history=1, description="Engram consolidation jobs"
-        )
+            js, bucket, "The job store", ttl=KEEP_SECONDS, history=1, description="Engram consolidation jobs",
+            replicas=replicas,
+        )  # fmt: skip
         return cls(opened)
 
     async def put(self, job: Job) -> None:

@@ -22,7 +22,7 @@ class JsonBucket:
 
     @classmethod
     async def open(cls, js: JetStreamContext, bucket: str, what: str, **config: Any) -> JsonBucket:
-        """The bucket, created with ``config`` (ttl, history, description) the first time."""
+        """The bucket, created with ``config`` (ttl, history, description, replicas) the first time."""
         try:
             kv = await js.key_value(bucket)
         except BucketNotFoundError:

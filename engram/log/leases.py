@@ -101,12 +101,16 @@ class Leases:
         self.ttl = ttl
 
     @classmethod
-    async def open(cls, js: JetStreamContext, *, ttl: float = DEFAULT_TTL_SECONDS, bucket: str = BUCKET) -> Leases:
+    async def open(
+        cls, js: JetStreamContext, *, ttl: float = DEFAULT_TTL_SECONDS, bucket: str = BUCKET, replicas: int = 1
+    ) -> Leases:
         """The bucket, created on first use (an existing bucket keeps the TTL it was created with)."""
         try:
             kv = await js.key_value(bucket)
         except BucketNotFoundError:
-            kv = await js.create_key_value(bucket=bucket, ttl=ttl, history=1, description="Engram job leases")
+            kv = await js.create_key_value(
+                bucket=bucket, ttl=ttl, history=1, description="Engram job leases", replicas=replicas
+            )
         status = await kv.status()
         # Renewals follow the bucket's TTL, which may predate a change of the setting.
         return cls(kv, status.ttl or ttl)

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import dataclasses
 import json
 import logging
 import random
 from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import nats
@@ -34,6 +36,7 @@ READ_FETCH_SECONDS = 5.0
 DEFAULT_RECONNECT_WAIT = 0.5
 _WRONG_LAST_SEQUENCE = 10071
 _INSUFFICIENT_RESOURCES = 10047
+_STREAM_NAME_IN_USE = 10058
 INTERRUPTED_WAIT = 3.0  # how long an append whose connection dropped waits for the reconnection
 LOG_DOWN = "The log (NATS) is unreachable right now; nothing was saved. Retry in a few seconds."
 
@@ -50,6 +53,22 @@ _CONNECTION_ERRORS = (
 )
 
 
+@dataclass(frozen=True, slots=True)
+class NatsCredentials:
+    """How Engram authenticates to a NATS server that requires it: a user and password, or a .creds file."""
+
+    user: str | None = None
+    password: str | None = None
+    creds_file: str | None = None
+
+    def options(self) -> dict[str, Any]:
+        if self.creds_file:
+            return {"user_credentials": self.creds_file}
+        if self.user:
+            return {"user": self.user, "password": self.password or ""}
+        return {}
+
+
 def _redact(url: str) -> str:
     """A NATS URL without its credentials, for messages."""
     scheme, sep, rest = url.partition("://")
@@ -63,10 +82,11 @@ class NatsLog:
     `Nats-Expected-Last-Sequence`, which also makes concurrent writers from several ingest replicas safe.
     """
 
-    def __init__(self, *, stream: str = DEFAULT_STREAM, state: LogState | None = None) -> None:
+    def __init__(self, *, stream: str = DEFAULT_STREAM, state: LogState | None = None, replicas: int = 1) -> None:
         self._nc = NatsClient()
         self._js = self._nc.jetstream()
         self._stream = stream
+        self.replicas = replicas  # copies a NATS cluster keeps of the stream and of the KV buckets beside it
         self._lock = asyncio.Lock()
         self._last: int | None = None
         self._state: LogState = state or NoState()
@@ -86,13 +106,19 @@ class NatsLog:
         name: str = "engram",
         state: LogState | None = None,
         reconnect_wait: float = DEFAULT_RECONNECT_WAIT,
+        replicas: int = 1,
+        credentials: NatsCredentials | None = None,
     ) -> NatsLog:
-        """Connects to NATS (reconnecting forever when the connection drops) and makes sure the stream exists."""
-        event_log = cls(stream=stream, state=state)
-        event_log._url = _redact(url)
+        """Connects to NATS (reconnecting forever when the connection drops) and makes sure the stream exists.
+
+        ``url`` may list several servers of a cluster, comma separated; the client fails over between them.
+        """
+        event_log = cls(stream=stream, state=state, replicas=replicas)
+        event_log._url = ",".join(_redact(part) for part in url.split(","))
+        auth = credentials.options() if credentials is not None else {}
         try:
             await event_log._nc.connect(
-                url,
+                [part.strip() for part in url.split(",") if part.strip()],
                 name=name,
                 max_reconnect_attempts=-1,
                 reconnect_time_wait=reconnect_wait,  # type: ignore[arg-type]  # typed int, used as a float
@@ -100,8 +126,14 @@ class NatsLog:
                 disconnected_cb=event_log._on_disconnected,
                 reconnected_cb=event_log._on_reconnected,
                 error_cb=event_log._on_error,
+                **auth,
             )
         except (OSError, nats.errors.Error) as e:
+            if "authorization" in str(e).lower():
+                raise Unavailable(
+                    f"NATS at {event_log._url} refused Engram's credentials ({e}); check ENGRAM_NATS_USER and "
+                    "ENGRAM_NATS_PASSWORD (or ENGRAM_NATS_CREDS)."
+                ) from e
             raise Unavailable(f"Cannot reach NATS at {event_log._url}: {e}. Is nats-server running?") from e
         event_log._up.set()
         await event_log.ensure_stream()
@@ -150,20 +182,45 @@ class NatsLog:
         )
 
     async def ensure_stream(self) -> None:
-        """Creates the stream on first use (file storage, dedup window for Nats-Msg-Id)."""
+        """Creates the stream on first use (file storage, dedup window for Nats-Msg-Id, ``replicas`` copies), and
+        brings an existing stream to ``replicas`` copies (a cluster that grew, or an operator's new setting)."""
         try:
-            await self._js.stream_info(self._stream)
-        except nats.js.errors.NotFoundError:
-            await self._js.add_stream(
-                api.StreamConfig(
-                    name=self._stream,
-                    subjects=[f"{SUBJECT_PREFIX}.>"],
-                    storage=api.StorageType.FILE,
-                    retention=api.RetentionPolicy.LIMITS,
-                    duplicate_window=DEFAULT_DUPLICATE_WINDOW,
-                    max_msg_size=4 * 1024 * 1024,
-                )
-            )
+            try:
+                info = await self._js.stream_info(self._stream)
+            except nats.js.errors.NotFoundError:
+                await self._add_stream()
+                return
+            if (info.config.num_replicas or 1) != self.replicas:
+                log.info("the log's stream %s goes from %s to %d replicas", self._stream, info.config.num_replicas,
+                         self.replicas)  # fmt: skip
+                await self._js.update_stream(dataclasses.replace(info.config, num_replicas=self.replicas))
+        except nats.js.errors.APIError as e:
+            if self.replicas > 1 and "replicas" in (e.description or "").lower():
+                raise Unavailable(
+                    f"The log's stream cannot keep {self.replicas} replicas here ({e.description}): "
+                    "ENGRAM_STREAM_REPLICAS > 1 needs a NATS cluster with at least that many JetStream servers."
+                ) from e
+            raise Unavailable(f"The log's stream {self._stream} cannot be set up: {e.description}") from e
+
+    async def _add_stream(self) -> None:
+        config = api.StreamConfig(
+            name=self._stream,
+            subjects=[f"{SUBJECT_PREFIX}.>"],
+            storage=api.StorageType.FILE,
+            retention=api.RetentionPolicy.LIMITS,
+            duplicate_window=DEFAULT_DUPLICATE_WINDOW,
+            max_msg_size=4 * 1024 * 1024,
+            num_replicas=self.replicas,
+        )
+        try:
+            await self._js.add_stream(config)
+        except nats.js.errors.APIError as e:
+            if e.err_code != _STREAM_NAME_IN_USE:
+                raise
+            # Another replica starting at the same time created it first; make it ours as below.
+            info = await self._js.stream_info(self._stream)
+            if (info.config.num_replicas or 1) != self.replicas:
+                await self._js.update_stream(dataclasses.replace(info.config, num_replicas=self.replicas))
 
     async def last_seq(self) -> int:
         """The sequence of the newest entry (0 for an empty log)."""

@@ -23,9 +23,9 @@ class SyncStore:
         self._bucket = bucket
 
     @classmethod
-    async def open(cls, js: JetStreamContext, *, bucket: str = BUCKET) -> SyncStore:
+    async def open(cls, js: JetStreamContext, *, bucket: str = BUCKET, replicas: int = 1) -> SyncStore:
         opened = await JsonBucket.open(
-            js, bucket, "The sync store", history=1, description="Engram: changes pushed by devices"
+            js, bucket, "The sync store", history=1, description="Engram: changes pushed by devices", replicas=replicas
         )
         return cls(opened)
 
