@@ -1,9 +1,13 @@
-"""gRPC plumbing shared by every service: error translation, health, channels, and the UNIMPLEMENTED answer."""
+"""gRPC plumbing shared by every service: error translation, health, metrics, channels, and the UNIMPLEMENTED
+answer."""
 
 from __future__ import annotations
 
+import asyncio
 import functools
+import inspect
 import logging
+import time
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any, TypeVar
 
@@ -14,6 +18,7 @@ from grpc_health.v1 import health, health_pb2_grpc
 from grpc_status import rpc_status
 
 from engram import errors
+from engram.metrics import GRPC_DURATION, GRPC_REQUESTS
 from engram.ports import require_free
 
 log = logging.getLogger(__name__)
@@ -129,6 +134,95 @@ def add_health(server: grpc.aio.Server) -> health.aio.HealthServicer:
     servicer = health.aio.HealthServicer()
     health_pb2_grpc.add_HealthServicer_to_server(servicer, server)
     return servicer
+
+
+class MetricsInterceptor(grpc.aio.ServerInterceptor):
+    """Counts every call a server answers by service, method and status code, and times it (engram.metrics).
+
+    The code is the one the client gets: OK, the code of an abort (every kernel error is one), CANCELLED when the
+    client left or its deadline passed, UNKNOWN for an exception grpc answers itself. A streaming call counts once,
+    when its stream ends.
+    """
+
+    def __init__(self) -> None:
+        self._measured: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
+
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(details)
+        if handler is None:  # no such method: grpc answers UNIMPLEMENTED, and the name is the caller's to choose
+            return handler
+        known = self._measured.get(details.method)
+        if known is None or known[0] is not handler:
+            known = (handler, _measured_handler(handler, details.method))
+            self._measured[details.method] = known
+        return known[1]
+
+
+_BEHAVIORS = ("unary_unary", "unary_stream", "stream_unary", "stream_stream")
+
+
+def _measured_handler(handler: Any, full_method: str) -> Any:
+    """The handler with its behavior wrapped in a measurement; "/engram.v1.Search/GetMemory" names it."""
+    service, _, method = full_method.lstrip("/").rpartition("/")
+    for kind in _BEHAVIORS:
+        behavior = getattr(handler, kind, None)
+        if behavior is None:
+            continue
+        if inspect.isasyncgenfunction(behavior):
+            return handler._replace(**{kind: _measured_stream(behavior, service, method)})
+        if inspect.iscoroutinefunction(behavior):
+            return handler._replace(**{kind: _measured_call(behavior, service, method)})
+    return handler  # a synchronous behavior (none of Engram's): served unmeasured
+
+
+def _measured_call(behavior: Callable[..., Awaitable[Any]], service: str, method: str) -> Callable[..., Any]:
+    async def call(request: Any, context: grpc.aio.ServicerContext) -> Any:
+        started, error = time.perf_counter(), None
+        try:
+            return await behavior(request, context)
+        except BaseException as e:
+            error = e
+            raise
+        finally:
+            _record(service, method, context, error, started)
+
+    return call
+
+
+def _measured_stream(behavior: Callable[..., AsyncIterator[Any]], service: str, method: str) -> Callable[..., Any]:
+    async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+        started, error = time.perf_counter(), None
+        try:
+            async for response in behavior(request, context):
+                yield response
+        except BaseException as e:
+            error = e
+            raise
+        finally:
+            _record(service, method, context, error, started)
+
+    return stream
+
+
+def _record(
+    service: str, method: str, context: grpc.aio.ServicerContext, error: BaseException | None, started: float
+) -> None:
+    GRPC_REQUESTS.labels(service, method, status_name(context, error)).inc()
+    GRPC_DURATION.labels(service, method).observe(time.perf_counter() - started)
+
+
+def status_name(context: grpc.aio.ServicerContext, error: BaseException | None) -> str:
+    """The name of the status code a call ended with, as its client sees it."""
+    if isinstance(error, asyncio.CancelledError):
+        return grpc.StatusCode.CANCELLED.name
+    code = context.code()  # set by an abort (AbortError) or by the servicer
+    if code is not None:
+        return str(getattr(code, "name", code))
+    return grpc.StatusCode.OK.name if error is None else grpc.StatusCode.UNKNOWN.name
 
 
 def channel(address: str) -> grpc.aio.Channel:

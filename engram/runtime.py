@@ -29,7 +29,7 @@ from engram.log.leases import Leases
 from engram.log.nats import NatsCredentials, NatsLog
 from engram.log.syncstore import SyncStore
 from engram.natsd import LOG_STORE
-from engram.rpc import add_health, bind
+from engram.rpc import MetricsInterceptor, add_health, bind
 from engram.v1 import readiness_pb2, readiness_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -262,12 +262,15 @@ async def serve(
     extra: list[Service] | None = None,
     on_bound: Callable[[str], None] | None = None,
 ) -> RunningServer:
-    """Starts the services, then one gRPC server hosting all of them plus the health and readiness services.
+    """Starts the services, then one gRPC server hosting all of them plus the health and readiness services (every
+    call counted and timed: engram.rpc.MetricsInterceptor).
 
     on_bound receives the bound address before any service starts (the embedded node's services call each
     other through it). Each service's gRPC health follows the process's Health from then on.
     """
-    server = grpc.aio.server(options=[("grpc.max_receive_message_length", 16 * 1024 * 1024)])
+    server = grpc.aio.server(
+        interceptors=[MetricsInterceptor()], options=[("grpc.max_receive_message_length", 16 * 1024 * 1024)]
+    )
     health_servicer = add_health(server)
     everything = [*services, *(extra or [])]
     names = [s.name for s in everything]

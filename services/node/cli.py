@@ -200,7 +200,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
     if args.command == "mcp":
         asyncio.run(_mcp(settings))
         return 0
-    asyncio.run(_run_service(args.service, settings))
+    from engram.metrics import serving
+
+    with serving(settings.metrics_listen):  # GET /metrics on ENGRAM_METRICS_LISTEN while the service runs
+        asyncio.run(_run_service(args.service, settings))
     return 0
 
 
@@ -349,6 +352,7 @@ async def _run_gateway(settings: Settings, stop: asyncio.Event) -> None:
         deps = GatewayDeps(
             settings.ingest_addr, settings.search_addr, KeyStore(settings.keys_path),
             consolidation_addr=settings.consolidation_addr, sync_addr=settings.sync_addr, event_log=event_log,
+            replicas=True,
         )  # fmt: skip
         gateway = await build_server(settings, deps)
         print(f"engram gateway ready at {gateway.url} (MCP at {gateway.url}/mcp)", flush=True)

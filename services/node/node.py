@@ -16,7 +16,7 @@ from typing import IO, TYPE_CHECKING
 
 import grpc
 
-from engram import __version__
+from engram import __version__, metrics
 from engram.config import Settings
 from engram.connect import connect_lines
 from engram.errors import DiskFull
@@ -150,7 +150,8 @@ async def run_node(settings: Settings, *, idle_exit: bool = False, announce: boo
     _require_start_space(home, settings)
     stop = asyncio.Event()
     install_stop_signals(stop)
-    with owner_lock(home):
+    # Metrics (ENGRAM_METRICS_LISTEN) once this process owns the data dir, so a second node says so first.
+    with owner_lock(home), metrics.serving(settings.metrics_listen):
         # Bound before anything starts, so a taken port is one line, not a half-started node.
         http_socket = listen_socket(settings.host, settings.port)
         try:
