@@ -8,10 +8,11 @@ import json
 import logging
 import re
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from engram import metrics
 from engram.errors import EngramError, Unavailable
 from engram.events import MEMORY_SAVED
 from engram.llm import Llm, LlmError
@@ -134,12 +135,18 @@ class Enricher:
         if self._task is None:
             self._stopping = False
             self._task = asyncio.create_task(self._pull(), name="engram-enricher")
+            metrics.watch(self)
+
+    def sample(self) -> Mapping[str, float]:
+        """The memories being enriched now (engram.metrics)."""
+        return {metrics.ENRICHMENT_IN_FLIGHT: sum(not work.done() for work in list(self._in_flight))}
 
     async def stop(self) -> None:
         """Stops pulling, closes the queue and cancels work in flight, which goes back to the queue at once."""
         task, self._task = self._task, None
         if task is None:
             return
+        metrics.unwatch(self)
         self._stopping = True
         task.cancel()
         await asyncio.wait([task])
@@ -208,13 +215,16 @@ class Enricher:
             await _hand_back([item])  # stopping: hand the entry back at once rather than after ack_wait
             raise
         except Unavailable as e:
+            metrics.ENRICHMENTS.labels("error").inc()
             log.warning("enrichment could not settle log entry %d (it will come back): %s", item.seq, e)
             return
         except Exception:
+            metrics.ENRICHMENTS.labels("error").inc()
             log.exception("enrichment of log entry %d failed unexpectedly", item.seq)
             with contextlib.suppress(Unavailable):
                 await item.nak(self._options.retry_delay(item.attempt))
             return
+        metrics.ENRICHMENTS.labels(outcome.status).inc()
         if self._observer is not None:
             self._observer(outcome)
 

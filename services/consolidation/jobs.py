@@ -16,6 +16,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Self
 
+from engram import metrics
 from engram.errors import EngramError, InvalidArgument, NotFound, NotImplementedYet, PermissionDenied
 from engram.events import CONSOLIDATION_AGENT, CONSOLIDATION_SOURCE
 from engram.ids import uuid7
@@ -199,6 +200,7 @@ class Jobs:
         work = prepare(caller, options)
         running = (caller.namespace, work.lane or kind, work.key)
         if running in self._running:
+            metrics.JOBS.labels(kind, "already_running").inc()
             raise JobRunning(kind, work.key, self._running[running])
         job = Job(
             id=uuid7(), kind=kind, state="running", namespace=caller.namespace, started_at=self._clock(),
@@ -250,6 +252,7 @@ class Jobs:
             return None
         got = await self._leases.acquire(lease_key(*running), job.id, self._owner)
         if isinstance(got, Holder):
+            metrics.JOBS.labels(job.kind, "already_running").inc()
             raise JobRunning(job.kind, work.key, got.job_id or "unknown")
         return got
 
@@ -261,8 +264,11 @@ class Jobs:
 
         progress = Progress(time_limit, lambda: self._keep(current()))  # seen here at once
         reporting = asyncio.create_task(self._report(current)) if self._store is not None else None
+        started, ended = time.perf_counter(), "cancelled"  # the service stopped while it ran
+        metrics.JOBS_RUNNING.inc()
         try:
             outcome = await _outcome(job, work, progress)
+            ended = "failed" if outcome.failed else "succeeded"
             if reporting is not None:  # stopped before the last state is stored: it never overwrites it
                 reporting.cancel()
                 await asyncio.gather(reporting, return_exceptions=True)
@@ -280,6 +286,9 @@ class Jobs:
                     log.exception("reporting the end of job %s failed", done.id)
             return done
         finally:
+            metrics.JOBS_RUNNING.dec()
+            metrics.JOBS.labels(job.kind, ended).inc()
+            metrics.JOB_DURATION.labels(job.kind).observe(time.perf_counter() - started)
             if reporting is not None:
                 reporting.cancel()
             self._running.pop(running, None)

@@ -1,4 +1,4 @@
-"""The gateway's HTTP app: MCP streamable HTTP at /mcp, REST at /v1, health and readiness probes."""
+"""The gateway's HTTP app: MCP streamable HTTP at /mcp, REST at /v1, health and readiness probes, metrics."""
 
 from __future__ import annotations
 
@@ -22,6 +22,7 @@ from engram.services.gateway.edge import EdgeMiddleware, EdgePolicy
 from engram.services.gateway.events import build_events_router
 from engram.services.gateway.identity import Resolver
 from engram.services.gateway.mcp_server import build_mcp
+from engram.services.gateway.monitoring import HttpMetricsMiddleware, add_metrics
 from engram.services.gateway.operations import CursorTracker, Operations
 from engram.services.gateway.rest import (
     IMPORT_PATH,
@@ -47,8 +48,13 @@ use this REST API. Authenticate with `Authorization: Bearer <API key>` (create o
 on a loopback bind in dev mode, requests without a key act anonymously in the `default` namespace."""
 
 
-def build_app(settings: Settings, backend: Backend, keys: KeyStore, *, event_log: Log | None = None) -> FastAPI:
-    """The gateway app. The caller owns ``backend`` and ``event_log`` and closes them after the app has stopped."""
+def build_app(
+    settings: Settings, backend: Backend, keys: KeyStore, *, event_log: Log | None = None, replicas: bool = False
+) -> FastAPI:
+    """The gateway app. The caller owns ``backend`` and ``event_log`` and closes them after the app has stopped.
+
+    ``replicas``: other gateway replicas acknowledge writes too (the cluster), so reads wait for those as well.
+    """
     resolver = Resolver(settings, keys)
     cursors = CursorTracker()
     mcp = build_mcp(backend, resolver, cursors, settings, event_log=event_log)
@@ -60,8 +66,14 @@ def build_app(settings: Settings, backend: Backend, keys: KeyStore, *, event_log
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         # FastAPI never runs a mounted app's lifespan, so the session manager is run here.
-        async with sessions.run():
-            yield
+        following = await cursors.follow(event_log) if replicas and event_log is not None else None
+        try:
+            async with sessions.run():
+                yield
+        finally:
+            if following is not None:
+                with contextlib.suppress(Exception):  # the connection may already be gone at shutdown
+                    await following.unsubscribe()
 
     app = FastAPI(title="Engram", version=ENGRAM_VERSION, description=DESCRIPTION, lifespan=lifespan)
     add_error_handlers(app)
@@ -75,6 +87,7 @@ def build_app(settings: Settings, backend: Backend, keys: KeyStore, *, event_log
     mcp_endpoint: Any = RequireKey(StreamableHTTPASGIApp(sessions), resolver)
     app.add_route(MCP_PATH, mcp_endpoint, include_in_schema=False)
     add_probes(app, backend, resolver)
+    add_metrics(app, resolver)
     edge = EdgePolicy(
         max_request_bytes=settings.max_request_bytes,
         max_import_bytes=settings.max_import_bytes,
@@ -83,6 +96,7 @@ def build_app(settings: Settings, backend: Backend, keys: KeyStore, *, event_log
         mcp_path=MCP_PATH,
     )
     app.add_middleware(EdgeMiddleware, policy=edge)
+    app.add_middleware(HttpMetricsMiddleware, router=app.router)  # inside the host guard, which copies the scope
     app.add_middleware(HostGuardMiddleware, guard=guard)  # added last, so it runs first
     _document_problems_not_422(app)
     return app

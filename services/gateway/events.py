@@ -10,7 +10,7 @@ import contextlib
 import json
 import logging
 from collections import deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Iterable
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Annotated, Any
 
@@ -18,6 +18,7 @@ from fastapi import APIRouter, Depends, Header, Query
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
+from engram import metrics
 from engram.config import Settings
 from engram.errors import InvalidArgument, Unavailable
 from engram.events import EVENTS, MEMORY_ACCESSED
@@ -201,6 +202,7 @@ class ClientQueue:
                 self._gap = Gap(self._cursor)
             self._gap.dropped += 1
             self.dropped += 1
+            metrics.SSE_DROPPED.inc()
         self._frames.append((seq, frame))
         self.newest = seq
         self._changed.set()
@@ -324,9 +326,19 @@ class EventStreams:
         self._stopped = False
         if event_log is not None:
             event_log.on_reconnect(self._end_all)
+        metrics.watch(self)
 
     def __len__(self) -> int:
         return len(self._open)
+
+    def sample(self) -> Mapping[str, float]:
+        """The streams' gauges (engram.metrics), read from the scrape thread: a copy of the set, then lengths."""
+        depths = [len(stream.queue) for stream in list(self._open)]
+        return {
+            metrics.SSE_CLIENTS: len(depths),
+            metrics.SSE_QUEUED_EVENTS: sum(depths),
+            metrics.SSE_QUEUE_DEPTH_MAX: max(depths, default=0),
+        }
 
     def stats(self) -> list[StreamStats]:
         """What each open stream holds (for tests and diagnostics)."""
@@ -365,6 +377,7 @@ class EventStreams:
         """Ends every open stream and refuses new ones."""
         self._stopped = True
         self._end_streams()
+        metrics.unwatch(self)
 
     async def _end_all(self) -> None:
         self._end_streams()

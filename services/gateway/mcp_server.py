@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import threading
+import time
 from collections import OrderedDict
 from typing import Any, Literal, get_args
 
@@ -13,7 +15,9 @@ from mcp.types import CallToolResult, InputRequiredResult, ToolAnnotations
 from mcp.types import Tool as MCPTool
 from pydantic import ValidationError
 
+from engram import metrics
 from engram.config import DEFAULT_SEARCH_LIMIT, Settings
+from engram.errors import EngramError
 from engram.log import Log
 from engram.model import SENSITIVITIES, Caller
 from engram.services.gateway.backend import Backend
@@ -329,6 +333,26 @@ class EngramMCPServer(MCPServer):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
+        """Calls a tool, counted and timed by tool and outcome (engram.metrics)."""
+        tool = name if name in await self._known_arguments() else UNKNOWN_TOOL  # a bounded label
+        started, outcome = time.perf_counter(), "internal"
+        try:
+            result = await self._checked_call(name, arguments, context)
+            outcome = "error" if isinstance(result, CallToolResult) and result.is_error else "ok"
+            return result
+        except ToolError as e:
+            outcome = tool_outcome(e)
+            raise
+        except asyncio.CancelledError:
+            outcome = "cancelled"  # the client went away
+            raise
+        finally:
+            metrics.MCP_TOOL_CALLS.labels(tool, outcome).inc()
+            metrics.MCP_TOOL_DURATION.labels(tool).observe(time.perf_counter() - started)
+
+    async def _checked_call(
+        self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None
+    ) -> CallToolResult | InputRequiredResult:
         known = (await self._known_arguments()).get(name)
         unknown = sorted(set(arguments) - known) if known is not None else []
         if unknown and known is not None:
@@ -348,6 +372,22 @@ class EngramMCPServer(MCPServer):
             tools = await super().list_tools()
             self._arguments = {t.name: frozenset(t.input_schema.get("properties", {})) for t in tools}
         return self._arguments
+
+
+UNKNOWN_TOOL = "unknown"
+
+
+def tool_outcome(error: ToolError) -> str:
+    """What a failed tool call counts as: the kind of the Engram error behind it (not_found, permission_denied, ...),
+    invalid_argument for arguments that do not fit, internal for a crash."""
+    if isinstance(error, UnexpectedToolError):
+        return "internal"
+    cause: BaseException | None = error.__cause__
+    while cause is not None:
+        if isinstance(cause, EngramError):
+            return cause.code
+        cause = cause.__cause__
+    return "invalid_argument"  # unknown tools and arguments, values that fail validation
 
 
 def _closed(tool: str, schema: dict[str, Any]) -> dict[str, Any]:

@@ -40,7 +40,7 @@ from engram.model import COLD, Caller, Memory, MemoryInput, Relation, format_tim
 from engram.ownership import UNOWNED, require_admin, require_handoff_target, require_owner
 from engram.results import Changed, DeleteResult, ExpireResult, History, MergeResult, SaveResult, SupersedeResult
 from engram.scrub import Redaction, scrub_text
-from engram.services.ingest.writer import MemoryWriter
+from engram.services.ingest.writer import MemoryWriter, counted
 from engram.validation import HANDOFF, with_team_tag
 
 MAX_ATTEMPTS = 50  # re-applications of one change after other writers got there first
@@ -165,7 +165,7 @@ class Lifecycle:
                 based_on = e.entry.seq
                 body["erased"] = erased
                 continue
-            return DeleteResult(memory_id, appended.seq, None, erased)
+            return DeleteResult(memory_id, counted(MEMORY_PURGED, appended).seq, None, erased)
         raise Unavailable("The memory kept changing while it was purged; run the purge again.")
 
     async def supersede(

@@ -10,6 +10,7 @@ import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any, Protocol
 
+from engram import metrics
 from engram.embed import Embedder
 from engram.embed.sparse import Bm25Encoder
 from engram.errors import DiskFull, EngramError, InvalidArgument, Unavailable
@@ -37,6 +38,13 @@ class _Stop(Exception):
 # The log or the disk refusing a write refuses every later one too: the import stops there (and says where to
 # resume) rather than rejecting each remaining line with the same reason.
 STOPS_AN_IMPORT = (Unavailable, DiskFull)
+
+
+def counted(event: str, appended: Appended) -> Appended:
+    """Counts a new log entry (engram_log_appends_total); a retried write the log already had is not one."""
+    if not appended.duplicate:
+        metrics.LOG_APPENDS.labels(event).inc()
+    return appended
 
 
 class SpaceCheck(Protocol):
@@ -158,7 +166,7 @@ class MemoryWriter:
         appended = await self._log.append(
             caller.namespace, MEMORY_ENRICHED, body, msg_id=f"{memory_id}:enriched:{_digest(cleaned)}"
         )
-        return appended.seq
+        return counted(MEMORY_ENRICHED, appended).seq
 
     async def _append_batch(
         self,
@@ -202,7 +210,8 @@ class MemoryWriter:
         """Appends one event body (after the disk check), conditionally when ``stale`` is given."""
         if self._disk is not None:
             self._disk.require_space()
-        return await self._log.append(caller.namespace, event, body, msg_id=msg_id, based_on=based_on, stale=stale)
+        appended = await self._log.append(caller.namespace, event, body, msg_id=msg_id, based_on=based_on, stale=stale)
+        return counted(event, appended)
 
     def scrubbed_source(self, caller: Caller) -> str:
         return scrub_text(caller.source).text
@@ -215,7 +224,7 @@ class MemoryWriter:
             self._disk.require_space()
         event = _created_event(memory)
         body = event_body(event, memory, caller, vectors=vectors)
-        appended = await self._log.append(caller.namespace, event, body, msg_id=msg_id)
+        appended = counted(event, await self._log.append(caller.namespace, event, body, msg_id=msg_id))
         if appended.duplicate and resolve_duplicate:
             # A retried import item: JetStream kept the first copy; answer with that memory's id.
             original = await self._log.read(appended.seq)

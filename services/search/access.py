@@ -13,9 +13,10 @@ from __future__ import annotations
 import contextlib
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from engram import metrics
 from engram.errors import EngramError
 from engram.events import MEMORY_ACCESSED, SCHEMA_VERSION
 from engram.ids import uuid7
@@ -72,6 +73,7 @@ class AccessRecorder:
         self._log = event_log
         self._clock = clock
         self._pending: dict[str, _Pending] = {}
+        self._pending_reads = 0  # the reads counted in _pending, kept as a number for the metrics' scrape thread
         self._periodic = Periodic("access-flush", interval, self.flush)
 
     def note(self, caller: Caller, memory_ids: Iterable[str] = ()) -> None:
@@ -83,21 +85,28 @@ class AccessRecorder:
         for memory_id in memory_ids:
             if memory_id in pending.counts or len(pending.counts) < MAX_PENDING_IDS:
                 pending.counts[memory_id] += 1
+                self._pending_reads += 1
         reader = (caller.agent_id, caller.device, caller.source)
         if caller.agent_id and (reader in pending.readers or len(pending.readers) < MAX_PENDING_READERS):
             pending.readers[reader] = self._clock()
 
+    def sample(self) -> Mapping[str, float]:
+        """The reads waiting for the next flush (engram.metrics)."""
+        return {metrics.ACCESS_PENDING_READS: self._pending_reads}
+
     async def start(self) -> None:
         self._periodic.start()
+        metrics.watch(self)
 
     async def stop(self) -> None:
+        metrics.unwatch(self)
         await self._periodic.stop()
         with contextlib.suppress(EngramError):  # the log may be gone at shutdown: the counts are statistics
             await self.flush()
 
     async def flush(self) -> int:
         """Writes what was gathered: one entry per namespace. Returns the number of entries written."""
-        pending, self._pending = self._pending, {}
+        pending, self._pending, self._pending_reads = self._pending, {}, 0
         written = 0
         for position, (namespace, gathered) in enumerate(pending.items()):
             if not gathered.counts and not gathered.readers:
@@ -108,6 +117,7 @@ class AccessRecorder:
             except EngramError:
                 for unwritten, rest in list(pending.items())[position:]:  # kept for the next flush
                     self._pending.setdefault(unwritten, _Pending()).merge(rest)
+                    self._pending_reads += rest.counts.total()
                 raise
             written += 1
         return written

@@ -19,8 +19,10 @@ import itertools
 import logging
 import math
 import time
+from collections.abc import Mapping
 from typing import Any, Protocol
 
+from engram import metrics
 from engram.errors import InvalidArgument, Unavailable
 from engram.events import (
     MEMORY_ACCESSED,
@@ -102,6 +104,7 @@ class Indexer:
         self._registry_saved = -math.inf  # when it was stored (monotonic); -inf: with the next batch
         self._caught_up = asyncio.Event()
         self._target = 0
+        self._seen = 0  # the newest sequence the log has delivered: where the log ends, as far as the index knows
         self._changed = asyncio.Condition()
         self._queue: asyncio.Queue[LogEntry] = asyncio.Queue()
         self._subscription: Any = None
@@ -134,12 +137,14 @@ class Indexer:
         await self._follow()
         self._log.on_reconnect(self._refollow)
         self._catch_up = asyncio.create_task(self._catch_up_then_verify(), name="index-catch-up")
+        metrics.watch(self)
 
     async def wait_caught_up(self, timeout: float | None = None) -> None:
         """Returns once the index has caught up with the log as it was at start (and passed its checks)."""
         await asyncio.wait_for(self._caught_up.wait(), timeout)
 
     async def stop(self) -> None:
+        metrics.unwatch(self)
         if self._catch_up is not None:
             self._catch_up.cancel()
             with contextlib.suppress(asyncio.CancelledError):
@@ -174,6 +179,11 @@ class Indexer:
                 raise Unavailable(
                     f"The index has not caught up with your write yet (at {self._applied}, need {seq}). Retry shortly."
                 ) from e
+
+    def sample(self) -> Mapping[str, float]:
+        """The index's gauges (engram.metrics): what it applied, where the log ends, the difference."""
+        applied, last = self._applied, max(self._target, self._seen, self._applied)
+        return {metrics.INDEX_APPLIED_SEQ: applied, metrics.LOG_LAST_SEQ: last, metrics.INDEX_LAG: last - applied}
 
     async def log_last_seq(self) -> int:
         try:
@@ -352,8 +362,14 @@ class Indexer:
         await self._follow()
 
     async def _follow(self) -> None:
+        queue = self._queue
+
+        async def receive(entry: LogEntry) -> None:
+            self._seen = max(self._seen, entry.seq)
+            await queue.put(entry)
+
         self._worker = asyncio.create_task(self._run(), name="indexer")
-        self._subscription = await self._log.follow(self._applied + 1, self._queue.put)
+        self._subscription = await self._log.follow(self._applied + 1, receive)
 
     async def _unfollow(self) -> None:
         if self._subscription is not None:

@@ -18,6 +18,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict
 from typing import Any, TypeGuard
 
+from engram import metrics
 from engram.clients import DEFAULT_PULL, MAX_PULL, MAX_PUSH, SearchClient
 from engram.errors import EngramError, InvalidArgument, NotFound, PermissionDenied, Unavailable
 from engram.events import (
@@ -87,7 +88,12 @@ class Inbox:
             raise InvalidArgument("changes", f"push at most {MAX_PUSH} changes at once; send the rest next.")
         lock = self._locks.setdefault(f"{caller.namespace}\0{device}", asyncio.Lock())
         async with lock:
-            return [await self._push_one(caller, device, change, restore=restore) for change in changes]
+            answers = []
+            for change in changes:
+                answer = await self._push_one(caller, device, change, restore=restore)
+                metrics.SYNC_PUSHED.labels(_outcome(answer)).inc()
+                answers.append(answer)
+            return answers
 
     async def pull(self, caller: Caller, device: str, cursor: int, limit: int) -> SyncPage:
         """The namespace's changes after ``cursor``, oldest first. Secret memories never leave: their entries
@@ -97,6 +103,7 @@ class Inbox:
         last = await self._log.last_seq()
         entries, more = await self._log.read_after(cursor, subjects=subject(caller.namespace, "*"), limit=limit)
         changes = [_outgoing(entry) for entry in entries if _leaves(entry)]
+        metrics.SYNC_PULLED.inc(len(changes))
         next_cursor = entries[-1].seq if entries else max(cursor, 0)
         return SyncPage(changes, next_cursor, more, max(last, next_cursor))
 
@@ -315,6 +322,13 @@ def _state_or_none(entry: LogEntry, memory_id: str) -> Memory | None:
 def _answer(record: dict[str, Any], source_id: str) -> Pushed:
     known = {k: record[k] for k in ("accepted", "seq", "version", "reason", "conflict") if k in record}
     return Pushed(source_id, bool(known.pop("accepted", False)), **known, duplicate=bool(record.get("accepted")))
+
+
+def _outcome(pushed: Pushed) -> str:
+    """How a pushed change was answered, for engram_sync_pushed_changes_total."""
+    if not pushed.accepted:
+        return "rejected"
+    return "duplicate" if pushed.duplicate else "conflict" if pushed.conflict else "accepted"
 
 
 def _leaves(entry: LogEntry) -> bool:
