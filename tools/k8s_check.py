@@ -151,7 +151,16 @@ def chart_copy(workdir: Path) -> tuple[Path, list[str]]:
         if link.is_symlink() and not link.exists()
     ]
     copy = workdir / "engram"
-    shutil.copytree(CHART, copy, symlinks=False, ignore_dangling_symlinks=True)
+    # Links are replaced here rather than by copytree(symlinks=False), which judges a relative link dangling from
+    # the current directory instead of the link's own.
+    shutil.copytree(CHART, copy, symlinks=True)
+    for link in [p for p in copy.rglob("*") if p.is_symlink()]:
+        target = (CHART / link.relative_to(copy)).resolve()
+        link.unlink()
+        if target.is_dir():
+            shutil.copytree(target, link)
+        elif target.is_file():
+            shutil.copyfile(target, link)
     chart_file = copy / "Chart.yaml"
     chart = yaml.safe_load(chart_file.read_text())
     chart.pop("dependencies", None)

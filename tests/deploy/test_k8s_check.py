@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import importlib.util
 import os
+import shutil
 import socket
 import subprocess
 import sys
@@ -282,3 +283,36 @@ async def test_an_events_reader_gets_only_its_namespaces_events_and_can_neither_
     finally:
         await reader.close()
         await services.close()
+
+
+def test_monitoring_adds_a_service_monitor_of_the_metrics_ports_and_the_grafana_dashboard(
+    tool: ModuleType, renders: dict[str, list[dict[str, Any]]]
+) -> None:
+    objects = renders["monitoring-tls-digest"]
+    monitor = _one(objects, "ServiceMonitor", "engram")
+    assert [e["port"] for e in monitor["spec"]["endpoints"]] == ["metrics"]
+    headless = [o for o in objects if o["kind"] == "Service" and o["metadata"]["name"].endswith("-headless")]
+    assert headless and not [o for o in headless if "metrics" in {p["name"] for p in o["spec"]["ports"]}]
+    dashboards = [o for o in objects if o["kind"] == "ConfigMap"]
+    if (tool.CHART / "dashboards" / "engram-dashboard.json").exists():  # the symlink's target may not exist yet
+        (dashboard,) = dashboards
+        assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
+        assert dashboard["data"]["engram-dashboard.json"].lstrip().startswith("{")
+    assert not [o for o in renders["defaults"] if o["kind"] in ("ServiceMonitor", "ConfigMap")]
+
+
+def test_the_chart_renders_without_the_dashboard_while_its_file_does_not_exist(
+    tool: ModuleType, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    chart = tmp_path / "k8s" / "helm" / "engram"
+    shutil.copytree(tool.CHART, chart, symlinks=True)
+    link = chart / "dashboards" / "engram-dashboard.json"
+    link.unlink()
+    link.symlink_to("../../../grafana/engram-dashboard.json")  # nothing there
+    monkeypatch.setattr(tool, "CHART", chart)
+    monkeypatch.setattr(tool, "ROOT", tmp_path)
+    copy, notes = tool.chart_copy(tmp_path / "render")
+    assert notes == ["k8s/helm/engram/dashboards/engram-dashboard.json points at a file that does not exist yet: "
+                     "rendered without it"]  # fmt: skip
+    objects = tool.render(copy, ("metrics.grafanaDashboard.enabled=true",))
+    assert not [o for o in objects if o["kind"] == "ConfigMap"]
