@@ -232,7 +232,7 @@ def parse_listen(listen: str) -> tuple[str, int]:
     """host:port (``[::1]:9100`` for IPv6; ``:9100`` for every address) as (host, port)."""
     host, sep, port = listen.strip().rpartition(":")
     if not sep or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise SettingsError(f"ENGRAM_METRICS_LISTEN must be host:port (e.g. 0.0.0.0:9100), got {listen!r}")
+        raise SettingsError(f"ENGRAM_METRICS_LISTEN must be host:port (e.g. 0.0.0.0:9090), got {listen!r}")
     return host.strip("[]"), int(port)
 
 
