@@ -168,9 +168,15 @@ class Log(Protocol):
         """Up to ``limit`` entries after ``seq`` on ``subjects``, oldest first, and whether more follow them."""
 
     async def follow(
-        self, start_seq: int, handler: Callable[[LogEntry], Awaitable[None]], *, subjects: str | None = None
+        self,
+        start_seq: int,
+        handler: Callable[[LogEntry], Awaitable[None]],
+        *,
+        subjects: str | None = None,
+        headers_only: bool = False,
     ) -> Subscription:
-        """Delivers every entry from start_seq on, in order, to handler."""
+        """Delivers every entry from start_seq on, in order, to handler; ``headers_only``: entries without their
+        bodies (an empty body: for a follower that needs only sequences and subjects)."""
 
     async def work_queue(
         self, durable: str, subjects: str | Sequence[str], *, ack_wait: float, deliver_all: bool = True

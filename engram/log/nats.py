@@ -416,12 +416,20 @@ class NatsLog:
         return entries, more
 
     async def follow(
-        self, start_seq: int, handler: Callable[[LogEntry], Awaitable[None]], *, subjects: str | None = None
+        self,
+        start_seq: int,
+        handler: Callable[[LogEntry], Awaitable[None]],
+        *,
+        subjects: str | None = None,
+        headers_only: bool = False,
     ) -> Subscription:
         """Delivers every entry from start_seq on, in order, to handler (an ordered push consumer)."""
 
         async def on_message(msg: Msg) -> None:
             seq = msg.metadata.sequence.stream
+            if headers_only:
+                await handler(LogEntry(seq=seq, subject=msg.subject, body={}))
+                return
             try:
                 body = json.loads(msg.data)
             except json.JSONDecodeError:
@@ -435,7 +443,9 @@ class NatsLog:
             stream=self._stream,
             ordered_consumer=True,
             config=api.ConsumerConfig(
-                deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE, opt_start_seq=max(start_seq, 1)
+                deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
+                opt_start_seq=max(start_seq, 1),
+                headers_only=headers_only or None,
             ),
         )
 

@@ -48,8 +48,13 @@ use this REST API. Authenticate with `Authorization: Bearer <API key>` (create o
 on a loopback bind in dev mode, requests without a key act anonymously in the `default` namespace."""
 
 
-def build_app(settings: Settings, backend: Backend, keys: KeyStore, *, event_log: Log | None = None) -> FastAPI:
-    """The gateway app. The caller owns ``backend`` and ``event_log`` and closes them after the app has stopped."""
+def build_app(
+    settings: Settings, backend: Backend, keys: KeyStore, *, event_log: Log | None = None, replicas: bool = False
+) -> FastAPI:
+    """The gateway app. The caller owns ``backend`` and ``event_log`` and closes them after the app has stopped.
+
+    ``replicas``: other gateway replicas acknowledge writes too (the cluster), so reads wait for those as well.
+    """
     resolver = Resolver(settings, keys)
     cursors = CursorTracker()
     mcp = build_mcp(backend, resolver, cursors, settings, event_log=event_log)
@@ -61,8 +66,14 @@ def build_app(settings: Settings, backend: Backend, keys: KeyStore, *, event_log
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         # FastAPI never runs a mounted app's lifespan, so the session manager is run here.
-        async with sessions.run():
-            yield
+        following = await cursors.follow(event_log) if replicas and event_log is not None else None
+        try:
+            async with sessions.run():
+                yield
+        finally:
+            if following is not None:
+                with contextlib.suppress(Exception):  # the connection may already be gone at shutdown
+                    await following.unsubscribe()
 
     app = FastAPI(title="Engram", version=ENGRAM_VERSION, description=DESCRIPTION, lifespan=lifespan)
     add_error_handlers(app)

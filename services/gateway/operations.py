@@ -17,6 +17,7 @@ from engram.clients import ConsolidationClient
 from engram.config import DEFAULT_SEARCH_LIMIT, Settings
 from engram.errors import EngramError, ImportStopped, InvalidArgument, RemoteError, Unavailable
 from engram.index import DENSE
+from engram.log import Log, LogEntry, Subscription
 from engram.model import (
     HANDOFF_STATUSES,
     Caller,
@@ -135,6 +136,18 @@ class CursorTracker:
     def min_seq(self, namespace: str, requested: int | None = None) -> int:
         """What a read waits for: the caller's ``min_seq`` or this gateway's cursor, whichever is later."""
         return max(self.get(namespace), requested or 0)
+
+    async def follow(self, event_log: Log) -> Subscription:
+        """Also records every write other gateway replicas acknowledge, as the log delivers it (sequences and
+        subjects only, no bodies), so a caller whose requests land on different replicas still reads its writes."""
+        start = await event_log.last_seq() + 1
+
+        async def observe(entry: LogEntry) -> None:
+            parts = entry.subject.split(".")
+            if len(parts) == 4:  # engram.events.<namespace>.<event>
+                self.observe(parts[2], entry.seq)
+
+        return await event_log.follow(start, observe, headers_only=True)
 
 
 class Operations:

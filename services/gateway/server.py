@@ -35,6 +35,7 @@ class GatewayDeps:
     consolidation_addr: str | None = None  # team summaries; None: those tools answer "unavailable"
     sync_addr: str | None = None  # edge devices push and pull here; None: /v1/sync answers "unavailable"
     event_log: Log | None = None  # live events (SSE, MCP resource updates); None: those answer "unavailable"
+    replicas: bool = False  # other gateway replicas acknowledge writes too (the cluster): reads wait for theirs too
 
 
 class RunningGateway:
@@ -63,7 +64,7 @@ async def build_server(settings: Settings, deps: GatewayDeps) -> RunningGateway:
         sync_addr=deps.sync_addr,
     )
     try:
-        app = build_app(settings, backend, deps.keys, event_log=deps.event_log)
+        app = build_app(settings, backend, deps.keys, event_log=deps.event_log, replicas=deps.replicas)
         server, task, url = await start_http(app, settings.host, settings.port, sock=deps.sock)
     except BaseException:
         await backend.close()

@@ -352,6 +352,7 @@ async def _run_gateway(settings: Settings, stop: asyncio.Event) -> None:
         deps = GatewayDeps(
             settings.ingest_addr, settings.search_addr, KeyStore(settings.keys_path),
             consolidation_addr=settings.consolidation_addr, sync_addr=settings.sync_addr, event_log=event_log,
+            replicas=True,
         )  # fmt: skip
         gateway = await build_server(settings, deps)
         print(f"engram gateway ready at {gateway.url} (MCP at {gateway.url}/mcp)", flush=True)
