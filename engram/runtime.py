@@ -34,6 +34,8 @@ from engram.v1 import readiness_pb2, readiness_pb2_grpc
 
 log = logging.getLogger(__name__)
 
+LIVENESS = "liveness"  # the gRPC health entry that is SERVING while the process runs
+
 DEFAULT_GRACE_SECONDS = 5.0
 DISK_CHECK_SECONDS = 1.0
 INGEST_SERVICE = "engram.v1.Ingest"
@@ -154,9 +156,9 @@ class Resources:
     async def log(self) -> Log:
         async with self._lock:
             if self._log is None:
-                if not self.settings.nats_url:
-                    raise Unavailable("No NATS address: set ENGRAM_NATS_URL or pass --nats-url.")
                 settings = self.settings
+                if not settings.nats_url:
+                    raise Unavailable("No NATS address: set ENGRAM_NATS_URL or pass --nats-url.")
                 self._log = await NatsLog.connect(
                     settings.nats_url,
                     stream=settings.stream,
@@ -310,5 +312,8 @@ async def serve(
 
     resources.health.on_change(changed)
     await publish()
+    # Liveness: SERVING for as long as the process serves at all, whatever its readiness (a search replica
+    # rebuilding its index, NATS unreachable); Kubernetes restarts a pod only when this stops answering.
+    await health_servicer.set(LIVENESS, serving)
     log.info("gRPC listening on %s: %s", address, ", ".join(names))
     return RunningServer(server, address, everything)

@@ -199,7 +199,7 @@ def test_grpc_services_are_ready_by_grpc_health_and_the_gateway_by_readyz(
     objects = renders["defaults"]
     ingest = _one(objects, "Deployment", "engram-ingest")["spec"]["template"]["spec"]["containers"][0]
     assert ingest["readinessProbe"]["grpc"] == {"port": 50051}
-    assert ingest["livenessProbe"]["tcpSocket"] == {"port": "grpc"}
+    assert ingest["livenessProbe"]["grpc"] == {"port": 50051, "service": "liveness"}  # SERVING while it runs
     gateway = _one(objects, "Deployment", "engram-gateway")["spec"]["template"]["spec"]["containers"][0]
     assert gateway["readinessProbe"]["httpGet"] == {"path": "/readyz", "port": "http"}
     assert gateway["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}

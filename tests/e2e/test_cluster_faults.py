@@ -27,10 +27,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import grpc
 import httpx
 import nats
 import nats.errors
 import pytest
+from grpc_health.v1 import health_pb2, health_pb2_grpc
 
 from engram.clients import IngestClient, SearchClient
 from engram.keys import KeyStore
@@ -361,6 +363,19 @@ async def test_killing_a_nats_node_an_ingest_and_a_search_replica_loses_no_ackno
     assert healthy.report()["errors"] == 0 and after.report()["errors"] == 0, report["windows"]
     for window in load.windows:
         assert window.writes_ok > 0, f"no write was acknowledged while {window.name}"
+
+
+async def test_every_grpc_service_answers_the_health_checks_the_chart_probes(cluster: Cluster) -> None:
+    """Readiness probes ask the overall status (""), liveness probes the entry that stays SERVING while the process
+    runs ("liveness")."""
+    addresses = [*cluster.ingest, *cluster.search, cluster.services["consolidation"].args[-1],
+                 cluster.services["sync"].args[-1]]  # fmt: skip
+    for address in addresses:
+        async with grpc.aio.insecure_channel(address) as chan:
+            stub = health_pb2_grpc.HealthStub(chan)
+            for service in ("", "liveness"):
+                reply = await stub.Check(health_pb2.HealthCheckRequest(service=service), timeout=10)
+                assert reply.status == health_pb2.HealthCheckResponse.SERVING, (address, service)
 
 
 async def test_ingest_replicas_appending_to_one_memory_at_once_lose_and_reorder_no_version(cluster: Cluster) -> None:
