@@ -341,6 +341,7 @@ async def _timed(
                     extra["reranked"] = extra.get("reranked", 0) + bool(answer["reranked"])
             bar.advance()
     result = dataclasses.asdict(LatencySummary.of(durations)) | extra
+    result["first_ms"] = [round(d * 1000, 1) for d in durations[:5]]  # a cold start shows in the first calls
     result["errors"] = len(errors)
     if errors:
         result["error_examples"] = sorted(set(errors))[:5]

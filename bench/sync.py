@@ -109,11 +109,29 @@ async def run_backfill(cluster: Node, home: Path, settings: dict[str, str], out:
             "pull_seconds": round(pulled, 1),
             "entries_per_second": round(int(state.get("pulled_total") or 0) / pulled, 1) if pulled else 0.0,
             "searchable_seconds": round(searchable, 1),
-            "edge_rss_bytes": edge.rss(),
+            "edge_rss_bytes": edge.rss(),  # while the index still builds the graphs of what it took in
         }
         note(f"  backfilled {stats['total']} memories in {pulled:.1f}s (searchable after {searchable:.1f}s)")
+        await _settled_footprint(edge, out)
     finally:
         edge.stop()
+
+
+async def _settled_footprint(edge: Node, out: dict[str, Any]) -> None:
+    """The backfilled device once its index has built its graphs (as the edge section measures after an import):
+    its memory (and peak), and the latency of searches on what it pulled."""
+    from bench.edge import footprint  # bench.edge imports this module
+    from bench.speed import DIAGNOSTIC_SHARE, QueryPool, _searcher, _settle, _timed
+
+    async with connect(edge.http_url, f"{edge.http_url}/mcp") as client:
+        out["settle_seconds"] = await _settle(client)
+        out["edge_rss_bytes_settled"] = footprint(edge)
+        queries = QueryPool([f"what did the team decide about item {i}?" for i in range(200)])
+        out["search_settled"] = await _timed("backfilled edge search", _searcher(client, rerank=False),
+                                             queries.take(200 // DIAGNOSTIC_SHARE + 20), warmup=20)  # fmt: skip
+    rss = out["edge_rss_bytes_settled"]
+    note(f"  backfilled edge, settled: node {rss['node'] / 2**20:.0f} MiB (peak {rss['node_peak'] / 2**20:.0f}), "
+         f"nats {rss['nats'] / 2**20:.0f} MiB, p95 {out['search_settled']['p95_ms']:.1f} ms")  # fmt: skip
 
 
 async def _update(url: str, ids: Sequence[str]) -> None:

@@ -6,6 +6,7 @@ import contextlib
 import hashlib
 import json
 import logging
+import math
 import os
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -45,8 +46,33 @@ log = logging.getLogger(__name__)
 
 
 def default_threads() -> int:
-    """Intra-op threads: one per core, at most DEFAULT_MAX_THREADS."""
-    return max(1, min(os.cpu_count() or 1, DEFAULT_MAX_THREADS))
+    """Intra-op threads: one per core this process may use, at most DEFAULT_MAX_THREADS."""
+    return max(1, min(usable_cpus(), DEFAULT_MAX_THREADS))
+
+
+def usable_cpus(cgroup: str = "/sys/fs/cgroup") -> int:
+    """The cores this process may run on (its affinity), fewer when its cgroup's CPU quota allows fewer: a pod
+    limited to 2 CPUs on a 32-core node gets 2 threads, not 32 that the quota would throttle."""
+    cores = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
+    quota = _cpu_quota(Path(cgroup))
+    return max(1, min(cores, math.ceil(quota))) if quota else cores
+
+
+def _cpu_quota(root: Path) -> float | None:
+    """CPUs allowed by the cgroup's quota (v2 cpu.max, v1 cpu.cfs_quota_us / cfs_period_us), None when unlimited."""
+    try:
+        quota, _, period = (root / "cpu.max").read_text().partition(" ")
+        if quota.strip() != "max":
+            return int(quota) / int(period)
+        return None
+    except (OSError, ValueError):
+        pass
+    try:
+        quota_us = int((root / "cpu" / "cpu.cfs_quota_us").read_text())
+        period_us = int((root / "cpu" / "cpu.cfs_period_us").read_text())
+        return quota_us / period_us if quota_us > 0 and period_us > 0 else None
+    except (OSError, ValueError):
+        return None
 
 
 def _read_json(path: Path) -> dict[str, Any]:
