@@ -34,7 +34,7 @@ from engram.validation import MAX_FIELD_CHARS, MAX_LABEL_CHARS, MAX_LIST_ITEMS, 
 ENGRAM_VERSION = __version__
 
 DEFAULT_LIST_LIMIT = 20
-MAX_SEQ = 2**63 - 1  # log sequences and line numbers travel as 64-bit integers
+MAX_SEQ = 2**53 - 1  # log sequences and line numbers: exact in any JSON number (a double), JavaScript included
 # Versions count the changes of one memory; capped where JSON numbers are exact everywhere (JavaScript's, and
 # the float64 that generic JSON tools read numbers as).
 MAX_VERSION = 2**53 - 1
