@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -31,6 +32,15 @@ def anyio_backend() -> str:
 def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One ONNX build per test session, shared by every node the tests start."""
     return tmp_path_factory.mktemp("models")
+
+
+@pytest.fixture
+def taken_port() -> Iterator[int]:
+    """A loopback port another process listens on."""
+    with socket.socket() as holder:
+        holder.bind(("127.0.0.1", 0))
+        holder.listen()
+        yield holder.getsockname()[1]
 
 
 @pytest.fixture

@@ -3,10 +3,8 @@
 from __future__ import annotations
 
 import signal
-import socket
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -18,15 +16,6 @@ from tests.helpers.procs import stop_process, wait_line
 pytestmark = pytest.mark.e2e
 
 ENGRAM = Path(sys.executable).parent / "engram"  # the console script, as `make install` or a tool install puts it
-
-
-@pytest.fixture
-def taken_port() -> Iterator[int]:
-    """A loopback port another process listens on."""
-    with socket.socket() as holder:
-        holder.bind(("127.0.0.1", 0))
-        holder.listen()
-        yield holder.getsockname()[1]
 
 
 def test_serve_on_a_taken_port_says_so_in_one_line_and_exits_2(

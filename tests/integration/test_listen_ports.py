@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import socket
-from collections.abc import Iterator
 
 import grpc
 import pytest
@@ -12,14 +11,6 @@ from engram.ports import PortInUse, listen_socket
 from engram.rpc import bind
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
-
-
-@pytest.fixture
-def taken_port() -> Iterator[int]:
-    with socket.socket() as holder:
-        holder.bind(("127.0.0.1", 0))
-        holder.listen()
-        yield holder.getsockname()[1]
 
 
 async def test_grpc_listen_on_a_taken_port_names_the_listen_flag(taken_port: int) -> None:

@@ -5,9 +5,8 @@ from __future__ import annotations
 
 import json
 import re
-import socket
 import uuid
-from collections.abc import AsyncIterator, Iterator, Mapping
+from collections.abc import AsyncIterator, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -137,14 +136,6 @@ def test_sampled_gauges_combine_their_sources_and_leave_with_them() -> None:
     assert scraped[metrics.SSE_CLIENTS] == base + 5  # clients add up
     assert scraped[metrics.SSE_QUEUE_DEPTH_MAX] == max(9, before.get(metrics.SSE_QUEUE_DEPTH_MAX, 0.0))  # the fullest
     assert _scraped().get(metrics.SSE_CLIENTS, 0.0) == base
-
-
-@pytest.fixture
-def taken_port() -> Iterator[int]:
-    with socket.socket() as holder:
-        holder.bind(("127.0.0.1", 0))
-        holder.listen()
-        yield holder.getsockname()[1]
 
 
 def test_the_metrics_endpoint_serves_the_registry_and_stops() -> None:
