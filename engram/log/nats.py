@@ -37,6 +37,7 @@ DEFAULT_RECONNECT_WAIT = 0.5
 _WRONG_LAST_SEQUENCE = 10071
 _INSUFFICIENT_RESOURCES = 10047
 _STREAM_NAME_IN_USE = 10058
+_DUPLICATE_IN_PROCESS = 10158  # JSStreamDuplicateMessageConflict
 INTERRUPTED_WAIT = 3.0  # how long an append whose connection dropped waits for the reconnection
 LOG_DOWN = "The log (NATS) is unreachable right now; nothing was saved. Retry in a few seconds."
 
@@ -67,6 +68,11 @@ class NatsCredentials:
         if self.user:
             return {"user": self.user, "password": self.password or ""}
         return {}
+
+
+def _duplicate_in_process(e: nats.js.errors.APIError) -> bool:
+    """A clustered stream still proposing an earlier attempt with the same message id (which it may yet refuse)."""
+    return e.err_code == _DUPLICATE_IN_PROCESS or "duplicate message id is in process" in (e.description or "")
 
 
 def _redact(url: str) -> str:
@@ -286,12 +292,17 @@ class NatsLog:
                 except nats.js.errors.APIError as e:
                     if e.err_code == _INSUFFICIENT_RESOURCES:
                         raise DiskFull(f"the log's store refused the write ({e.description}).") from e
-                    if e.err_code != _WRONG_LAST_SEQUENCE:
+                    if e.err_code != _WRONG_LAST_SEQUENCE and not _duplicate_in_process(e):
                         raise Unavailable(f"The log refused the write: {e.description}") from e
                     # Another writer appended first: read the new end and retry, with jitter to break lockstep.
+                    # (In a clustered stream the attempt it refused may still hold its message id for a moment:
+                    # JetStream answers "duplicate message id is in process", and the same retry applies.)
                     conflicts += 1
                     self._last = None
-                    await asyncio.sleep(random.uniform(0, 0.002 * min(conflicts, 10)))
+                    # An attempt still in process may yet be stored: the retry (same message id) is then answered
+                    # as its duplicate, with its sequence. Its proposal takes a replication round trip, so wait longer.
+                    pause = 0.02 if _duplicate_in_process(e) else 0.002 * min(conflicts, 10)
+                    await asyncio.sleep(random.uniform(0, pause))
                     continue
                 except _Interrupted:
                     interrupted = True

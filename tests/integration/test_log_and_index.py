@@ -161,3 +161,38 @@ def test_index_filters_by_namespace_tags_owner_type_and_time(tmp_path: Path) -> 
     assert contents(SearchFilter(), namespace="b") == {"deploy secret"}
     assert [p["content"] for p in index.recent("a", SearchFilter(), 10)] == ["deploy plan", "deploy notes"]
     index.close()
+
+
+async def test_a_log_that_never_pauses_still_gets_its_index_maintained(
+    nats_server: NatsServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A device backfilling from its cluster never leaves the indexer idle: maintenance (Qdrant Edge's graph build)
+    runs every BUSY_MAINTAIN_ENTRIES entries anyway, instead of once over everything at the end."""
+    from engram.services.search import indexer as indexer_module
+
+    monkeypatch.setattr(indexer_module, "IDLE_SECONDS", 3600.0)  # never idle during the test
+    monkeypatch.setattr(indexer_module, "BUSY_MAINTAIN_ENTRIES", 40)
+    monkeypatch.setattr(indexer_module, "MAX_BATCH", 20)  # however far behind it falls, it applies 20 at a time
+    log = await NatsLog.connect(nats_server.url)
+    index = EdgeIndex(tmp_path / "index", dim=DIM)
+    maintained: list[int] = []
+    real_maintain = index.maintain
+
+    def counting_maintain() -> None:
+        maintained.append(index.count("ns"))
+        real_maintain()
+
+    monkeypatch.setattr(index, "maintain", counting_maintain)
+    indexer = Indexer(log, index)
+    await indexer.start()
+    await indexer.wait_caught_up(timeout=30)
+    try:
+        for i in range(200):  # as a backfill pulls them: one after the other, the indexer following live
+            _, seq = await _save(log, f"pulled memory {i}")
+        await indexer.wait_for(seq, timeout=30)
+        assert len(maintained) >= 4, maintained
+        assert maintained[0] < 200, "maintenance waited for the end"
+    finally:
+        await indexer.stop()
+        index.close()
+        await log.close()
