@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import logging
 import re
@@ -129,6 +130,10 @@ class CursorTracker:
             if seq > self._seqs.get(namespace, 0):
                 self._seqs[namespace] = seq
 
+    def namespaces(self) -> list[str]:
+        with self._lock:
+            return list(self._seqs)
+
     def get(self, namespace: str) -> int:
         """The highest acknowledged sequence of ``namespace`` (0 if none)."""
         return self._seqs.get(namespace, 0)
@@ -137,17 +142,54 @@ class CursorTracker:
         """What a read waits for: the caller's ``min_seq`` or this gateway's cursor, whichever is later."""
         return max(self.get(namespace), requested or 0)
 
-    async def follow(self, event_log: Log) -> Subscription:
+    async def follow(self, event_log: Log) -> LogFollower:
         """Also records every write other gateway replicas acknowledge, as the log delivers it (sequences and
         subjects only, no bodies), so a caller whose requests land on different replicas still reads its writes."""
-        start = await event_log.last_seq() + 1
+        follower = LogFollower(event_log, self)
+        await follower.start()
+        return follower
 
-        async def observe(entry: LogEntry) -> None:
-            parts = entry.subject.split(".")
-            if len(parts) == 4:  # engram.events.<namespace>.<event>
-                self.observe(parts[2], entry.seq)
 
-        return await event_log.follow(start, observe, headers_only=True)
+class LogFollower:
+    """A CursorTracker's subscription to the log, followed again from the log's end after every reconnection (a
+    restarted NATS server has forgotten its consumers; what was written meanwhile is at or before that end)."""
+
+    def __init__(self, event_log: Log, cursors: CursorTracker) -> None:
+        self._log = event_log
+        self._cursors = cursors
+        self._subscription: Subscription | None = None
+        self._stopped = False
+
+    async def start(self) -> None:
+        await self._follow()
+        self._log.on_reconnect(self._refollow)
+
+    async def _follow(self) -> None:
+        end = await self._log.last_seq()
+        for namespace in self._cursors.namespaces():
+            self._cursors.observe(namespace, end)  # what was acknowledged while this gateway was not following
+        self._subscription = await self._log.follow(end + 1, self._observe, headers_only=True)
+
+    async def _observe(self, entry: LogEntry) -> None:
+        parts = entry.subject.split(".")
+        if len(parts) == 4:  # engram.events.<namespace>.<event>
+            self._cursors.observe(parts[2], entry.seq)
+
+    async def _refollow(self) -> None:
+        if self._stopped:
+            return
+        await self._unsubscribe()
+        await self._follow()
+
+    async def _unsubscribe(self) -> None:
+        subscription, self._subscription = self._subscription, None
+        if subscription is not None:
+            with contextlib.suppress(Exception):  # the log's connection may be gone already
+                await subscription.unsubscribe()
+
+    async def unsubscribe(self) -> None:
+        self._stopped = True
+        await self._unsubscribe()
 
 
 class Operations:
