@@ -34,6 +34,10 @@ DEFAULT_DUPLICATE_WINDOW = 120.0
 READ_CONSUMER_IDLE_SECONDS = 30.0  # a page reader's consumer left behind (a dropped connection) is removed then
 READ_FETCH_SECONDS = 5.0
 DEFAULT_RECONNECT_WAIT = 0.5
+# A follower's consumer lives on one server of a NATS cluster; when that server dies while the client stays connected
+# to another, two missed heartbeats make the client create it again where it left off (nats-py's default, 5 s,
+# stalled every indexer and event stream on it for 10 s when a stream leader was killed).
+FOLLOW_HEARTBEAT_SECONDS = 1.0
 _WRONG_LAST_SEQUENCE = 10071
 _INSUFFICIENT_RESOURCES = 10047
 _STREAM_NAME_IN_USE = 10058
@@ -453,6 +457,7 @@ class NatsLog:
             cb=on_message,
             stream=self._stream,
             ordered_consumer=True,
+            idle_heartbeat=FOLLOW_HEARTBEAT_SECONDS,
             config=api.ConsumerConfig(
                 deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
                 opt_start_seq=max(start_seq, 1),
