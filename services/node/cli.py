@@ -4,17 +4,22 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextlib
 import faulthandler
 import logging
 import os
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Coroutine, Sequence
+from typing import Any, TypeVar
 
 from engram.config import Settings, SettingsError
 from engram.ports import PortInUse
 
 SERVICES = ("ingest", "search", "consolidation", "sync", "gateway")
+
+
+T = TypeVar("T")
+WAIT_NOTICE_SECONDS = 3.0  # a service still waiting for NATS after this long says so
 
 
 def _parser() -> argparse.ArgumentParser:
@@ -326,13 +331,39 @@ async def _run_service(name: str, settings: Settings) -> None:
 
     module = import_module(f"engram.services.{name}.server")
     resources = Resources(settings)
-    running = await module.build_server(settings, resources)
+    running = await _until_stopped(module.build_server(settings, resources), stop, name, settings)
+    if running is None:
+        await resources.close()
+        return
     print(f"engram {name} ready at {running.address}", flush=True)
     try:
         await stop.wait()
     finally:
         await running.stop(grace=1.0)
         await resources.close()
+
+
+async def _until_stopped(
+    starting: Coroutine[Any, Any, T], stop: asyncio.Event, name: str, settings: Settings
+) -> T | None:
+    """What ``starting`` returns, or None when the process is asked to stop first (Ctrl-C, SIGTERM): a service
+    waits for NATS as long as it takes to answer (its pods may start first), saying so, and stops while it waits."""
+    task = asyncio.ensure_future(starting)
+    stopping = asyncio.ensure_future(stop.wait())
+    try:
+        done, _ = await asyncio.wait({task, stopping}, timeout=WAIT_NOTICE_SECONDS, return_when=asyncio.FIRST_COMPLETED)
+        if not done:
+            print(f"engram {name}: waiting for NATS at {settings.nats_url} to answer (Ctrl-C to stop)",
+                  file=sys.stderr, flush=True)  # fmt: skip
+            await asyncio.wait({task, stopping}, return_when=asyncio.FIRST_COMPLETED)
+        if task.done():
+            return task.result()
+        task.cancel()
+        with contextlib.suppress(asyncio.CancelledError, Exception):
+            await task
+        return None
+    finally:
+        stopping.cancel()
 
 
 async def _run_gateway(settings: Settings, stop: asyncio.Event) -> None:
@@ -348,7 +379,9 @@ async def _run_gateway(settings: Settings, stop: asyncio.Event) -> None:
     resources = Resources(settings)
     try:
         # Live events (SSE, MCP resource updates) follow the log; without NATS the gateway serves everything else.
-        event_log = await resources.log() if settings.nats_url else None
+        event_log = await _until_stopped(resources.log(), stop, "gateway", settings) if settings.nats_url else None
+        if settings.nats_url and event_log is None:
+            return
         deps = GatewayDeps(
             settings.ingest_addr, settings.search_addr, KeyStore(settings.keys_path),
             consolidation_addr=settings.consolidation_addr, sync_addr=settings.sync_addr, event_log=event_log,

@@ -15,6 +15,7 @@ from engram.model import Caller, MemoryInput
 from engram.natsd import NatsServer
 from tests.conftest import engram_env
 from tests.helpers.mcp import call, http_client
+from tests.helpers.natscluster import free_ports
 from tests.helpers.procs import stop_process, wait_line
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
@@ -73,3 +74,27 @@ async def test_separate_processes_save_and_search_through_mcp(tmp_path: Path, mo
         codes = [stop_process(process, signal.SIGTERM) for process in reversed(processes)]
         nats.stop()
     assert codes == [0, 0, 0]
+
+
+def test_a_service_waiting_for_nats_says_so_and_stops_on_sigterm(tmp_path: Path, model_cache: Path) -> None:
+    """In a cluster a service may start before NATS answers: it waits, says what it waits for, and a SIGTERM (or
+    Ctrl-C) while it waits ends it at once, cleanly."""
+    (port,) = free_ports(1)  # nothing listens there
+    env = engram_env(model_cache, ENGRAM_HOME=str(tmp_path / "home"))
+    process = subprocess.Popen(
+        [sys.executable, "-m", "engram.services.node", "run", "ingest", "--nats-url", f"nats://127.0.0.1:{port}"],
+        env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+    )  # fmt: skip
+    try:
+        assert process.stderr is not None
+        line = process.stderr.readline()
+        assert f"waiting for NATS at nats://127.0.0.1:{port}" in line, line
+        process.send_signal(signal.SIGTERM)
+        assert process.wait(timeout=15) == 0
+        assert "Traceback" not in process.stderr.read()
+    finally:
+        if process.poll() is None:
+            process.kill()
+            process.wait()
+        if process.stderr is not None:
+            process.stderr.close()
