@@ -6,12 +6,10 @@ says (tools/k8s_check.py; its tools come with `make install`)."""
 from __future__ import annotations
 
 import asyncio
-import importlib.util
 import os
 import shutil
 import socket
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -22,17 +20,14 @@ import nats
 import pytest
 import yaml
 
+from tests.helpers.tools import free_port, load_tool
+
 ROOT = Path(__file__).resolve().parents[2]
 BOUND = 10.0  # seconds any one wait may take
 
 
 def _load_tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("k8s_check", ROOT / "tools" / "k8s_check.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["k8s_check"] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("k8s_check")
 
 
 @pytest.fixture(scope="module")
@@ -49,12 +44,6 @@ def chart(tool: ModuleType, tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="module")
 def renders(tool: ModuleType, chart: Path) -> dict[str, list[dict[str, Any]]]:
     return {name: tool.render(chart, sets) for name, sets in tool.SCENARIOS.items()}
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _one(objects: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
@@ -217,7 +206,7 @@ def chart_nats(tool: ModuleType, tmp_path: Path) -> Iterator[tuple[str, dict[str
     from engram.natsd import nats_server_binary
 
     values = yaml.safe_load((tool.CHART / "values.yaml").read_text())
-    port = _free_port()
+    port = free_port()
     text, env = tool.nats_config(values, tmp_path / "store", port)
     (tmp_path / "nats.conf").write_text(text)
     log = open(tmp_path / "nats.log", "wb")  # noqa: SIM115 - the server's, closed below

@@ -40,8 +40,9 @@ from engram.model import Caller, MemoryInput, SearchFilter
 from engram.services.gateway.events import EventParser
 from tests.conftest import engram_env
 from tests.helpers.mcp import call, http_client
-from tests.helpers.natscluster import SERVICES_USER, EventsReader, NatsCluster, NatsNode, free_ports
+from tests.helpers.natscluster import SERVICES_USER, EventsReader, NatsCluster, NatsNode
 from tests.helpers.procs import stop_process, wait_line
+from tests.helpers.tools import free_ports
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 

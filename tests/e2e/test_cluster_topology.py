@@ -15,8 +15,8 @@ from engram.model import Caller, MemoryInput
 from engram.natsd import NatsServer
 from tests.conftest import engram_env
 from tests.helpers.mcp import call, http_client
-from tests.helpers.natscluster import free_ports
 from tests.helpers.procs import stop_process, wait_line
+from tests.helpers.tools import free_ports
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
 

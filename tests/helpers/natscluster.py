@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import json
 import signal
-import socket
 import subprocess
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from engram.natsd import nats_server_binary
+from tests.helpers.tools import free_ports
 
 SERVICES_USER = ("engram", "services-secret")
 
@@ -24,18 +24,6 @@ class EventsReader:
     user: str
     password: str
     namespace: str
-
-
-def free_ports(count: int) -> list[int]:
-    """Ports free right now (bound and released together, so they are distinct)."""
-    sockets = [socket.socket() for _ in range(count)]
-    try:
-        for s in sockets:
-            s.bind(("127.0.0.1", 0))
-        return [s.getsockname()[1] for s in sockets]
-    finally:
-        for s in sockets:
-            s.close()
 
 
 @dataclass

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -32,6 +31,7 @@ from engram.services.consolidation.maintenance import Maintenance
 from engram.services.consolidation.server import ConsolidationService
 from tests.conftest import NodeHandle, engram_env, start_node
 from tests.helpers.fake_llm import FakeLlm, fake_llm_server
+from tests.helpers.tools import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -376,12 +376,6 @@ async def test_the_schedule_runs_all_in_every_namespace_with_memories(
 # -- two replicas, one killed mid-job
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 async def test_two_replicas_one_runner_a_killed_runner_loses_its_lease_and_the_next_run_completes_the_work(
     kit: Kit, node: NodeHandle, model_cache: Path, tmp_path: Path
 ) -> None:
@@ -397,7 +391,7 @@ async def test_two_replicas_one_runner_a_killed_runner_loses_its_lease_and_the_n
         first = (await kit.ingest.save(me, MemoryInput(content=text))).memory.id
         originals.append((first, (await kit.ingest.save(me, MemoryInput(content=text + "."))).memory.id))
     await kit.settled()
-    port = _free_port()
+    port = free_port()
     log = open(tmp_path / "replica.log", "wb")  # noqa: SIM115 - the child writes it
     replica = subprocess.Popen(
         [sys.executable, "-m", "engram.services.consolidation"],

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import re
-import socket
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import pairwise
@@ -39,6 +38,7 @@ from engram.index import (
 from engram.index.edge import EdgeIndex
 from engram.index.server import QdrantServerIndex
 from engram.model import SearchFilter
+from tests.helpers.tools import free_port
 
 pytestmark = pytest.mark.integration
 DIM = 4
@@ -315,12 +315,6 @@ def test_both_adapters_rank_a_corpus_identically(tmp_path: Path) -> None:
     finally:
         edge.close()
         server.close()
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 def test_server_index_reports_an_unreachable_url_as_unavailable_naming_it() -> None:

@@ -4,7 +4,6 @@ ENGRAM_METRICS_LISTEN serve the same registry; only loopback callers and admin k
 
 from __future__ import annotations
 
-import socket
 import subprocess
 import sys
 import uuid
@@ -24,6 +23,7 @@ from engram.services.gateway.backend import Backend
 from tests.conftest import NodeHandle, engram_env, start_node
 from tests.helpers.mcp import call, http_client, tool_error
 from tests.helpers.rest import assert_problem
+from tests.helpers.tools import free_port
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -35,12 +35,6 @@ class Metered:
     node: NodeHandle
     metrics_url: str  # ENGRAM_METRICS_LISTEN
     port: int
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
 
 
 @pytest.fixture(scope="module")

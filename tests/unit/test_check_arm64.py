@@ -3,23 +3,18 @@ a Linux aarch64 device, native ones included (the PyPI queries themselves need t
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from pathlib import Path
 from types import ModuleType
 
 from packaging.requirements import Requirement
 
+from tests.helpers.tools import load_tool
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _tool() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("check_arm64", ROOT / "tools" / "check_arm64.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["check_arm64"] = module  # dataclasses look their module up while the class is built
-    spec.loader.exec_module(module)
-    return module
+    return load_tool("check_arm64")
 
 
 def test_the_closure_holds_every_native_dependency_at_its_installed_version() -> None:
