@@ -135,7 +135,7 @@ class Log(Protocol):
     def connected(self) -> bool: ...
 
     def on_reconnect(self, listener: Callable[[], Awaitable[None]]) -> None:
-        """Calls listener after the connection to the log came back (readers resume their follow)."""
+        """Calls listener after the connection to the log came back (follows resume by themselves)."""
 
     async def append(
         self,

@@ -38,6 +38,8 @@ DEFAULT_RECONNECT_WAIT = 0.5
 # to another, two missed heartbeats make the client create it again where it left off (nats-py's default, 5 s,
 # stalled every indexer and event stream on it for 10 s when a stream leader was killed).
 FOLLOW_HEARTBEAT_SECONDS = 1.0
+FOLLOW_RETRY_FIRST_SECONDS = 0.2  # a follow resumed after a reconnection retries this soon, doubling up to the max
+FOLLOW_RETRY_MAX_SECONDS = 3.0
 _WRONG_LAST_SEQUENCE = 10071
 _INSUFFICIENT_RESOURCES = 10047
 _STREAM_NAME_IN_USE = 10058
@@ -105,6 +107,7 @@ class NatsLog:
         self._up = asyncio.Event()  # set while connected: an interrupted append waits on it briefly
         self._down = asyncio.Event()  # set while disconnected: an append in flight gives up its answer
         self._reconnect_listeners: list[Callable[[], Awaitable[None]]] = []
+        self._followers: set[_Follower] = set()
         self._url = ""
 
     @classmethod
@@ -161,6 +164,8 @@ class NatsLog:
         self._down.clear()
         self._up.set()
         self._state.log_reachable()
+        for follower in list(self._followers):
+            follower.resume()
         for listener in list(self._reconnect_listeners):
             try:
                 await listener()
@@ -438,34 +443,121 @@ class NatsLog:
         subjects: str | None = None,
         headers_only: bool = False,
     ) -> Subscription:
-        """Delivers every entry from start_seq on, in order, to handler (an ordered push consumer)."""
+        """Delivers every entry from start_seq on, in order and once each, to handler (an ordered push consumer).
 
-        async def on_message(msg: Msg) -> None:
-            seq = msg.metadata.sequence.stream
-            if headers_only:
-                await handler(LogEntry(seq=seq, subject=msg.subject, body={}))
-                return
-            try:
-                body = json.loads(msg.data)
-            except json.JSONDecodeError:
-                log.error("log entry %d is not JSON; skipped", seq)
-                return
-            await handler(LogEntry(seq=seq, subject=msg.subject, body=body))
-
-        return await self._js.subscribe(
-            subjects or f"{SUBJECT_PREFIX}.>",
-            cb=on_message,
-            stream=self._stream,
-            ordered_consumer=True,
-            idle_heartbeat=FOLLOW_HEARTBEAT_SECONDS,
-            config=api.ConsumerConfig(
-                deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
-                opt_start_seq=max(start_seq, 1),
-                headers_only=headers_only or None,
-            ),
-        )
+        After a reconnection the follow resumes by itself after the last entry delivered, retrying until the
+        cluster can create its consumer again (a stream leader may still be being elected); raises Unavailable
+        only when the first subscription fails.
+        """
+        follower = _Follower(self._js, self._stream, start_seq, handler, subjects=subjects, headers_only=headers_only)
+        await follower.start()
+        self._followers.add(follower)
+        follower.on_stop(lambda: self._followers.discard(follower))
+        return follower
 
     async def close(self) -> None:
         self._closing = True
         if not self._nc.is_closed:
             await self._nc.drain()
+
+
+class _Follower:
+    """One follow of the log: an ordered push consumer that resumes after the last entry it delivered when the
+    connection comes back, retrying until the cluster creates the consumer again. Never delivers an entry twice
+    or out of order (a resumed consumer may replay what an abandoned one already sent)."""
+
+    def __init__(
+        self,
+        js: JetStreamContext,
+        stream: str,
+        start_seq: int,
+        handler: Callable[[LogEntry], Awaitable[None]],
+        *,
+        subjects: str | None,
+        headers_only: bool,
+    ) -> None:
+        self._js = js
+        self._stream = stream
+        self._next = max(start_seq, 1)
+        self._handler = handler
+        self._subjects = subjects or f"{SUBJECT_PREFIX}.>"
+        self._headers_only = headers_only
+        self._sub: Any = None  # nats-py's subscription of the consumer now followed
+        self._resuming: asyncio.Task[None] | None = None
+        self._stopped = False
+        self._stop_listeners: list[Callable[[], None]] = []
+
+    def on_stop(self, listener: Callable[[], None]) -> None:
+        self._stop_listeners.append(listener)
+
+    async def start(self) -> None:
+        try:
+            self._sub = await self._subscribe()
+        except (nats.errors.Error, TimeoutError) as e:
+            raise Unavailable(f"The log cannot be followed ({e!r}).") from e
+
+    def resume(self) -> None:
+        """Follows again from the next entry, in the background (a reconnection must not wait for it)."""
+        if self._stopped:
+            return
+        if self._resuming is not None:
+            self._resuming.cancel()
+        self._resuming = asyncio.create_task(self._resume(), name="log-follow-resume")
+
+    async def _resume(self) -> None:
+        old, self._sub = self._sub, None
+        if old is not None:
+            with contextlib.suppress(Exception):  # the server that held it may be gone
+                await old.unsubscribe()
+        delay = FOLLOW_RETRY_FIRST_SECONDS
+        while not self._stopped:
+            try:
+                self._sub = await self._subscribe()
+            except (nats.errors.Error, TimeoutError) as e:
+                log.warning("following the log again from seq %d failed (%r); retrying in %.1f s", self._next, e, delay)
+                await asyncio.sleep(delay)
+                delay = min(delay * 2, FOLLOW_RETRY_MAX_SECONDS)
+                continue
+            log.info("log reconnected: following it again from seq %d", self._next)
+            return
+
+    async def _subscribe(self) -> Any:
+        return await self._js.subscribe(
+            self._subjects,
+            cb=self._on_message,
+            stream=self._stream,
+            ordered_consumer=True,
+            idle_heartbeat=FOLLOW_HEARTBEAT_SECONDS,
+            config=api.ConsumerConfig(
+                deliver_policy=api.DeliverPolicy.BY_START_SEQUENCE,
+                opt_start_seq=self._next,
+                headers_only=self._headers_only or None,
+            ),
+        )
+
+    async def _on_message(self, msg: Msg) -> None:
+        seq = msg.metadata.sequence.stream
+        if seq < self._next or self._stopped:
+            return  # delivered already, by a consumer this follow abandoned
+        self._next = seq + 1
+        if self._headers_only:
+            await self._handler(LogEntry(seq=seq, subject=msg.subject, body={}))
+            return
+        try:
+            body = json.loads(msg.data)
+        except json.JSONDecodeError:
+            log.error("log entry %d is not JSON; skipped", seq)
+            return
+        await self._handler(LogEntry(seq=seq, subject=msg.subject, body=body))
+
+    async def unsubscribe(self) -> None:
+        self._stopped = True
+        for listener in self._stop_listeners:
+            listener()
+        if self._resuming is not None:
+            self._resuming.cancel()
+            with contextlib.suppress(asyncio.CancelledError, Exception):
+                await self._resuming
+        sub, self._sub = self._sub, None
+        if sub is not None:
+            await sub.unsubscribe()

@@ -151,20 +151,15 @@ class CursorTracker:
 
 
 class LogFollower:
-    """A CursorTracker's subscription to the log, followed again from the log's end after every reconnection (a
-    restarted NATS server has forgotten its consumers; what was written meanwhile is at or before that end)."""
+    """A CursorTracker's subscription to the log, from the log's end on (what was acknowledged before is at or
+    before that end); after a reconnection the log resumes it after the last entry it saw."""
 
     def __init__(self, event_log: Log, cursors: CursorTracker) -> None:
         self._log = event_log
         self._cursors = cursors
         self._subscription: Subscription | None = None
-        self._stopped = False
 
     async def start(self) -> None:
-        await self._follow()
-        self._log.on_reconnect(self._refollow)
-
-    async def _follow(self) -> None:
         end = await self._log.last_seq()
         for namespace in self._cursors.namespaces():
             self._cursors.observe(namespace, end)  # what was acknowledged while this gateway was not following
@@ -175,21 +170,11 @@ class LogFollower:
         if len(parts) == 4:  # engram.events.<namespace>.<event>
             self._cursors.observe(parts[2], entry.seq)
 
-    async def _refollow(self) -> None:
-        if self._stopped:
-            return
-        await self._unsubscribe()
-        await self._follow()
-
-    async def _unsubscribe(self) -> None:
+    async def unsubscribe(self) -> None:
         subscription, self._subscription = self._subscription, None
         if subscription is not None:
             with contextlib.suppress(Exception):  # the log's connection may be gone already
                 await subscription.unsubscribe()
-
-    async def unsubscribe(self) -> None:
-        self._stopped = True
-        await self._unsubscribe()
 
 
 class Operations:

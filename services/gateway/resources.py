@@ -457,14 +457,12 @@ class Watched:
 class ResourceWatch:
     """The namespaces that sessions watch, each following the log from the first watcher on to the last.
 
-    A reconnection of the log follows each again from the last event it had (a restarted NATS server has
-    forgotten the consumers)."""
+    After a reconnection the log resumes each follow after the last event it delivered."""
 
     def __init__(self, event_log: Log) -> None:
         self._log = event_log
         self._watched: dict[str, Watched] = {}
         self._lock = asyncio.Lock()
-        event_log.on_reconnect(self._refollow)
 
     @property
     def namespaces(self) -> frozenset[str]:
@@ -489,12 +487,6 @@ class ResourceWatch:
             if watched.watchers == 0 and self._watched.get(watched.namespace) is watched:
                 del self._watched[watched.namespace]
                 await watched.unfollow()
-
-    async def _refollow(self) -> None:
-        async with self._lock:
-            for watched in self._watched.values():
-                await watched.unfollow()
-                await watched.follow(self._log, watched.last_seq + 1)
 
 
 @contextlib.asynccontextmanager

@@ -138,8 +138,7 @@ class Indexer:
         self._applied = await asyncio.to_thread(self._index.applied_seq)
         self._skipped = await asyncio.to_thread(self._index.skipped_count) if self._applied else 0
         await self._load_registry()
-        await self._follow()
-        self._log.on_reconnect(self._refollow)
+        await self._follow()  # the log resumes it by itself after a reconnection
         self._catch_up = asyncio.create_task(self._catch_up_then_verify(), name="index-catch-up")
         metrics.watch(self)
 
@@ -354,16 +353,6 @@ class Indexer:
         self._index.reset()
         if self._versions is not None:
             self._versions.reset()
-
-    async def _refollow(self) -> None:
-        """After NATS reconnects (a restarted server has forgotten the consumer), follow again at once from the
-        next entry to apply, instead of waiting for the consumer's missed heartbeats."""
-        if self._worker is None:
-            return  # stopped, or a rebuild is switching subscriptions
-        log.info("log reconnected: following it again from seq %d", self._applied + 1)
-        await self._unfollow()
-        self._queue = asyncio.Queue()
-        await self._follow()
 
     async def _follow(self) -> None:
         queue = self._queue

@@ -4,6 +4,8 @@ unservable entries, full disk."""
 from __future__ import annotations
 
 import asyncio
+import json
+import logging
 import shutil
 import time
 from pathlib import Path
@@ -16,6 +18,7 @@ from engram.events import MEMORY_SAVED, event_body
 from engram.health import DISK, INDEX, LOG, Health
 from engram.ids import uuid7
 from engram.index.edge import EdgeIndex
+from engram.log import LogEntry, subject
 from engram.log.nats import NatsLog
 from engram.model import MAX_METADATA_DEPTH, Caller, Memory, MemoryInput, SearchFilter
 from engram.natsd import NatsServer
@@ -76,6 +79,51 @@ async def test_indexer_follows_again_at_once_after_nats_restarts(nats_server: Na
         await indexer.wait_for(seq, timeout=3)  # not the ordered consumer's heartbeat timeout
         assert index.count("ns") == 2
     finally:
+        await indexer.stop()
+        index.close()
+        await log.close()
+
+
+async def test_follows_resume_by_themselves_when_the_reconnected_server_cannot_serve_them_yet(
+    nats_server: NatsServer, tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """A reconnection to a server that cannot create consumers yet (in a cluster: while the stream's new leader is
+    elected) used to leave the indexer with no subscription at all, for good; every follow retries until it can."""
+    caplog.set_level(logging.WARNING, logger="engram.log.nats")
+    log = await NatsLog.connect(nats_server.url, reconnect_wait=0.1)
+    index = EdgeIndex(tmp_path / "index", dim=DIM)
+    indexer = Indexer(log, index)
+    await indexer.start()
+    await indexer.wait_caught_up(timeout=30)
+    seen: list[int] = []
+
+    async def collect(entry: LogEntry) -> None:
+        seen.append(entry.seq)
+
+    follow = await log.follow(1, collect)
+    try:
+        for i in range(2):
+            await _save(log, f"before {i}")
+        await indexer.wait_for(2, timeout=10)
+        await _wait(lambda: seen == [1, 2])
+        nats_server.stop()
+        nats_server.store_dir.rename(nats_server.store_dir.with_name("nats-aside"))
+        nats_server.store_dir.mkdir()  # the server comes back without the stream
+        nats_server.respawn()
+        await _wait(lambda: log.connected)
+        await asyncio.sleep(1.5)  # several failed attempts
+        await log.ensure_stream()  # the stream is back (empty: its entries 1 and 2 were delivered already)
+        for i in range(3):
+            memory = Memory(id=uuid7(), namespace="ns", content=f"after {i}", owner_agent="a", version=1)
+            body = event_body(MEMORY_SAVED, memory, Caller("ns", "a"), vectors=_vectors(memory.content, [1, 0, 0, 0]))
+            await log.jetstream.publish(subject("ns", MEMORY_SAVED), json.dumps(body).encode())
+        await indexer.wait_for(3, timeout=10)
+        assert index.count("ns") == 3
+        await _wait(lambda: seen[-1] == 3)
+        assert seen == [1, 2, 3]  # each entry once, in order
+        assert "following the log again from seq 3 failed" in caplog.text
+    finally:
+        await follow.unsubscribe()
         await indexer.stop()
         index.close()
         await log.close()
