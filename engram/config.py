@@ -78,6 +78,9 @@ class Settings:
     decay_keep_types: str = "fact"  # comma separated: memory types that never decay
     handoff_ttl_seconds: float = 86400.0  # a handoff still pending after this long expires into a plain memory
     derive_context: bool = True  # a save with a conversation_id and no context gets the previous memory as context
+    # install_engram may read packs from the gateway host's own files (file:// URLs, paths): off, since a caller
+    # would read files of the server; a single-user node may turn it on.
+    packs_local_sources: bool = False
     sse_queue_events: int = 256  # events held per SSE client that reads slowly; the oldest go first, then a gap
     sse_heartbeat_seconds: float = 15.0  # a comment line this often keeps proxies from closing an idle stream
     session_quality_weight: float = 0.6  # session_context: how much quality (importance, confidence, use) counts

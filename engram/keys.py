@@ -19,7 +19,7 @@ from pathlib import Path
 
 from engram.names import split_agent, validate_device, validate_namespace, validate_team
 
-SCOPES = ("read", "write", "admin", "sync")  # sync: an edge device pushes and pulls its namespace
+SCOPES = ("read", "write", "admin", "sync", "packs")  # sync: an edge device syncs; packs: installs expert packs
 
 SECRET_PREFIX = "engram_"
 # engram_<key id hex>_<secrets.token_urlsafe(32)>: the key id inside the secret lets verify find the one

@@ -11,8 +11,10 @@ from typing import Any
 
 MEMORY_TYPES = (
     "general", "fact", "preference", "decision", "finding", "hypothesis",
-    "blocker", "action-item", "history", "handoff", "team-summary",
+    "blocker", "action-item", "history", "handoff", "team-summary", "pack-file",
 )  # fmt: skip
+PACK_FILE = "pack-file"  # a part of an expert pack's file: found only by a search or listing scoped to its pack
+PACK_KEY = "metadata.pack"  # the payload field naming the pack a memory belongs to
 CONFIDENCES = ("stated", "inferred")
 IMPORTANCES = ("low", "normal", "high", "critical")
 SENSITIVITIES = ("normal", "private", "secret")
@@ -273,6 +275,7 @@ class SearchFilter:
     handoff_target: str = ""  # handoffs addressed to this agent
     handoff_statuses: list[str] = field(default_factory=list)  # handoffs in any of these states
     relation_kinds: list[str] = field(default_factory=list)  # memories with a relation of any of these kinds
+    pack: str = ""  # the memories of this expert pack (files and captures); "": pack files are left out
 
 
 @dataclass(frozen=True, slots=True)

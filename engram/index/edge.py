@@ -41,7 +41,7 @@ from engram.index import (
     stored_point,
 )
 from engram.index.listing import recent_page
-from engram.model import STATUSES, SearchFilter
+from engram.model import PACK_FILE, PACK_KEY, STATUSES, SearchFilter
 
 log = logging.getLogger(__name__)
 
@@ -433,6 +433,11 @@ def build_filter(namespace: str, flt: SearchFilter | None) -> qe.Filter:
         must.append(qe.FieldCondition(HANDOFF_STATUS, match=qe.MatchAny(flt.handoff_statuses)))
     if flt.relation_kinds:
         must.append(qe.FieldCondition(RELATION_KIND, match=qe.MatchAny(flt.relation_kinds)))
+    must_not: list[Any] = []
+    if flt.pack:
+        must.append(qe.FieldCondition(PACK_KEY, match=qe.MatchValue(flt.pack)))
+    elif PACK_FILE not in flt.memory_types:
+        must_not.append(qe.FieldCondition("memory_type", match=qe.MatchValue(PACK_FILE)))
     if flt.created_after is not None or flt.created_before is not None:
         must.append(qe.FieldCondition(CREATED_TS, range=qe.RangeFloat(gte=flt.created_after, lt=flt.created_before)))
     if flt.as_of is not None:
@@ -441,4 +446,4 @@ def build_filter(namespace: str, flt: SearchFilter | None) -> qe.Filter:
         must.append(qe.FieldCondition(VALID_TO, range=qe.RangeFloat(gt=at)))
         must.append(qe.FieldCondition(WORLD_FROM, range=qe.RangeFloat(lte=at)))
         must.append(qe.FieldCondition(WORLD_TO, range=qe.RangeFloat(gt=at)))
-    return qe.Filter(must=must)
+    return qe.Filter(must=must, must_not=must_not or None)

@@ -38,7 +38,7 @@ from engram.index import (
     stored_point,
 )
 from engram.index.listing import recent_page
-from engram.model import STATUSES, SearchFilter
+from engram.model import PACK_FILE, PACK_KEY, STATUSES, SearchFilter
 
 DEFAULT_COLLECTION = "engram_memories"
 DEFAULT_TIMEOUT_SECONDS = 10
@@ -431,6 +431,11 @@ def build_filter(namespace: str, flt: SearchFilter | None) -> models.Filter:
         must.append(_any(HANDOFF_STATUS, flt.handoff_statuses))
     if flt.relation_kinds:
         must.append(_any(RELATION_KIND, flt.relation_kinds))
+    must_not: list[models.Condition] = []
+    if flt.pack:
+        must.append(_match(PACK_KEY, flt.pack))
+    elif PACK_FILE not in flt.memory_types:
+        must_not.append(_match("memory_type", PACK_FILE))
     if flt.created_after is not None or flt.created_before is not None:
         must.append(_range(gte=flt.created_after, lt=flt.created_before))
     if flt.as_of is not None:
@@ -439,7 +444,7 @@ def build_filter(namespace: str, flt: SearchFilter | None) -> models.Filter:
         must.append(_range(gt=at, key=VALID_TO))
         must.append(_range(lte=at, key=WORLD_FROM))
         must.append(_range(gt=at, key=WORLD_TO))
-    return models.Filter(must=must)
+    return models.Filter(must=must, must_not=must_not or None)
 
 
 def _dense(vector: Any) -> list[float]:

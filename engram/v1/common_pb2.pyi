@@ -24,6 +24,7 @@ class MemoryType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     MEMORY_TYPE_HISTORY: _ClassVar[MemoryType]
     MEMORY_TYPE_HANDOFF: _ClassVar[MemoryType]
     MEMORY_TYPE_TEAM_SUMMARY: _ClassVar[MemoryType]
+    MEMORY_TYPE_PACK_FILE: _ClassVar[MemoryType]
 
 class Confidence(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -81,6 +82,7 @@ MEMORY_TYPE_ACTION_ITEM: MemoryType
 MEMORY_TYPE_HISTORY: MemoryType
 MEMORY_TYPE_HANDOFF: MemoryType
 MEMORY_TYPE_TEAM_SUMMARY: MemoryType
+MEMORY_TYPE_PACK_FILE: MemoryType
 CONFIDENCE_UNSPECIFIED: Confidence
 CONFIDENCE_STATED: Confidence
 CONFIDENCE_INFERRED: Confidence

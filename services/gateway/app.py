@@ -24,6 +24,7 @@ from engram.services.gateway.identity import Resolver
 from engram.services.gateway.mcp_server import build_mcp
 from engram.services.gateway.monitoring import HttpMetricsMiddleware, add_metrics
 from engram.services.gateway.operations import CursorTracker, Operations
+from engram.services.gateway.pack_routes import build_packs_router
 from engram.services.gateway.rest import (
     IMPORT_PATH,
     add_error_handlers,
@@ -80,6 +81,7 @@ def build_app(
     app.include_router(build_router(Operations(backend, cursors, settings), resolver, settings))
     app.include_router(build_context_router(backend, cursors, resolver, settings))
     app.include_router(build_sync_router(backend, resolver))
+    app.include_router(build_packs_router(backend, cursors, resolver))
     events = build_events_router(resolver, settings, event_log)
     app.include_router(events)
     app.state.event_streams = events.streams  # the server ends open streams before it stops (server.py)

@@ -22,7 +22,7 @@ log = logging.getLogger(__name__)
 
 ANONYMOUS_AGENT = "anonymous"
 DEV_NAMESPACE = "default"
-DEV_SCOPES = frozenset({"read", "write"})
+DEV_SCOPES = frozenset({"read", "write", "packs"})  # a dev node is its user's own: it installs packs too
 REST_SOURCE = "rest"
 MCP_SOURCE = "mcp"
 
@@ -312,9 +312,9 @@ def require_scope(caller: Caller, scope: str) -> None:
         return
     action = {
         "read": "read memories", "write": "save or change memories", "admin": "purge memories",
-        "sync": "sync an edge device",
+        "sync": "sync an edge device", "packs": "install expert packs",
     }.get(scope, scope)  # fmt: skip
-    scopes = {"admin": "read,write,admin", "sync": "sync"}.get(scope, "read,write")
+    scopes = {"admin": "read,write,admin", "sync": "sync", "packs": "read,write,packs"}.get(scope, "read,write")
     raise PermissionDenied(
         f"This API key may not {action} (it grants: {', '.join(sorted(caller.scopes)) or 'nothing'}). "
         f"Use a key with the '{scope}' scope: `{CREATE_KEY_HINT} --scopes {scopes}`."

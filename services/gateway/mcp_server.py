@@ -17,12 +17,14 @@ from pydantic import ValidationError
 
 from engram import metrics
 from engram.config import DEFAULT_SEARCH_LIMIT, Settings
-from engram.errors import EngramError
+from engram.errors import EngramError, InvalidArgument
 from engram.log import Log
 from engram.model import SENSITIVITIES, Caller
 from engram.services.gateway.backend import Backend
 from engram.services.gateway.identity import MCP_SOURCE, RequestIdentity, Resolver
 from engram.services.gateway.operations import CursorTracker, Operations, describe_validation
+from engram.services.gateway.pack_tools import register_pack_tools
+from engram.services.gateway.packs import PackService
 from engram.services.gateway.resources import register_context_features, tool_errors
 from engram.services.gateway.schemas import (
     CONSOLIDATE_RULE,
@@ -83,6 +85,10 @@ from engram.services.gateway.schemas import (
     NewId,
     NextSteps,
     OwnerAgent,
+    PackArg,
+    PackCategoryArg,
+    PackFilter,
+    PackSummaryArg,
     PageToken,
     PingResult,
     PointInTime,
@@ -163,7 +169,9 @@ DELETE_DESCRIPTION = """\
 Delete one of your own memories that is wrong or no longer wanted: it is archived, so search and lists stop \
 returning it, but it stays readable by id and in its history (reversible: nothing is erased). Only the agent \
 that saved it may delete it. Prefer supersede_memory when a newer memory replaces it. Erasing a memory for \
-good (purge) is not a tool: an administrator does it with `engram admin purge`."""
+good (purge) is not a tool: an administrator does it with `engram admin purge`. Two forms: by id, or (an expert \
+pack's memory, as the pack tools' seed does) by name (the pack), category and summary as memory/_index.md shows \
+it."""
 
 SUPERSEDE_DESCRIPTION = """\
 Replace an outdated memory of yours (a fact that changed, a decision that was revised) with a new one: pass \
@@ -410,6 +418,7 @@ def build_mcp(
         log_level=_mcp_log_level(settings.log_level),
     )
     ops = Operations(backend, cursors, settings)
+    packs = PackService(backend, cursors)
     previous = PreviousSaves()
 
     def caller(ctx: Context) -> Caller:
@@ -475,11 +484,12 @@ def build_mcp(
         rerank: Rerank = None,
         min_seq: MinSeq = None,
         sources: Sources = None,
+        pack: PackFilter = None,
     ) -> SearchResult:
         filters = Filters(
             tags=tags, topics=topics, owner_agent=owner_agent, memory_type=memory_type, project=project,
             conversation_id=conversation_id, created_after=created_after, created_before=created_before, team=team,
-            status=status, include_archived=include_archived,
+            status=status, include_archived=include_archived, pack=pack,
         )  # fmt: skip
         request = SearchRequest(
             query=query, limit=limit, filters=filters, as_of=as_of, explain=explain, rerank=rerank, min_seq=min_seq,
@@ -506,10 +516,11 @@ def build_mcp(
         status: StatusFilter = None,
         include_archived: IncludeArchived = False,
         page_token: PageToken = None,
+        pack: PackFilter = None,
     ) -> ListResult:
         filters = Filters(
             tags=tags, memory_type=memory_type, owner_agent=owner_agent, topics=topics, project=project, team=team,
-            status=status, include_archived=include_archived,
+            status=status, include_archived=include_archived, pack=pack,
         )  # fmt: skip
         with tool_errors():
             return await ops.list(caller(ctx), ListRequest(limit=limit, filters=filters, page_token=page_token))
@@ -545,9 +556,24 @@ def build_mcp(
             return await ops.update(caller(ctx), id, request)
 
     @server.tool(description=DELETE_DESCRIPTION, annotations=_DELETE)
-    async def delete_memory(id: MemoryId, ctx: Context, expected_version: ExpectedVersion = None) -> DeleteResult:
+    async def delete_memory(
+        ctx: Context,
+        id: MemoryId | None = None,
+        expected_version: ExpectedVersion = None,
+        name: PackArg = None,
+        category: PackCategoryArg = None,
+        summary: PackSummaryArg = None,
+    ) -> DeleteResult:
         with tool_errors():
-            return await ops.delete(caller(ctx), id, expected_version=expected_version)
+            who = caller(ctx)
+            if id is None:
+                if name is None:
+                    raise InvalidArgument("id", "give the memory's id, or a pack's name, category and summary.")
+                memory = await packs.find_entry(who, name, category or "", summary or "")
+                return await ops.delete(who, memory.id, expected_version=memory.version)
+            if name is not None:
+                raise InvalidArgument("name", "give either id or a pack's name, category and summary, not both.")
+            return await ops.delete(who, id, expected_version=expected_version)
 
     @server.tool(description=SUPERSEDE_DESCRIPTION, annotations=_WRITE)
     async def supersede_memory(
@@ -634,8 +660,16 @@ def build_mcp(
         tag: SelectorTag = None,
         topic: SelectorTopic = None,
         force: ForceArg = False,
+        name: PackArg = None,
+        category: PackCategoryArg = None,
+        summary: PackSummaryArg = None,
     ) -> ConsolidateMemoryResult:
         with tool_errors():
+            if name is not None:
+                survivor, merged = await packs.consolidate(
+                    caller(ctx), name, category or "", consolidated_content or "", summary or "", force=force
+                )
+                return ConsolidateMemoryResult(survivor=MemoryOut.of(survivor), merged_ids=merged, seq=survivor.seq)
             return await ops.consolidate_memory(
                 caller(ctx), kind=kind, consolidated_content=consolidated_content, memory_ids=memory_ids,
                 memory_type=memory_type, tag=tag, topic=topic, force=force,
@@ -697,6 +731,7 @@ def build_mcp(
             return await ops.move_handoff(caller(ctx), id, "completed", request)
 
     register_context_features(
-        server, backend=backend, cursors=cursors, settings=settings, caller=caller, event_log=event_log
+        server, backend=backend, cursors=cursors, settings=settings, caller=caller, event_log=event_log, packs=packs
     )
+    register_pack_tools(server, packs, settings, caller)
     return server

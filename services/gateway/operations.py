@@ -768,6 +768,7 @@ def _filter(filters: Filters, *, as_of: float | None = None) -> SearchFilter:
         statuses=wanted,
         team=filters.team or "",
         as_of=as_of,
+        pack=filters.pack or "",
     )
 
 

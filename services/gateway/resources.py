@@ -57,6 +57,7 @@ from engram.services.gateway.context import (
 )
 from engram.services.gateway.identity import require_scope
 from engram.services.gateway.operations import CursorTracker
+from engram.services.gateway.packs import PackService, packs_prompt
 from engram.services.gateway.schemas import MemoryId
 from engram.validation import MAX_FIELD_CHARS
 
@@ -156,13 +157,14 @@ def register_context_features(
     settings: Settings,
     caller: Callable[[Context], Caller],
     event_log: Log | None,
+    packs: PackService | None = None,
 ) -> None:
     """Adds the session-context and pin tools, the resources, their update notifications (when there is a log to
-    follow) and the engram-system-prompt prompt to ``server``."""
+    follow) and the engram-system-prompt prompt to ``server`` (listing the installed expert packs, with ``packs``)."""
     context = SessionContext(backend, cursors, settings)
     _add_tools(server, context, caller)
     _add_resources(server, context, caller)
-    _add_prompt(server, caller)
+    _add_prompt(server, caller, packs)
     if event_log is not None:
         _serve_subscriptions(server, Subscriptions(ResourceWatch(event_log), server, caller))
 
@@ -372,7 +374,7 @@ def memory_markdown(memory: Memory) -> str:
 # --- the prompt ---------------------------------------------------------------------------------------------
 
 
-def _add_prompt(server: MCPServer, caller: Callable[[Context], Caller]) -> None:
+def _add_prompt(server: MCPServer, caller: Callable[[Context], Caller], packs: PackService | None) -> None:
     @server.prompt(name="engram-system-prompt", title="How to use Engram's shared memory",
                    description=PROMPT_DESCRIPTION)  # fmt: skip
     async def engram_system_prompt(ctx: Context, project: PromptProject = None) -> str:
@@ -380,7 +382,11 @@ def _add_prompt(server: MCPServer, caller: Callable[[Context], Caller]) -> None:
             who: Caller | None = caller(ctx)
         except EngramError:  # the prompt still teaches; the tools will say how to name yourself
             who = None
-        return system_prompt(who, project)
+        prompt = system_prompt(who, project)
+        if packs is not None and who is not None:
+            with contextlib.suppress(EngramError):  # a key that may not read: the memory part still holds
+                prompt += "\n\n" + packs_prompt(await packs.installed(who))
+        return prompt
 
 
 def system_prompt(who: Caller | None, project: str | None = None) -> str:

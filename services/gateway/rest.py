@@ -63,6 +63,7 @@ from engram.services.gateway.schemas import (
     MemoryTypeName,
     MinSeq,
     OwnerAgent,
+    PackFilter,
     PageToken,
     PointInTime,
     Project,
@@ -366,6 +367,7 @@ JSON_BODY_ROUTES = (
     ("POST", re.compile(r"/v1/handoffs(?:/[^/]+/(?:accept|complete))?")),
     ("POST", re.compile(r"/v1/consolidation/jobs|/v1/consolidate|/v1/contradictions/resolve")),
     ("POST", re.compile(r"/v1/sync/(?:register|push)")),
+    ("POST", re.compile(r"/v1/packs")),
 )
 
 
@@ -520,12 +522,13 @@ def build_router(ops: Operations, resolver: Resolver, settings: Settings) -> API
         include_archived: Annotated[bool, _query(IncludeArchived)] = False,
         page_token: Annotated[str | None, _query(PageToken)] = None,
         min_seq: Annotated[int | None, Query(ge=0, le=MAX_SEQ, description=_description(MinSeq))] = None,
+        pack: Annotated[str | None, _query(PackFilter)] = None,
     ) -> ListResult:
         """Recent memories of the caller's namespace, filtered; page with `next_page_token`."""
         filters = Filters(
             tags=tags, topics=topics, memory_type=memory_type, owner_agent=owner_agent, project=project,
             conversation_id=conversation_id, created_after=created_after, created_before=created_before, team=team,
-            status=status, include_archived=include_archived,
+            status=status, include_archived=include_archived, pack=pack,
         )  # fmt: skip
         request = ListRequest(limit=limit, filters=filters, page_token=page_token, min_seq=min_seq)
         return await ops.list(caller, request)

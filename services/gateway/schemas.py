@@ -200,6 +200,23 @@ StatusFilter = Annotated[
           "Default: active only."),
 ]  # fmt: skip
 TeamFilter = Annotated[str | None, Field(max_length=MAX_FIELD_CHARS, description="Only memories of this team.")]
+PackArg = Annotated[
+    str | None, Field(max_length=64, description="An expert pack's name: the pack form (with category and summary).")
+]
+PackCategoryArg = Annotated[
+    str | None, Field(max_length=64, description="The pack memory's category, e.g. 'preferences' (pack form).")
+]
+PackSummaryArg = Annotated[
+    str | None, Field(max_length=500, description="The summary as memory/_index.md shows it (pack form).")
+]
+PackFilter = Annotated[
+    str | None,
+    Field(
+        max_length=64,
+        description="Only the memories of this expert pack (see list_engrams): its knowledge, examples and what it "
+        "remembered. Without it, pack files are left out (captured pack memories are not).",
+    ),
+]
 AsOf = Annotated[
     str | None,
     Field(
@@ -841,6 +858,7 @@ class Filters(BaseModel):
     team: TeamFilter = None
     status: StatusFilter = None
     include_archived: IncludeArchived = False
+    pack: PackFilter = None
 
 
 class SearchRequest(BaseModel):

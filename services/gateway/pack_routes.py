@@ -1,0 +1,81 @@
+"""REST for expert packs: /v1/packs (list, install) and /v1/packs/{name} (the whole pack in its folder layout),
+used by `engram packs`."""
+
+# No `from __future__ import annotations`: FastAPI resolves route annotations against module globals.
+
+from typing import Annotated, Any
+
+from fastapi import APIRouter, Depends, Path
+from pydantic import BaseModel, ConfigDict, Field
+
+from engram.model import Caller
+from engram.packs.format import MAX_NAME_CHARS, Pack
+from engram.services.gateway.backend import Backend
+from engram.services.gateway.identity import Resolver
+from engram.services.gateway.operations import CursorTracker
+from engram.services.gateway.packs import PackService
+from engram.services.gateway.rest import ERROR_RESPONSES, caller_dependency
+
+
+class PackSummaryOut(BaseModel):
+    name: str
+    description: str = ""
+    version: str = ""
+    extends: str = ""
+    tags: list[str] = Field(default_factory=list)
+    author: str = ""
+    knowledge_count: int = 0
+    examples_count: int = 0
+    files: int = 0
+
+
+class PacksResult(BaseModel):
+    packs: list[PackSummaryOut]
+
+
+class PackIn(BaseModel):
+    """A pack to install: its meta.json and its Markdown files by path (memory/ files are left out)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    name: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
+    meta: dict[str, Any] = Field(default_factory=dict)
+    files: dict[str, str] = Field(default_factory=dict)
+    replace: bool = Field(default=False, description="Update an installed pack's files (its memories are kept).")
+
+
+class InstalledOut(BaseModel):
+    name: str
+    files: int
+    replaced: bool
+
+
+class PackOut(BaseModel):
+    name: str
+    meta: dict[str, Any]
+    files: dict[str, str] = Field(description="Every file by path, memory/ rendered from the pack's memories.")
+
+
+def build_packs_router(backend: Backend, cursors: CursorTracker, resolver: Resolver) -> APIRouter:
+    router = APIRouter(prefix="/v1", tags=["packs"], responses=ERROR_RESPONSES)
+    packs = PackService(backend, cursors)
+    CurrentCaller = Annotated[Caller, Depends(caller_dependency(resolver))]
+    PackName = Annotated[str, Path(min_length=1, max_length=MAX_NAME_CHARS, description="The pack's name.")]
+
+    @router.get("/packs", response_model=PacksResult, summary="The expert packs installed in your namespace")
+    async def list_packs(caller: CurrentCaller) -> PacksResult:
+        return PacksResult(packs=[PackSummaryOut(**p) for p in await packs.installed(caller)])
+
+    @router.post("/packs", response_model=InstalledOut, summary="Install (or with replace, update) an expert pack")
+    async def install_pack(body: PackIn, caller: CurrentCaller) -> InstalledOut:
+        """Needs a key with the packs (or admin) scope. Paths are checked (nothing outside the pack); 409 when
+        the pack exists and replace is false."""
+        pack = Pack(name=body.name, meta=body.meta, files=body.files)
+        return InstalledOut(**await packs.install(caller, pack, replace=body.replace))
+
+    @router.get("/packs/{name}", response_model=PackOut, summary="One pack in its folder layout")
+    async def get_pack(name: PackName, caller: CurrentCaller) -> PackOut:
+        pack = await packs.export(caller, name)
+        return PackOut(name=pack.name, meta=pack.meta, files=pack.files)
+
+    return router

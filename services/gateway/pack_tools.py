@@ -1,0 +1,198 @@
+"""The seed's pack tools on the MCP server, with its names, parameters and plain-text answers, so that the seed's
+system prompt works unchanged: list_engrams, get_engram_info, load_engram, read_engram_file, write_engram_file,
+capture_memory, correct_memory, add_knowledge, install_engram, search_engram_knowledge. delete_memory and
+consolidate_memory are Engram's own tools, which also take the seed's pack form (mcp_server)."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import tempfile
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated
+
+from mcp.server.mcpserver import Context, MCPServer
+from mcp.types import ToolAnnotations
+from pydantic import Field
+
+from engram.config import Settings
+from engram.model import Caller
+from engram.packs.format import MAX_NAME_CHARS
+from engram.packs.source import fetch_pack
+from engram.services.gateway.packs import PackService
+from engram.services.gateway.resources import tool_errors
+
+_READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
+_WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
+_INSTALL = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True)
+
+PackName = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS, description="The pack's name (list_engrams).")]
+PackPath = Annotated[
+    str, Field(min_length=1, max_length=255, description="A file inside the pack, e.g. 'knowledge/_index.md'.")
+]
+Category = Annotated[
+    str, Field(min_length=1, max_length=64, description="The memory file's category, e.g. 'user-profile'.")
+]
+Summary = Annotated[str, Field(max_length=500, description="One line for the memory index.")]
+Text = Annotated[str, Field(min_length=1, description="Markdown text.")]
+SeedTags = Annotated[list[str] | None, Field(description="Optional tags for filtering, e.g. ['fitness', 'injury'].")]
+
+
+def register_pack_tools(
+    server: MCPServer, packs: PackService, settings: Settings, caller: Callable[[Context], Caller]
+) -> None:
+    """Adds the pack tools to ``server``."""
+
+    @server.tool(annotations=_READ)
+    async def list_engrams(ctx: Context) -> str:
+        """List the expert packs (Engrams) installed in your namespace. Call it at the start of a conversation;
+        when the user's question matches a pack's description, or the user names one with @name, call
+        load_engram(name, query), then read_engram_file(name, path) for the knowledge or cases you need."""
+        with tool_errors():
+            installed = await packs.installed(caller(ctx))
+        if not installed:
+            return "No packs installed yet. Install one with install_engram(source) or `engram packs install`."
+        return "\n".join(
+            f"- {p['name']}: {p['description']} (knowledge={p['knowledge_count']}, examples={p['examples_count']})"
+            for p in installed
+        )
+
+    @server.tool(annotations=_READ)
+    async def get_engram_info(name: PackName, ctx: Context) -> str:
+        """One pack's meta.json (name, description, version, extends, ...)."""
+        with tool_errors():
+            contents = await packs.contents(caller(ctx), name)
+        return json.dumps(contents.meta, ensure_ascii=False, indent=2)
+
+    @server.tool(annotations=_READ)
+    async def load_engram(name: PackName, query: str, ctx: Context) -> str:
+        """Load an expert pack in layers: its role, workflow and rules in full; its knowledge index with inline
+        summaries (and its parent's under extends); its examples index with the knowledge each case uses; what it
+        remembers of the user (<memory>) and the user's global memory (<global_memory>); and an onboarding block on
+        the first session. Answer as that expert afterwards. query: what the user is asking about (the most relevant
+        knowledge is listed too)."""
+        with tool_errors():
+            return await packs.load(caller(ctx), name, query)
+
+    @server.tool(annotations=_READ)
+    async def read_engram_file(name: PackName, path: PackPath, ctx: Context) -> str:
+        """Read one file of a pack after load_engram: knowledge/*.md, examples/*.md, or its memory files
+        (memory/_index.md, memory/_index_full.md, memory/<category>.md, -archive.md, -expired.md). name '_global'
+        reads the global memory. Paths outside the pack are refused."""
+        with tool_errors():
+            text = await packs.read_file(caller(ctx), name, path)
+        return f"## {path}\n{text.strip()}" if text.strip() else f"File is empty: {path}"
+
+    @server.tool(annotations=_WRITE)
+    async def write_engram_file(
+        name: PackName,
+        path: PackPath,
+        content: str,
+        ctx: Context,
+        mode: Annotated[str, Field(description="'overwrite' (default) or 'append'.")] = "overwrite",
+    ) -> str:
+        """Create or change a file of a pack (role.md, workflow.md, rules.md, knowledge/*.md, examples/*.md,
+        meta.json); mode 'append' adds to the end. Every change is a new version (memory history shows who changed
+        what). Only the pack's installer or a key with the packs scope may; memory/ files change through
+        capture_memory, correct_memory, delete_memory and consolidate_memory."""
+        with tool_errors():
+            await packs.write_file(caller(ctx), name, path, content, mode)
+        return f"{'Appended' if mode == 'append' else 'Written'}: {path}"
+
+    @server.tool(annotations=_WRITE)
+    async def capture_memory(
+        name: PackName,
+        content: Text,
+        category: Category,
+        summary: Summary,
+        ctx: Context,
+        memory_type: Annotated[
+            str,
+            Field(
+                description="preference | fact | decision | history | general | inferred (you deduced it) | "
+                "stated (the user said it)."
+            ),
+        ] = "general",
+        tags: SeedTags = None,
+        conversation_id: Annotated[str | None, Field(max_length=200, description="Optional conversation id.")] = None,
+        expires: Annotated[
+            str | None, Field(description="Optional expiry date, e.g. '2026-06-01': afterwards it leaves the load.")
+        ] = None,
+        is_global: Annotated[
+            bool, Field(description="True: the user's global memory, loaded with every pack (age, city, ...).")
+        ] = False,
+    ) -> str:
+        """Remember something about the user while an expert pack is loaded: a preference, personal context, a
+        decision, feedback. It is stored in memory/<category>.md, indexed, loaded by future load_engram calls and
+        visible to every agent of the namespace. The same content captured again within 30 seconds is skipped."""
+        with tool_errors():
+            _, memory = await packs.capture(
+                caller(ctx), name, content, category, summary, memory_type=memory_type, tags=tags,
+                conversation_id=conversation_id, expires=expires, is_global=is_global,
+            )  # fmt: skip
+        scope = "[global] " if is_global else ""
+        kind = f"[{memory_type}] " if memory_type != "general" else ""
+        until = f" (expires:{expires})" if expires else ""
+        if memory is None:
+            return f"Already recorded less than 30 s ago: {scope}{kind}[{category}] {summary}"
+        return f"Recorded: {scope}{kind}[{category}] {summary}{until}"
+
+    @server.tool(annotations=_WRITE)
+    async def correct_memory(
+        name: PackName,
+        category: Category,
+        old_summary: Summary,
+        new_content: Text,
+        new_summary: Summary,
+        ctx: Context,
+        memory_type: Annotated[str, Field(description="The corrected memory's type (see capture_memory).")] = "general",
+        tags: SeedTags = None,
+    ) -> str:
+        """Correct a memory a pack captured, found by its category and its summary as memory/_index.md shows it:
+        a new version with the corrected content and summary (its history keeps the old one)."""
+        with tool_errors():
+            await packs.correct(
+                caller(ctx), name, category, old_summary, new_content, new_summary, memory_type=memory_type, tags=tags
+            )
+        kind = f"[{memory_type}] " if memory_type != "general" else ""
+        return f"Corrected: {kind}[{category}] {new_summary}"
+
+    @server.tool(annotations=_WRITE)
+    async def add_knowledge(name: PackName, filename: str, content: Text, summary: Summary, ctx: Context) -> str:
+        """Add a knowledge file to a pack (knowledge/<filename>.md; nested names like 'training/squats' work) and
+        its line to the knowledge index."""
+        with tool_errors():
+            path = await packs.add_knowledge(caller(ctx), name, filename, content, summary)
+        return f"Added knowledge: {path} — {summary}"
+
+    @server.tool(annotations=_INSTALL)
+    async def install_engram(
+        source: Annotated[str, Field(min_length=1, max_length=2000, description="An https git URL of the pack.")],
+        ctx: Context,
+    ) -> str:
+        """Install an expert pack from a git repository (https) into your namespace: its files become searchable,
+        versioned memories. Needs a key with the packs (or admin) scope. Hooks never run; size and file count are
+        limited."""
+        with tool_errors():
+            who = caller(ctx)
+            with tempfile.TemporaryDirectory(prefix="engram-pack-") as workdir:
+                pack = await asyncio.to_thread(fetch_pack, source, Path(workdir), local=settings.packs_local_sources)
+            result = await packs.install(who, pack)
+        description = pack.meta.get("description", "")
+        return f"Installed: {result['name']} - {description} ({result['files']} files)"
+
+    @server.tool(annotations=_READ)
+    async def search_engram_knowledge(
+        name: PackName,
+        query: str,
+        ctx: Context,
+        limit: Annotated[int, Field(ge=1, le=20, description="How many sections (1-20).")] = 5,
+    ) -> str:
+        """Search one pack's knowledge and examples (hybrid search, long files cut at their headings): the sections
+        that best answer query, best first, with the file to read_engram_file for more."""
+        with tool_errors():
+            hits = await packs.search_knowledge(caller(ctx), name, query, limit=limit)
+        if not hits:
+            return f"Nothing in pack '{name}' matches '{query}'."
+        return "\n\n".join(f"### {path} — {section}\n{text.strip()}" for path, section, text in hits)

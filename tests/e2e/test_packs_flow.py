@@ -1,0 +1,146 @@
+"""The seed's expert-pack flow through a real MCP client against a real node: install from a local git repository,
+list, load, read, capture, the next load, onboarding, consolidation, export and re-import."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from mcp import Client
+
+from engram.packs.format import read_pack_dir, write_pack_dir
+from tests.conftest import NodeHandle, start_node
+from tests.helpers.mcp import http_client
+from tests.helpers.packs import git_repo
+
+pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
+
+PACKS = Path(__file__).resolve().parents[1] / "data" / "packs"
+PARENT, CHILD = "fitness-coach", "fitness-coach-knee"
+
+
+@pytest.fixture(scope="module")
+def packs_node(tmp_path_factory: pytest.TempPathFactory, model_cache: Path) -> Iterator[NodeHandle]:
+    """A dev node whose install_engram may read local repositories (the tests' git repos)."""
+    handle = start_node(tmp_path_factory.mktemp("packs-node"), model_cache, ENGRAM_PACKS_LOCAL_SOURCES="true")
+    yield handle
+    assert handle.stop() == 0
+
+
+async def text(client: Client, tool: str, **arguments: Any) -> str:
+    result = await client.call_tool(tool, arguments)
+    body = "\n".join(getattr(block, "text", "") for block in result.content)
+    if result.is_error:
+        raise AssertionError(f"{tool} failed: {body}")
+    return body
+
+
+async def refused(client: Client, tool: str, **arguments: Any) -> str:
+    result = await client.call_tool(tool, arguments)
+    assert result.is_error, f"{tool} should have failed"
+    return "\n".join(getattr(block, "text", "") for block in result.content)
+
+
+async def test_the_seed_flow_plays_through_a_real_mcp_client(packs_node: NodeHandle, tmp_path: Path) -> None:
+    parent_repo = git_repo(tmp_path / "parent", PACKS / PARENT)
+    child_repo = git_repo(tmp_path / "child", PACKS / CHILD)
+    async with http_client(packs_node.mcp_url, agent="coach-agent") as client:
+        assert "No packs installed yet" in await text(client, "list_engrams")
+        assert "Installed: fitness-coach" in await text(client, "install_engram", source=parent_repo.as_uri())
+        assert "Installed: fitness-coach-knee" in await text(client, "install_engram", source=child_repo.as_uri())
+        assert "installed already" in await refused(client, "install_engram", source=parent_repo.as_uri())
+
+        listing = await text(client, "list_engrams")
+        assert f"- {PARENT}: " in listing and f"- {CHILD}: " in listing
+        assert '"extends": "fitness-coach"' in await text(client, "get_engram_info", name=CHILD)
+
+        first = await text(client, "load_engram", name=CHILD, query="my knee hurts when I squat")
+        assert "## Role" in first and "## Workflow" in first and "## Rules" in first
+        assert "## Inherited knowledge index (from fitness-coach)" in first
+        assert "## Knowledge index" in first and "## Examples index" in first
+        assert "## Onboarding" in first and "<memory>" not in first
+        parent_first = await text(client, "load_engram", name=PARENT, query="how do I start")
+        assert "## Onboarding" in parent_first
+
+        knowledge = await text(client, "read_engram_file", name=PARENT, path="knowledge/knee-injury-training.md")
+        on_disk = (PACKS / PARENT / "knowledge" / "knee-injury-training.md").read_text()
+        assert knowledge == f"## knowledge/knee-injury-training.md\n{on_disk.strip()}"
+        assert "leaves the pack" in await refused(client, "read_engram_file", name=PARENT, path="../x/role.md")
+
+        recorded = await text(
+            client, "capture_memory", name=CHILD, content="Left knee ACL reconstruction in 2024; cleared to run.",
+            category="user-profile", summary="ACL reconstruction 2024, cleared to run", memory_type="fact",
+        )  # fmt: skip
+        assert recorded.startswith("Recorded: [fact] [user-profile]")
+        again = await text(
+            client, "capture_memory", name=CHILD, content="Left knee ACL reconstruction in 2024; cleared to run.",
+            category="user-profile", summary="ACL reconstruction 2024, cleared to run", memory_type="fact",
+        )  # fmt: skip
+        assert again.startswith("Already recorded")  # the seed's 30-second throttle
+        await text(
+            client, "capture_memory", name=CHILD, content="The user is 34 and lives in Lisbon.", category="profile",
+            summary="34, lives in Lisbon", is_global=True,
+        )  # fmt: skip
+
+        second = await text(client, "load_engram", name=CHILD, query="next session")
+        assert "<memory>" in second and "ACL reconstruction 2024, cleared to run" in second
+        assert "<global_memory>" in second and "34, lives in Lisbon" in second
+        assert "## Onboarding" not in second  # onboarded by the first capture
+        parent_second = await text(client, "load_engram", name=PARENT, query="next session")
+        assert "34, lives in Lisbon" in parent_second and "## Onboarding" in parent_second  # not onboarded there
+
+        for i in range(3):
+            await text(
+                client, "capture_memory", name=CHILD, content=f"Prefers training on day {i} of the week.",
+                category="preferences", summary=f"trains on day {i}", memory_type="preference",
+            )  # fmt: skip
+        category = await text(client, "read_engram_file", name=CHILD, path="memory/preferences.md")
+        assert category.count("type:preference") == 3
+        result = await client.call_tool(
+            "consolidate_memory",
+            {"name": CHILD, "category": "preferences", "summary": "trains on days 0-2",
+             "consolidated_content": "Prefers training on days 0, 1 and 2 of the week."},
+        )  # fmt: skip
+        assert not result.is_error, result.content
+        assert len(result.structured_content["merged_ids"]) == 3
+        hot = await text(client, "read_engram_file", name=CHILD, path="memory/_index.md")
+        assert "trains on days 0-2" in hot and "trains on day 1" not in hot
+        archive = await text(client, "read_engram_file", name=CHILD, path="memory/preferences-archive.md")
+        assert archive.count("type:preference") == 3
+
+        corrected = await text(
+            client, "correct_memory", name=CHILD, category="user-profile", old_summary="ACL reconstruction 2024",
+            new_content="Left knee ACL reconstruction in 2023; cleared to run.", new_summary="ACL 2023, cleared",
+        )  # fmt: skip
+        assert corrected == "Corrected: [user-profile] ACL 2023, cleared"
+        deleted = await client.call_tool("delete_memory", {"name": CHILD, "category": "user-profile",
+                                                           "summary": "ACL 2023"})  # fmt: skip
+        assert not deleted.is_error and deleted.structured_content["memory"]["status"] == "archived"
+
+        hits = await text(client, "search_engram_knowledge", name=PARENT, query="knee pain during squats")
+        assert "knowledge/knee-injury-training.md" in hits
+        plain = await client.call_tool("search_memory", {"query": "knee pain during squats"})
+        assert all(h["memory"]["memory_type"] != "pack-file" for h in plain.structured_content["hits"])
+        scoped = await client.call_tool("search_memory", {"query": "knee pain during squats", "pack": PARENT})
+        assert any(h["memory"]["memory_type"] == "pack-file" for h in scoped.structured_content["hits"])
+
+        prompt = await client.get_prompt("engram-system-prompt", {})
+        prompt_text = "".join(getattr(m.content, "text", "") for m in prompt.messages)
+        assert "<name>fitness-coach</name>" in prompt_text and "<name>fitness-coach-knee</name>" in prompt_text
+
+    with httpx.Client(base_url=packs_node.http_url, timeout=60) as api:
+        exported = api.get(f"/v1/packs/{PARENT}").json()
+        original = read_pack_dir(PACKS / PARENT)
+        assert exported["files"] == original.files and exported["meta"]["description"] == original.meta["description"]
+        folder = tmp_path / "export"
+        from engram.packs.format import Pack
+
+        write_pack_dir(Pack(name=PARENT, meta=exported["meta"], files=exported["files"]), folder)
+        again = read_pack_dir(folder, name="fitness-coach-copy")
+        answer = api.post("/v1/packs", json={"name": again.name, "meta": again.meta, "files": again.files})
+        assert answer.status_code == 200, answer.text
+        copy = api.get("/v1/packs/fitness-coach-copy").json()
+        assert copy["files"] == original.files
