@@ -3,6 +3,8 @@ list, load, read, capture, the next load, onboarding, consolidation, export and 
 
 from __future__ import annotations
 
+import json
+import shutil
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -11,7 +13,7 @@ import httpx
 import pytest
 from mcp import Client
 
-from engram.packs.format import read_pack_dir, write_pack_dir
+from engram.packs.format import MAX_FILE_BYTES, Pack, read_pack_dir, write_pack_dir
 from tests.conftest import NodeHandle, start_node
 from tests.helpers.mcp import http_client
 from tests.helpers.packs import git_repo
@@ -136,11 +138,53 @@ async def test_the_seed_flow_plays_through_a_real_mcp_client(packs_node: NodeHan
         original = read_pack_dir(PACKS / PARENT)
         assert exported["files"] == original.files and exported["meta"]["description"] == original.meta["description"]
         folder = tmp_path / "export"
-        from engram.packs.format import Pack
-
         write_pack_dir(Pack(name=PARENT, meta=exported["meta"], files=exported["files"]), folder)
         again = read_pack_dir(folder, name="fitness-coach-copy")
         answer = api.post("/v1/packs", json={"name": again.name, "meta": again.meta, "files": again.files})
         assert answer.status_code == 200, answer.text
         copy = api.get("/v1/packs/fitness-coach-copy").json()
         assert copy["files"] == original.files
+
+
+def test_no_path_argument_leaves_the_pack_and_a_bad_install_writes_nothing(packs_node: NodeHandle) -> None:
+    with httpx.Client(base_url=packs_node.http_url, timeout=60) as api:
+        for path in ("../escape.md", "/etc/passwd.md", "knowledge/../../x.md", "a\x00b.md", "knowledge\\x.md",
+                     ".git/hooks/x.md", "C:/x.md", "knowledge/run.sh"):  # fmt: skip
+            answer = api.post("/v1/packs", json={"name": "evil", "meta": {"name": "evil"}, "files": {path: "x"}})
+            assert answer.status_code == 400, (path, answer.text)
+            assert api.get("/v1/packs/evil").status_code == 404  # nothing written
+        for name in ("../evil", "_global", ".hidden", "a/b"):
+            answer = api.post("/v1/packs", json={"name": name, "files": {}})
+            assert answer.status_code in (400, 404, 422), (name, answer.text)
+        assert api.get("/v1/packs").json()["packs"] == [] or all(
+            p["name"] != "evil" for p in api.get("/v1/packs").json()["packs"]
+        )
+
+
+async def test_install_engram_refuses_oversized_packs_and_other_schemes(packs_node: NodeHandle, tmp_path: Path) -> None:
+    big = tmp_path / "big-pack"
+    shutil.copytree(PACKS / PARENT, big)
+    (big / "meta.json").write_text(json.dumps({"name": "big-pack", "description": "too big"}))
+    (big / "knowledge" / "huge.md").write_text("# Huge\n" + "x" * (MAX_FILE_BYTES + 1))
+    repo = git_repo(tmp_path / "big", big)
+    async with http_client(packs_node.mcp_url, agent="installer") as client:
+        message = await refused(client, "install_engram", source=repo.as_uri())
+        assert "huge.md" in message and str(MAX_FILE_BYTES) in message
+        for source in ("ssh://git@example.com/pack.git", "-oProxyCommand=touch /tmp/x", "ext::sh -c touch% /tmp/x"):
+            assert await refused(client, "install_engram", source=source)
+        assert "big-pack" not in await text(client, "list_engrams")
+        for path in ("../../etc/passwd", "/etc/passwd", "knowledge/\x00.md"):
+            await refused(client, "read_engram_file", name=PARENT, path=path)
+            await refused(client, "write_engram_file", name=PARENT, path=path, content="x")
+
+
+def test_installing_needs_the_packs_scope(secured_node: NodeHandle) -> None:
+    plain = secured_node.create_key("team-packs", "agent", ("read", "write"))
+    packer = secured_node.create_key("team-packs", "agent", ("read", "write", "packs"))
+    body = {"name": "tiny", "meta": {"description": "a tiny pack"}, "files": {"role.md": "# Role\nBe brief.\n"}}
+    with httpx.Client(base_url=secured_node.http_url, timeout=60) as api:
+        refused_answer = api.post("/v1/packs", json=body, headers={"Authorization": f"Bearer {plain}"})
+        assert refused_answer.status_code == 403 and "packs" in refused_answer.text
+        assert api.post("/v1/packs", json=body, headers={"Authorization": f"Bearer {packer}"}).status_code == 200
+        listed = api.get("/v1/packs", headers={"Authorization": f"Bearer {plain}"}).json()["packs"]
+        assert [p["name"] for p in listed] == ["tiny"]
