@@ -67,9 +67,7 @@ def test_the_memory_files_hold_active_archived_and_expired_entries_apart() -> No
     now = 2_000_000_000.0
     memories = [
         _captured("kept", 1.0),
-        _captured(
-            "consolidated away", 2.0, status="archived", relations=[Relation(kind="merged-into", memory_id="x")]
-        ),  # fmt: skip
+        _captured("consolidated away", 2.0, status="archived", relations=[Relation(kind="merged-into", memory_id="x")]),
         _captured("deleted", 3.0, status="archived"),
         _captured("due", 4.0, expires_at=now - 1),
         _captured("expired by the job", 5.0, status="expired", category="health"),
