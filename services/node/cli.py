@@ -77,14 +77,27 @@ def _parser() -> argparse.ArgumentParser:
     home(revoke)
     revoke.add_argument("key_id")
 
-    importing = sub.add_parser("import", help="bulk-import a JSON-lines file (one save_memory object per line)")
+    importing = sub.add_parser(
+        "import", help="bulk-import a JSON-lines file (one save_memory object per line) or a Markdown vault folder"
+    )
     home(importing)
-    importing.add_argument("file", help="the .jsonl file")
+    importing.add_argument("file", help="the .jsonl file, or a folder of Markdown notes (as `engram export` writes)")
     importing.add_argument(
         "--url", help="gateway URL (default: the running node of --home, else http://127.0.0.1:8765)"
     )
     importing.add_argument("--restart", action="store_true", help="ignore saved progress and start at line 1")
     importing.add_argument("--chunk", type=int, default=1000, help="lines per request (default 1000)")
+
+    exporting = sub.add_parser(
+        "export", help="write every memory of your namespace to a folder: one Markdown file each, YAML frontmatter"
+    )
+    home(exporting)
+    exporting.add_argument("dir", help="the folder (created if missing; files of the same memories are overwritten)")
+    exporting.add_argument("--format", choices=("markdown",), default="markdown", help="the format (default: markdown)")
+    exporting.add_argument("--include-secret", action="store_true", help="also write memories of sensitivity secret")
+    exporting.add_argument(
+        "--url", help="gateway URL (default: the running node of --home, else http://127.0.0.1:8765)"
+    )
 
     from engram import models_cli
 
@@ -168,6 +181,13 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
         return _keys(args, settings)
     if args.command == "import":
         return _import(args, settings)
+    if args.command == "export":
+        from pathlib import Path
+
+        from engram import vault
+
+        url = _node_url(args.url, settings)
+        return vault.run_export(Path(args.dir), url, api_key=settings.api_key, include_secret=args.include_secret)
     if args.command == "status":
         from engram import status_cli
 
@@ -265,13 +285,10 @@ def _import(args: argparse.Namespace, settings: Settings) -> int:
     from engram.importer import ImportFailed, print_summary, run_import
 
     source = Path(args.file)
-    if source.is_dir():
-        print(
-            f"engram: {source} is a folder; pass one JSON-lines file (e.g. {source / 'memories.jsonl'}), "
-            f'or import each: for f in {source}/*.jsonl; do engram import "$f"; done',
-            file=sys.stderr,
-        )
-        return 2
+    if source.is_dir():  # a Markdown vault (`engram export --format markdown DIR`)
+        from engram import vault
+
+        return vault.run_import(source, _node_url(args.url, settings), api_key=settings.api_key)
     if not source.is_file():
         print(f"engram: no such file: {source}", file=sys.stderr)
         return 2
