@@ -50,6 +50,7 @@ async def _mutate(node: NodeHandle, namespace: str) -> tuple[list[str], list[flo
         ids += [chain.new.id]
         soon = await ingest.save(b, MemoryInput(content="Short-lived fact", expires_at=time.time() + 60))
         ids.append(soon.memory.id)
+        await search.get(b, soon.memory.id, min_seq=soon.seq)  # the job finds what the index has applied
         await ExpiryJob(search, ingest, interval=3600, clock=lambda: time.time() + 120).run_once()
         purged = await ingest.save(a, MemoryInput(content="To be purged"))
         await ingest.delete(root, purged.memory.id, purge=True)
