@@ -188,3 +188,50 @@ def test_installing_needs_the_packs_scope(secured_node: NodeHandle) -> None:
         assert api.post("/v1/packs", json=body, headers={"Authorization": f"Bearer {packer}"}).status_code == 200
         listed = api.get("/v1/packs", headers={"Authorization": f"Bearer {plain}"}).json()["packs"]
         assert [p["name"] for p in listed] == ["tiny"]
+
+
+async def test_knowledge_grows_files_change_by_version_and_memories_expire(
+    packs_node: NodeHandle, tmp_path: Path
+) -> None:
+    pack = tmp_path / "coach-two"
+    shutil.copytree(PACKS / PARENT, pack)
+    (pack / "meta.json").write_text(json.dumps({"name": "coach-two", "description": "a second coach"}))
+    repo = git_repo(tmp_path / "repo", pack)
+    async with http_client(packs_node.mcp_url, agent="coach-agent") as client:
+        await text(client, "install_engram", source=repo.as_uri())
+        added = await text(
+            client, "add_knowledge", name="coach-two", filename="mobility/hips", summary="Hip mobility drills",
+            content="# Hip mobility\n\n90/90 switches, hip airplanes and couch stretch, 2 sets each.\n",
+        )  # fmt: skip
+        assert added == "Added knowledge: knowledge/mobility/hips.md — Hip mobility drills"
+        index = await text(client, "read_engram_file", name="coach-two", path="knowledge/_index.md")
+        assert index.endswith("- `knowledge/mobility/hips.md` - Hip mobility drills")
+        assert "90/90 switches" in await text(
+            client, "read_engram_file", name="coach-two", path="knowledge/mobility/hips.md"
+        )
+
+        await text(client, "write_engram_file", name="coach-two", path="role.md", content="\nAlways warm up.\n",
+                   mode="append")  # fmt: skip
+        role = await text(client, "read_engram_file", name="coach-two", path="role.md")
+        assert role.endswith("Always warm up.")
+        listed = await client.call_tool(
+            "list_memories", {"pack": "coach-two", "memory_type": "pack-file", "limit": 100}
+        )
+        role_part = next(m for m in listed.structured_content["memories"] if m["metadata"]["pack_path"] == "role.md")
+        history = await client.call_tool("memory_history", {"id": role_part["id"]})
+        assert [v["version"] for v in history.structured_content["versions"]] == [1, 2]  # who changed it, when
+
+        await text(
+            client, "capture_memory", name="coach-two", content="Training for a marathon in April.",
+            category="goals", summary="marathon in April", expires="2020-01-01",
+        )  # fmt: skip
+        for i in range(30):
+            await text(client, "capture_memory", name="coach-two", content=f"Did session {i} this month.",
+                       category="history", summary=f"session {i}", memory_type="history")  # fmt: skip
+        loaded = await text(client, "load_engram", name="coach-two", query="plan")
+        assert "marathon in April" not in loaded  # expired: out of the load
+        assert "💡 30 memories, consider consolidating" in loaded
+        expired = await text(client, "read_engram_file", name="coach-two", path="memory/goals-expired.md")
+        assert "Training for a marathon in April." in expired and "expires:2020-01-01" in expired
+        full = await text(client, "read_engram_file", name="coach-two", path="memory/_index_full.md")
+        assert full.count("- `memory/history.md`") == 30
