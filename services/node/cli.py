@@ -116,6 +116,10 @@ def _parser() -> argparse.ArgumentParser:
 
     coordination_cli.add_parsers(sub)  # agents, teams, consolidate, handoffs
 
+    from engram.packs import cli as packs_cli
+
+    packs_cli.add_parsers(sub)  # packs list|install|init|lint|export
+
     sub.add_parser("version", help="print the version")
     return parser
 
@@ -200,6 +204,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
 
     if args.command in coordination_cli.COMMANDS:
         return coordination_cli.run(args, _node_url(args.url, settings), api_key=settings.api_key)
+    from engram.packs import cli as packs_cli
+
+    if args.command in packs_cli.COMMANDS:
+        return packs_cli.run(args, _node_url(getattr(args, "url", None), settings), api_key=settings.api_key)
     if args.command == "sync":
         from engram.services.sync import cli as sync_cli
 
