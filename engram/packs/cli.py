@@ -167,7 +167,11 @@ def _init(args: argparse.Namespace, out: IO[str]) -> int:
 def _lint(args: argparse.Namespace, node: Node, out: IO[str], err: IO[str]) -> int:
     target = args.target
     if target and (Path(target).exists() or "/" in target or target.startswith(".")):
+        from engram.packs.source import refuse_escaping_links
+
         folder = Path(target)
+        if folder.is_dir():
+            refuse_escaping_links(folder)
         pack = read_pack_dir(folder)
         sibling = folder.resolve().parent / pack.extends if pack.extends else None
         if sibling is not None and (sibling / "meta.json").is_file():

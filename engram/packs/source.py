@@ -169,15 +169,23 @@ def _read_pack(top: Path, inner: str, *, name: str | None, limits: PackLimits, s
 
 
 def refuse_escaping_links(root: Path) -> None:
-    """Raises InvalidArgument for any symbolic link under ``root`` (followed or not) whose target lies outside it:
-    a pack is read as it is, and a link could hand over any file of the machine that fetches it."""
+    """Raises InvalidArgument for any symbolic link under ``root`` (followed or not) whose target lies outside it,
+    is missing or loops: a pack is read as it is, and a link could hand over any file of the machine reading it."""
     root = root.resolve()
     for folder, dirs, files in os.walk(root, followlinks=False):
         for entry in (*dirs, *files):
             path = Path(folder, entry)
-            if path.is_symlink() and not path.resolve().is_relative_to(root):
-                relative = path.relative_to(root).as_posix()
+            if not path.is_symlink():
+                continue
+            relative = path.relative_to(root).as_posix()
+            try:
+                target = path.resolve()
+            except (RuntimeError, OSError) as e:  # a loop (RuntimeError before Python 3.13)
+                raise InvalidArgument("pack", f"{relative} is a link that leads nowhere (a loop).") from e
+            if not target.is_relative_to(root):
                 raise InvalidArgument("pack", f"{relative} is a link to outside the pack; packs cannot link out.")
+            if not target.exists():
+                raise InvalidArgument("pack", f"{relative} is a link to a file that does not exist.")
 
 
 def _clone(source: Source, checkout: Path, scratch: Path, *, limits: PackLimits, timeout: float) -> None:

@@ -102,3 +102,17 @@ def test_export_refuses_a_folder_that_is_not_empty_before_asking_the_node(
 
     assert code == 2 and "is not an empty folder" in err and "--force" in err
     assert [p.name for p in tmp_path.iterdir()] == ["notes.md"]
+
+
+def test_lint_of_a_folder_with_a_link_loop_or_without_meta_json_says_so(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], no_node: tuple[str, ...]
+) -> None:
+    folder = tmp_path / "coach"
+    shutil.copytree(FITNESS_COACH, folder)
+    (folder / "knowledge" / "loop.md").symlink_to("loop.md")
+
+    code, out, err = engram(capsys, "packs", "lint", str(folder), *no_node)
+    assert (code, out, err) == (1, "", "engram: pack: knowledge/loop.md is a link that leads nowhere (a loop).\n")
+
+    code, _, err = engram(capsys, "packs", "lint", str(tmp_path / "nowhere"), *no_node)
+    assert code == 1 and "has no meta.json at its top: it is not a pack folder." in err

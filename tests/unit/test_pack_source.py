@@ -4,6 +4,7 @@ never run, links out of the pack, oversized packs and other schemes refused, and
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -140,6 +141,33 @@ def fetch_pack_folder(repo: Path, tmp_path: Path) -> None:
     folder = tmp_path / "folder"
     shutil.copytree(repo, folder, symlinks=True, ignore=shutil.ignore_patterns(".git"))
     fetch_pack(str(folder), tmp_path / "work-folder")
+
+
+@pytest.mark.parametrize(
+    ("link", "target", "problem"),
+    [
+        ("knowledge/loop.md", "loop.md", "leads nowhere (a loop)"),
+        ("knowledge/gone.md", "gone-away.md", "does not exist"),
+    ],
+)
+def test_a_link_that_loops_or_leads_nowhere_is_refused(
+    tmp_path: Path, work: Path, link: str, target: str, problem: str
+) -> None:
+    repo = git_repo(tmp_path, FITNESS_COACH)
+    (repo / link).symlink_to(target)
+    commit_all(repo, "a broken link")
+
+    with pytest.raises(InvalidArgument, match=re.escape(f"{link} is a link ") + ".*" + re.escape(problem)):
+        fetch_pack(str(repo), work)
+    assert_clean(work)
+
+
+def test_a_link_to_a_folder_inside_the_pack_is_not_followed(tmp_path: Path, work: Path) -> None:
+    repo = git_repo(tmp_path, FITNESS_COACH)
+    (repo / "knowledge" / "again").symlink_to(".")
+    commit_all(repo, "a link to its own folder")
+
+    assert not any(path.startswith("knowledge/again/") for path in fetch_pack(str(repo), work).files)
 
 
 def test_a_link_inside_the_pack_is_read_as_its_target(tmp_path: Path, work: Path) -> None:
