@@ -60,7 +60,8 @@ def register_pack_tools(
 
     @server.tool(annotations=_READ)
     async def get_engram_info(name: PackName, ctx: Context) -> str:
-        """One pack's meta.json (name, description, version, extends, ...)."""
+        """One pack's meta.json: its name, description, version, author, tags and the pack it extends. Use it to
+        tell packs apart before load_engram."""
         with tool_errors():
             contents = await packs.contents(caller(ctx), name)
         return json.dumps(contents.meta, ensure_ascii=False, indent=2)
