@@ -146,7 +146,10 @@ def write_pack_dir(pack: Pack, directory: Path) -> None:
 
 
 def _read_text(file: Path, root: Path, limits: PackLimits) -> str:
-    resolved = file.resolve()
+    try:
+        resolved = file.resolve(strict=True)
+    except (OSError, RuntimeError) as e:  # a link to nowhere, or a loop of links
+        raise InvalidArgument("pack", f"{file.relative_to(root)} is a broken or looping link.") from e
     if not resolved.is_relative_to(root):
         raise InvalidArgument("pack", f"{file.relative_to(root)} is a link to outside the pack.")
     size = resolved.stat().st_size

@@ -15,9 +15,11 @@ from tests.helpers.mcp import call, http_client, stdio_client, tool_error
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 MODES = ["legacy", "auto"]  # legacy = initialize handshake (Claude Code, Cursor...); auto = 2026-07-28
-READ_TOOLS = {"search_memory", "get_memory", "list_memories", "memory_history", "memory_at", "get_memory_stats", "ping",
-              "list_agents", "list_teams", "list_handoffs", "session_context", "detect_contradictions",
-              "list_engrams", "get_engram_info", "load_engram", "read_engram_file", "search_engram_knowledge"}  # fmt: skip
+READ_TOOLS = {
+    "search_memory", "get_memory", "list_memories", "memory_history", "memory_at", "get_memory_stats", "ping",
+    "list_agents", "list_teams", "list_handoffs", "session_context", "detect_contradictions",
+    "list_engrams", "get_engram_info", "load_engram", "read_engram_file", "search_engram_knowledge",
+}  # fmt: skip
 WRITE_TOOLS = {"save_memory", "update_memory", "delete_memory", "supersede_memory", "consolidate_team",
                "create_handoff", "accept_handoff", "complete_handoff", "pin_memory", "unpin_memory",
                "consolidate_memory", "write_engram_file", "capture_memory", "correct_memory", "add_knowledge",

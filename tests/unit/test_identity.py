@@ -114,7 +114,7 @@ def test_stdio_uses_engram_agent_id_after_client_name(tmp_path: Path, keys: KeyS
 
 def test_anonymous_when_nothing_names_the_agent(tmp_path: Path, keys: KeyStore) -> None:
     caller = Resolver(dev_settings(tmp_path), keys).resolve(http())
-    assert caller == Caller(DEV_NAMESPACE, ANONYMOUS_AGENT, "rest", frozenset({"read", "write"}))
+    assert caller == Caller(DEV_NAMESPACE, ANONYMOUS_AGENT, "rest", frozenset({"read", "write", "packs"}))
 
 
 def test_http_ignores_the_server_processes_own_agent_id_and_key(tmp_path: Path, keys: KeyStore, alice_key: str) -> None:
@@ -124,7 +124,7 @@ def test_http_ignores_the_server_processes_own_agent_id_and_key(tmp_path: Path, 
     with pytest.raises(Unauthenticated):
         resolver.resolve(http())
     dev = Resolver(dev_settings(tmp_path, api_key=alice_key, agent_id="robot-7"), keys)
-    assert dev.resolve(http()) == Caller(DEV_NAMESPACE, ANONYMOUS_AGENT, "rest", frozenset({"read", "write"}))
+    assert dev.resolve(http()) == Caller(DEV_NAMESPACE, ANONYMOUS_AGENT, "rest", frozenset({"read", "write", "packs"}))
 
 
 @pytest.mark.parametrize(
@@ -480,7 +480,7 @@ def test_dev_mode_keeps_anonymous_for_a_shared_key(tmp_path: Path, keys: KeyStor
 def test_dev_mode_lets_keyless_callers_into_default_namespace_with_read_write(tmp_path: Path, keys: KeyStore) -> None:
     caller = Resolver(dev_settings(tmp_path), keys).resolve(http(agent_header="bob"), default_source=MCP_SOURCE)
     assert (caller.namespace, caller.agent_id, caller.source) == (DEV_NAMESPACE, "bob", MCP_SOURCE)
-    assert caller.scopes == frozenset({"read", "write"})
+    assert caller.scopes == frozenset({"read", "write", "packs"})
 
 
 def test_invalid_key_is_rejected_even_in_dev_mode(tmp_path: Path, keys: KeyStore, alice_key: str) -> None:
