@@ -3,10 +3,11 @@ PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
+CHROMIUM := /usr/bin/chromium
 
 .PHONY: run test lint proto bench fuzz clean install check-arm64 k8s-check
 
-install: $(STAMP)
+install: $(STAMP) $(CHROMIUM)
 
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
@@ -20,10 +21,26 @@ $(STAMP): pyproject.toml
 	$(VENV)/k8s-tools/bin/python -m pip install --quiet checkov==3.3.30
 	touch $(STAMP)
 
+# The browser tests (tests/browser) drive Debian's chromium with Playwright, which never downloads a browser here.
+# Only when the binary is missing: apt-get as root, else through sudo; a clear message when neither can.
+$(CHROMIUM):
+	@if [ "$$(id -u)" -eq 0 ]; then sudo=""; elif command -v sudo >/dev/null 2>&1; then sudo="sudo"; else \
+		echo "make: $(CHROMIUM) is missing and this user is not root and has no sudo: install Debian's chromium" \
+			"(apt-get install --no-install-recommends chromium) for the browser tests" >&2; exit 1; fi; \
+	if ! command -v apt-get >/dev/null 2>&1; then \
+		echo "make: $(CHROMIUM) is missing and apt-get is not here: install chromium at $(CHROMIUM)" \
+			"for the browser tests" >&2; exit 1; fi; \
+	echo "Installing Debian's chromium for the browser tests (apt-get)"; \
+	log=$$(mktemp); \
+	if $$sudo apt-get update -qq >"$$log" 2>&1 && $$sudo env DEBIAN_FRONTEND=noninteractive \
+		apt-get install -y -qq --no-install-recommends chromium >>"$$log" 2>&1; then rm -f "$$log"; else \
+		cat "$$log" >&2; rm -f "$$log"; \
+		echo "make: apt-get could not install chromium (see above); the browser tests need $(CHROMIUM)" >&2; exit 1; fi
+
 run: $(STAMP)
 	$(VENV)/bin/engram serve
 
-test: $(STAMP)
+test: $(STAMP) $(CHROMIUM)
 	$(PY) -m pytest -q
 
 # A longer property-based run of the REST and MCP fuzzers than the one `make test` includes.
