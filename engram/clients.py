@@ -366,6 +366,16 @@ class SearchClient(_Client):
             for t in response.teams
         ]
 
+    async def activity(
+        self, caller: Caller, *, start: float, days: int, min_seq: int = 0
+    ) -> list[tuple[float, dict[str, int]]]:
+        """Memories created per day (24 hours from ``start``, ``days`` of them), by owning agent: (day start,
+        counts) in order."""
+        request = search_pb2.GetActivityRequest(caller=wire.caller_to_proto(caller), days=days, min_seq=min_seq)
+        wire.set_ts(request, "start", start)
+        response = await self._call(self._stub.GetActivity, request)
+        return [(wire.ts_to_epoch(d, "start") or 0.0, {c.key: c.count for c in d.by_agent}) for d in response.days]
+
     async def list(
         self,
         caller: Caller,
@@ -423,6 +433,12 @@ class ConsolidationClient(_Client):
         request = consolidation_pb2.GetJobRequest(caller=wire.caller_to_proto(caller), id=job_id)
         response = await self._call(self._stub.GetJob, request)
         return job_from_proto(response.job)
+
+    async def list_jobs(self, caller: Caller, *, limit: int = 20) -> list[Job]:
+        """The recent jobs of the caller's namespace (kept a week), newest first."""
+        request = consolidation_pb2.ListJobsRequest(caller=wire.caller_to_proto(caller), limit=limit)
+        response = await self._call(self._stub.ListJobs, request)
+        return [job_from_proto(job) for job in response.jobs]
 
     async def contradictions(
         self, caller: Caller, *, topics: list[str] | None = None, limit: int = 20

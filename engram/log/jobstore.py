@@ -1,4 +1,5 @@
-"""Consolidation jobs kept in NATS KV, so GetJob answers on every replica (and after a restart) for a week."""
+"""Consolidation jobs kept in NATS KV, so GetJob and ListJobs answer on every replica (and after a restart) for a
+week. A job's key starts with its namespace's, so listing one namespace's jobs reads only those."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ KEEP_SECONDS = 7 * 24 * 3600.0
 
 
 class JobStore:
-    """One KV entry per job id (its last state), removed by the bucket's TTL."""
+    """One KV entry per job (its last state), removed by the bucket's TTL."""
 
     def __init__(self, bucket: JsonBucket) -> None:
         self._bucket = bucket
@@ -29,11 +30,28 @@ class JobStore:
         return cls(opened)
 
     async def put(self, job: Job) -> None:
-        await self._bucket.put(lease_key(job.id), dataclasses.asdict(job))
+        await self._bucket.put(_key(job.namespace, job.id), dataclasses.asdict(job))
 
-    async def get(self, job_id: str) -> Job | None:
-        stored = await self._bucket.get(lease_key(job_id))
-        try:
-            return Job(**stored) if isinstance(stored, dict) else None
-        except TypeError:
-            return None
+    async def get(self, namespace: str, job_id: str) -> Job | None:
+        """The job, if it is one of namespace's; also one stored under its id alone (before keys named the
+        namespace), whose namespace is then checked by the caller."""
+        stored = await self._bucket.get(_key(namespace, job_id))
+        if stored is None:
+            stored = await self._bucket.get(lease_key(job_id))
+        return _job(stored)
+
+    async def list(self, namespace: str) -> list[Job]:
+        """Every job of the namespace still kept, in no particular order."""
+        stored = await self._bucket.matching(f"{lease_key(namespace)}.>")
+        return [job for value in stored if (job := _job(value)) is not None and job.namespace == namespace]
+
+
+def _key(namespace: str, job_id: str) -> str:
+    return f"{lease_key(namespace)}.{lease_key(job_id)}"
+
+
+def _job(stored: object) -> Job | None:
+    try:
+        return Job(**stored) if isinstance(stored, dict) else None
+    except TypeError:
+        return None

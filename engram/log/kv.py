@@ -47,3 +47,23 @@ class JsonBucket:
             await self._kv.put(key, json.dumps(value).encode())
         except (NatsError, TimeoutError) as e:
             raise Unavailable(f"{self._what} (NATS KV) cannot be reached ({e!r}).") from e
+
+    async def matching(self, pattern: str) -> list[Any]:
+        """The values of every key matching ``pattern`` (KV wildcards: ``ns.>``), read in one pass; values that
+        are not JSON are left out."""
+        values = []
+        try:
+            watcher = await self._kv.watch(pattern, ignore_deletes=True)
+            try:
+                async for entry in watcher:
+                    if entry is None:  # the values present when the watch began have all come
+                        break
+                    try:
+                        values.append(json.loads(entry.value or b"null"))
+                    except ValueError:
+                        continue
+            finally:
+                await watcher.stop()
+        except (NatsError, TimeoutError) as e:
+            raise Unavailable(f"{self._what} (NATS KV) cannot be reached ({e!r}).") from e
+        return values

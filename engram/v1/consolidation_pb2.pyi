@@ -119,6 +119,20 @@ class GetJobResponse(_message.Message):
     job: Job
     def __init__(self, job: _Optional[_Union[Job, _Mapping]] = ...) -> None: ...
 
+class ListJobsRequest(_message.Message):
+    __slots__ = ("caller", "limit")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallContext
+    limit: int
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class ListJobsResponse(_message.Message):
+    __slots__ = ("jobs",)
+    JOBS_FIELD_NUMBER: _ClassVar[int]
+    jobs: _containers.RepeatedCompositeFieldContainer[Job]
+    def __init__(self, jobs: _Optional[_Iterable[_Union[Job, _Mapping]]] = ...) -> None: ...
+
 class Contradiction(_message.Message):
     __slots__ = ("memory", "other", "score", "why")
     MEMORY_FIELD_NUMBER: _ClassVar[int]

@@ -44,6 +44,11 @@ class ConsolidationStub:
                 request_serializer=engram_dot_v1_dot_consolidation__pb2.GetJobRequest.SerializeToString,
                 response_deserializer=engram_dot_v1_dot_consolidation__pb2.GetJobResponse.FromString,
                 _registered_method=True)
+        self.ListJobs = channel.unary_unary(
+                '/engram.v1.Consolidation/ListJobs',
+                request_serializer=engram_dot_v1_dot_consolidation__pb2.ListJobsRequest.SerializeToString,
+                response_deserializer=engram_dot_v1_dot_consolidation__pb2.ListJobsResponse.FromString,
+                _registered_method=True)
         self.ListContradictions = channel.unary_unary(
                 '/engram.v1.Consolidation/ListContradictions',
                 request_serializer=engram_dot_v1_dot_consolidation__pb2.ListContradictionsRequest.SerializeToString,
@@ -67,6 +72,13 @@ class ConsolidationServicer:
 
     def GetJob(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ListJobs(self, request, context):
+        """The recent jobs of the caller's namespace (kept a week), newest first.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -97,6 +109,11 @@ def add_ConsolidationServicer_to_server(servicer, server):
                     servicer.GetJob,
                     request_deserializer=engram_dot_v1_dot_consolidation__pb2.GetJobRequest.FromString,
                     response_serializer=engram_dot_v1_dot_consolidation__pb2.GetJobResponse.SerializeToString,
+            ),
+            'ListJobs': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListJobs,
+                    request_deserializer=engram_dot_v1_dot_consolidation__pb2.ListJobsRequest.FromString,
+                    response_serializer=engram_dot_v1_dot_consolidation__pb2.ListJobsResponse.SerializeToString,
             ),
             'ListContradictions': grpc.unary_unary_rpc_method_handler(
                     servicer.ListContradictions,
@@ -163,6 +180,33 @@ class Consolidation:
             '/engram.v1.Consolidation/GetJob',
             engram_dot_v1_dot_consolidation__pb2.GetJobRequest.SerializeToString,
             engram_dot_v1_dot_consolidation__pb2.GetJobResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListJobs(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/engram.v1.Consolidation/ListJobs',
+            engram_dot_v1_dot_consolidation__pb2.ListJobsRequest.SerializeToString,
+            engram_dot_v1_dot_consolidation__pb2.ListJobsResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -349,3 +349,29 @@ class ListNamespacesResponse(_message.Message):
     NAMESPACES_FIELD_NUMBER: _ClassVar[int]
     namespaces: _containers.RepeatedCompositeFieldContainer[StatCount]
     def __init__(self, namespaces: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ...) -> None: ...
+
+class GetActivityRequest(_message.Message):
+    __slots__ = ("caller", "start", "days", "min_seq")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    START_FIELD_NUMBER: _ClassVar[int]
+    DAYS_FIELD_NUMBER: _ClassVar[int]
+    MIN_SEQ_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallContext
+    start: _timestamp_pb2.Timestamp
+    days: int
+    min_seq: int
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., start: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., days: _Optional[int] = ..., min_seq: _Optional[int] = ...) -> None: ...
+
+class ActivityDay(_message.Message):
+    __slots__ = ("start", "by_agent")
+    START_FIELD_NUMBER: _ClassVar[int]
+    BY_AGENT_FIELD_NUMBER: _ClassVar[int]
+    start: _timestamp_pb2.Timestamp
+    by_agent: _containers.RepeatedCompositeFieldContainer[StatCount]
+    def __init__(self, start: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., by_agent: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ...) -> None: ...
+
+class GetActivityResponse(_message.Message):
+    __slots__ = ("days",)
+    DAYS_FIELD_NUMBER: _ClassVar[int]
+    days: _containers.RepeatedCompositeFieldContainer[ActivityDay]
+    def __init__(self, days: _Optional[_Iterable[_Union[ActivityDay, _Mapping]]] = ...) -> None: ...

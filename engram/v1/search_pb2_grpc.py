@@ -89,6 +89,11 @@ class SearchStub:
                 request_serializer=engram_dot_v1_dot_search__pb2.ListNamespacesRequest.SerializeToString,
                 response_deserializer=engram_dot_v1_dot_search__pb2.ListNamespacesResponse.FromString,
                 _registered_method=True)
+        self.GetActivity = channel.unary_unary(
+                '/engram.v1.Search/GetActivity',
+                request_serializer=engram_dot_v1_dot_search__pb2.GetActivityRequest.SerializeToString,
+                response_deserializer=engram_dot_v1_dot_search__pb2.GetActivityResponse.FromString,
+                _registered_method=True)
 
 
 class SearchServicer:
@@ -166,6 +171,13 @@ class SearchServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def GetActivity(self, request, context):
+        """Memories created per day in the caller's namespace, by owning agent, every status (the web console's chart).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SearchServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -223,6 +235,11 @@ def add_SearchServicer_to_server(servicer, server):
                     servicer.ListNamespaces,
                     request_deserializer=engram_dot_v1_dot_search__pb2.ListNamespacesRequest.FromString,
                     response_serializer=engram_dot_v1_dot_search__pb2.ListNamespacesResponse.SerializeToString,
+            ),
+            'GetActivity': grpc.unary_unary_rpc_method_handler(
+                    servicer.GetActivity,
+                    request_deserializer=engram_dot_v1_dot_search__pb2.GetActivityRequest.FromString,
+                    response_serializer=engram_dot_v1_dot_search__pb2.GetActivityResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -522,6 +539,33 @@ class Search:
             '/engram.v1.Search/ListNamespaces',
             engram_dot_v1_dot_search__pb2.ListNamespacesRequest.SerializeToString,
             engram_dot_v1_dot_search__pb2.ListNamespacesResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def GetActivity(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/engram.v1.Search/GetActivity',
+            engram_dot_v1_dot_search__pb2.GetActivityRequest.SerializeToString,
+            engram_dot_v1_dot_search__pb2.GetActivityResponse.FromString,
             options,
             channel_credentials,
             insecure,

@@ -29,6 +29,8 @@ from engram.results import Job
 log = logging.getLogger(__name__)
 
 DEFAULT_CAPACITY = 100
+DEFAULT_LIST_LIMIT = 20
+MAX_LIST_LIMIT = 100
 AGENT, SOURCE = CONSOLIDATION_AGENT, CONSOLIDATION_SOURCE
 MAX_SHOWN_ID_CHARS = 40
 ANSWER_MARGIN_SECONDS = 1.0  # a job still running this long before the caller's deadline is answered as running
@@ -77,11 +79,13 @@ class Work:
 
 
 class JobStore(Protocol):
-    """Where jobs are kept for GetJob on every replica (NATS KV: engram.log.jobstore)."""
+    """Where jobs are kept for GetJob and ListJobs on every replica (NATS KV: engram.log.jobstore)."""
 
     async def put(self, job: Job) -> None: ...
 
-    async def get(self, job_id: str) -> Job | None: ...
+    async def get(self, namespace: str, job_id: str) -> Job | None: ...
+
+    async def list(self, namespace: str) -> list[Job]: ...
 
 
 Finished = Callable[[Job], Awaitable[None]]
@@ -230,12 +234,24 @@ class Jobs:
         job = self._recent.get(job_id)
         if job is None and self._store is not None:
             try:
-                job = await self._store.get(job_id)
+                job = await self._store.get(caller.namespace, job_id)
             except EngramError:
                 job = None
         if job is None or job.namespace != caller.namespace:
             raise JobNotFound(job_id[:MAX_SHOWN_ID_CHARS])
         return job
+
+    async def list(self, caller: Caller, *, limit: int = DEFAULT_LIST_LIMIT) -> list[Job]:
+        """The caller's namespace's recent jobs, newest first: those of every replica kept in the store, with this
+        process's own (fresher while they run) in their place; only this process's when the store is missing."""
+        if not 1 <= limit <= MAX_LIST_LIMIT:
+            raise InvalidArgument("limit", f"give 1 to {MAX_LIST_LIMIT}.")
+        jobs: dict[str, Job] = {}
+        if self._store is not None:
+            jobs = {job.id: job for job in await self._store.list(caller.namespace)}
+        jobs.update((job.id, job) for job in self._recent.values() if job.namespace == caller.namespace)
+        newest = sorted(jobs.values(), key=lambda job: (job.started_at or 0.0, job.id), reverse=True)
+        return newest[:limit]
 
     async def close(self) -> None:
         """Cancels the jobs still running (the service is stopping)."""

@@ -1,4 +1,4 @@
-"""Consolidation gRPC servicer: RunJob and GetJob, converted to and from the domain's jobs (jobs.py)."""
+"""Consolidation gRPC servicer: RunJob, GetJob and ListJobs, converted to and from the domain's jobs (jobs.py)."""
 
 from __future__ import annotations
 
@@ -10,7 +10,7 @@ from engram import wire
 from engram.clients import JOB_KINDS, RESOLUTIONS, contradiction_to_proto, job_to_proto
 from engram.errors import InvalidArgument, Unavailable
 from engram.rpc import translate_errors
-from engram.services.consolidation.jobs import Jobs
+from engram.services.consolidation.jobs import DEFAULT_LIST_LIMIT, Jobs
 from engram.services.consolidation.maintenance import Maintenance
 from engram.v1 import consolidation_pb2, consolidation_pb2_grpc
 
@@ -70,6 +70,13 @@ class ConsolidationServicer(consolidation_pb2_grpc.ConsolidationServicer):
             time_limit=context.time_remaining(),
         )  # fmt: skip
         return consolidation_pb2.RunJobResponse(job=job_to_proto(job))
+
+    @translate_errors
+    async def ListJobs(
+        self, request: consolidation_pb2.ListJobsRequest, context: grpc.aio.ServicerContext
+    ) -> consolidation_pb2.ListJobsResponse:
+        jobs = await self._jobs.list(wire.caller_from_proto(request.caller), limit=request.limit or DEFAULT_LIST_LIMIT)
+        return consolidation_pb2.ListJobsResponse(jobs=[job_to_proto(job) for job in jobs])
 
     @translate_errors
     async def GetJob(

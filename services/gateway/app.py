@@ -17,6 +17,7 @@ from engram.errors import Unauthenticated
 from engram.keys import KeyStore
 from engram.log import Log
 from engram.services.gateway.backend import Backend
+from engram.services.gateway.console_routes import build_console_router
 from engram.services.gateway.context import build_context_router
 from engram.services.gateway.edge import EdgeMiddleware, EdgePolicy
 from engram.services.gateway.events import build_events_router
@@ -82,6 +83,7 @@ def build_app(
     app.include_router(build_context_router(backend, cursors, resolver, settings))
     app.include_router(build_sync_router(backend, resolver))
     app.include_router(build_packs_router(backend, cursors, resolver))
+    app.include_router(build_console_router(backend, resolver))
     events = build_events_router(resolver, settings, event_log)
     app.include_router(events)
     app.state.event_streams = events.streams  # the server ends open streams before it stops (server.py)

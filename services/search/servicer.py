@@ -10,7 +10,7 @@ from engram import wire
 from engram.errors import InvalidArgument
 from engram.ownership import require_admin
 from engram.rpc import translate_errors, translate_stream_errors
-from engram.services.search.reader import MemoryReader
+from engram.services.search.reader import DAY_SECONDS, MemoryReader
 from engram.v1 import common_pb2, search_pb2, search_pb2_grpc
 
 _RERANK = {search_pb2.RERANK_MODE_ON: True, search_pb2.RERANK_MODE_OFF: False}
@@ -181,6 +181,23 @@ class SearchServicer(search_pb2_grpc.SearchServicer):
         return search_pb2.ListNamespacesResponse(
             namespaces=[search_pb2.StatCount(key=k, count=v) for k, v in sorted(counts.items())]
         )
+
+    @translate_errors
+    async def GetActivity(
+        self, request: search_pb2.GetActivityRequest, context: grpc.aio.ServicerContext
+    ) -> search_pb2.GetActivityResponse:
+        start = wire.ts_to_epoch(request, "start")
+        if start is None:
+            raise InvalidArgument("start", "give the first day's start (a timestamp).")
+        counts = await self._reader.activity(
+            wire.caller_from_proto(request.caller), start=start, days=request.days, min_seq=request.min_seq
+        )
+        response = search_pb2.GetActivityResponse()
+        for index, by_agent in enumerate(counts):
+            counted = [search_pb2.StatCount(key=agent, count=n) for agent, n in sorted(by_agent.items())]
+            day = response.days.add(by_agent=counted)
+            wire.set_ts(day, "start", start + index * DAY_SECONDS)
+        return response
 
     @translate_stream_errors
     async def ScanMemories(
