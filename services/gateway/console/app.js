@@ -26,11 +26,12 @@ const DEFAULT_ROUTE = "memories";
 let leaving = []; // what the current page stops when another one opens (streams, timers, requests)
 let loginMessage = "";
 
-/** "#/memory/abc?x" -> {route: "memory", params: ["abc"]} */
+/** "#/memory/abc?x=1" -> {route: "memory", params: ["abc"], query: URLSearchParams("x=1")} */
 function parseHash() {
-  const path = location.hash.replace(/^#\/?/, "").split("?")[0];
+  const [path, search = ""] = location.hash.replace(/^#\/?/, "").split("?");
   const [route, ...params] = path.split("/").map(decodeURIComponent);
-  return ROUTES[route] ? { route, params } : { route: DEFAULT_ROUTE, params: [] };
+  const query = new URLSearchParams(search);
+  return ROUTES[route] ? { route, params, query } : { route: DEFAULT_ROUTE, params: [], query };
 }
 
 function leave() {
@@ -74,7 +75,7 @@ function newMain(page, title) {
 
 async function render() {
   leave();
-  const { route, params } = parseHash();
+  const { route, params, query } = parseHash();
   for (const link of document.querySelectorAll("a[data-nav]")) {
     if (link.dataset.nav === route) link.setAttribute("aria-current", "page");
     else link.removeAttribute("aria-current");
@@ -86,6 +87,7 @@ async function render() {
   leaving.push(() => controller.abort());
   const context = {
     params,
+    query,
     signal: controller.signal,
     onLeave: (stop) => leaving.push(stop),
     showError: (error) => showError(main, error),

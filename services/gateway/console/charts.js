@@ -5,7 +5,7 @@ import { h, svg } from "./dom.js";
 const PALETTE = ["#2f6db5", "#d9822b", "#3a9d5d", "#b8457a", "#7a5bc4", "#2a9ca6", "#a8872a", "#c2423a", "#5f7684"];
 const WIDTH = 640;
 const HEIGHT = 240;
-const PAD = { left: 40, right: 10, top: 12, bottom: 34 };
+const PAD = { left: 56, right: 10, top: 12, bottom: 34 };
 
 export function colour(index) {
   return PALETTE[index % PALETTE.length];
@@ -69,7 +69,7 @@ export function stackedBars(days, agents, { testid, title }) {
     "svg",
     { viewBox: `0 0 ${WIDTH} ${HEIGHT}`, role: "img", "aria-label": title, "data-testid": testid, class: "chart" },
     svg("title", {}, title),
-    axis(max, (v) => String(Math.round(v))),
+    axis(max, (v) => (Number.isInteger(v) ? String(v) : v.toFixed(1))),
     bars,
   );
   const legend = h(
@@ -121,7 +121,7 @@ export function latencyLine(points, { testid, title }) {
     "svg",
     { viewBox: `0 0 ${WIDTH} ${HEIGHT}`, role: "img", "aria-label": title, "data-testid": testid, class: "chart" },
     svg("title", {}, title),
-    axis(max, (v) => `${v < 10 ? v.toFixed(1) : Math.round(v)} ms`),
+    axis(max, (v) => `${v < 1 ? v.toFixed(2) : v < 10 ? v.toFixed(1) : Math.round(v)} ms`),
     segments.map((pts) => svg("polyline", { points: pts.join(" "), class: "line", fill: "none" })),
     dots,
     labels,

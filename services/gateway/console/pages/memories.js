@@ -73,6 +73,9 @@ function filterParams(form) {
 
 export async function browse(main, ctx) {
   const form = filtersForm(() => load([]));
+  for (const [name, value] of ctx.query) {
+    if (form.elements[name] instanceof HTMLElement) form.elements[name].value = value; // e.g. #/memories?agent=x
+  }
   const count = h("p", { class: "muted", id: "memory-count", "aria-live": "polite" });
   const rows = h("div", { id: "memory-list" });
   const prev = h("button", { type: "button", id: "prev-page", disabled: true }, "Previous page");

@@ -97,7 +97,8 @@ export async function activity(main, ctx) {
       if (previous) points.push({ t: new Date(), ms: intervalAverage(previous, totals) });
       if (points.length > MAX_POINTS) points.shift();
       previous = totals;
-      fill(latencyNote, totals.source ? `${totals.count} searches since the node started; polled every ${METRICS_POLL_MS / 1000} s.` : "No search metrics yet.");
+      const since = `${totals.count} searches since the node started; the average of each ${METRICS_POLL_MS / 1000} s`;
+      fill(latencyNote, points.length ? `${since}.` : `${since} appears from the next poll on.`);
       draw();
     } catch (error) {
       if (error.name === "AbortError") return;
