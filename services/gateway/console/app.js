@@ -106,6 +106,7 @@ function showLogin(message) {
   leave();
   const main = newMain("login", "Sign in");
   main.setAttribute("aria-busy", "false");
+  for (const link of document.querySelectorAll("a[data-nav][aria-current]")) link.removeAttribute("aria-current");
   document.getElementById("logout").hidden = true;
   const input = h("input", { name: "key", type: "password", id: "key", autocomplete: "current-password", required: true });
   const form = h(
