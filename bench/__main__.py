@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from bench.console import DEFAULT_CONSOLE_LOADS, DEFAULT_CONSOLE_SIZE
 from bench.datasets import CONTEXT_MODES, DEFAULT_CONTEXT_MODE
 from bench.events import DEFAULT_EVENT_SAVES, DEFAULT_SLOW_CLIENTS
 from bench.report import table
@@ -51,6 +52,22 @@ def parse_args(argv: list[str] | None = None) -> BenchConfig:
         help="edge footprint: an offline `engram edge` at each size: RSS (node, nats-server), search latency, "
         "start-up time with its index (default on)",
     )
+    parser.add_argument(
+        "--console",
+        action=argparse.BooleanOptionalAction,
+        default=False,
+        help="the web console's first paint in headless chromium (/usr/bin/chromium): first-contentful-paint and "
+        "first memory rows of /console#/memories on a node holding --console-size memories (default off)",
+    )
+    parser.add_argument(
+        "--console-size", type=_positive, default=DEFAULT_CONSOLE_SIZE,
+        help=f"memories of the console's node (default {DEFAULT_CONSOLE_SIZE}; --quick: the quick size)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--console-loads", type=_positive, default=DEFAULT_CONSOLE_LOADS,
+        help=f"timed page loads, each in a fresh browser context; the median is reported (default "
+        f"{DEFAULT_CONSOLE_LOADS})",
+    )  # fmt: skip
     parser.add_argument(
         "--offline-mutations", type=_positive, default=DEFAULT_OFFLINE_MUTATIONS,
         help="mutations an edge node makes offline before its cluster starts (default 10000)",
@@ -114,10 +131,11 @@ def parse_args(argv: list[str] | None = None) -> BenchConfig:
     )
     parser.add_argument("--keep", action="store_true", help="keep the nodes' data dirs (logs) after the run")
     args = parser.parse_args(argv)  # fmt: skip
-    if not any((args.quality, args.speed, args.events, args.sync, args.edge)):
-        parser.error("nothing to do: --no-quality, --no-speed, --no-events, --no-sync and --no-edge")
+    if not any((args.quality, args.speed, args.events, args.sync, args.edge, args.console)):
+        parser.error("nothing to do: --no-quality, --no-speed, --no-events, --no-sync and --no-edge without --console")
     return BenchConfig(
         quality=args.quality, speed=args.speed, events=args.events, sync=args.sync, edge=args.edge,
+        console=args.console, console_size=args.console_size, console_loads=args.console_loads,
         offline_mutations=args.offline_mutations, sizes=args.sizes, locomo=args.locomo,
         beir=args.beir, out=args.out, env=dict(args.env), quick=args.quick, context=args.context,
         context_gain=args.context_gain, chunk=args.chunk,

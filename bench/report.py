@@ -24,6 +24,7 @@ IMPORT_TARGET_PER_S = 300.0
 EDGE_RSS_TARGET_MIB = 600  # the edge node process at 50k memories (issue 10)
 EDGE_RSS_TARGET_SIZE = 50_000
 EDGE_START_TARGET_SECONDS = 3.0  # from process start until /readyz answers 200
+CONSOLE_FIRST_PAINT_TARGET_MS = 1000.0  # the web console on a node with 50k memories (issue 13)
 LOCOMO_REFERENCE = {  # recall@5, @10, @25
     "bm25": ("BM25", (0.541, 0.608, 0.677)),
     "dense": ("MiniLM dense", (0.434, 0.531, 0.669)),
@@ -56,6 +57,7 @@ def table(results: dict[str, Any]) -> str:
     rows += list(_events_rows(results.get("events") or {}))
     rows += list(_sync_rows(results.get("sync") or {}, (results.get("speed") or {}).get("edge_backfill") or {}))
     rows += list(_edge_rows(results.get("edge") or {}))
+    rows += list(_console_rows(results.get("console") or {}))
     for section, error in (results.get("errors") or {}).items():
         rows.append(Row(f"ERROR in {section}", "-", reference=_short(error, 100), status="FAIL"))
     if results.get("code_changed_during_run"):
@@ -319,6 +321,24 @@ def _edge_rows(edge: dict[str, Any]) -> Iterator[Row]:
         if edge.get("search_restarted"):
             yield Row(f"edge search after restart @{size // 1000}k p50/p95/p99 ms", _triple(edge["search_restarted"]),
                       reference=_errors(edge["search_restarted"]))  # fmt: skip
+
+
+def _console_rows(console: dict[str, Any]) -> Iterator[Row]:
+    """The web console's first paint (bench/console.py): medians of fresh-context loads of the memory browser."""
+    if "first_rows_ms" not in console:
+        return
+    size, loads = console["size"], console["loads"]
+    fcp, rows = console["first_contentful_paint_ms"], console["first_rows_ms"]
+    yield Row(f"console first contentful paint @{size // 1000}k (ms, median of {loads})", _num(fcp["median"], 0),
+              reference=f"min {_num(fcp['min'], 0)}, max {_num(fcp['max'], 0)}")  # fmt: skip
+    yield Row(
+        f"console first memory rows @{size // 1000}k (ms, median of {loads})",
+        _num(rows["median"], 0),
+        f"< {CONSOLE_FIRST_PAINT_TARGET_MS:.0f}",
+        f"min {_num(rows['min'], 0)}, max {_num(rows['max'], 0)}; {console.get('api_calls_per_load')} API calls, "
+        f"largest limit {console.get('largest_limit')}",
+        _verdict(rows["median"], CONSOLE_FIRST_PAINT_TARGET_MS, higher=False) if rows["median"] is not None else "",
+    )
 
 
 def _num(value: Any, digits: int) -> str:

@@ -17,6 +17,7 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from bench.console import DEFAULT_CONSOLE_LOADS, DEFAULT_CONSOLE_SIZE, ConsoleOptions, run_console
 from bench.datasets import (
     CONTEXT_MODES,
     DEFAULT_CONTEXT_MODE,
@@ -56,6 +57,7 @@ QUICK_SIZES = (2000,)
 QUICK_CALLS = 100
 QUICK_SLOW_CLIENTS = 5
 QUICK_OFFLINE_MUTATIONS = 500
+QUICK_CONSOLE_LOADS = 3
 CONTEXT_GAIN_MODES = ("full", "full+rerank")  # the retrieval modes the other context modes are measured in
 
 
@@ -68,6 +70,9 @@ class BenchConfig:
     events: bool = True
     sync: bool = True
     edge: bool = True
+    console: bool = False  # a browser and its own node filled to console_size: only when asked for
+    console_size: int = DEFAULT_CONSOLE_SIZE
+    console_loads: int = DEFAULT_CONSOLE_LOADS
     offline_mutations: int = DEFAULT_OFFLINE_MUTATIONS
     sizes: tuple[int, ...] = DEFAULT_SIZES
     locomo: Path = DEFAULT_LOCOMO
@@ -99,9 +104,12 @@ class BenchConfig:
         event_saves = min(self.event_saves, QUICK_CALLS)
         slow_clients = min(self.slow_clients, QUICK_SLOW_CLIENTS)
         offline = min(self.offline_mutations, QUICK_OFFLINE_MUTATIONS)
+        console_size = self.console_size if self.console_size != DEFAULT_CONSOLE_SIZE else min(QUICK_SIZES)
+        console_loads = min(self.console_loads, QUICK_CONSOLE_LOADS)
         return dataclasses.replace(self, sizes=sizes, searches=searches, saves=saves, updates=updates,
                                    event_saves=event_saves, slow_clients=slow_clients,
-                                   offline_mutations=offline)  # fmt: skip
+                                   offline_mutations=offline, console_size=console_size,
+                                   console_loads=console_loads)  # fmt: skip
 
 
 def run(config: BenchConfig) -> tuple[dict[str, Any], Path]:
@@ -132,6 +140,8 @@ def run(config: BenchConfig) -> tuple[dict[str, Any], Path]:
             "event_saves": config.event_saves,
             "slow_clients": config.slow_clients,
             "offline_mutations": config.offline_mutations,
+            "console_size": config.console_size,
+            "console_loads": config.console_loads,
         },
         "data": {},
         "errors": {},
@@ -140,7 +150,7 @@ def run(config: BenchConfig) -> tuple[dict[str, Any], Path]:
     note(f"engram bench: nodes under {home_root}, model cache {config.model_cache}")
     try:
         with _sigterm_as_interrupt():
-            if config.quality or config.speed or config.sync or config.edge:
+            if config.quality or config.speed or config.sync or config.edge or config.console:
                 with phases("load"):
                     conversations, beir = _load(config, results)
             sections: list[tuple[str, bool, Callable[[dict[str, Any]], Coroutine[Any, Any, None]]]] = [
@@ -151,6 +161,8 @@ def run(config: BenchConfig) -> tuple[dict[str, Any], Path]:
                 ("events", config.events, lambda out: _events(config, home_root, settings, phases, out)),
                 ("sync", config.sync, lambda out: _sync(config, conversations, beir, home_root, settings, phases, out)),
                 ("edge", config.edge, lambda out: _edge(config, conversations, beir, home_root, settings, phases, out)),
+                ("console", config.console,
+                 lambda out: _console(config, conversations, beir, home_root, settings, phases, out)),
             ]  # fmt: skip
             for name, wanted, body in sections:
                 if wanted:
@@ -239,6 +251,14 @@ async def _edge(config: BenchConfig, conversations: list[Conversation], beir: Be
                           searches=config.searches, warmup=config.warmup)  # fmt: skip
     corpus = speed_corpus(beir, conversations, needed=max(config.sizes))
     await run_edge(corpus.texts, speed_queries(beir, conversations), options, phases, out)
+
+
+async def _console(config: BenchConfig, conversations: list[Conversation], beir: BeirSet, home_root: Path,
+                   settings: dict[str, str], phases: Phases, out: dict[str, Any]) -> None:  # fmt: skip
+    options = ConsoleOptions(home_root=home_root, settings=settings, chunk=config.chunk, size=config.console_size,
+                             loads=config.console_loads)  # fmt: skip
+    corpus = speed_corpus(beir, conversations, needed=config.console_size)
+    await run_console(corpus.texts, options, phases, out)
 
 
 def _section(results: dict[str, Any], name: str, body: Callable[[dict[str, Any]], Coroutine[Any, Any, None]]) -> None:
