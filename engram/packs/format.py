@@ -31,6 +31,7 @@ MAX_PACK_BYTES = 16 * 1024 * 1024
 TEXT_SUFFIXES = (".md",)
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+NAME_PATTERN = r"^[^/\\\x00-\x1f\x7f._][^/\\\x00-\x1f\x7f]*$"  # check_pack_name's rules, for JSON Schemas
 
 
 @dataclass(frozen=True, slots=True)

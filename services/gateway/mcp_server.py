@@ -30,6 +30,7 @@ from engram.services.gateway.schemas import (
     CONSOLIDATE_RULE,
     DEFAULT_CONTRADICTIONS,
     DEFAULT_LIST_LIMIT,
+    DELETE_RULE,
     ENGRAM_VERSION,
     INSTRUCTIONS,
     SUPERSEDE_RULE,
@@ -131,6 +132,7 @@ _DELETE = ToolAnnotations(read_only_hint=False, destructive_hint=True, idempoten
 # Rules across arguments that a tool's signature cannot state, published in its input schema (as REST does).
 _INPUT_RULES = {
     "update_memory": UPDATE_RULE, "supersede_memory": SUPERSEDE_RULE, "consolidate_memory": CONSOLIDATE_RULE,
+    "delete_memory": DELETE_RULE,
 }  # fmt: skip
 
 SAVE_DESCRIPTION = """\
@@ -666,6 +668,8 @@ def build_mcp(
     ) -> ConsolidateMemoryResult:
         with tool_errors():
             if name is not None:
+                if kind is not None:
+                    raise InvalidArgument("name", "only goes with consolidated_content (a pack's category summary).")
                 survivor, merged = await packs.consolidate(
                     caller(ctx), name, category or "", consolidated_content or "", summary or "", force=force
                 )

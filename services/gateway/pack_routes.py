@@ -9,12 +9,12 @@ from fastapi import APIRouter, Depends, Path
 from pydantic import BaseModel, ConfigDict, Field
 
 from engram.model import Caller
-from engram.packs.format import MAX_NAME_CHARS, Pack
+from engram.packs.format import MAX_NAME_CHARS, NAME_PATTERN, Pack
 from engram.services.gateway.backend import Backend
 from engram.services.gateway.identity import Resolver
 from engram.services.gateway.operations import CursorTracker
 from engram.services.gateway.packs import PackService
-from engram.services.gateway.rest import ERROR_RESPONSES, caller_dependency
+from engram.services.gateway.rest import ERROR_RESPONSES, PROBLEM_MEDIA_TYPE, Problem, caller_dependency
 
 
 class PackSummaryOut(BaseModel):
@@ -38,7 +38,7 @@ class PackIn(BaseModel):
 
     model_config = ConfigDict(extra="forbid")
 
-    name: str = Field(min_length=1, max_length=MAX_NAME_CHARS)
+    name: str = Field(min_length=1, max_length=MAX_NAME_CHARS, pattern=NAME_PATTERN)
     meta: dict[str, Any] = Field(default_factory=dict)
     files: dict[str, str] = Field(default_factory=dict)
     replace: bool = Field(default=False, description="Update an installed pack's files (its memories are kept).")
@@ -56,24 +56,35 @@ class PackOut(BaseModel):
     files: dict[str, str] = Field(description="Every file by path, memory/ rendered from the pack's memories.")
 
 
+_EXISTS: dict[int | str, dict[str, Any]] = {
+    409: {"model": Problem, "content": {PROBLEM_MEDIA_TYPE: {}}, "description": "The pack is installed already"}
+}
+_NO_PACK: dict[int | str, dict[str, Any]] = {
+    404: {"model": Problem, "content": {PROBLEM_MEDIA_TYPE: {}}, "description": "No such pack in your namespace"}
+}
+
+
 def build_packs_router(backend: Backend, cursors: CursorTracker, resolver: Resolver) -> APIRouter:
     router = APIRouter(prefix="/v1", tags=["packs"], responses=ERROR_RESPONSES)
     packs = PackService(backend, cursors)
     CurrentCaller = Annotated[Caller, Depends(caller_dependency(resolver))]
-    PackName = Annotated[str, Path(min_length=1, max_length=MAX_NAME_CHARS, description="The pack's name.")]
+    PackName = Annotated[
+        str, Path(min_length=1, max_length=MAX_NAME_CHARS, pattern=NAME_PATTERN, description="The pack's name.")
+    ]
 
     @router.get("/packs", response_model=PacksResult, summary="The expert packs installed in your namespace")
     async def list_packs(caller: CurrentCaller) -> PacksResult:
         return PacksResult(packs=[PackSummaryOut(**p) for p in await packs.installed(caller)])
 
-    @router.post("/packs", response_model=InstalledOut, summary="Install (or with replace, update) an expert pack")
+    @router.post("/packs", response_model=InstalledOut, responses=_EXISTS,
+                 summary="Install (or with replace, update) an expert pack")  # fmt: skip
     async def install_pack(body: PackIn, caller: CurrentCaller) -> InstalledOut:
         """Needs a key with the packs (or admin) scope. Paths are checked (nothing outside the pack); 409 when
         the pack exists and replace is false."""
         pack = Pack(name=body.name, meta=body.meta, files=body.files)
         return InstalledOut(**await packs.install(caller, pack, replace=body.replace))
 
-    @router.get("/packs/{name}", response_model=PackOut, summary="One pack in its folder layout")
+    @router.get("/packs/{name}", response_model=PackOut, responses=_NO_PACK, summary="One pack in its folder layout")
     async def get_pack(name: PackName, caller: CurrentCaller) -> PackOut:
         pack = await packs.export(caller, name)
         return PackOut(name=pack.name, meta=pack.meta, files=pack.files)

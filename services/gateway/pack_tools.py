@@ -10,24 +10,31 @@ import json
 import tempfile
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated
+from typing import Annotated, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.types import ToolAnnotations
-from pydantic import Field
+from pydantic import BeforeValidator, Field
 
 from engram.config import Settings
 from engram.model import Caller
-from engram.packs.format import MAX_NAME_CHARS
+from engram.packs.format import MAX_NAME_CHARS, NAME_PATTERN
 from engram.packs.source import fetch_pack
-from engram.services.gateway.packs import PackService
+from engram.services.gateway.packs import PackService, require_packs_scope
 from engram.services.gateway.resources import tool_errors
+from engram.services.gateway.schemas import not_a_bool
 
 _READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 _WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
 _INSTALL = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True)
 
-PackName = Annotated[str, Field(min_length=1, max_length=MAX_NAME_CHARS, description="The pack's name (list_engrams).")]
+PackName = Annotated[
+    str,
+    Field(
+        min_length=1, max_length=MAX_NAME_CHARS, pattern=NAME_PATTERN,
+        description="The pack's name (list_engrams).",
+    ),
+]  # fmt: skip
 PackPath = Annotated[
     str, Field(min_length=1, max_length=255, description="A file inside the pack, e.g. 'knowledge/_index.md'.")
 ]
@@ -35,7 +42,14 @@ Category = Annotated[
     str, Field(min_length=1, max_length=64, description="The memory file's category, e.g. 'user-profile'.")
 ]
 Summary = Annotated[str, Field(max_length=500, description="One line for the memory index.")]
-Text = Annotated[str, Field(min_length=1, description="Markdown text.")]
+Text = Annotated[str, Field(min_length=1, pattern=r"\S", description="Markdown text.")]
+SeedType = Literal["preference", "fact", "decision", "history", "general", "inferred", "stated"]
+FileName = Annotated[
+    str, Field(min_length=1, max_length=200, pattern=r"\S", description="The knowledge file's name, e.g. 'squats'.")
+]
+WriteMode = Annotated[Literal["overwrite", "append"], Field(description="'overwrite' (default) or 'append'.")]
+CorrectedType = Annotated[SeedType, Field(description="The corrected memory's type (see capture_memory).")]
+Focus = Annotated[str, Field(min_length=1, max_length=2000, pattern=r"\S", description="What to look for.")]
 SeedTags = Annotated[list[str] | None, Field(description="Optional tags for filtering, e.g. ['fitness', 'injury'].")]
 
 
@@ -91,7 +105,7 @@ def register_pack_tools(
         path: PackPath,
         content: str,
         ctx: Context,
-        mode: Annotated[str, Field(description="'overwrite' (default) or 'append'.")] = "overwrite",
+        mode: WriteMode = "overwrite",
     ) -> str:
         """Create or change a file of a pack (role.md, workflow.md, rules.md, knowledge/*.md, examples/*.md,
         meta.json); mode 'append' adds to the end. Every change is a new version (memory history shows who changed
@@ -109,7 +123,7 @@ def register_pack_tools(
         summary: Summary,
         ctx: Context,
         memory_type: Annotated[
-            str,
+            SeedType,
             Field(
                 description="preference | fact | decision | history | general | inferred (you deduced it) | "
                 "stated (the user said it)."
@@ -147,7 +161,7 @@ def register_pack_tools(
         new_content: Text,
         new_summary: Summary,
         ctx: Context,
-        memory_type: Annotated[str, Field(description="The corrected memory's type (see capture_memory).")] = "general",
+        memory_type: CorrectedType = "general",
         tags: SeedTags = None,
     ) -> str:
         """Correct a memory a pack captured, found by its category and its summary as memory/_index.md shows it:
@@ -160,7 +174,7 @@ def register_pack_tools(
         return f"Corrected: {kind}[{category}] {new_summary}"
 
     @server.tool(annotations=_WRITE)
-    async def add_knowledge(name: PackName, filename: str, content: Text, summary: Summary, ctx: Context) -> str:
+    async def add_knowledge(name: PackName, filename: FileName, content: Text, summary: Summary, ctx: Context) -> str:
         """Add a knowledge file to a pack (knowledge/<filename>.md; nested names like 'training/squats' work) and
         its line to the knowledge index."""
         with tool_errors():
@@ -177,6 +191,7 @@ def register_pack_tools(
         limited."""
         with tool_errors():
             who = caller(ctx)
+            require_packs_scope(who)  # before anything is fetched for this caller
             with tempfile.TemporaryDirectory(prefix="engram-pack-") as workdir:
                 pack = await asyncio.to_thread(fetch_pack, source, Path(workdir), local=settings.packs_local_sources)
             result = await packs.install(who, pack)
@@ -186,9 +201,11 @@ def register_pack_tools(
     @server.tool(annotations=_READ)
     async def search_engram_knowledge(
         name: PackName,
-        query: str,
+        query: Focus,
         ctx: Context,
-        limit: Annotated[int, Field(ge=1, le=20, description="How many sections (1-20).")] = 5,
+        limit: Annotated[
+            int, Field(ge=1, le=20, description="How many sections (1-20)."), BeforeValidator(not_a_bool)
+        ] = 5,
     ) -> str:
         """Search one pack's knowledge and examples (hybrid search, long files cut at their headings): the sections
         that best answer query, best first, with the file to read_engram_file for more."""

@@ -490,7 +490,7 @@ class PackService:
     async def install(self, caller: Caller, pack: Pack, *, replace: bool = False) -> dict[str, Any]:
         """Stores a pack's files (the caller needs the admin or packs scope); with ``replace`` an installed pack's
         files are updated in place (new versions), files it no longer has are archived, its memories kept."""
-        _require_packs_scope(caller)
+        require_packs_scope(caller)
         name = check_pack_name(pack.name)
         try:
             existing: PackContents | None = await self.contents(caller, name)
@@ -734,7 +734,7 @@ def _pack_or_global(name: Any) -> str:
     return GLOBAL_PACK if name == GLOBAL_PACK else check_pack_name(name)
 
 
-def _require_packs_scope(caller: Caller) -> None:
+def require_packs_scope(caller: Caller) -> None:
     if PACKS_SCOPE in caller.scopes or is_admin(caller):
         return
     raise PermissionDenied(

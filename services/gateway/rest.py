@@ -201,7 +201,7 @@ def _describe_validation(error: RequestValidationError) -> str:
 # Every answer an API route can give besides its success, documented once for all routers.
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     status: {"model": Problem, "content": {PROBLEM_MEDIA_TYPE: {}}, "description": HTTPStatus(status).phrase}
-    for status in (400, 401, 403, 413, 415, 503, 507)
+    for status in (400, 401, 403, 413, 415, 421, 503, 507)
 }
 _NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {

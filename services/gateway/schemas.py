@@ -160,7 +160,7 @@ Query = Annotated[
 ]
 
 
-def _not_a_bool(value: object) -> object:
+def not_a_bool(value: object) -> object:
     """JSON Schema's integer takes 1 and 1.0, never true: pydantic would read true as 1."""
     if isinstance(value, bool):
         raise ValueError("give a whole number, not true or false")
@@ -169,10 +169,10 @@ def _not_a_bool(value: object) -> object:
 
 # Counts: whole numbers (1 or 1.0, as JSON Schema's integer), never a boolean.
 SearchLimit = Annotated[
-    int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Number of hits (1-100)."), BeforeValidator(_not_a_bool)
+    int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Number of hits (1-100)."), BeforeValidator(not_a_bool)
 ]
 ListLimit = Annotated[
-    int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Number of memories (1-100)."), BeforeValidator(_not_a_bool)
+    int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Number of memories (1-100)."), BeforeValidator(not_a_bool)
 ]
 FilterTags = Annotated[list[str] | None, Field(description="Only memories that have all of these tags.")]
 FilterTopics = Annotated[list[str] | None, Field(description="Only memories about any of these topics.")]
@@ -409,7 +409,7 @@ ContradictionTopics = Annotated[
     Field(max_length=MAX_LIST_ITEMS, description="Only contradictions about any of these topics."),
 ]
 ContradictionLimit = Annotated[
-    int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Number of pairs (1-100)."), BeforeValidator(_not_a_bool)
+    int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Number of pairs (1-100)."), BeforeValidator(not_a_bool)
 ]
 DEFAULT_CONTRADICTIONS = 20
 
@@ -928,6 +928,19 @@ SELECTION_FIELDS = ("memory_ids", "memory_type", "tag", "topic")
 SELECTION_RULE = any_given(SELECTION_FIELDS)
 # consolidate_memory either runs a job (kind) or replaces memories with a summary (consolidated_content).
 CONSOLIDATE_RULE = one_of("kind", "consolidated_content")
+# delete_memory: by id, or an expert pack's memory by name, category and summary; not both.
+DELETE_RULE = {
+    "anyOf": [
+        {"required": ["id"], "properties": {"id": {"type": "string"}, "name": {"type": "null"}}},
+        {
+            "required": ["name", "category", "summary"],
+            "properties": {
+                "id": {"type": "null"}, "name": {"type": "string"}, "category": {"type": "string"},
+                "summary": {"type": "string"},
+            },
+        },
+    ]
+}  # fmt: skip
 
 
 class ConsolidateRequest(BaseModel):

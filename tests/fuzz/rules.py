@@ -25,3 +25,30 @@ CONSOLIDATION_RULES = (
     "job takes only",
     "job takes no options",
 )
+
+PACK_RULES = (
+    # expert packs: what exists in the namespace, and the path and name rules of the pack format
+    "is installed in this namespace",
+    "has no file",
+    "leaves the pack",
+    "is not a Markdown file",
+    "names a hidden file",
+    "is absolute",
+    "has a control character or a backslash",
+    "is not a pack name",
+    "needs an API key with the packs",
+    "was installed by",
+    "is not a date",
+    "no memory of pack",
+    "has no active memory in category",
+    "names a file Engram writes itself",
+    "has a slash",
+    "memory/ files are written from",
+    "is not valid JSON",
+    "must be a JSON object",
+    "is required: the memory file's category",
+    "is required: the entry's summary",
+    "is required: the corrected memory",
+    "characters long",
+    "is required: the pack's name",
+)

@@ -26,7 +26,7 @@ from mcp import Client
 from schemathesis import GenerationMode
 
 from tests.conftest import NodeHandle
-from tests.fuzz.rules import CONSOLIDATION_RULES
+from tests.fuzz.rules import CONSOLIDATION_RULES, PACK_RULES
 from tests.helpers.mcp import http_client
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -49,6 +49,7 @@ STATE_RULES = (
     "hand the work over to another agent",
     "Only an admin may merge memories of other agents",  # force by a caller without the admin scope
     *CONSOLIDATION_RULES,
+    *PACK_RULES,
 )
 
 
