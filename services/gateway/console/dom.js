@@ -62,6 +62,10 @@ export function excerpt(text, max = 140) {
 
 /** A table inside its own scrolling box (the page itself never scrolls sideways at 360 px). */
 export function table(caption, headers, rows) {
+  for (const row of rows) {
+    // On a narrow screen each row becomes a card; every cell names its column there.
+    [...row.children].forEach((cell, i) => { if (headers[i]) cell.dataset.label = headers[i]; });
+  }
   return h(
     "div",
     { class: "table-box", tabindex: "0", role: "region", "aria-label": caption },
