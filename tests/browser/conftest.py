@@ -9,7 +9,15 @@ from pathlib import Path
 import pytest
 from playwright.sync_api import Browser, Page, ViewportSize, sync_playwright
 
-from tests.browser.console import WAIT_MS, Seed, launch, seed_console_node, take_screenshot
+from tests.browser.console import (
+    SCREENSHOTS,
+    WAIT_MS,
+    Seed,
+    launch,
+    screenshot_path,
+    seed_console_node,
+    take_screenshot,
+)
 from tests.conftest import NodeHandle, start_node
 
 DESKTOP: ViewportSize = {"width": 1280, "height": 800}
@@ -42,7 +50,10 @@ def page(browser: Browser) -> Iterator[Page]:
 
 @pytest.fixture
 def shot(page: Page, request: pytest.FixtureRequest) -> Callable[[str], Path]:
-    """shot("step") writes a full-page PNG to tests/browser/screenshots/<test>-<step>.png."""
+    """shot("step") writes a full-page PNG to tests/browser/screenshots/<test>-<step>.png; the test's screenshots of
+    an earlier run are removed first, so none of a step that no longer exists stays behind."""
+    for stale in SCREENSHOTS.glob(f"{screenshot_path(request.node.name, '').stem}*.png"):
+        stale.unlink()
     return lambda step: take_screenshot(page, request.node.name, step)
 
 
