@@ -15,7 +15,8 @@ from engram.services.gateway.backend import Backend, Readiness
 from engram.services.gateway.identity import Resolver, require_scope
 from engram.services.gateway.rest import ERROR_RESPONSES, caller_dependency
 
-SYNC_NOT_AVAILABLE = "not available in this version (edge sync arrives with `engram edge`)"
+SYNC_SERVED = "serves edge devices: they sync with `engram edge --upstream <this URL> --key <a sync key>`"
+SYNC_NONE = "no sync service behind this gateway (set ENGRAM_SYNC_ADDR to serve edge devices)"
 
 
 class ProblemOut(BaseModel):
@@ -133,7 +134,7 @@ def add_probes(app: FastAPI, backend: Backend, resolver: Resolver) -> None:
             ),
             index=index,
             disk=DiskOut(**readiness.disk) if readiness.disk and show_disk else None,
-            sync=SyncOut(state=SYNC_NOT_AVAILABLE),
+            sync=SyncOut(state=SYNC_SERVED if backend.sync is not None else SYNC_NONE),
         )
 
     app.include_router(router)
