@@ -6,7 +6,6 @@ from __future__ import annotations
 import asyncio
 import json
 import re
-import uuid
 from collections.abc import Awaitable, Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -102,17 +101,6 @@ def mcp_save(node: NodeHandle, agent: str, content: str, **fields: Any) -> dict[
         return await call(client, "save_memory", content=content, **fields)
 
     return with_mcp(node, save, agent=agent)
-
-
-def unique(prefix: str = "t") -> str:
-    return f"{prefix}{uuid.uuid4().hex[:10]}"
-
-
-def bearer(key: str, agent: str | None = None) -> dict[str, str]:
-    headers = {"Authorization": f"Bearer {key}"}
-    if agent:
-        headers["X-Engram-Agent-ID"] = agent
-    return headers
 
 
 def rest_save(api: httpx.Client, content: str, headers: dict[str, str] | None = None, **fields: Any) -> dict[str, Any]:

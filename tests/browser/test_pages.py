@@ -20,10 +20,10 @@ from tests.browser.console import (
     Seed,
     console_url,
     mcp_save,
-    unique,
     wait_loaded,
 )
 from tests.conftest import NodeHandle
+from tests.helpers.rest import unique
 
 pytestmark = pytest.mark.integration
 

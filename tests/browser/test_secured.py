@@ -11,17 +11,9 @@ import httpx
 import pytest
 from playwright.sync_api import Page
 
-from tests.browser.console import (
-    bearer,
-    console_url,
-    log_in,
-    rest_save,
-    stored_key,
-    unique,
-    wait_indexed,
-    wait_loaded,
-)
+from tests.browser.console import console_url, log_in, rest_save, stored_key, wait_indexed, wait_loaded
 from tests.conftest import NodeHandle
+from tests.helpers.rest import bearer, unique
 
 pytestmark = pytest.mark.integration
 

@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
+import uuid
 from typing import Any
 
 import httpx
 
 PROBLEM = "application/problem+json"
+
+
+def unique(prefix: str = "t") -> str:
+    """A name no other test uses (namespaces, tags, agents)."""
+    return f"{prefix}{uuid.uuid4().hex[:10]}"
+
+
+def bearer(key: str, agent: str | None = None) -> dict[str, str]:
+    """The headers of a request with ``key``, acting as ``agent`` when given."""
+    headers = {"Authorization": f"Bearer {key}"}
+    if agent:
+        headers["X-Engram-Agent-ID"] = agent
+    return headers
 
 
 def assert_problem(response: httpx.Response, status: int) -> dict[str, Any]:

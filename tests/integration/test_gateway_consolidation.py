@@ -18,23 +18,12 @@ from engram.services.gateway.backend import Backend
 from engram.services.node import cli
 from tests.conftest import NodeHandle
 from tests.helpers.mcp import call, http_client, tool_error
-from tests.helpers.rest import assert_problem
+from tests.helpers.rest import assert_problem, bearer, unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 PORT_8080 = "The API runs on port 8080"
 PORT_9090 = "The API runs on port 9090"
-
-
-def unique(prefix: str = "t") -> str:
-    return f"{prefix}{uuid.uuid4().hex[:10]}"
-
-
-def bearer(key: str, agent: str | None = None) -> dict[str, str]:
-    headers = {"Authorization": f"Bearer {key}"}
-    if agent:
-        headers["X-Engram-Agent-ID"] = agent
-    return headers
 
 
 def save(api: httpx.Client, headers: dict[str, str], content: str, **fields: Any) -> dict[str, Any]:
