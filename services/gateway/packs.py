@@ -25,7 +25,7 @@ from typing import Any
 
 from engram.errors import EngramError, InvalidArgument, PermissionDenied
 from engram.model import PACK_FILE, Caller, Memory, MemoryInput, SearchFilter
-from engram.ownership import is_admin
+from engram.ownership import UNOWNED, is_admin
 from engram.packs.format import (
     BASE_FILES,
     EXAMPLES_INDEX,
@@ -152,7 +152,7 @@ def _part_text(memory: Memory) -> str:
     return f"{meta.get('lead', '')}{memory.content}{meta.get('trail', '')}"
 
 
-def _part_input(name: str, path: str, index: int, count: int, text: str, *, meta: dict[str, Any]) -> MemoryInput:
+def _part_input(name: str, path: str, index: int, count: int, text: str) -> MemoryInput:
     stripped = text.strip()
     lead = text[: len(text) - len(text.lstrip())]
     trail = text[len(text.rstrip()) :] if stripped else ""
@@ -165,7 +165,7 @@ def _part_input(name: str, path: str, index: int, count: int, text: str, *, meta
         metadata["empty"] = True
     heading = next((line.lstrip("# ").strip() for line in stripped.splitlines() if line.startswith("#")), "")
     if path == META:
-        metadata["meta"] = meta
+        metadata["meta"] = json.loads(text)  # read by list_engrams without reassembling the file
     return MemoryInput(
         content=stripped or EMPTY,
         summary=f"{name}: {path}" + (f" — {heading}" if heading else ""),
@@ -196,7 +196,18 @@ def _stamp(moment: float | None) -> str:
 
 
 def _day(moment: float) -> str:
-    return (datetime.fromtimestamp(moment, UTC) - timedelta(days=1)).strftime("%Y-%m-%d")
+    """The last day a memory expiring at ``moment`` is loaded (seed_expiry's inverse: the seed's expires date)."""
+    return datetime.fromtimestamp(moment - 1, UTC).strftime("%Y-%m-%d")
+
+
+def file_counts(paths: Iterable[str]) -> dict[str, int]:
+    """A pack's files, knowledge files and examples (the indexes not counted), from its paths."""
+    paths = list(paths)
+    return {
+        "files": len(paths),
+        "knowledge": sum(1 for p in paths if p.startswith("knowledge/") and not p.endswith("_index.md")),
+        "examples": sum(1 for p in paths if p.startswith("examples/") and not p.endswith("_index.md")),
+    }
 
 
 def _category(memory: Memory) -> str:
@@ -340,11 +351,16 @@ class PackService:
     async def installed(self, caller: Caller) -> list[dict[str, Any]]:
         """The installed packs, by name: their meta.json plus file counts."""
         require_scope(caller, "read")
-        metas = await self._scan(caller, SearchFilter(memory_types=[PACK_FILE], tags=[META_TAG]))
+        paths: dict[str, set[str]] = {}
+        metas: list[Memory] = []
+        for memory in await self._scan(caller, SearchFilter(memory_types=[PACK_FILE])):
+            paths.setdefault(str(memory.metadata.get("pack", "")), set()).add(str(memory.metadata.get("pack_path")))
+            if META_TAG in memory.tags:
+                metas.append(memory)
         packs = []
         for memory in sorted(metas, key=lambda m: str(m.metadata.get("pack", ""))):
             meta = dict(memory.metadata.get("meta") or {})
-            counts = memory.metadata.get("counts") or {}
+            counts = file_counts(paths.get(str(memory.metadata.get("pack", "")), set()) - {META})
             packs.append({
                 "name": memory.metadata.get("pack", ""), "description": meta.get("description", ""),
                 "version": meta.get("version", ""), "extends": meta.get("extends") or "",
@@ -489,32 +505,26 @@ class PackService:
 
     async def install(self, caller: Caller, pack: Pack, *, replace: bool = False) -> dict[str, Any]:
         """Stores a pack's files (the caller needs the admin or packs scope); with ``replace`` an installed pack's
-        files are updated in place (new versions), files it no longer has are archived, its memories kept."""
+        files are updated in place (new versions), files it no longer has are archived, its memories kept.
+
+        meta.json is written last: until then the pack is not installed, and installing again (after a failure
+        midway) updates the parts already written instead of writing them twice."""
         require_packs_scope(caller)
         name = check_pack_name(pack.name)
-        try:
-            existing: PackContents | None = await self.contents(caller, name)
-        except PackNotFound:
-            existing = None
-        if existing is not None and not replace:
+        existing = self._assemble(name, await self._scan(caller, SearchFilter(pack=name)), required=False)
+        installed = META in existing.files
+        if installed and not replace:
             raise PackExists(name)
         files = {check_pack_path(path): text for path, text in pack.files.items() if not path.startswith("memory/")}
-        counts = {
-            "files": len(files),
-            "knowledge": sum(1 for p in files if p.startswith("knowledge/") and not p.endswith("/_index.md")),
-            "examples": sum(1 for p in files if p.startswith("examples/") and not p.endswith("/_index.md")),
-        }
-        meta = {**pack.meta, "name": name}
         writer = _elevated(caller)
-        await self._write_file(writer, name, META, json.dumps(meta, ensure_ascii=False, indent=2), existing,
-                               meta=meta, counts=counts)  # fmt: skip
         for path, text in files.items():
-            await self._write_file(writer, name, path, text, existing, meta=meta)
-        if existing is not None:
-            for path in set(existing.files) - set(files) - {META}:
-                for part in existing.files[path].parts:
-                    await self._archive(writer, part)
-        return {"name": name, "files": len(files), "replaced": existing is not None}
+            await self._write_file(writer, name, path, text, existing)
+        for path in set(existing.files) - set(files) - {META}:
+            for part in existing.files[path].parts:
+                await self._archive(writer, part)
+        meta = json.dumps({**pack.meta, "name": name}, ensure_ascii=False, indent=2)
+        await self._write_file(writer, name, META, meta, existing)
+        return {"name": name, "files": len(files), "replaced": installed}
 
     async def write_file(self, caller: Caller, name: str, path: str, content: str, mode: str = "overwrite") -> str:
         """write_engram_file: creates or changes one file of the pack (each change a new version)."""
@@ -533,11 +543,9 @@ class PackService:
         if mode == "append":
             text = (contents.file(path) or "") + content
         self._check_size(path, text)
-        meta = contents.meta
         if path == META:
-            meta = {**parse_meta(text), "name": name}
-            text = json.dumps(meta, ensure_ascii=False, indent=2)
-        await self._write_file(writer, name, path, text, contents, meta=meta)
+            text = json.dumps({**parse_meta(text), "name": name}, ensure_ascii=False, indent=2)
+        await self._write_file(writer, name, path, text, contents)
         return path
 
     async def add_knowledge(self, caller: Caller, name: str, filename: str, content: str, summary: str) -> str:
@@ -565,24 +573,14 @@ class PackService:
             raise InvalidArgument("content", f"{path} would be {size} bytes; a pack file has at most "
                                   f"{self._limits.max_file_bytes}.")  # fmt: skip
 
-    async def _write_file(
-        self, writer: Caller, name: str, path: str, text: str, existing: PackContents | None, *,
-        meta: dict[str, Any], counts: dict[str, int] | None = None,
-    ) -> None:  # fmt: skip
+    async def _write_file(self, writer: Caller, name: str, path: str, text: str, existing: PackContents) -> None:
         """Stores ``text`` as the parts of ``path``: changed parts become new versions, extra parts are archived."""
-        pieces = split_file(text)
-        old = existing.files[path].parts if existing is not None and path in existing.files else []
+        pieces = [text] if path == META else split_file(text)  # meta.json stays whole: its part holds it parsed
+        old = existing.files[path].parts if path in existing.files else []
         for index, piece in enumerate(pieces):
-            draft = _part_input(name, path, index, len(pieces), piece, meta=meta)
-            if counts is not None:
-                draft.metadata_json = json.dumps({**json.loads(draft.metadata_json), "counts": counts},
-                                                 ensure_ascii=False)  # fmt: skip
+            draft = _part_input(name, path, index, len(pieces), piece)
             if index < len(old):
-                if (
-                    _part_text(old[index]) == piece
-                    and old[index].metadata.get("parts") == len(pieces)
-                    and (path != META)
-                ):
+                if _part_text(old[index]) == piece and old[index].metadata.get("parts") == len(pieces):
                     continue
                 outcome = await self._backend.update(
                     writer, old[index].id, draft, ["content", "summary", "metadata_json", "context", "tags"]
@@ -602,7 +600,7 @@ class PackService:
         require_scope(caller, "write")
         if PACKS_SCOPE in caller.scopes or is_admin(caller):
             return _elevated(caller)
-        if contents.owner in ("", "anonymous", caller.agent_id):
+        if contents.owner in UNOWNED or contents.owner == caller.agent_id:
             return caller
         raise PermissionDenied(
             f"Pack '{contents.name}' was installed by '{contents.owner}', you are '{caller.agent_id}': only its "

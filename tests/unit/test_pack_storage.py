@@ -30,7 +30,7 @@ def _stored(text: str, path: str = "knowledge/x.md") -> str:
     pieces = split_file(text)
     parts = []
     for i, piece in enumerate(pieces):
-        draft = _part_input("p", path, i, len(pieces), piece, meta={})
+        draft = _part_input("p", path, i, len(pieces), piece)
         parts.append(Memory(id=str(i), namespace="ns", content=draft.content, owner_agent="a",
                             metadata=json.loads(draft.metadata_json)))  # fmt: skip
     return "".join(_part_text(part) for part in parts)
