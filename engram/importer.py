@@ -91,12 +91,12 @@ def run_import(
     with httpx.Client(base_url=base_url, headers=headers, timeout=httpx.Timeout(30, read=600)) as client:
         for first, lines in _chunks(source, start_after, chunk_lines):
             response = client.post("/v1/memories:import", params={"first_line": first}, content="\n".join(lines))
-            body = _json(response)
+            body = answer_json(response)
             if response.status_code >= 400:
                 if "resume_from" in body:  # the import stopped part-way: keep what was stored, resume after it
                     _count(report, body, last_line=body["last_line"])
                     state.write_text(json.dumps({"last_line": report.last_line, "last_seq": report.last_seq}))
-                raise ImportFailed(_problem(response), report)
+                raise ImportFailed(problem_text(response), report)
             _count(report, body, last_line=first + len(lines) - 1)
             state.write_text(json.dumps({"last_line": report.last_line, "last_seq": report.last_seq}))
             if bar is not None:
@@ -116,7 +116,7 @@ def _count(report: ImportReport, body: dict, *, last_line: int) -> None:  # type
     report.last_seq = body["last_seq"] or report.last_seq
 
 
-def _json(response: httpx.Response) -> dict:  # type: ignore[type-arg]
+def answer_json(response: httpx.Response) -> dict:  # type: ignore[type-arg]
     try:
         body = response.json()
     except ValueError:
@@ -132,7 +132,7 @@ class ImportFailed(RuntimeError):
         self.report = report
 
 
-def _problem(response: httpx.Response) -> str:
+def problem_text(response: httpx.Response) -> str:
     try:
         body = response.json()
         return f"HTTP {response.status_code}: {body.get('detail') or body.get('title') or body}"

@@ -20,7 +20,8 @@ from urllib.parse import quote
 import httpx
 import yaml
 
-from engram.importer import DEFAULT_CHUNK_BYTES, _json, _problem
+from engram import frontmatter
+from engram.importer import DEFAULT_CHUNK_BYTES, answer_json, problem_text
 from engram.model import STATUSES
 from engram.progress import progress_bar
 
@@ -124,8 +125,8 @@ def _answer(response: httpx.Response) -> dict[str, Any]:
     """The JSON body of a successful answer; a refusal raises VaultError with the node's problem detail."""
     if response.status_code >= 400:
         hint = " Set ENGRAM_API_KEY to a key of the namespace." if response.status_code == 401 else ""
-        raise VaultError(f"the node refused: {_problem(response)}.{hint}")
-    return _json(response)
+        raise VaultError(f"the node refused: {problem_text(response)}.{hint}")
+    return answer_json(response)
 
 
 def memories(client: httpx.Client) -> Iterator[dict[str, Any]]:
@@ -401,22 +402,14 @@ def read_note(root: Path, relative: Path) -> Note:
 
 def split_frontmatter(text: str) -> tuple[dict[str, Any] | None, str]:
     """(frontmatter, body) of a Markdown text; None when it has no frontmatter. Raises VaultError on bad YAML."""
-    text = text.removeprefix("\ufeff")
-    if text.split("\n", 1)[0].rstrip() != "---":
-        return None, text
-    lines = text.split("\n")
-    for end in range(1, len(lines)):
-        if lines[end].rstrip() in ("---", "..."):
-            break
-    else:
-        raise VaultError("its frontmatter opens with --- but never closes; end it with a --- line")
     try:
-        data = yaml.safe_load("\n".join(lines[1:end]))
-    except yaml.YAMLError as e:
-        raise VaultError(f"invalid YAML frontmatter: {' '.join(str(e).split())}") from e
-    if data is not None and not isinstance(data, dict):
-        raise VaultError("its frontmatter is not a set of `key: value` lines")
-    return (data or {}), "\n".join(lines[end + 1 :])
+        return frontmatter.split_frontmatter(text)
+    except frontmatter.FrontmatterError as e:
+        if e.kind == frontmatter.UNCLOSED:
+            raise VaultError("its frontmatter opens with --- but never closes; end it with a --- line") from e
+        if e.kind == frontmatter.NOT_A_MAPPING:
+            raise VaultError("its frontmatter is not a set of `key: value` lines") from e
+        raise VaultError(f"invalid YAML frontmatter: {' '.join(str(e.__cause__ or e.problem).split())}") from e
 
 
 def note_of(relative: Path, frontmatter: dict[str, Any], body: str) -> Note:

@@ -13,9 +13,8 @@ from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Any, Literal
 
-import yaml
-
 from engram.errors import InvalidArgument
+from engram.frontmatter import NOT_A_MAPPING, UNCLOSED, FrontmatterError, split_frontmatter
 from engram.packs.format import EXAMPLES_INDEX, KNOWLEDGE_INDEX, META, Pack, check_pack_path
 
 Severity = Literal["error", "warning"]
@@ -29,7 +28,6 @@ _BASE_FILES: tuple[tuple[str, Severity, str], ...] = (
     ("rules.md", "warning", "the rules, memory rules and an optional ## Onboarding block"),
 )
 _USES_LINE = re.compile(r"^\s*uses:\s*(.*)$")
-_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)^---[ \t]*$", re.DOTALL | re.MULTILINE)
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,22 +196,15 @@ def _knowledge_frontmatter(pack: Pack) -> list[LintIssue]:
 
 def parse_frontmatter(text: str) -> dict[str, Any]:
     """The YAML frontmatter of a Markdown file ({} when it has none); ValueError saying what is wrong."""
-    if not text.startswith("---"):
-        return {}
-    match = _FRONTMATTER.match(text)
-    if match is None:
-        raise ValueError("frontmatter has no closing '---' line.")
     try:
-        value = yaml.safe_load(match.group(1))
-    except yaml.YAMLError as e:
-        mark = getattr(e, "problem_mark", None)
-        where = f" at line {mark.line + 2}" if mark is not None else ""
-        raise ValueError(f"frontmatter is not valid YAML{where}: {getattr(e, 'problem', None) or e}.") from e
-    if value is None:
-        return {}
-    if not isinstance(value, dict):
-        raise ValueError("frontmatter must be YAML key: value pairs (e.g. uses: [knowledge/x.md]).")
-    return value
+        return split_frontmatter(text)[0] or {}
+    except FrontmatterError as e:
+        if e.kind == UNCLOSED:
+            raise ValueError("frontmatter has no closing '---' line.") from e
+        if e.kind == NOT_A_MAPPING:
+            raise ValueError("frontmatter must be YAML key: value pairs (e.g. uses: [knowledge/x.md]).") from e
+        where = f" at line {e.line}" if e.line is not None else ""
+        raise ValueError(f"frontmatter is not valid YAML{where}: {e.problem}.") from e
 
 
 def _content_files(pack: Pack, section: str) -> list[str]:

@@ -1,0 +1,45 @@
+"""YAML frontmatter of Markdown files (`---` lines around `key: value` pairs), for Obsidian vaults and expert packs:
+one parser, safe_load only; each caller words the errors for its users."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import yaml
+
+UNCLOSED = "unclosed"  # opens with --- but never closes
+INVALID_YAML = "invalid_yaml"
+NOT_A_MAPPING = "not_a_mapping"  # YAML, but not key: value pairs
+
+
+class FrontmatterError(ValueError):
+    """What is wrong with a frontmatter: ``kind`` (one of the constants above), YAML's own ``problem`` and the
+    file's 1-based ``line`` of it when YAML gives one."""
+
+    def __init__(self, kind: str, problem: str = "", line: int | None = None) -> None:
+        super().__init__(f"{kind}: {problem}" if problem else kind)
+        self.kind = kind
+        self.problem = problem
+        self.line = line
+
+
+def split_frontmatter(text: str) -> tuple[dict[str, Any] | None, str]:
+    """(frontmatter, body) of a Markdown text; None when it has none. Raises FrontmatterError."""
+    text = text.removeprefix("\ufeff")
+    if text.split("\n", 1)[0].rstrip() != "---":
+        return None, text
+    lines = text.split("\n")
+    for end in range(1, len(lines)):
+        if lines[end].rstrip() in ("---", "..."):
+            break
+    else:
+        raise FrontmatterError(UNCLOSED)
+    try:
+        data = yaml.safe_load("\n".join(lines[1:end]))
+    except yaml.YAMLError as e:
+        mark = getattr(e, "problem_mark", None)
+        problem = getattr(e, "problem", None) or " ".join(str(e).split())
+        raise FrontmatterError(INVALID_YAML, str(problem), mark.line + 2 if mark is not None else None) from e
+    if data is not None and not isinstance(data, dict):
+        raise FrontmatterError(NOT_A_MAPPING)
+    return (data or {}), "\n".join(lines[end + 1 :])
