@@ -41,6 +41,13 @@ QUESTIONS = "questions"
 # version was written (a current point's VALID_FROM), i.e. the last change.
 ORDERS = {"created": CREATED_TS, "updated": VALID_FROM}
 DEFAULT_ORDER = "created"
+# A memory's identity is (namespace, id): the stored point id is derived from both (point_id), so nothing written
+# in one namespace can overwrite, move or delete another namespace's point, whatever ids a writer chose. KEY keeps
+# the id the caller knows (a memory id, or version_point_id of one of its versions) in the payload; POINT is added
+# to the payloads a listing reads (the stored point id: the tie order of a listing, and its page position).
+KEY = "_key"
+POINT = "_point"
+POINT_IDS = uuid.UUID("6f0c52c5-5a7e-4f43-9a53-3d0d6f0e5c21")  # the uuid5 namespace of point ids
 
 
 class IndexDamaged(Exception):
@@ -72,10 +79,10 @@ class Scored:
 
 @dataclass(frozen=True, slots=True)
 class Position:
-    """Where a listing stopped: its last memory's time (in the listing's order: created or updated) and id.
+    """Where a listing stopped: its last memory's time (in the listing's order: created or updated) and point id.
 
-    Listings run newest first, ties broken by id (ascending), which is a total order: the next page starts just
-    after this position, so no memory sharing a timestamp with a page's last one is skipped or repeated.
+    Listings run newest first, ties broken by stored point id (ascending), which is a total order: the next page
+    starts just after this position, so no memory sharing a timestamp with a page's last one is skipped or repeated.
     """
 
     ts: float
@@ -96,8 +103,9 @@ class SearchRequest:
 class MemoryIndex(Protocol):
     """Implemented by the Qdrant Edge adapter (embedded, edge) and the Qdrant server adapter (cluster).
 
-    The search service keeps two: the current version of every memory (point id = memory id), and the earlier
-    versions (point id = version_point_id(memory id, version), payload "id" = the memory id).
+    The search service keeps two: the current version of every memory (key = memory id), and the earlier versions
+    (key = version_point_id(memory id, version), payload "id" = the memory id). Every method takes and answers keys;
+    the stored point id is point_id(namespace, key), so namespaces never share a point.
     """
 
     def upsert(self, points: list[IndexPoint]) -> None: ...
@@ -202,6 +210,18 @@ def stored_point(point_id: str, payload: dict[str, Any], vectors: dict[str, Any]
         else SparseVector([], []),
         questions=[list(q) for q in vectors.get(QUESTIONS) or []],
     )
+
+
+def point_id(namespace: str, key: str) -> str:
+    """The stored point id of ``key`` (a memory id, or a version's id) in ``namespace``: deterministic, so replays
+    overwrite, and never the same for two namespaces."""
+    return str(uuid.uuid5(POINT_IDS, f"{namespace}\0{key}"))
+
+
+def keyed(payloads: list[dict[str, Any]], namespace: str) -> list[dict[str, Any]]:
+    """The payloads of ``namespace`` among those read back, as they were given (a check: point ids already keep
+    namespaces apart)."""
+    return [{k: v for k, v in p.items() if k != KEY} for p in payloads if p.get("namespace") == namespace]
 
 
 def version_point_id(memory_id: str, version: int) -> str:

@@ -23,8 +23,10 @@ from engram.index import (
     HANDOFF_STATUS,
     HANDOFF_TO,
     INDEXED_FIELDS,
+    KEY,
     KEYWORD_FIELDS,
     META_ID,
+    POINT,
     QUESTIONS,
     RELATION_KIND,
     SPARSE,
@@ -38,6 +40,8 @@ from engram.index import (
     Position,
     Scored,
     SearchRequest,
+    keyed,
+    point_id,
     stored_point,
 )
 from engram.index.listing import recent_page
@@ -156,21 +160,24 @@ class EdgeIndex:
             }
             if point.questions:
                 vectors[QUESTIONS] = point.questions
-            edge_points.append(qe.Point(point.id, vectors, point.payload))
+            payload = {**point.payload, KEY: point.id}
+            edge_points.append(qe.Point(point_id(payload["namespace"], point.id), vectors, payload))
         with self._lock:
             self._shard.update(qe.UpdateOperation.upsert_points(edge_points))
             self._unindexed += len(edge_points)
 
     def retrieve(self, namespace: str, ids: list[str]) -> list[dict[str, Any]]:
+        points = [point_id(namespace, key) for key in ids]
         with self._lock:
-            records = self._shard.retrieve(list[Any](ids), with_payload=True, with_vector=False)
-        return [r.payload for r in records if r.payload and r.payload.get("namespace") == namespace]
+            records = self._shard.retrieve(list[Any](points), with_payload=True, with_vector=False)
+        return keyed([r.payload for r in records if r.payload], namespace)
 
     def retrieve_points(self, namespace: str, ids: list[str]) -> list[IndexPoint]:
+        points = [point_id(namespace, key) for key in ids]
         with self._lock:
-            records = self._shard.retrieve(list[Any](ids), with_payload=True, with_vector=True)
+            records = self._shard.retrieve(list[Any](points), with_payload=True, with_vector=True)
         return [
-            stored_point(str(r.id), r.payload, r.vector if isinstance(r.vector, dict) else {})
+            stored_point(str(r.payload.get(KEY) or r.id), r.payload, r.vector if isinstance(r.vector, dict) else {})
             for r in records
             if r.payload and r.payload.get("namespace") == namespace
         ]
@@ -197,11 +204,11 @@ class EdgeIndex:
             self._shard.update(qe.UpdateOperation.delete_points_by_filter(condition))
 
     def set_fields(self, namespace: str, fields: dict[str, dict[str, Any]]) -> None:
-        present = {p["id"] for p in self.retrieve(namespace, list(fields))}
+        present = {p["id"] for p in self.retrieve(namespace, list(fields))}  # keys are memory ids here
         with self._lock:
-            for point_id, values in fields.items():
-                if point_id in present:
-                    self._shard.update(qe.UpdateOperation.set_payload([point_id], values))
+            for key, values in fields.items():
+                if key in present:
+                    self._shard.update(qe.UpdateOperation.set_payload([point_id(namespace, key)], values))
             # No count towards optimize(): a payload change leaves the point in its indexed segment (measured).
 
     def facet(self, namespace: str, key: str, flt: SearchFilter | None = None) -> dict[str, int]:
@@ -230,9 +237,10 @@ class EdgeIndex:
     def update_questions(self, namespace: str, id: str, questions: list[list[float]], texts: list[str]) -> bool:
         if not self.retrieve(namespace, [id]):
             return False
+        point = point_id(namespace, id)
         with self._lock:
-            self._shard.update(qe.UpdateOperation.update_vectors([qe.PointVectors(id, {QUESTIONS: questions})]))
-            self._shard.update(qe.UpdateOperation.set_payload([id], {"questions": texts}))
+            self._shard.update(qe.UpdateOperation.update_vectors([qe.PointVectors(point, {QUESTIONS: questions})]))
+            self._shard.update(qe.UpdateOperation.set_payload([point], {"questions": texts}))
         return True
 
     def search(self, request: SearchRequest) -> dict[str, list[Scored]]:
@@ -250,7 +258,7 @@ class EdgeIndex:
                     limit=request.limit,
                     query=qe.Query.Nearest(vector, using=name),
                     filter=flt,
-                    with_payload=request.with_payload,
+                    with_payload=True if request.with_payload else qe.PayloadSelector.Include([KEY]),
                 )
                 for name, vector in queries
             ]
@@ -258,7 +266,7 @@ class EdgeIndex:
         with self._lock:
             results = self._shard.query_batch(batch) if queries else []
         return {
-            name: [Scored(str(p.id), float(p.score), p.payload or {}) for p in points]
+            name: [Scored(_key(p.payload, p.id), float(p.score), p.payload or {}) for p in points]
             for (name, _), points in zip(queries, results, strict=True)
         }
 
@@ -274,16 +282,17 @@ class EdgeIndex:
             order = qe.OrderBy(by, qe.Direction.Desc)
             return self._scroll(qe.ScrollRequest(limit=size, filter=bounded, with_payload=True, order_by=order))
 
-        def at_time(ts: float, from_id: str, size: int) -> list[dict[str, Any]]:
+        def at_time(ts: float, from_point: str, size: int) -> list[dict[str, Any]]:
             tied = qe.Filter(must=[condition, qe.FieldCondition(by, range=qe.RangeFloat(gte=ts, lte=ts))])
-            return self._scroll(qe.ScrollRequest(offset=from_id or None, limit=size, filter=tied, with_payload=True))
+            return self._scroll(qe.ScrollRequest(offset=from_point or None, limit=size, filter=tied, with_payload=True))
 
         return recent_page(by_time, at_time, limit, after, by=by)
 
     def _scroll(self, request: qe.ScrollRequest) -> list[dict[str, Any]]:
+        """The payloads of a listing, each with its stored point id (POINT: a listing's tie order)."""
         with self._lock:
             records, _ = self._shard.scroll(request)
-        return [r.payload for r in records if r.payload]
+        return [{**r.payload, POINT: str(r.id)} for r in records if r.payload]
 
     def scan(
         self, namespace: str, flt: SearchFilter, *, with_vectors: bool = False, page: int = 256
@@ -397,6 +406,11 @@ def move_aside(path: Path) -> Path | None:
 def _describe(memory: str, quantized: bool) -> str:
     where = "on disk" if memory == "cold" else "in RAM"
     return f"{where} with int8 copies" if quantized else where
+
+
+def _key(payload: dict[str, Any] | None, point: Any) -> str:
+    """The id a search hit is known by: its KEY (the point id itself for a point stored without one)."""
+    return str((payload or {}).get(KEY) or point)
 
 
 def _dense(vector: Any) -> list[float]:

@@ -21,8 +21,10 @@ from engram.index import (
     FLOAT_FIELDS,
     HANDOFF_STATUS,
     HANDOFF_TO,
+    KEY,
     KEYWORD_FIELDS,
     META_ID,
+    POINT,
     QUESTIONS,
     RELATION_KIND,
     SPARSE,
@@ -35,6 +37,8 @@ from engram.index import (
     Position,
     Scored,
     SearchRequest,
+    keyed,
+    point_id,
     stored_point,
 )
 from engram.index.listing import recent_page
@@ -49,7 +53,7 @@ AUTH_STATUSES = frozenset({401, 403})
 
 
 class QdrantServerIndex:
-    """MemoryIndex on a Qdrant server collection: point ids are memory ids, the same layout as EdgeIndex.
+    """MemoryIndex on a Qdrant server collection: point ids from (namespace, key), the same layout as EdgeIndex.
 
     With a local-mode client (":memory:" or a path) it is the in-process stand-in the tests use: local mode
     is not thread-safe, so calls then hold one lock; against a server they run concurrently.
@@ -96,20 +100,27 @@ class QdrantServerIndex:
     def upsert(self, points: list[IndexPoint]) -> None:
         if not points:
             return  # the server rejects an empty batch
-        structs = [models.PointStruct(id=p.id, vector=_vectors(p), payload=p.payload) for p in points]
+        structs = [
+            models.PointStruct(
+                id=point_id(p.payload["namespace"], p.id), vector=_vectors(p), payload={**p.payload, KEY: p.id}
+            )
+            for p in points
+        ]
         with self._call():
             self._client.upsert(self._collection, structs, wait=True)
 
     def retrieve(self, namespace: str, ids: list[str]) -> list[dict[str, Any]]:
+        points: list[Any] = [point_id(namespace, key) for key in ids]
         with self._call():
-            records = self._client.retrieve(self._collection, ids, with_payload=True, with_vectors=False)
-        return [r.payload for r in records if r.payload and r.payload.get("namespace") == namespace]
+            records = self._client.retrieve(self._collection, points, with_payload=True, with_vectors=False)
+        return keyed([r.payload for r in records if r.payload], namespace)
 
     def retrieve_points(self, namespace: str, ids: list[str]) -> list[IndexPoint]:
+        points: list[Any] = [point_id(namespace, key) for key in ids]
         with self._call():
-            records = self._client.retrieve(self._collection, ids, with_payload=True, with_vectors=True)
+            records = self._client.retrieve(self._collection, points, with_payload=True, with_vectors=True)
         return [
-            stored_point(str(r.id), r.payload, r.vector if isinstance(r.vector, dict) else {})
+            stored_point(str(r.payload.get(KEY) or r.id), r.payload, r.vector if isinstance(r.vector, dict) else {})
             for r in records
             if r.payload and r.payload.get("namespace") == namespace
         ]
@@ -123,11 +134,11 @@ class QdrantServerIndex:
             self._client.delete(self._collection, points_selector=models.FilterSelector(filter=condition), wait=True)
 
     def set_fields(self, namespace: str, fields: dict[str, dict[str, Any]]) -> None:
-        present = {p["id"] for p in self.retrieve(namespace, list(fields))}
+        present = {p["id"] for p in self.retrieve(namespace, list(fields))}  # keys are memory ids here
         operations: list[models.UpdateOperation] = [
-            models.SetPayloadOperation(set_payload=models.SetPayload(payload=values, points=[point_id]))
-            for point_id, values in fields.items()
-            if point_id in present
+            models.SetPayloadOperation(set_payload=models.SetPayload(payload=values, points=[point_id(namespace, key)]))
+            for key, values in fields.items()
+            if key in present
         ]
         if operations:
             with self._call():
@@ -188,14 +199,17 @@ class QdrantServerIndex:
                 using=name,
                 filter=flt,
                 limit=request.limit,
-                with_payload=request.with_payload,
+                with_payload=True if request.with_payload else [KEY],
             )
             for name, vector in queries
         ]
         with self._call():
             responses = self._client.query_batch_points(self._collection, batch)
         return {
-            name: [Scored(str(p.id), float(p.score), p.payload or {}) for p in response.points]
+            name: [
+                Scored(str((p.payload or {}).get(KEY) or p.id), float(p.score), p.payload or {})
+                for p in response.points
+            ]
             for (name, _), response in zip(queries, responses, strict=True)
         }
 
@@ -211,9 +225,9 @@ class QdrantServerIndex:
                 bounded = models.Filter(must=[condition, _range(lt=older_than, key=by)])
             return self._scroll(bounded, size, order_by=models.OrderBy(key=by, direction=models.Direction.DESC))
 
-        def at_time(ts: float, from_id: str, size: int) -> list[dict[str, Any]]:
+        def at_time(ts: float, from_point: str, size: int) -> list[dict[str, Any]]:
             tied = models.Filter(must=[condition, _range(gte=ts, lte=ts, key=by)])
-            return self._scroll(tied, size, offset=from_id or None)  # no order_by: Qdrant scrolls in id order
+            return self._scroll(tied, size, offset=from_point or None)  # no order_by: Qdrant scrolls in id order
 
         return recent_page(by_time, at_time, limit, after, by=by)
 
@@ -225,7 +239,7 @@ class QdrantServerIndex:
                 self._collection, scroll_filter=condition, limit=limit, order_by=order_by, offset=offset,
                 with_payload=True,
             )  # fmt: skip
-        return [r.payload for r in records if r.payload]
+        return [{**r.payload, POINT: str(r.id)} for r in records if r.payload]
 
     def scan(
         self, namespace: str, flt: SearchFilter, *, with_vectors: bool = False, page: int = 256
@@ -254,9 +268,12 @@ class QdrantServerIndex:
         """
         if not self.retrieve(namespace, [id]):
             return False
-        payload = models.SetPayloadOperation(set_payload=models.SetPayload(payload={"questions": texts}, points=[id]))
+        point = point_id(namespace, id)
+        payload = models.SetPayloadOperation(
+            set_payload=models.SetPayload(payload={"questions": texts}, points=[point])
+        )
         with self._call():  # one request: vectors and texts change together
-            self._client.batch_update_points(self._collection, [_questions_op(id, questions), payload], wait=True)
+            self._client.batch_update_points(self._collection, [_questions_op(point, questions), payload], wait=True)
         return True
 
     def point_count(self) -> int:

@@ -69,8 +69,9 @@ RETRY_FIRST_SECONDS = 0.5
 RETRY_MAX_SECONDS = 10.0
 VERIFY_ATTEMPTS = 3  # writes arriving while the counts are compared make a mismatch worth a second look
 # What the indexer derives from an entry (payload fields, the agent registry). An index built by another layout
-# is rebuilt from the log. 2: handoff fields and expiry, the agent registry (issue 8).
-LAYOUT = 2
+# is rebuilt from the log. 2: handoff fields and expiry, the agent registry (issue 8). 3: point ids from
+# (namespace, id) (engram.index.point_id): a memory's identity is (namespace, id), in the index as everywhere.
+LAYOUT = 3
 REGISTRY_SAVE_SECONDS = 2.0  # how often the agent registry is stored while entries keep coming
 
 

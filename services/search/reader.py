@@ -22,6 +22,7 @@ from engram.index import (
     DENSE,
     EXPIRES_TS,
     ORDERS,
+    POINT,
     QUESTIONS,
     SPARSE,
     VALID_FROM,
@@ -351,7 +352,7 @@ class MemoryReader:
         if len(payloads) < limit:
             return memories, ""
         # From the payload, not the memory: an unservable last memory still marks where the page ended.
-        last = Position(float(payloads[-1][by]), str(payloads[-1]["id"]))
+        last = Position(float(payloads[-1][by]), str(payloads[-1][POINT]))
         return memories, page_token_codec.encode(last, order)
 
     async def agents(self, caller: Caller, *, min_seq: int = 0) -> list[AgentInfo]:

@@ -23,6 +23,7 @@ from engram.index import (
     FAR,
     HANDOFF_STATUS,
     HANDOFF_TO,
+    POINT,
     QUESTIONS,
     SPARSE,
     VALID_FROM,
@@ -33,6 +34,7 @@ from engram.index import (
     MemoryIndex,
     Position,
     SearchRequest,
+    point_id,
     version_point_id,
 )
 from engram.index.edge import EdgeIndex
@@ -101,7 +103,7 @@ def memory(
 
 def position(payload: dict[str, Any]) -> Position:
     """Where a page ending on this payload stopped."""
-    return Position(payload["_created_ts"], payload["id"])
+    return Position(payload["_created_ts"], payload[POINT])
 
 
 def search(index: MemoryIndex, text: str, *, namespace: str = "a", flt: SearchFilter | None = None,
@@ -118,6 +120,24 @@ def test_upsert_then_retrieve_returns_the_payload_only_in_its_namespace(index: M
     assert index.retrieve("a", [point.id]) == [point.payload]
     assert index.retrieve("b", [point.id]) == []
     assert index.retrieve("a", [uuid7()]) == []
+
+
+def test_the_same_id_in_two_namespaces_is_two_memories_that_never_touch(index: MemoryIndex) -> None:
+    """Issue 22: an id chosen in one namespace (a device's push) once overwrote another namespace's point."""
+    shared = uuid7()
+    beta = memory("beta's deploy checklist", namespace="b", memory_id=shared, dense=Y)
+    index.upsert([beta])
+    index.upsert([memory("x", namespace="a", memory_id=shared)])
+    index.set_fields("a", {shared: {"access_count": 7}})
+    index.update_questions("a", shared, [Y], ["what is x?"])
+
+    assert index.retrieve("b", [shared]) == [beta.payload]
+    assert [p["content"] for p in index.retrieve("a", [shared])] == ["x"]
+    assert search(index, "deploy checklist", namespace="b", dense=Y)[DENSE] == ["beta's deploy checklist"]
+    index.delete_memory("a", shared)
+    assert index.retrieve("a", [shared]) == []
+    assert index.retrieve("b", [shared]) == [beta.payload]
+    assert index.count("b") == 1
 
 
 def test_search_returns_a_dense_and_a_bm25_list_with_the_best_match_first(index: MemoryIndex) -> None:
@@ -474,10 +494,10 @@ def test_recent_by_last_change_orders_on_valid_from(index: MemoryIndex) -> None:
     for point, changed in zip(points, (40.0, 10.0, 30.0, 30.0), strict=True):
         point.payload[VALID_FROM] = changed
     index.upsert(points)
-    tied = sorted([points[2].id, points[3].id])
+    tied = sorted([points[2].id, points[3].id], key=lambda key: point_id("a", key))
 
     first = index.recent("a", SearchFilter(), 2, by=VALID_FROM)
-    rest = index.recent("a", SearchFilter(), 2, Position(first[-1][VALID_FROM], first[-1]["id"]), by=VALID_FROM)
+    rest = index.recent("a", SearchFilter(), 2, Position(first[-1][VALID_FROM], first[-1][POINT]), by=VALID_FROM)
 
     assert [p["id"] for p in first + rest] == [points[0].id, *tied, points[1].id]
     assert [p["content"] for p in index.recent("a", SearchFilter(), 4)] == ["note 3", "note 2", "note 1", "note 0"]

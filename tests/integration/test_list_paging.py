@@ -12,7 +12,7 @@ import pytest
 from qdrant_client import QdrantClient
 
 from engram.embed.sparse import Bm25Encoder
-from engram.index import CREATED_TS, VALID_FROM, IndexPoint, MemoryIndex, Position
+from engram.index import CREATED_TS, POINT, VALID_FROM, IndexPoint, MemoryIndex, Position, point_id
 from engram.index.edge import EdgeIndex
 from engram.index.listing import order_key
 from engram.index.server import QdrantServerIndex
@@ -86,11 +86,15 @@ def page_through(
         ids.extend(p["id"] for p in page)
         if len(page) < limit:
             return ids
-        after = Position(page[-1][by], page[-1]["id"])
+        after = Position(page[-1][by], page[-1][POINT])
 
 
 def expected(points: list[IndexPoint], flt: SearchFilter, *, by: str = CREATED_TS) -> list[str]:
-    kept = [p.payload for p in points if p.payload["status"] == "active" and set(flt.tags) <= set(p.payload["tags"])]
+    kept = [
+        {**p.payload, POINT: point_id(p.payload["namespace"], p.id)}
+        for p in points
+        if p.payload["status"] == "active" and set(flt.tags) <= set(p.payload["tags"])
+    ]
     return [p["id"] for p in sorted(kept, key=lambda payload: order_key(payload, by))]
 
 
@@ -186,7 +190,7 @@ def test_page_size_one_walks_every_tie_group_one_memory_at_a_time(backend: str, 
 
 
 @pytest.mark.parametrize("backend", BACKENDS)
-def test_a_namespace_whose_memories_all_share_one_timestamp_pages_by_id(backend: str, tmp_path: Path) -> None:
+def test_a_namespace_whose_memories_all_share_one_timestamp_pages_by_point_id(backend: str, tmp_path: Path) -> None:
     points = [point(str(uuid.uuid4()), BASE_TS) for _ in range(250)]
     points += [point(str(uuid.uuid4()), BASE_TS, namespace="b") for _ in range(30)]  # same time, other tenant
     index = open_index(backend, tmp_path / "index")
@@ -195,7 +199,7 @@ def test_a_namespace_whose_memories_all_share_one_timestamp_pages_by_id(backend:
 
         listed = page_through(index, SearchFilter(), 37)
 
-        assert listed == sorted(p.id for p in points[:250])
+        assert listed == sorted((p.id for p in points[:250]), key=lambda key: point_id("a", key))
     finally:
         index.close()
 
@@ -213,7 +217,7 @@ def test_a_page_resumes_after_its_last_memory_even_once_that_memory_is_gone(back
         gone.payload["status"] = "archived"
         index.upsert([gone])  # archived between two pages
 
-        rest = index.recent("a", SearchFilter(), 100, Position(last["_created_ts"], last["id"]))
+        rest = index.recent("a", SearchFilter(), 100, Position(last["_created_ts"], last[POINT]))
 
         assert [p["id"] for p in first + rest] == want
     finally:
