@@ -288,6 +288,9 @@ class Caller:
     scopes: frozenset[str] = frozenset({"read", "write"})
     device: str = ""
     team: str = ""
+    # True when agent_id is the agent the API key is bound to (proven), False when the caller named itself
+    # (a shared key, dev mode): such a name is trusted to own writes, but a read by it names no new agent.
+    agent_from_key: bool = False
 
     @property
     def identity(self) -> str:

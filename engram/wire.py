@@ -213,7 +213,7 @@ def filter_from_proto(message: search_pb2.SearchFilter) -> model.SearchFilter:
 def caller_to_proto(caller: model.Caller) -> pb.CallContext:
     return pb.CallContext(
         namespace=caller.namespace, agent_id=caller.agent_id, source=caller.source, scopes=sorted(caller.scopes),
-        device=caller.device, team=caller.team,
+        device=caller.device, team=caller.team, agent_from_key=caller.agent_from_key,
     )  # fmt: skip
 
 
@@ -225,4 +225,5 @@ def caller_from_proto(message: pb.CallContext) -> model.Caller:
         scopes=frozenset(message.scopes) or frozenset({"read", "write"}),
         device=message.device,
         team=message.team,
+        agent_from_key=message.agent_from_key,
     )

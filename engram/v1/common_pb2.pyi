@@ -112,7 +112,7 @@ HANDOFF_STATUS_COMPLETED: HandoffStatus
 HANDOFF_STATUS_EXPIRED: HandoffStatus
 
 class CallContext(_message.Message):
-    __slots__ = ("namespace", "agent_id", "source", "device", "scopes", "request_id", "team")
+    __slots__ = ("namespace", "agent_id", "source", "device", "scopes", "request_id", "team", "agent_from_key")
     NAMESPACE_FIELD_NUMBER: _ClassVar[int]
     AGENT_ID_FIELD_NUMBER: _ClassVar[int]
     SOURCE_FIELD_NUMBER: _ClassVar[int]
@@ -120,6 +120,7 @@ class CallContext(_message.Message):
     SCOPES_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     TEAM_FIELD_NUMBER: _ClassVar[int]
+    AGENT_FROM_KEY_FIELD_NUMBER: _ClassVar[int]
     namespace: str
     agent_id: str
     source: str
@@ -127,7 +128,8 @@ class CallContext(_message.Message):
     scopes: _containers.RepeatedScalarFieldContainer[str]
     request_id: str
     team: str
-    def __init__(self, namespace: _Optional[str] = ..., agent_id: _Optional[str] = ..., source: _Optional[str] = ..., device: _Optional[str] = ..., scopes: _Optional[_Iterable[str]] = ..., request_id: _Optional[str] = ..., team: _Optional[str] = ...) -> None: ...
+    agent_from_key: bool
+    def __init__(self, namespace: _Optional[str] = ..., agent_id: _Optional[str] = ..., source: _Optional[str] = ..., device: _Optional[str] = ..., scopes: _Optional[_Iterable[str]] = ..., request_id: _Optional[str] = ..., team: _Optional[str] = ..., agent_from_key: _Optional[bool] = ...) -> None: ...
 
 class Relation(_message.Message):
     __slots__ = ("kind", "memory_id", "note")

@@ -107,6 +107,9 @@ def bearer_token(authorization: str | None) -> str | None:
 class Resolver:
     """Turns a request's credentials and hints into a Caller, the same way for MCP, REST and stdio.
 
+    A key created with --agent always acts as its agent: a request naming another agent is refused. Only a shared
+    key (or none, in dev mode) lets the caller name itself, and such a name is trusted, not proven.
+
     Over HTTP the key comes from the Authorization header only. A stdio resolver (``stdio=True``) acts with
     ``settings.api_key`` and falls back to ``settings.agent_id``, ``settings.device`` and ``local_team`` when
     nothing more specific names the agent, device or team, because a spawned process has no headers.
@@ -160,6 +163,7 @@ class Resolver:
             scopes=_scopes(key),
             device=self._device(request, key, named_device),
             team=self._team(request, key),
+            agent_from_key=key is not None and bool(key.agent),
         )
 
     def key_caller(self, authorization: str | None, *, agent: str, source: str) -> Caller:
@@ -176,16 +180,12 @@ class Resolver:
 
     def _agent(self, request: RequestIdentity, key: ApiKey | None) -> tuple[str, str]:
         """The owning agent and the device its id named ("" if none): ``claude-code@laptop`` owns as ``claude-code``."""
-        # DESIGN.md order: header, query parameter, key's agent, clientInfo.name, ENGRAM_AGENT_ID, anonymous.
-        explicit = (
-            ("X-Engram-Agent-ID", _present(request.agent_header)),
-            ("agent_id", _present(request.agent_query)),
-        )
-        for field, value in explicit:
-            if value is not None:
-                return _split(field, value)
         if key is not None and key.agent:
-            return split_agent(key.agent)  # validated when the key was created or loaded
+            return _bound_agent(request, key.agent)
+        # A shared key or none (dev mode): the caller names itself. DESIGN.md order: header, query parameter,
+        # clientInfo.name, ENGRAM_AGENT_ID (stdio), anonymous.
+        if claims := _claims(request):
+            return claims[0].agent, claims[0].device
         if (name := _present(request.client_name)) is not None and (named := _agent_from_client_name(name)):
             # Client names are free text ("Claude Code"); an unusable one is skipped rather than refused,
             # since the agent never chose it.
@@ -349,6 +349,43 @@ def _split(field: str, value: str) -> tuple[str, str]:
         return split_agent(value)
     except ValueError as e:
         raise InvalidArgument(field, str(e)) from e
+
+
+@dataclass(frozen=True, slots=True)
+class _Claim:
+    """An agent id the request itself states (header or query parameter), split into agent and device."""
+
+    agent: str
+    device: str
+    where: str  # how the request said it, for error messages
+
+
+def _claims(request: RequestIdentity) -> list[_Claim]:
+    """The agent ids the request states, the header first; a malformed one is refused naming where it came from."""
+    stated = (
+        ("X-Engram-Agent-ID", "the X-Engram-Agent-ID header", request.agent_header),
+        ("agent_id", "the ?agent_id= parameter", request.agent_query),
+    )
+    return [
+        _Claim(*_split(field, value), where=where)
+        for field, where, raw in stated
+        if (value := _present(raw)) is not None
+    ]
+
+
+def _bound_agent(request: RequestIdentity, bound: str) -> tuple[str, str]:
+    """The agent of a key created with --agent, which it always acts as. A request may repeat that name (with a
+    device: ``alice@phone``), but one that claims another agent is refused: holding alice's key proves nothing
+    about bob. The MCP client's name is not a claim (clients send their product's name) and is not consulted."""
+    agent, device = split_agent(bound)  # validated when the key was created or loaded
+    for claim in _claims(request):
+        if claim.agent != agent:
+            raise PermissionDenied(
+                f"This key acts as '{agent}'; it cannot speak for '{claim.agent}'. "
+                f"Drop {claim.where} or use {claim.agent}'s key."
+            )
+        device = claim.device or device
+    return agent, device
 
 
 def _agent_from_client_name(name: str) -> tuple[str, str] | None:

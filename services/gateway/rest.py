@@ -321,7 +321,8 @@ def caller_dependency(resolver: Resolver) -> Callable[..., Awaitable[Caller]]:
                 alias="X-Engram-Agent-ID",
                 pattern=f"^{IDENTITY_PATTERN}$",
                 max_length=MAX_IDENTITY_CHARS,
-                description="The agent acting, as agent or agent@device; defaults to the key's agent.",
+                description="The agent acting, as agent or agent@device (a shared key); a key created with "
+                "--agent acts as its agent and refuses another name.",
             ),
         ] = None,
         _agent_query: Annotated[

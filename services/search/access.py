@@ -3,8 +3,10 @@
 A search hit or a get notes the memory; every ``interval`` seconds the counts gathered so far go to the log as
 one ``memory_accessed`` entry per namespace, which the indexer adds to each memory's ``access_count`` and
 ``last_accessed_at`` (no new version: a read is not a change). The entry also names who read ("readers": agent,
-device, source and the time of its last read), which the agent registry counts as a sighting (last seen,
-devices, clients) but not as a write. Counts not yet flushed when the process dies are lost: they are
+device, source, the time of its last read, and "from_key" when the API key is bound to that agent), which the
+agent registry counts as a sighting (last seen, devices, clients) but not as a write; a reader that named itself
+(a shared key, dev mode) only refreshes an agent already known, so a made-up name never enters the registry by a
+read. Counts not yet flushed when the process dies are lost: they are
 statistics, not memories.
 """
 
@@ -29,8 +31,8 @@ DEFAULT_FLUSH_SECONDS = 10.0
 MAX_PENDING_IDS = 100_000  # per namespace; beyond it, new ids wait for the next flush (counts are approximate)
 MAX_PENDING_READERS = 1000  # per namespace; beyond it, new readers wait for a later read to be named
 
-# Who read: (agent, device, source).
-Reader = tuple[str, str, str]
+# Who read: (agent, device, source, whether the agent is the one its API key is bound to).
+Reader = tuple[str, str, str, bool]
 
 
 @dataclass(slots=True)
@@ -53,11 +55,19 @@ class _Pending:
             "time": format_time(now),
             "counts": dict(self.counts),
             "readers": [
-                # The client name is free text from the client: scrubbed like every text that reaches the log.
-                {"agent": agent, "device": device, "source": scrub_text(source).text, "time": format_time(at)}
-                for (agent, device, source), at in self.readers.items()
+                _reader_json(agent, device, source, from_key, at)
+                for (agent, device, source, from_key), at in self.readers.items()
             ],
         }
+
+
+def _reader_json(agent: str, device: str, source: str, from_key: bool, at: float) -> dict[str, object]:
+    # The client name is free text from the client: scrubbed like every text that reaches the log.
+    source = scrub_text(source).text
+    reader: dict[str, object] = {"agent": agent, "device": device, "source": source, "time": format_time(at)}
+    if from_key:  # the agent its API key is bound to: the registry may add it (see agents.py)
+        reader["from_key"] = True
+    return reader
 
 
 class AccessRecorder:
@@ -86,7 +96,7 @@ class AccessRecorder:
             if memory_id in pending.counts or len(pending.counts) < MAX_PENDING_IDS:
                 pending.counts[memory_id] += 1
                 self._pending_reads += 1
-        reader = (caller.agent_id, caller.device, caller.source)
+        reader = (caller.agent_id, caller.device, caller.source, caller.agent_from_key)
         if caller.agent_id and (reader in pending.readers or len(pending.readers) < MAX_PENDING_READERS):
             pending.readers[reader] = self._clock()
 

@@ -2,7 +2,10 @@
 
 Every log entry that names an agent (its body's "agent", with "device", "source", "team" and "time") is a
 write by that agent. The read batches (memory_accessed) name their readers ("readers"): a read is a sighting
-too (last seen, devices, clients) but not a write. The registry is a value: applying entries makes a new one
+too (last seen, devices, clients) but not a write. A reader whose API key is bound to it ("from_key") is known
+for sure; any other reader named itself (a shared key, dev mode), so its read refreshes an agent already in the
+registry but adds none: reading leaves no memory behind, and a made-up name must not enter the registry (and
+push real agents out of it) that way. The registry is a value: applying entries makes a new one
 that shares the records they did not touch, so reads use a snapshot while the indexer applies the next batch,
 and a batch that fails leaves it as it was. The indexer stores it with its applied sequence, so a restart
 resumes it exactly and a rebuild from the log makes the same one.
@@ -34,6 +37,7 @@ class Sighting:
     team: str = ""
     time: float | None = None
     write: bool = True
+    may_add: bool = True  # False: refreshes a known agent only (a read by a name the caller gave itself)
 
 
 @dataclass(frozen=True, slots=True)
@@ -78,7 +82,10 @@ class AgentRegistry:
                 if agents is None:
                     agents = copied[sighting.namespace] = dict(namespaces.get(sighting.namespace, {}))
                     namespaces[sighting.namespace] = agents
-                agents[sighting.agent] = agents.get(sighting.agent, AgentRecord()).seen(sighting)
+                known = agents.get(sighting.agent)
+                if known is None and not sighting.may_add:
+                    continue
+                agents[sighting.agent] = (known or AgentRecord()).seen(sighting)
                 if len(agents) > MAX_AGENTS:
                     del agents[min(agents, key=lambda agent: (time_or_never(agents[agent].last_seen), agent))]
         return AgentRegistry(namespaces)
@@ -146,6 +153,7 @@ def _sighting(namespace: str, fields: Mapping[str, Any], *, write: bool) -> Sigh
         team=_name(fields.get("team")),
         time=at,
         write=write,
+        may_add=write or fields.get("from_key") is True,
     )
 
 

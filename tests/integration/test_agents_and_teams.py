@@ -106,8 +106,10 @@ async def test_reads_make_an_agent_seen_without_counting_as_writes(
     ns = namespace()
     last = await write_story(ingest, ns)
     alice = people(ns)[0]
-    reader = Caller(ns, "codex", source="codex-cli", device="ci")
+    reader = Caller(ns, "codex", source="codex-cli", device="ci", agent_from_key=True)
+    self_named = Caller(ns, "mallory", source="curl")  # a shared key's caller names itself
     before = time.time()
+    assert (await search.search(self_named, "token expiry", limit=3, flt=SearchFilter(), min_seq=last)).hits
     found = await search.search(reader, "token expiry", limit=3, flt=SearchFilter(), min_seq=last)
     assert found.hits
     await search.list(replace(alice, device="phone"), limit=5, flt=SearchFilter())
@@ -118,6 +120,7 @@ async def test_reads_make_an_agent_seen_without_counting_as_writes(
         await asyncio.sleep(0.1)
 
     agents = {a.agent_id: a for a in await search.list_agents(alice)}
+    assert "mallory" not in agents  # read before codex: applied by now, and added nobody
     codex, claude = agents["codex"], agents["claude-code"]
     assert (codex.writes, codex.memories, codex.devices, codex.clients) == (0, 0, ["ci"], ["codex-cli"])
     assert codex.teams == []  # teams come from writes

@@ -290,8 +290,8 @@ def test_point_in_time_needs_an_rfc3339_time(api: httpx.Client) -> None:
 
 async def test_stats_count_by_agent_type_and_status(secured_node: NodeHandle, secured: httpx.Client) -> None:
     ns = unique("ns")
-    key = secured_node.create_key(ns, "alice")
-    alice, bob = bearer(key), {**bearer(key), **as_agent("bob")}
+    key = secured_node.create_key(ns, "")  # shared: a key bound to alice could not also act as bob
+    alice, bob = {**bearer(key), **as_agent("alice")}, {**bearer(key), **as_agent("bob")}
     for content, who, kind in (("a1", alice, "fact"), ("a2", alice, "fact"), ("b1", bob, "decision")):
         assert secured.post("/v1/memories", json={"content": content, "memory_type": kind}, headers=who).is_success
     last = secured.post("/v1/memories", json={"content": "b2", "team": "infra"}, headers=bob).json()
@@ -307,7 +307,7 @@ async def test_stats_count_by_agent_type_and_status(secured_node: NodeHandle, se
     assert body["by_type"] == {"fact": 2, "decision": 1, "general": 1}
     assert body["by_status"] == {"active": 3, "archived": 1}
     assert body["by_team"] == {"infra": 1}
-    async with http_client(secured_node.mcp_url, key=key) as client:
+    async with http_client(secured_node.mcp_url, key=key, agent="alice") as client:
         assert await call(client, "get_memory_stats") == body
 
 

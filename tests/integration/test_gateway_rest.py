@@ -254,16 +254,27 @@ def test_read_only_key_gets_403_on_save(secured_node: NodeHandle, secured: httpx
     assert secured.get("/v1/memories", headers=bearer(key)).status_code == 200
 
 
-def test_agent_header_overrides_the_keys_agent(secured_node: NodeHandle, secured: httpx.Client) -> None:
-    key = secured_node.create_key(unique("ns"), "default-agent")
+def test_agent_header_names_the_caller_of_a_shared_key_only(secured_node: NodeHandle, secured: httpx.Client) -> None:
+    ns = unique("ns")
+    shared, bound = secured_node.create_key(ns, ""), secured_node.create_key(ns, "default-agent")
     saved = secured.post(
-        "/v1/memories",
-        json={"content": f"x {unique()}"},
-        headers={**bearer(key), "X-Engram-Agent-ID": "codex@ci"},
+        "/v1/memories", json={"content": f"x {unique()}"}, headers={**bearer(shared), "X-Engram-Agent-ID": "codex@ci"}
     )
     assert saved.json()["memory"]["owner_agent"] == "codex"  # "@ci" is the device
-    plain = secured.post("/v1/memories", json={"content": f"y {unique()}"}, headers=bearer(key))
+    plain = secured.post("/v1/memories", json={"content": f"y {unique()}"}, headers=bearer(bound))
     assert plain.json()["memory"]["owner_agent"] == "default-agent"
+    # A key created with --agent acts as its agent: naming another is refused, naming itself is fine.
+    spoofed = secured.post(
+        "/v1/memories", json={"content": f"z {unique()}"}, headers={**bearer(bound), "X-Engram-Agent-ID": "codex@ci"}
+    )
+    assert "This key acts as 'default-agent'; it cannot speak for 'codex'." in assert_problem(spoofed, 403)["detail"]
+    itself = secured.post(
+        "/v1/memories",
+        json={"content": f"w {unique()}"},
+        headers={**bearer(bound), "X-Engram-Agent-ID": "default-agent@ci"},
+    )
+    memory = itself.json()["memory"]
+    assert (memory["owner_agent"], memory["origin"]["device"]) == ("default-agent", "ci")
 
 
 def test_foreign_host_is_refused_even_with_a_key(secured_node: NodeHandle, secured: httpx.Client) -> None:

@@ -17,7 +17,7 @@ import pytest
 
 from engram.keys import KeyStore
 from tests.conftest import NodeHandle
-from tests.helpers.mcp import call, http_client, stdio_client
+from tests.helpers.mcp import call, http_client, stdio_client, tool_error
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -149,3 +149,85 @@ async def test_stdio_caller_is_on_engram_device_in_the_claude_code_team(
         got = await call(client, "get_memory", id=saved["id"])
     assert (pong["identity"], pong["team"], pong["source"]) == ("claude-code@jetson-7", "auth", "claude-code")
     assert (got["owner_agent"], got["origin"]["device"], got["team"]) == ("claude-code", "jetson-7", "auth")
+
+
+# --- a key bound to an agent always acts as that agent ------------------------------------------------------
+
+
+def keys_of(node: NodeHandle, *agents: str) -> list[str]:
+    """One key per agent, all in one new namespace."""
+    store, namespace = KeyStore(node.settings.keys_path), unique("ns")
+    return [store.create(namespace=namespace, agent=agent)[1] for agent in agents]
+
+
+SPOOFED = "This key acts as 'alice'; it cannot speak for 'bob'."
+
+
+@pytest.mark.parametrize(
+    ("claim", "how"),
+    [
+        ({"headers": {"X-Engram-Agent-ID": "bob"}}, "X-Engram-Agent-ID header"),
+        ({"params": {"agent_id": "bob"}}, "?agent_id= parameter"),
+    ],
+    ids=["header", "query"],
+)
+def test_a_key_bound_to_alice_cannot_edit_bobs_memory_by_claiming_to_be_bob_over_rest(
+    secured_node: NodeHandle, api: httpx.Client, claim: dict[str, dict[str, str]], how: str
+) -> None:
+    alice, bob = keys_of(secured_node, "alice", "bob")
+    bobs = api.post("/v1/memories", json={"content": f"Deploys need two approvals {unique()}"},
+                    headers={"Authorization": f"Bearer {bob}"})  # fmt: skip
+    assert bobs.status_code == 201, bobs.text
+    memory_id = bobs.json()["id"]
+    as_alice = {"Authorization": f"Bearer {alice}", **claim.get("headers", {})}
+    params = claim.get("params", {})
+
+    for method, path, body in (
+        ("PATCH", f"/v1/memories/{memory_id}", {"content": "Deploys need no approval"}),
+        ("DELETE", f"/v1/memories/{memory_id}", None),
+        ("POST", "/v1/memories", {"content": "bob said so"}),
+        ("GET", f"/v1/memories/{memory_id}", None),
+    ):
+        refused = api.request(method, path, json=body, headers=as_alice, params=params)
+        assert refused.status_code == 403, refused.text
+        detail = refused.json()["detail"]
+        assert SPOOFED in detail
+        assert how in detail and "use bob's key" in detail
+
+    unchanged = api.get(f"/v1/memories/{memory_id}", headers={"Authorization": f"Bearer {bob}"}).json()
+    assert unchanged["content"].startswith("Deploys need two approvals")
+    assert unchanged["version"] == 1
+
+
+def test_a_bound_key_may_name_its_own_agent_and_a_device(secured_node: NodeHandle, api: httpx.Client) -> None:
+    (alice,) = keys_of(secured_node, "alice")
+    memory = save(api, alice, {"X-Engram-Agent-ID": "alice@phone"})
+    assert (memory["owner_agent"], memory["origin"]["device"]) == ("alice", "phone")
+    memory = save(api, alice, {"X-Engram-Agent-ID": "alice"})
+    assert memory["owner_agent"] == "alice"
+
+
+async def test_a_key_bound_to_alice_cannot_claim_bob_over_mcp(secured_node: NodeHandle) -> None:
+    alice, bob = keys_of(secured_node, "alice", "bob")
+    async with http_client(secured_node.mcp_url, key=bob) as client:
+        bobs = await call(client, "save_memory", content=f"Releases are cut on Thursdays {unique()}")
+
+    async with http_client(secured_node.mcp_url, key=alice, agent="bob") as client:
+        for tool, arguments in (
+            ("update_memory", {"id": bobs["id"], "content": "Releases are cut daily"}),
+            ("delete_memory", {"id": bobs["id"]}),
+            ("ping", {}),
+        ):
+            message = await tool_error(client, tool, **arguments)
+            assert SPOOFED in message and "X-Engram-Agent-ID" in message
+
+    # The client's name is its product, not a claim: a bound key ignores it and acts as its agent.
+    async with http_client(secured_node.mcp_url, key=alice, name="bob") as client:
+        pong = await call(client, "ping")
+        assert pong["agent"] == "alice"
+        refused = await tool_error(client, "update_memory", id=bobs["id"], content="Releases are cut daily")
+        assert "owned by 'bob'" in refused
+
+    async with http_client(secured_node.mcp_url, key=bob) as client:
+        got = await call(client, "get_memory", id=bobs["id"])
+    assert (got["version"], got["content"].startswith("Releases are cut on Thursdays")) == (1, True)

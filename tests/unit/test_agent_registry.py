@@ -32,6 +32,24 @@ def test_writes_and_reads_are_sightings_but_only_writes_count_as_writes_and_team
     assert registry.agents("other") == {}
 
 
+def read_by(agent: str, at: float, **fields: Any) -> dict[str, Any]:
+    reader = {"agent": agent, "device": "phone", "source": "app", "time": format_time(at), **fields}
+    return {"event": MEMORY_ACCESSED, "namespace": "ns", "counts": {}, "readers": [reader]}
+
+
+def test_a_read_by_a_name_the_caller_gave_itself_adds_no_agent_but_refreshes_a_known_one() -> None:
+    registry = AgentRegistry().with_entries([write("a", T0), read_by("mallory", T0 + 1), read_by("a", T0 + 2)])
+    assert set(registry.agents("ns")) == {"a"}
+    assert registry.agents("ns")["a"].last_seen == T0 + 2
+    # "from_key" must be exactly true: anything else is a self-given name.
+    assert AgentRegistry().with_entries([read_by("mallory", T0, from_key="yes")]).agents("ns") == {}
+
+
+def test_a_read_by_the_agent_its_key_is_bound_to_adds_it() -> None:
+    registry = AgentRegistry().with_entries([read_by("reviewer", T0, from_key=True)])
+    assert registry.agents("ns") == {"reviewer": AgentRecord(T0, T0, 0, ("phone",), ("app",), ())}
+
+
 def test_applying_entries_makes_a_new_registry_and_leaves_the_old_one_as_it_was() -> None:
     before = AgentRegistry().with_entries([write("a", T0)])
 

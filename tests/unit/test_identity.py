@@ -6,6 +6,7 @@ from __future__ import annotations
 import json
 import os
 import socket
+from collections.abc import Callable
 from pathlib import Path
 
 import pytest
@@ -39,6 +40,12 @@ def keys(tmp_path: Path) -> KeyStore:
 @pytest.fixture
 def alice_key(keys: KeyStore) -> str:
     _, secret = keys.create(namespace="team-a", agent="alice")
+    return secret
+
+
+@pytest.fixture
+def shared_key(keys: KeyStore) -> str:
+    _, secret = keys.create(namespace="team-a")
     return secret
 
 
@@ -76,15 +83,66 @@ def http(
 # --- agent resolution order --------------------------------------------------------------------------------
 
 
-def test_agent_header_wins_over_query_key_and_client_name(tmp_path: Path, keys: KeyStore, alice_key: str) -> None:
+def test_with_a_shared_key_the_agent_header_wins_over_query_and_client_name(
+    tmp_path: Path, keys: KeyStore, shared_key: str
+) -> None:
     resolver = Resolver(dev_settings(tmp_path), keys)
-    caller = resolver.resolve(http(alice_key, agent_header="hdr-agent", agent_query="q-agent", client="cursor"))
+    caller = resolver.resolve(http(shared_key, agent_header="hdr-agent", agent_query="q-agent", client="cursor"))
     assert caller.agent_id == "hdr-agent"
+    assert not caller.agent_from_key
 
 
-def test_agent_query_parameter_wins_over_key_agent(tmp_path: Path, keys: KeyStore, alice_key: str) -> None:
-    resolver = Resolver(dev_settings(tmp_path), keys)
-    assert resolver.resolve(http(alice_key, agent_query="q-agent", client="cursor")).agent_id == "q-agent"
+def test_with_a_shared_key_the_agent_query_parameter_wins_over_client_name(
+    tmp_path: Path, keys: KeyStore, shared_key: str
+) -> None:
+    resolver = Resolver(secured_settings(tmp_path), keys)
+    assert resolver.resolve(http(shared_key, agent_query="q-agent", client="cursor")).agent_id == "q-agent"
+
+
+@pytest.mark.parametrize("settings", [dev_settings, secured_settings])
+@pytest.mark.parametrize(
+    ("request_identity", "where"),
+    [
+        (dict(agent_header="bob"), "Drop the X-Engram-Agent-ID header"),
+        (dict(agent_query="bob"), "Drop the ?agent_id= parameter"),
+        (dict(agent_header="alice", agent_query="bob@laptop"), "Drop the ?agent_id= parameter"),
+        (dict(agent_header="bob@alice"), "Drop the X-Engram-Agent-ID header"),
+    ],
+)
+def test_a_key_bound_to_an_agent_cannot_speak_for_another(
+    tmp_path: Path,
+    keys: KeyStore,
+    alice_key: str,
+    settings: Callable[[Path], Settings],
+    request_identity: dict[str, str],
+    where: str,
+) -> None:
+    with pytest.raises(PermissionDenied) as info:
+        Resolver(settings(tmp_path), keys).resolve(http(alice_key, **request_identity))
+    message = str(info.value)
+    assert "This key acts as 'alice'; it cannot speak for 'bob'." in message
+    assert f"{where} or use bob's key." in message
+
+
+def test_a_bound_stdio_key_ignores_engram_agent_id(tmp_path: Path, keys: KeyStore, alice_key: str) -> None:
+    # ENGRAM_AGENT_ID is a fallback for shared keys; with a bound key it is not consulted (and grants nothing).
+    resolver = Resolver(secured_settings(tmp_path, api_key=alice_key, agent_id="bob"), keys, stdio=True)
+    caller = resolver.resolve(RequestIdentity(client_name="bob"))
+    assert (caller.agent_id, caller.agent_from_key) == ("alice", True)
+
+
+def test_a_key_bound_to_an_agent_may_repeat_its_name_with_a_device(
+    tmp_path: Path, keys: KeyStore, alice_key: str
+) -> None:
+    resolver = Resolver(secured_settings(tmp_path), keys)
+    caller = resolver.resolve(http(alice_key, agent_header="alice@phone", agent_query="alice"))
+    assert (caller.agent_id, caller.device, caller.agent_from_key) == ("alice", "phone", True)
+
+
+def test_a_bound_key_ignores_the_mcp_client_name(tmp_path: Path, keys: KeyStore, alice_key: str) -> None:
+    # Clients send their product's name ("bob" here); that is not a claim to refuse, only a source.
+    caller = Resolver(secured_settings(tmp_path), keys).resolve(http(alice_key, client="bob"))
+    assert (caller.agent_id, caller.source, caller.agent_from_key) == ("alice", "bob", True)
 
 
 def test_key_agent_wins_over_client_name(tmp_path: Path, keys: KeyStore, alice_key: str) -> None:
@@ -203,7 +261,7 @@ def test_device_header_wins_over_key_device_and_agent_device(tmp_path: Path, key
 def test_key_device_wins_over_agent_device(tmp_path: Path, keys: KeyStore) -> None:
     _, secret = keys.create(namespace="team-a", agent="alice@from-agent", device="from-key")
     resolver = Resolver(secured_settings(tmp_path), keys)
-    assert resolver.resolve(http(secret, agent_header="bob@from-header-agent")).device == "from-key"
+    assert resolver.resolve(http(secret, agent_header="alice@from-header-agent")).device == "from-key"
 
 
 def test_agent_device_wins_over_the_local_host(tmp_path: Path, keys: KeyStore) -> None:
@@ -213,11 +271,13 @@ def test_agent_device_wins_over_the_local_host(tmp_path: Path, keys: KeyStore) -
     assert stdio.resolve(RequestIdentity(client_name="cursor@laptop")).device == "laptop"
 
 
-def test_only_the_device_of_the_agent_id_that_names_the_caller_counts(tmp_path: Path, keys: KeyStore) -> None:
-    # The key's agent "alice@key-device" is overridden by the header: its device does not describe bob.
+def test_a_device_the_request_names_for_the_keys_agent_wins_over_the_keys_agent_device(
+    tmp_path: Path, keys: KeyStore
+) -> None:
     _, secret = keys.create(namespace="team-a", agent="alice@key-device")
-    caller = Resolver(secured_settings(tmp_path), keys).resolve(http(secret, agent_header="bob"))
-    assert (caller.agent_id, caller.device) == ("bob", "")
+    resolver = Resolver(secured_settings(tmp_path), keys)
+    assert resolver.resolve(http(secret, agent_header="alice@phone")).device == "phone"
+    assert resolver.resolve(http(secret, agent_header="alice")).device == "key-device"
 
 
 def test_stdio_device_is_engram_device_defaulting_to_the_host_name(tmp_path: Path, keys: KeyStore) -> None:
@@ -524,8 +584,8 @@ def test_stdio_without_key_outside_dev_mode_names_engram_api_key(tmp_path: Path,
         Resolver(secured_settings(tmp_path), keys, stdio=True).resolve(RequestIdentity())
 
 
-def test_namespace_comes_only_from_the_key(tmp_path: Path, keys: KeyStore, alice_key: str) -> None:
-    headers = Headers({"Authorization": f"Bearer {alice_key}", "X-Engram-Namespace": "team-b"})
+def test_namespace_comes_only_from_the_key(tmp_path: Path, keys: KeyStore, shared_key: str) -> None:
+    headers = Headers({"Authorization": f"Bearer {shared_key}", "X-Engram-Namespace": "team-b"})
     request = RequestIdentity.from_http(headers, {"namespace": "team-b", "agent_id": "mallory"})
     caller = Resolver(secured_settings(tmp_path), keys).resolve(request)
     assert caller.namespace == "team-a"
