@@ -1,5 +1,5 @@
 """YAML frontmatter of Markdown files (`---` lines around `key: value` pairs), for Obsidian vaults and expert packs:
-one parser, safe_load only; each caller words the errors for its users."""
+one parser, safe_load without aliases; each caller words the errors for its users."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ import yaml
 UNCLOSED = "unclosed"  # opens with --- but never closes
 INVALID_YAML = "invalid_yaml"
 NOT_A_MAPPING = "not_a_mapping"  # YAML, but not key: value pairs
+ALIAS = "alias"  # repeats a value with *name: refused, see _NoAliasLoader
 
 
 class FrontmatterError(ValueError):
@@ -21,6 +22,21 @@ class FrontmatterError(ValueError):
         self.kind = kind
         self.problem = problem
         self.line = line
+
+
+class _NoAliasLoader(yaml.SafeLoader):
+    """safe_load's loader, refusing aliases. ``*name`` repeats an anchored value, and a few nested repeats (the
+    "billion laughs") expand a few hundred bytes into gigabytes once the value is walked or copied. Frontmatter
+    has no use for them, so the first alias is refused before anything is built from it."""
+
+    def compose_node(self, parent: Any, index: Any) -> Any:
+        if self.check_event(yaml.AliasEvent):
+            event = self.peek_event()
+            problem = (
+                f"the alias *{event.anchor} is not allowed (aliases can expand without bound); write the value out"
+            )
+            raise FrontmatterError(ALIAS, problem, event.start_mark.line + 2)
+        return super().compose_node(parent, index)
 
 
 def split_frontmatter(text: str) -> tuple[dict[str, Any] | None, str]:
@@ -35,7 +51,7 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any] | None, str]:
     else:
         raise FrontmatterError(UNCLOSED)
     try:
-        data = yaml.safe_load("\n".join(lines[1:end]))
+        data = yaml.load("\n".join(lines[1:end]), Loader=_NoAliasLoader)  # a SafeLoader: plain data only
     except yaml.YAMLError as e:
         mark = getattr(e, "problem_mark", None)
         problem = getattr(e, "problem", None) or " ".join(str(e).split())

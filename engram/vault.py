@@ -409,6 +409,8 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any] | None, str]:
             raise VaultError("its frontmatter opens with --- but never closes; end it with a --- line") from e
         if e.kind == frontmatter.NOT_A_MAPPING:
             raise VaultError("its frontmatter is not a set of `key: value` lines") from e
+        if e.kind == frontmatter.ALIAS:
+            raise VaultError(f"its frontmatter repeats a value with a YAML alias (line {e.line}): {e.problem}") from e
         raise VaultError(f"invalid YAML frontmatter: {' '.join(str(e.__cause__ or e.problem).split())}") from e
 
 

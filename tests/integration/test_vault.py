@@ -3,8 +3,10 @@ frontmatter, a round trip into another namespace, idempotent re-imports, hand-wr
 
 from __future__ import annotations
 
+import resource
 import subprocess
 import sys
+import time
 import uuid
 from pathlib import Path
 from typing import Any
@@ -13,11 +15,14 @@ import httpx
 import pytest
 import yaml
 
-from engram.vault import VAULT_ID, note_path, slug, split_frontmatter
+from engram import frontmatter
+from engram.frontmatter import FrontmatterError
+from engram.vault import VAULT_ID, VaultError, note_path, slug, split_frontmatter
 from tests.conftest import NodeHandle, engram_env
 
 pytestmark = pytest.mark.integration
 
+MEMORY_CAP = 1024**3  # the address space of an `engram import` that must refuse a YAML alias bomb
 COMPARED = ("content", "summary", "memory_type", "tags", "topics", "importance", "project", "conversation_id")
 
 
@@ -192,6 +197,62 @@ def test_hand_written_notes_import_once_and_bad_files_are_rejected_by_path(
     assert "imported 0 new memories" in again.stderr and "2 already present" in again.stderr
     with _rest(secured_node, key) as carol:
         assert len(_all(carol)) == 2
+
+
+def billion_laughs(levels: int = 9) -> str:
+    """A note of ~500 bytes whose frontmatter, once its aliases are expanded, is 9**9 (387 million) strings."""
+    lines = ["---", "a0: &a0 [" + ", ".join(["lol"] * 9) + "]"]
+    lines += [f"a{i}: &a{i} [" + ", ".join([f"*a{i - 1}"] * 9) + "]" for i in range(1, levels)]
+    return "\n".join([*lines, "title: boom", "---", "A note whose frontmatter is a billion laughs.", ""])
+
+
+def _limit_memory() -> None:
+    # Without the fix the import would grow past 1.4 GB: capped, it fails with MemoryError instead of the machine.
+    resource.setrlimit(resource.RLIMIT_AS, (MEMORY_CAP, MEMORY_CAP))
+
+
+def test_a_yaml_alias_bomb_is_rejected_by_path_and_the_rest_of_the_vault_imported(
+    secured_node: NodeHandle, tmp_path: Path
+) -> None:
+    _, key = _key(secured_node, "dana")
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "bomb.md").write_text(billion_laughs())
+    (vault / "good.md").write_text("---\ntags: [ok]\n---\nAliases are refused, the rest of the vault is not.\n")
+    (vault / "anchored.md").write_text("---\nbase: &b {team: x}\nother: *b\n---\nEven one alias is refused.\n")
+
+    env = engram_env(secured_node.model_cache, ENGRAM_API_KEY=key)
+    command = [sys.executable, "-m", "engram.services.node", "import", str(vault), "--url", secured_node.http_url]
+    result = subprocess.run(
+        command,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        preexec_fn=_limit_memory,
+    )
+
+    assert result.returncode == 3, result.stderr
+    assert "MemoryError" not in result.stderr
+    assert "imported 1 new memories" in result.stderr and "rejected 2" in result.stderr
+    assert "bomb.md: its frontmatter repeats a value with a YAML alias (line 3): the alias *a0 is not allowed" in (
+        result.stderr
+    )
+    assert "anchored.md: its frontmatter repeats a value with a YAML alias (line 3): the alias *b" in result.stderr
+    with _rest(secured_node, key) as dana:
+        assert [m["content"] for m in _all(dana)] == ["Aliases are refused, the rest of the vault is not."]
+
+
+def test_the_frontmatter_parser_refuses_an_alias_before_expanding_it() -> None:
+    started = time.monotonic()
+    with pytest.raises(VaultError, match=r"\*a0 is not allowed"):
+        split_frontmatter(billion_laughs(levels=40))  # 9**40 strings: only a refusal returns at all
+    assert time.monotonic() - started < 1
+    with pytest.raises(FrontmatterError) as info:
+        frontmatter.split_frontmatter("---\nx: &x 1\ny: [*x]\n---\nbody")
+    assert (info.value.kind, info.value.line) == (frontmatter.ALIAS, 3)
+    # Anchors alone repeat nothing, and plain YAML is unchanged.
+    assert frontmatter.split_frontmatter("---\nx: &x 1\n---\nbody") == ({"x": 1}, "body")
 
 
 def test_a_folder_without_notes_is_refused_before_anything_is_sent(secured_node: NodeHandle, tmp_path: Path) -> None:
