@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import AsyncIterator, Iterable
 from typing import Any
+from urllib.parse import urlsplit
 
 from fastapi import FastAPI
 from mcp.server.streamable_http_manager import StreamableHTTPASGIApp
@@ -147,16 +148,23 @@ class RequireKey:
 
 
 class HostGuard:
-    """DNS-rebinding protection: only known Host and Origin values may reach the API.
+    """DNS-rebinding and cross-site protection: only known Host and Origin values may reach the API.
 
-    A web page that rebinds its own domain to 127.0.0.1 could otherwise drive a keyless dev-mode node
-    from the user's browser. ``*`` in allowed hosts turns the check off (e.g. behind a proxy that checks).
+    A web page that rebinds its own domain to 127.0.0.1 could otherwise drive a keyless dev-mode node from the
+    user's browser (a bad Host), and so could any other page the user opens, served from localhost on another
+    port (a bad Origin). So an Origin is let in only when it is one of the node's own pages (a name it answers
+    to, on the port the request arrived at) or configured (ENGRAM_ALLOWED_ORIGINS). Requests without an Origin
+    (the CLI, MCP clients, curl) are not web pages. ``*`` in allowed hosts turns the check off (e.g. behind a
+    proxy that checks).
     """
 
-    def __init__(self, hosts: Iterable[str], origins: Iterable[str], *, enabled: bool = True) -> None:
+    def __init__(
+        self, hosts: Iterable[str], origins: Iterable[str], *, enabled: bool = True, port: int | None = None
+    ) -> None:
         self.hosts = _with_port_variants(hosts)
-        self.origins = _with_port_variants(origins)
+        self.origins = _with_port_variants(origins)  # the configured ones; the node's own are derived per request
         self.enabled = enabled
+        self.port = port or None  # the configured port, None when the system picks one (0)
 
     @classmethod
     def from_settings(cls, settings: Settings) -> HostGuard:
@@ -164,24 +172,44 @@ class HostGuard:
         hosts = [*LOOPBACK_HOSTS, *settings.allowed_hosts]
         if not is_loopback(settings.host) and settings.host not in ("0.0.0.0", "::", ""):
             hosts.append(f"[{settings.host}]" if ":" in settings.host else settings.host)
-        origins = [f"{scheme}://{host}" for host in LOOPBACK_HOSTS for scheme in ("http", "https")]
-        origins += settings.allowed_origins
-        return cls(hosts, origins, enabled=ANY_HOST not in settings.allowed_hosts)
+        return cls(hosts, settings.allowed_origins, enabled=ANY_HOST not in settings.allowed_hosts, port=settings.port)
 
     def transport_security(self) -> TransportSecuritySettings:
-        """The same policy for the MCP SDK's own check (defence in depth: it guards /mcp if mounted alone)."""
+        """The same policy for the MCP SDK's own check (defence in depth: it guards /mcp if mounted alone).
+
+        The SDK takes a fixed list: the node's own pages on its configured port (on any port when the system
+        picks it; HostGuardMiddleware, in front of it, always compares with the port the request arrived at).
+        """
+        port = str(self.port) if self.port else "*"
+        names = [host for host in self.hosts if not host.rpartition(":")[2].isdigit() and not host.endswith(":*")]
+        own = [f"{scheme}://{name}:{port}" for name in names for scheme in ("http", "https")]
         return TransportSecuritySettings(
             enable_dns_rebinding_protection=self.enabled,
             allowed_hosts=sorted(self.hosts),
-            allowed_origins=sorted(self.origins),
+            allowed_origins=sorted({*own, *self.origins}),
         )
 
     def host_allowed(self, host: str | None) -> bool:
         return not self.enabled or (bool(host) and _matches(host or "", self.hosts))
 
-    def origin_allowed(self, origin: str | None) -> bool:
-        # Browsers send Origin on cross-site requests; its absence means a non-browser client or same origin.
-        return not self.enabled or not origin or _matches(origin, self.origins)
+    def origin_allowed(self, origin: str | None, *, port: int | None) -> bool:
+        """Whether a request with this Origin header, arriving at ``port`` (None when unknown), may go on."""
+        # Browsers send Origin on cross-site requests (and same-site writes); its absence means a non-browser
+        # client or a same-origin read.
+        if not self.enabled or not origin or _matches(origin, self.origins):
+            return True
+        return port is not None and self._own_page(origin, port)
+
+    def _own_page(self, origin: str, port: int) -> bool:
+        """A page of this node: http(s), a host name it answers to, the port the request arrived at."""
+        try:
+            parts = urlsplit(origin.lower())
+            origin_port = parts.port or {"http": 80, "https": 443}.get(parts.scheme)
+        except ValueError:  # a malformed port
+            return False
+        if parts.scheme not in ("http", "https") or origin_port != port or parts.path or not parts.hostname:
+            return False
+        return "@" not in parts.netloc and _matches(parts.netloc, self.hosts)
 
 
 class HostGuardMiddleware:
@@ -195,6 +223,7 @@ class HostGuardMiddleware:
         if scope["type"] == "http" and scope["path"] not in UNGUARDED_PATHS:
             headers = Headers(scope=scope)
             host, origin = headers.get("host"), headers.get("origin")
+            server = scope.get("server")  # (address, port) of the socket the request arrived at
             if not self._guard.host_allowed(host):
                 detail = (
                     f"Host {host!r} is not allowed. Connect through 127.0.0.1 or localhost, or add the name "
@@ -202,17 +231,20 @@ class HostGuardMiddleware:
                 )
                 await problem(421, detail, code="invalid_host")(scope, receive, send)
                 return
-            if not self._guard.origin_allowed(origin):
-                detail = f"Origin {origin!r} is not allowed. Add it to ENGRAM_ALLOWED_ORIGINS to allow it."
+            if not self._guard.origin_allowed(origin, port=server[1] if server else None):
+                detail = (
+                    f"Origin {origin!r} is not allowed: only the node's own pages may call it from a browser. "
+                    "Add the origin to ENGRAM_ALLOWED_ORIGINS to allow it."
+                )
                 await problem(403, detail, code="invalid_origin")(scope, receive, send)
                 return
-            scope = _lowercase_host(scope)  # the MCP SDK checks Host again, case-sensitively
+            scope = _lowercase_host(scope)  # the MCP SDK checks Host and Origin again, case-sensitively
         await self._app(scope, receive, send)
 
 
 def _lowercase_host(scope: Scope) -> Scope:
-    """Host names are case-insensitive (RFC 9110, 4.2.3): LOCALHOST is localhost."""
-    headers = [(name, value.lower() if name == b"host" else value) for name, value in scope["headers"]]
+    """Host names are case-insensitive (RFC 9110, 4.2.3): LOCALHOST is localhost, in Host and in Origin."""
+    headers = [(name, value.lower() if name in (b"host", b"origin") else value) for name, value in scope["headers"]]
     return {**scope, "headers": headers}
 
 

@@ -196,7 +196,9 @@ def test_dev_mode_still_rejects_a_wrong_key(api: httpx.Client) -> None:
 def test_foreign_host_and_origin_are_refused(api: httpx.Client) -> None:
     assert_problem(api.get("/v1/memories", headers={"Host": "attacker.example"}), 421)
     assert_problem(api.post("/v1/memories", json={"content": "x"}, headers={"Origin": "http://attacker.example"}), 403)
-    assert api.get("/v1/memories", headers={"Origin": "http://localhost:3000"}).status_code == 200
+    # Another local page (another port) is not the node's: only its own pages get in (see test_host_guard.py).
+    assert_problem(api.get("/v1/memories", headers={"Origin": "http://localhost:3000"}), 403)
+    assert api.get("/v1/memories", headers={"Origin": str(api.base_url).rstrip("/")}).status_code == 200
     assert api.get("/healthz", headers={"Host": "10.1.2.3:8765"}).status_code == 200
 
 
