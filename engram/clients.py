@@ -4,7 +4,7 @@ model, return the result types of engram.results and raise the same EngramError 
 from __future__ import annotations
 
 import json
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -288,11 +288,18 @@ class SearchClient(_Client):
         return SearchResult(hits, response.applied_seq, response.reranked, response.rerank_note)
 
     async def get(
-        self, caller: Caller, memory_id: str, *, min_seq: int = 0, with_history: bool = False, for_update: bool = False
+        self,
+        caller: Caller,
+        memory_id: str,
+        *,
+        min_seq: int = 0,
+        with_history: bool = False,
+        for_update: bool = False,
+        for_create: bool = False,
     ) -> Memory:
         request = search_pb2.GetMemoryRequest(
             caller=wire.caller_to_proto(caller), id=memory_id, min_seq=min_seq, with_history=with_history,
-            for_update=for_update,
+            for_update=for_update, for_create=for_create,
         )  # fmt: skip
         response = await self._call(self._stub.GetMemory, request)
         return wire.memory_from_proto(response.memory)
@@ -516,6 +523,8 @@ def _agent(message: search_pb2.AgentInfo) -> AgentInfo:
 MAX_PUSH = 500  # changes in one push
 MAX_PULL = 1000  # entries in one pull page
 DEFAULT_PULL = 200
+# The agents of a device that a dev-mode node syncs (no keys on loopback): local devices speak for any agent.
+ANY_AGENT = "*"
 
 
 class SyncClient(_Client):
@@ -530,10 +539,17 @@ class SyncClient(_Client):
         return await self._call(self._stub.RegisterDevice, request)
 
     async def push(
-        self, caller: Caller, device: str, changes: list[SyncChange], *, restore: bool = False
+        self,
+        caller: Caller,
+        device: str,
+        changes: list[SyncChange],
+        *,
+        restore: bool = False,
+        agents: Sequence[str] = (),
     ) -> list[Pushed]:
+        """``agents``: the agents the device's key names (the device speaks only for them)."""
         request = sync_pb2.PushChangesRequest(
-            caller=wire.caller_to_proto(caller), device=device, restore=restore,
+            caller=wire.caller_to_proto(caller), device=device, restore=restore, agents=list(agents),
             changes=[
                 sync_pb2.Change(source_id=c.source_id, event=c.event, body_json=c.body, seq=c.seq, parent=c.parent)
                 for c in changes
@@ -541,7 +557,7 @@ class SyncClient(_Client):
         )  # fmt: skip
         response = await self._call(self._stub.PushChanges, request)
         return [
-            Pushed(r.source_id, r.accepted, r.seq, r.version, r.reason, r.conflict, r.duplicate)
+            Pushed(r.source_id, r.accepted, r.seq, r.version, r.reason, r.conflict, r.duplicate, list(r.redacted))
             for r in response.results
         ]
 

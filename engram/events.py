@@ -113,12 +113,14 @@ def decode_sparse(vectors: dict[str, Any]) -> SparseVector:
     return SparseVector(list(sparse.get("indices", [])), [float(v) for v in sparse.get("values", [])])
 
 
-def newer_than(memory_id: str, version: int) -> Callable[[LogEntry], bool]:
-    """Flags an entry that wrote a newer version of the memory (or purged it) than the one a change is based on."""
+def newer_than(namespace: str, memory_id: str, version: int) -> Callable[[LogEntry], bool]:
+    """Flags an entry that wrote a newer version of the memory (or purged it) than the one a change is based on.
+
+    A memory is (namespace, id): an entry about the same id in another namespace is another memory."""
 
     def stale(entry: LogEntry) -> bool:
         body = entry.body
-        if body.get("memory_id") != memory_id:
+        if body.get("memory_id") != memory_id or body.get("namespace") != namespace:
             return False
         return body.get("event") == MEMORY_PURGED or ("memory" in body and int(body.get("version", 0)) > version)
 

@@ -50,6 +50,12 @@ class ApiKey:
     device: str = ""
     team: str = ""
 
+    @property
+    def agents(self) -> tuple[str, ...]:
+        """The agents the key speaks for: one for an agent's key, those working on a device for a sync key (which
+        may name several, comma-separated), none for a shared key."""
+        return tuple(name for name in self.agent.split(",") if name)
+
     def allows(self, scope: str) -> bool:
         """True if the key grants ``scope``; "admin" implies "read" and "write"."""
         if scope not in SCOPES:
@@ -117,11 +123,17 @@ class KeyStore:
     ) -> tuple[ApiKey, str]:
         """Create a key; return its record and the plaintext secret, which is stored nowhere: show it once.
 
-        Without ``agent`` the key is shared: every caller using it must name itself.
+        Without ``agent`` the key is shared: every caller using it must name itself. A sync key may name several
+        agents ("robot,planner"): those that work on its device.
         """
         namespace = validate_namespace(namespace)
         agent, device, team = _optional_names(agent, device, team)
         scope_set = validate_scopes(scopes)
+        if "," in agent and scope_set != {"sync"}:
+            raise ValueError(
+                "only a device's sync key names several agents (--scopes sync); a key that reads or writes acts as "
+                "one agent: create one key per agent"
+            )
         with self._exclusive():
             entries, _ = self._read()  # fresh from disk: another process may have written since our last look
             key_hex = secrets.token_hex(4)
@@ -301,5 +313,9 @@ def _optional(value: object, validate: Callable[[object], str]) -> str:
 
 
 def _validate_key_agent(agent: object) -> str:
-    split_agent(agent)  # "name@device" is a usable agent id only if its device part is a valid device
+    """One agent, or a sync key's agents separated by commas; "name@device" is a usable agent id only if its
+    device part is a valid device."""
+    names = str(agent).split(",") if isinstance(agent, str) else [agent]
+    for name in names:
+        split_agent(name)
     return str(agent)

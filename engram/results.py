@@ -215,6 +215,7 @@ class Pushed:
     reason: str = ""  # why it was rejected
     conflict: bool = False  # made on an older version than the cluster's: both kept, this one is head
     duplicate: bool = False  # the cluster already had it: nothing written
+    redacted: list[str] = field(default_factory=list)  # the kinds of secrets scrubbed from it before it was stored
 
 
 @dataclass(slots=True)

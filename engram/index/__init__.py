@@ -157,6 +157,11 @@ class MemoryIndex(Protocol):
 
     def count(self, namespace: str, flt: SearchFilter | None = None) -> int: ...
 
+    def held_elsewhere(self, namespace: str, memory_id: str) -> bool:
+        """Whether a namespace other than ``namespace`` holds a memory with this id (a device's chosen id is
+        refused then: its owner never sees which namespace)."""
+        ...
+
     def scan(
         self, namespace: str, flt: SearchFilter, *, with_vectors: bool = False, page: int = 256
     ) -> Iterator[list[tuple[dict[str, Any], list[float]]]]:

@@ -314,6 +314,13 @@ class EdgeIndex:
         with self._lock:
             return int(self._shard.count(qe.CountRequest(exact=True, filter=build_filter(namespace, flt))))
 
+    def held_elsewhere(self, namespace: str, memory_id: str) -> bool:
+        condition = qe.Filter(
+            must=[qe.FieldCondition("id", match=qe.MatchValue(memory_id))], must_not=[_namespace(namespace)]
+        )
+        with self._lock:
+            return int(self._shard.count(qe.CountRequest(exact=True, filter=condition))) > 0
+
     def point_count(self) -> int:
         with self._lock:
             total = int(self._shard.info().points_count)

@@ -261,6 +261,11 @@ class QdrantServerIndex:
             result = self._client.count(self._collection, count_filter=build_filter(namespace, flt), exact=True)
         return int(result.count)
 
+    def held_elsewhere(self, namespace: str, memory_id: str) -> bool:
+        condition = models.Filter(must=[_match("id", memory_id)], must_not=[_match("namespace", namespace)])
+        with self._call():
+            return int(self._client.count(self._collection, count_filter=condition, exact=True).count) > 0
+
     def update_questions(self, namespace: str, id: str, questions: list[list[float]], texts: list[str]) -> bool:
         """Sets a memory's reverse-HyDE question vectors and their texts; False when it is not in namespace.
 

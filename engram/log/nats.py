@@ -23,6 +23,7 @@ from nats.js.client import JetStreamContext
 from engram.config import DEFAULT_STREAM
 from engram.errors import DiskFull, Unavailable
 from engram.log import SUBJECT_PREFIX, Appended, LogEntry, LogState, NoState, Overtaken, Stale, Subscription, subject
+from engram.log.scrubbing import scrubbed_body
 from engram.log.workqueue import NatsWorkQueue
 
 log = logging.getLogger(__name__)
@@ -272,6 +273,7 @@ class NatsLog:
         if not self._nc.is_connected or self._state.log_down():
             # Refused before waiting for the lock, which an append interrupted by the outage may hold for a while.
             raise Unavailable(LOG_DOWN, retry_after=2.0)
+        body = scrubbed_body(event, body)  # the one step every write passes: no secret reaches the log
         async with self._lock:
             failures = conflicts = 0
             interrupted = False
@@ -296,7 +298,9 @@ class NatsLog:
                     ack = await self._publish(
                         subject(namespace, event),
                         payload,
-                        {"Nats-Msg-Id": msg_id, "Nats-Expected-Last-Sequence": str(expected)},
+                        # JetStream's duplicate window spans the stream: a message id is kept per namespace, so no
+                        # write in one namespace is ever dropped as a duplicate of another namespace's.
+                        {"Nats-Msg-Id": f"{namespace}/{msg_id}", "Nats-Expected-Last-Sequence": str(expected)},
                     )
                 except nats.js.errors.APIError as e:
                     if e.err_code == _INSUFFICIENT_RESOURCES:

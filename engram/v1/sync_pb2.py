@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from engram.v1 import common_pb2 as engram_dot_v1_dot_common__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14\x65ngram/v1/sync.proto\x12\tengram.v1\x1a\x16\x65ngram/v1/common.proto\"O\n\x15RegisterDeviceRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\x0e\n\x06\x64\x65vice\x18\x02 \x01(\t\"8\n\x16RegisterDeviceResponse\x12\x0e\n\x06\x64\x65vice\x18\x01 \x01(\t\x12\x0e\n\x06\x63ursor\x18\x02 \x01(\x04\"Z\n\x06\x43hange\x12\x11\n\tsource_id\x18\x01 \x01(\t\x12\r\n\x05\x65vent\x18\x02 \x01(\t\x12\x11\n\tbody_json\x18\x03 \x01(\x0c\x12\x0b\n\x03seq\x18\x04 \x01(\x04\x12\x0e\n\x06parent\x18\x05 \x01(\t\"\x81\x01\n\x12PushChangesRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\x0e\n\x06\x64\x65vice\x18\x02 \x01(\t\x12\"\n\x07\x63hanges\x18\x03 \x03(\x0b\x32\x11.engram.v1.Change\x12\x0f\n\x07restore\x18\x04 \x01(\x08\"\x84\x01\n\nPushResult\x12\x11\n\tsource_id\x18\x01 \x01(\t\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x02 \x01(\x08\x12\x0b\n\x03seq\x18\x03 \x01(\x04\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x0f\n\x07version\x18\x05 \x01(\r\x12\x10\n\x08\x63onflict\x18\x06 \x01(\x08\x12\x11\n\tduplicate\x18\x07 \x01(\x08\"=\n\x13PushChangesResponse\x12&\n\x07results\x18\x01 \x03(\x0b\x32\x15.engram.v1.PushResult\"k\n\x12PullChangesRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\x0e\n\x06\x64\x65vice\x18\x02 \x01(\t\x12\x0e\n\x06\x63ursor\x18\x03 \x01(\x04\x12\r\n\x05limit\x18\x04 \x01(\r\"m\n\x13PullChangesResponse\x12\"\n\x07\x63hanges\x18\x01 \x03(\x0b\x32\x11.engram.v1.Change\x12\x0e\n\x06\x63ursor\x18\x02 \x01(\x04\x12\x10\n\x08has_more\x18\x03 \x01(\x08\x12\x10\n\x08last_seq\x18\x04 \x01(\x04\x32\xf9\x01\n\x04Sync\x12U\n\x0eRegisterDevice\x12 .engram.v1.RegisterDeviceRequest\x1a!.engram.v1.RegisterDeviceResponse\x12L\n\x0bPushChanges\x12\x1d.engram.v1.PushChangesRequest\x1a\x1e.engram.v1.PushChangesResponse\x12L\n\x0bPullChanges\x12\x1d.engram.v1.PullChangesRequest\x1a\x1e.engram.v1.PullChangesResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x14\x65ngram/v1/sync.proto\x12\tengram.v1\x1a\x16\x65ngram/v1/common.proto\"O\n\x15RegisterDeviceRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\x0e\n\x06\x64\x65vice\x18\x02 \x01(\t\"8\n\x16RegisterDeviceResponse\x12\x0e\n\x06\x64\x65vice\x18\x01 \x01(\t\x12\x0e\n\x06\x63ursor\x18\x02 \x01(\x04\"Z\n\x06\x43hange\x12\x11\n\tsource_id\x18\x01 \x01(\t\x12\r\n\x05\x65vent\x18\x02 \x01(\t\x12\x11\n\tbody_json\x18\x03 \x01(\x0c\x12\x0b\n\x03seq\x18\x04 \x01(\x04\x12\x0e\n\x06parent\x18\x05 \x01(\t\"\x91\x01\n\x12PushChangesRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\x0e\n\x06\x64\x65vice\x18\x02 \x01(\t\x12\"\n\x07\x63hanges\x18\x03 \x03(\x0b\x32\x11.engram.v1.Change\x12\x0f\n\x07restore\x18\x04 \x01(\x08\x12\x0e\n\x06\x61gents\x18\x05 \x03(\t\"\x96\x01\n\nPushResult\x12\x11\n\tsource_id\x18\x01 \x01(\t\x12\x10\n\x08\x61\x63\x63\x65pted\x18\x02 \x01(\x08\x12\x0b\n\x03seq\x18\x03 \x01(\x04\x12\x0e\n\x06reason\x18\x04 \x01(\t\x12\x0f\n\x07version\x18\x05 \x01(\r\x12\x10\n\x08\x63onflict\x18\x06 \x01(\x08\x12\x11\n\tduplicate\x18\x07 \x01(\x08\x12\x10\n\x08redacted\x18\x08 \x03(\t\"=\n\x13PushChangesResponse\x12&\n\x07results\x18\x01 \x03(\x0b\x32\x15.engram.v1.PushResult\"k\n\x12PullChangesRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\x0e\n\x06\x64\x65vice\x18\x02 \x01(\t\x12\x0e\n\x06\x63ursor\x18\x03 \x01(\x04\x12\r\n\x05limit\x18\x04 \x01(\r\"m\n\x13PullChangesResponse\x12\"\n\x07\x63hanges\x18\x01 \x03(\x0b\x32\x11.engram.v1.Change\x12\x0e\n\x06\x63ursor\x18\x02 \x01(\x04\x12\x10\n\x08has_more\x18\x03 \x01(\x08\x12\x10\n\x08last_seq\x18\x04 \x01(\x04\x32\xf9\x01\n\x04Sync\x12U\n\x0eRegisterDevice\x12 .engram.v1.RegisterDeviceRequest\x1a!.engram.v1.RegisterDeviceResponse\x12L\n\x0bPushChanges\x12\x1d.engram.v1.PushChangesRequest\x1a\x1e.engram.v1.PushChangesResponse\x12L\n\x0bPullChanges\x12\x1d.engram.v1.PullChangesRequest\x1a\x1e.engram.v1.PullChangesResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -39,15 +39,15 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_CHANGE']._serialized_start=198
   _globals['_CHANGE']._serialized_end=288
   _globals['_PUSHCHANGESREQUEST']._serialized_start=291
-  _globals['_PUSHCHANGESREQUEST']._serialized_end=420
-  _globals['_PUSHRESULT']._serialized_start=423
-  _globals['_PUSHRESULT']._serialized_end=555
-  _globals['_PUSHCHANGESRESPONSE']._serialized_start=557
-  _globals['_PUSHCHANGESRESPONSE']._serialized_end=618
-  _globals['_PULLCHANGESREQUEST']._serialized_start=620
-  _globals['_PULLCHANGESREQUEST']._serialized_end=727
-  _globals['_PULLCHANGESRESPONSE']._serialized_start=729
-  _globals['_PULLCHANGESRESPONSE']._serialized_end=838
-  _globals['_SYNC']._serialized_start=841
-  _globals['_SYNC']._serialized_end=1090
+  _globals['_PUSHCHANGESREQUEST']._serialized_end=436
+  _globals['_PUSHRESULT']._serialized_start=439
+  _globals['_PUSHRESULT']._serialized_end=589
+  _globals['_PUSHCHANGESRESPONSE']._serialized_start=591
+  _globals['_PUSHCHANGESRESPONSE']._serialized_end=652
+  _globals['_PULLCHANGESREQUEST']._serialized_start=654
+  _globals['_PULLCHANGESREQUEST']._serialized_end=761
+  _globals['_PULLCHANGESRESPONSE']._serialized_start=763
+  _globals['_PULLCHANGESRESPONSE']._serialized_end=872
+  _globals['_SYNC']._serialized_start=875
+  _globals['_SYNC']._serialized_end=1124
 # @@protoc_insertion_point(module_scope)

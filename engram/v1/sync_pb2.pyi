@@ -38,19 +38,21 @@ class Change(_message.Message):
     def __init__(self, source_id: _Optional[str] = ..., event: _Optional[str] = ..., body_json: _Optional[bytes] = ..., seq: _Optional[int] = ..., parent: _Optional[str] = ...) -> None: ...
 
 class PushChangesRequest(_message.Message):
-    __slots__ = ("caller", "device", "changes", "restore")
+    __slots__ = ("caller", "device", "changes", "restore", "agents")
     CALLER_FIELD_NUMBER: _ClassVar[int]
     DEVICE_FIELD_NUMBER: _ClassVar[int]
     CHANGES_FIELD_NUMBER: _ClassVar[int]
     RESTORE_FIELD_NUMBER: _ClassVar[int]
+    AGENTS_FIELD_NUMBER: _ClassVar[int]
     caller: _common_pb2.CallContext
     device: str
     changes: _containers.RepeatedCompositeFieldContainer[Change]
     restore: bool
-    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., device: _Optional[str] = ..., changes: _Optional[_Iterable[_Union[Change, _Mapping]]] = ..., restore: _Optional[bool] = ...) -> None: ...
+    agents: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., device: _Optional[str] = ..., changes: _Optional[_Iterable[_Union[Change, _Mapping]]] = ..., restore: _Optional[bool] = ..., agents: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class PushResult(_message.Message):
-    __slots__ = ("source_id", "accepted", "seq", "reason", "version", "conflict", "duplicate")
+    __slots__ = ("source_id", "accepted", "seq", "reason", "version", "conflict", "duplicate", "redacted")
     SOURCE_ID_FIELD_NUMBER: _ClassVar[int]
     ACCEPTED_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
@@ -58,6 +60,7 @@ class PushResult(_message.Message):
     VERSION_FIELD_NUMBER: _ClassVar[int]
     CONFLICT_FIELD_NUMBER: _ClassVar[int]
     DUPLICATE_FIELD_NUMBER: _ClassVar[int]
+    REDACTED_FIELD_NUMBER: _ClassVar[int]
     source_id: str
     accepted: bool
     seq: int
@@ -65,7 +68,8 @@ class PushResult(_message.Message):
     version: int
     conflict: bool
     duplicate: bool
-    def __init__(self, source_id: _Optional[str] = ..., accepted: _Optional[bool] = ..., seq: _Optional[int] = ..., reason: _Optional[str] = ..., version: _Optional[int] = ..., conflict: _Optional[bool] = ..., duplicate: _Optional[bool] = ...) -> None: ...
+    redacted: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, source_id: _Optional[str] = ..., accepted: _Optional[bool] = ..., seq: _Optional[int] = ..., reason: _Optional[str] = ..., version: _Optional[int] = ..., conflict: _Optional[bool] = ..., duplicate: _Optional[bool] = ..., redacted: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class PushChangesResponse(_message.Message):
     __slots__ = ("results",)

@@ -13,7 +13,7 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, Field
 
-from engram.clients import DEFAULT_PULL, MAX_PULL, MAX_PUSH, SyncClient
+from engram.clients import ANY_AGENT, DEFAULT_PULL, MAX_PULL, MAX_PUSH, SyncClient
 from engram.errors import Unavailable
 from engram.model import Caller
 from engram.names import DEVICE_PATTERN
@@ -67,6 +67,7 @@ class PushedOut(BaseModel):
     reason: str = ""
     conflict: bool = False
     duplicate: bool = False
+    redacted: list[str] = Field(default=[], description="The kinds of secrets scrubbed from it before it was stored.")
 
 
 class PushResult(BaseModel):
@@ -93,7 +94,14 @@ def build_sync_router(backend: Backend, resolver: Resolver) -> APIRouter:
     async def sync_caller(request: Request, _credentials: Annotated[Any, Depends(_bearer)]) -> Caller:
         return resolver.key_caller(request.headers.get("authorization"), agent=SYNC_AGENT, source="sync")
 
+    async def device_agents(request: Request, _credentials: Annotated[Any, Depends(_bearer)]) -> tuple[str, ...]:
+        """The agents that work on the device, as its key names them (none: a key that names none); any agent in
+        dev mode, where a node on loopback trusts its local devices."""
+        key = resolver.authenticate(request.headers.get("authorization"))
+        return key.agents if key is not None else (ANY_AGENT,)
+
     SyncCaller = Annotated[Caller, Depends(sync_caller)]
+    DeviceAgents = Annotated[tuple[str, ...], Depends(device_agents)]
 
     def client() -> SyncClient:
         if backend.sync is None:
@@ -106,11 +114,13 @@ def build_sync_router(backend: Backend, resolver: Resolver) -> APIRouter:
         return RegisterResult(device=answer.device, namespace=caller.namespace, cursor=answer.cursor)
 
     @router.post("/push", response_model=PushResult, summary="Push a device's changes")
-    async def push(body: PushRequest, caller: SyncCaller) -> PushResult:
+    async def push(body: PushRequest, caller: SyncCaller, agents: DeviceAgents) -> PushResult:
         """Applies a device's changes in order; each is answered: accepted (with its server sequence and version,
-        and whether it was a conflict or a duplicate) or rejected with a reason (never send it again)."""
+        and whether it was a conflict or a duplicate) or rejected with a reason (never send it again). The device
+        speaks only for the agents its key names: it saves as them, and changes or moves only what they own (or
+        what is unowned) and handoffs addressed to them."""
         changes = [SyncChange(c.source_id, c.event, json.dumps(c.body).encode(), c.seq, c.parent) for c in body.changes]
-        results = await client().push(caller, body.device, changes, restore=body.restore)
+        results = await client().push(caller, body.device, changes, restore=body.restore, agents=agents)
         return PushResult(results=[PushedOut(**asdict(r)) for r in results])
 
     @router.get("/pull", response_model=PullResult, summary="Pull the namespace's changes after a cursor")

@@ -158,7 +158,7 @@ class Lifecycle:
             try:
                 appended = await self._log.append(
                     caller.namespace, MEMORY_PURGED, body, msg_id=f"{memory_id}:purged",
-                    based_on=based_on, stale=_about(memory_id),
+                    based_on=based_on, stale=_about(caller.namespace, memory_id),
                 )  # fmt: skip
             except Overtaken as e:  # a version written meanwhile: erase it too
                 erased += await self._log.erase([e.entry.seq])
@@ -492,7 +492,7 @@ class Lifecycle:
             try:
                 appended = await self._writer.append_entry(
                     caller, name, body, msg_id=f"{memory_id}:{new.version}",
-                    based_on=based_on, stale=newer_than(memory_id, current.version),
+                    based_on=based_on, stale=newer_than(caller.namespace, memory_id, current.version),
                 )  # fmt: skip
             except Overtaken as e:
                 current, based_on = state_in(e.entry, memory_id), e.entry.seq
@@ -607,5 +607,10 @@ def _notes(metadata: dict[str, object]) -> list[object]:
     return list(notes) if isinstance(notes, list) else [notes]
 
 
-def _about(memory_id: str) -> Callable[[LogEntry], bool]:
-    return lambda entry: entry.body.get("memory_id") == memory_id and entry.body.get("event") != MEMORY_PURGED
+def _about(namespace: str, memory_id: str) -> Callable[[LogEntry], bool]:
+    """An entry about the memory (namespace, id), its purge record aside."""
+    return lambda entry: (
+        entry.body.get("memory_id") == memory_id
+        and entry.body.get("namespace") == namespace
+        and entry.body.get("event") != MEMORY_PURGED
+    )

@@ -66,7 +66,10 @@ def _parser() -> argparse.ArgumentParser:
     home(create)
     create.add_argument("--namespace", required=True)
     create.add_argument(
-        "--agent", default="", help="the agent acting with it (name or name@device); without it the key is shared"
+        "--agent",
+        default="",
+        help="the agent acting with it (name or name@device); without it the key is shared. A sync key names the "
+        "agents that work on its device, comma-separated (robot,planner)",
     )
     create.add_argument("--device", default="", help="the device its callers run on, unless they send X-Engram-Device")
     create.add_argument("--team", default="", help="the team of its callers, unless they send X-Engram-Team")

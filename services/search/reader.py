@@ -14,7 +14,7 @@ import numpy as np
 from engram.config import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT
 from engram.embed import Embedder
 from engram.embed.sparse import Bm25Encoder
-from engram.errors import InvalidArgument, NotFound, NoVersionAt
+from engram.errors import InvalidArgument, NotFound, NoVersionAt, PermissionDenied
 from engram.ids import memory_id as parse_memory_id
 from engram.index import (
     CREATED_TS,
@@ -225,11 +225,23 @@ class MemoryReader:
         min_seq: int = 0,
         with_history: bool = False,
         for_update: bool = False,
+        for_create: bool = False,
     ) -> Memory:
-        """The current version of a memory, whatever its status; with_history adds its earlier versions."""
+        """The current version of a memory, whatever its status; with_history adds its earlier versions.
+
+        ``for_create``: the caller creates the memory under this id when it is not here (a device chose the id),
+        so an id another namespace holds is refused rather than answered NotFound."""
         memory_id = parse_memory_id(memory_id)
         await self._ready_for(min_seq)
-        payload = await asyncio.to_thread(self._current, caller.namespace, memory_id)
+        try:
+            payload = await asyncio.to_thread(self._current, caller.namespace, memory_id)
+        except NotFound:
+            if for_create and await asyncio.to_thread(self._index.held_elsewhere, caller.namespace, memory_id):
+                raise PermissionDenied(
+                    f"Memory id '{memory_id}' is taken outside this namespace; a new memory needs an id of its own "
+                    "(a fresh UUIDv7, as engram makes)."
+                ) from None
+            raise
         memory = _memory(payload)
         if memory is None:
             raise NotFound(memory_id)

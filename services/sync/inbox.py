@@ -7,6 +7,12 @@ clock. A change made on an older version than the cluster's current one (two dev
 apart) is a conflict: it still becomes the head (the later server sequence wins), the version it overrides stays
 in history marked as a conflict, and a ``memory_conflict`` event says so. Every answer is kept by ``source_id``,
 so a batch pushed twice (a device that crashed before storing the answer) changes nothing the second time.
+
+A device speaks only for the agents that work on it, as its sync key names them: it creates memories as those
+agents, and changes or moves only what they own (or what is unowned) and handoffs addressed to them, with the same
+answers as REST. A key that names no agent speaks for the device's agents only on what was made on the device.
+A restore (`engram sync --full`) is checked the same way: it only fills in what the cluster lacks, never changes
+an owner, and its answers are kept like every other change's.
 """
 
 from __future__ import annotations
@@ -15,11 +21,11 @@ import asyncio
 import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import asdict
+from dataclasses import asdict, dataclass
 from typing import Any, TypeGuard
 
 from engram import metrics
-from engram.clients import DEFAULT_PULL, MAX_PULL, MAX_PUSH, SearchClient
+from engram.clients import ANY_AGENT, DEFAULT_PULL, MAX_PULL, MAX_PUSH, SearchClient
 from engram.errors import EngramError, InvalidArgument, NotFound, PermissionDenied, Unavailable
 from engram.events import (
     HANDOFF_ACCEPTED,
@@ -38,13 +44,15 @@ from engram.events import (
 from engram.log import Log, LogEntry, Overtaken, subject
 from engram.log.syncstore import SyncStore
 from engram.model import Caller, Memory, Origin, format_time, input_of
-from engram.names import validate_agent, validate_device
-from engram.ownership import require_handoff_target, require_owner
+from engram.names import validate_agent, validate_device, validate_team
+from engram.ownership import ADMIN_SCOPE, UNOWNED, require_handoff_target, require_owner
 from engram.results import Pushed, SyncChange, SyncPage
+from engram.scrub import Redaction, merge, scrub_text, scrub_value
 from engram.validation import Limits, validate
 
 MAX_ATTEMPTS = 20  # re-reads of a memory that other writers keep changing while a change is applied
 SERVER_PARENT = "server:"  # a parent that names a version the device pulled: server:<version>
+RESTORED = "restore:"  # the answer store's key of a restored change: restore:<device>:<source_id>
 # What a device receives: every memory state, purges and conflicts. Read counts stay where they were counted, and
 # enrichment questions too (they carry no memory to tell whether they were asked about a secret one).
 PULLED = (*MEMORY_STATE_EVENTS, MEMORY_PURGED, MEMORY_CONFLICT)
@@ -79,18 +87,25 @@ class Inbox:
         self._locks: dict[str, asyncio.Lock] = {}  # one push at a time per device: its changes stay in order
 
     async def push(
-        self, caller: Caller, device: str, changes: Sequence[SyncChange], *, restore: bool = False
+        self,
+        caller: Caller,
+        device: str,
+        changes: Sequence[SyncChange],
+        *,
+        restore: bool = False,
+        agents: Sequence[str] = (),
     ) -> list[Pushed]:
         """Applies changes in order; answers each (a rejection is an answer, not an error). Raises Unavailable
-        when the log cannot take them: the device sends the rest again later."""
-        device = _device(caller, device)
+        when the log cannot take them: the device sends the rest again later. ``agents``: the agents the device's
+        key names (none: the key names no agent)."""
+        on = Device(_device(caller, device), frozenset(agents))
         if len(changes) > MAX_PUSH:
             raise InvalidArgument("changes", f"push at most {MAX_PUSH} changes at once; send the rest next.")
-        lock = self._locks.setdefault(f"{caller.namespace}\0{device}", asyncio.Lock())
+        lock = self._locks.setdefault(f"{caller.namespace}\0{on.name}", asyncio.Lock())
         async with lock:
             answers = []
             for change in changes:
-                answer = await self._push_one(caller, device, change, restore=restore)
+                answer = await self._push_one(caller, on, change, restore=restore)
                 metrics.SYNC_PUSHED.labels(_outcome(answer)).inc()
                 answers.append(answer)
             return answers
@@ -113,26 +128,28 @@ class Inbox:
 
     # -- one change ---------------------------------------------------------------------------------------------
 
-    async def _push_one(self, caller: Caller, device: str, change: SyncChange, *, restore: bool) -> Pushed:
-        if not restore:
-            if not change.source_id.startswith(f"{device}:"):
-                return Pushed(change.source_id, False, reason=f"source_id must be '{device}:<local seq>'.")
-            if (known := await self._store.get(caller.namespace, change.source_id)) is not None:
-                return _answer(known, change.source_id)
+    async def _push_one(self, caller: Caller, device: Device, change: SyncChange, *, restore: bool) -> Pushed:
+        # A restore re-sends changes pushed before, and those the device pulled (other devices' source ids): its
+        # answers are kept apart from the pushes', per device.
+        key = f"{RESTORED}{device.name}:{change.source_id}" if restore else change.source_id
+        if not restore and not change.source_id.startswith(f"{device.name}:"):
+            return Pushed(change.source_id, False, reason=f"source_id must be '{device.name}:<local seq>'.")
+        if (known := await self._store.get(caller.namespace, key)) is not None:
+            return _answer(known, change.source_id)
         try:
             pushed = await self._apply(caller, device, change, restore=restore)
         except Unavailable:
             raise
         except EngramError as e:  # the change itself is refused: recorded, never retried
             pushed = Pushed(change.source_id, False, reason=str(e))
-        if not restore:
-            await self._store.put(caller.namespace, change.source_id, asdict(pushed))
+        await self._store.put(caller.namespace, key, asdict(pushed))
         return pushed
 
-    async def _apply(self, caller: Caller, device: str, change: SyncChange, *, restore: bool) -> Pushed:
+    async def _apply(self, caller: Caller, device: Device, change: SyncChange, *, restore: bool) -> Pushed:
         body = _parse(change)
         memory = _memory(caller, body)
-        actor = _actor(caller, device, body)
+        actor = device.actor(caller, body)
+        redactions = _scrub(memory)  # before the vectors: a device's vectors of a scrubbed text are not used
         validate(input_of(memory), self._limits)  # the same limits as a save here
         based_on = await self._log.last_seq()
         current = await self._current(caller, memory.id, based_on)
@@ -140,22 +157,27 @@ class Inbox:
             if current is not None and _already_here(body["event"], memory, current, restore=restore):
                 return Pushed(change.source_id, True, current.seq, current.version, duplicate=True)
             conflict = False
-            if current is not None and not restore:
-                _authorize(current, actor, body["event"])
-                base = await self._base(caller, change.parent)
-                conflict = base != current.version
-                _continue(memory, current, version=current.version + 1)
-            elif current is None:
-                memory.origin = memory.origin if restore else Origin(device, change.source_id)
+            if current is not None:
+                device.authorize(current, actor, body["event"])
+                if restore:  # a version the cluster lacks, on top of the one it has: its owner and origin stay
+                    _continue(memory, current, version=memory.version)
+                else:
+                    conflict = await self._base(caller, change.parent) != current.version
+                    _continue(memory, current, version=current.version + 1)
+            else:
+                device.may_create(memory, actor)
+                memory.origin = memory.origin if restore else Origin(device.name, change.source_id)
+            memory.updated_by = actor.agent_id
             memory.updated_at = _clamp(memory.updated_at, current, self._clock())
-            out = event_body(body["event"], memory, actor, vectors=await self._vectors(body, memory))
+            vectors = await self._vectors(body, memory, rescrubbed=bool(redactions))
+            out = event_body(body["event"], memory, actor, vectors=vectors)
             out["source_id"] = change.source_id
             if conflict and current is not None:
                 out["conflict"] = {"version": current.version, "agent": current.updated_by or current.owner_agent}
             try:
                 appended = await self._log.append(
                     caller.namespace, body["event"], out, msg_id=f"sync:{caller.namespace}:{change.source_id}",
-                    based_on=based_on, stale=newer_than(memory.id, current.version if current else 0),
+                    based_on=based_on, stale=newer_than(caller.namespace, memory.id, current.version if current else 0),
                 )  # fmt: skip
             except Overtaken as e:  # another writer changed the memory meanwhile: apply on top of its version
                 current, based_on = _state_or_none(e.entry, memory.id), e.entry.seq
@@ -164,7 +186,10 @@ class Inbox:
                 return await self._stored(change.source_id, appended.seq)
             if conflict and current is not None:
                 await self._conflict_event(caller, actor, memory, current, appended.seq)
-            return Pushed(change.source_id, True, appended.seq, memory.version, conflict=conflict)
+            return Pushed(
+                change.source_id, True, appended.seq, memory.version, conflict=conflict,
+                redacted=[r.kind for r in redactions],
+            )  # fmt: skip
         raise Unavailable("The memory kept changing while the change was applied; push again.", retry_after=1.0)
 
     async def _stored(self, source_id: str, seq: int) -> Pushed:
@@ -174,8 +199,10 @@ class Inbox:
         return Pushed(source_id, True, seq, version, conflict="conflict" in body, duplicate=True)
 
     async def _current(self, caller: Caller, memory_id: str, based_on: int) -> Memory | None:
+        """The cluster's memory of that id in the caller's namespace, or None; an id another namespace holds is
+        refused (PermissionDenied): a device chooses its memories' ids."""
         try:
-            return await self._state.get(caller, memory_id, min_seq=based_on, for_update=True)
+            return await self._state.get(caller, memory_id, min_seq=based_on, for_update=True, for_create=True)
         except NotFound:
             return None
 
@@ -192,11 +219,11 @@ class Inbox:
         known = await self._store.get(caller.namespace, parent)
         return int(known.get("version", 0)) if known and known.get("accepted") else 0
 
-    async def _vectors(self, body: dict[str, Any], memory: Memory) -> dict[str, Any]:
-        """The device's vectors when it made them with the cluster's models (the common case: same package);
-        otherwise the memory is embedded here."""
+    async def _vectors(self, body: dict[str, Any], memory: Memory, *, rescrubbed: bool) -> dict[str, Any]:
+        """The device's vectors when it made them with the cluster's models (the common case: same package) from
+        the text stored here; otherwise (``rescrubbed``: a secret was taken out here) the memory is embedded here."""
         vectors = body.get("vectors")
-        if _usable(vectors, self._dim) and (vectors.get("model"), vectors.get("sparse_model")) == self._models:
+        if not rescrubbed and _usable(vectors, self._dim) and _models(vectors) == self._models:
             return {k: vectors[k] for k in ("model", "dense", "sparse_model", "sparse")}
         (made,) = await self._embed([memory])
         return made
@@ -259,26 +286,82 @@ def _memory(caller: Caller, body: dict[str, Any]) -> Memory:
     return memory
 
 
-def _actor(caller: Caller, device: str, body: dict[str, Any]) -> Caller:
-    """Who made the change on the device: its agent, on that device, through the device's sync key."""
-    agent = str(body.get("agent") or "")
-    if agent:
+@dataclass(frozen=True, slots=True)
+class Device:
+    """A device as its sync key describes it: its name and the agents that work on it (none named: its own;
+    ANY_AGENT: a dev-mode node's local device)."""
+
+    name: str
+    agents: frozenset[str]
+
+    @property
+    def named(self) -> bool:
+        """Whether its key names the agents it speaks for (or it is trusted to speak for any)."""
+        return bool(self.agents)
+
+    def actor(self, caller: Caller, body: dict[str, Any]) -> Caller:
+        """Who made the change on the device: one of its agents, on that device, through the device's key."""
+        agent = str(body.get("agent") or "") or "anonymous"
         validate_agent(agent)
-    return Caller(
-        namespace=caller.namespace,
-        agent_id=agent or "anonymous",
-        scopes=frozenset({"write"}),
-        source=str(body.get("source") or "sync"),
-        device=device,
-        team=str(body.get("team") or ""),
-    )
+        if self.agents and ANY_AGENT not in self.agents and agent not in self.agents:
+            raise PermissionDenied(
+                f"Device '{self.name}' speaks for {', '.join(sorted(self.agents))}; '{agent}' does not work on it. "
+                f"Name every agent of the device on its key: `engram keys create --device {self.name} "
+                f"--agent {','.join(sorted(self.agents | {agent}))} --scopes sync`."
+            )
+        team = str(body.get("team") or "")
+        return Caller(
+            namespace=caller.namespace,
+            agent_id=agent,
+            scopes=frozenset({"write"}) | (caller.scopes & {ADMIN_SCOPE}),
+            source=scrub_text(str(body.get("source") or "sync")).text,
+            device=self.name,
+            team=validate_team(team) if team else "",
+        )
+
+    def authorize(self, current: Memory, actor: Caller, event: str) -> None:
+        """What REST checks (write-own, a handoff's target), and for a key naming no agent: made on this device."""
+        if event in (HANDOFF_ACCEPTED, HANDOFF_COMPLETED):
+            require_handoff_target(current, actor)
+        else:
+            require_owner(current, actor)
+        if not self.named and ADMIN_SCOPE not in actor.scopes and current.origin.device != self.name:
+            raise PermissionDenied(
+                f"Memory '{current.id}' was made on '{current.origin.device or 'the cluster'}', not on device "
+                f"'{self.name}', whose key names no agent. Name the device's agents on its key: `engram keys "
+                f"create --device {self.name} --agent {actor.agent_id} --scopes sync`."
+            )
+
+    def may_create(self, memory: Memory, actor: Caller) -> None:
+        """A new memory is owned by the agent that saves it (or by nobody), as on every other path."""
+        if memory.owner_agent in UNOWNED or memory.owner_agent == actor.agent_id or ADMIN_SCOPE in actor.scopes:
+            return
+        raise PermissionDenied(
+            f"A new memory belongs to the agent that saves it: '{actor.agent_id}' cannot save one owned by "
+            f"'{memory.owner_agent}'."
+        )
 
 
-def _authorize(current: Memory, actor: Caller, event: str) -> None:
-    if event in (HANDOFF_ACCEPTED, HANDOFF_COMPLETED):
-        require_handoff_target(current, actor)
-    else:
-        require_owner(current, actor)
+def _scrub(memory: Memory) -> tuple[Redaction, ...]:
+    """Scrubs a pushed memory's text in place, like a save's (its labels and metadata included)."""
+    found: list[Redaction] = []
+
+    def text(value: str) -> str:
+        result = scrub_text(value)
+        found.extend(result.redactions)
+        return result.text
+
+    for name in ("content", "summary", "context", "team", "project", "conversation_id", "source", "updated_by"):
+        setattr(memory, name, text(getattr(memory, name)))
+    memory.topics = [text(topic) for topic in memory.topics]
+    memory.tags = [text(tag) for tag in memory.tags]
+    memory.questions = [text(question) for question in memory.questions]
+    for relation in memory.relations:
+        relation.note = text(relation.note)
+    metadata, in_metadata = scrub_value(memory.metadata)
+    memory.metadata = metadata if isinstance(metadata, dict) else {}
+    found.extend(in_metadata)
+    return merge(found)
 
 
 def _already_here(event: str, memory: Memory, current: Memory, *, restore: bool) -> bool:
@@ -312,6 +395,10 @@ def _usable(vectors: Any, dim: int) -> TypeGuard[dict[str, Any]]:
         return False
 
 
+def _models(vectors: dict[str, Any]) -> tuple[str, str]:
+    return str(vectors.get("model")), str(vectors.get("sparse_model"))
+
+
 def _state_or_none(entry: LogEntry, memory_id: str) -> Memory | None:
     try:
         return state_in(entry, memory_id)
@@ -320,7 +407,7 @@ def _state_or_none(entry: LogEntry, memory_id: str) -> Memory | None:
 
 
 def _answer(record: dict[str, Any], source_id: str) -> Pushed:
-    known = {k: record[k] for k in ("accepted", "seq", "version", "reason", "conflict") if k in record}
+    known = {k: record[k] for k in ("accepted", "seq", "version", "reason", "conflict", "redacted") if k in record}
     return Pushed(source_id, bool(known.pop("accepted", False)), **known, duplicate=bool(record.get("accepted")))
 
 

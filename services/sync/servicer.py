@@ -42,8 +42,9 @@ class SyncServicer(sync_pb2_grpc.SyncServicer):
     ) -> sync_pb2.PushChangesResponse:
         changes = [SyncChange(c.source_id, c.event, c.body_json, c.seq, c.parent) for c in request.changes]
         results = await self._inbox().push(
-            wire.caller_from_proto(request.caller), request.device, changes, restore=request.restore
-        )
+            wire.caller_from_proto(request.caller), request.device, changes, restore=request.restore,
+            agents=list(request.agents),
+        )  # fmt: skip
         return sync_pb2.PushChangesResponse(results=[sync_pb2.PushResult(**asdict(r)) for r in results])
 
     @translate_errors

@@ -165,7 +165,7 @@ def test_offline_changes_converge_and_secrets_never_leave(
     cluster = start_node(tmp_path / "cluster", model_cache, ENGRAM_DEV_MODE="false")
     nodes.append(cluster)
     keys = KeyStore(cluster.settings.keys_path)
-    _, sync_key = keys.create(namespace="robots", agent="", device="jetson-1", scopes=["sync"])
+    _, sync_key = keys.create(namespace="robots", agent="robot", device="jetson-1", scopes=["sync"])
     _, agent_key = keys.create(namespace="robots", agent="claude-code", scopes=["read", "write"])
     link = LinkProxy(int(cluster.http_url.rsplit(":", 1)[1]))
     proxies.append(link)
@@ -299,7 +299,7 @@ def test_device_clocks_never_order_changes(tmp_path: Path, model_cache: Path, no
     (second,) = _push(http, "slow-clock", [behind])
     assert first["accepted"] and second["accepted"] and second["seq"] > first["seq"]
     assert (first["version"], second["version"], second["conflict"]) == (2, 3, True)
-    head = http.get(f"/v1/memories/{memory['id']}").json()
+    head = http.get(f"/v1/memories/{memory['id']}", params={"min_seq": second["seq"]}).json()
     assert head["content"] == "Battery swap every 6 hours"  # the later server sequence, despite its old clock
     times = [v["updated_at"] for v in head["history"]] + [head["updated_at"]]
     assert times == sorted(times) and _epoch(head["updated_at"]) <= time.time() + 1

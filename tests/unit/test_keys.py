@@ -339,3 +339,17 @@ def test_cli_refuses_a_bad_team_saying_what_is_allowed(tmp_path: Path, capsys: p
     assert main(["keys", "create", "--home", str(tmp_path), "--namespace", "ns", "--team", "auth.v2"]) == 1
     assert "invalid team 'auth.v2'" in capsys.readouterr().err
     assert not (tmp_path / "keys.json").exists()
+
+
+def test_a_sync_key_names_the_agents_of_its_device_and_only_a_sync_key_names_several(path: Path) -> None:
+    store = KeyStore(path)
+    device_key, secret = store.create(namespace="robots", agent="robot,planner", device="jetson-1", scopes=["sync"])
+    agent_key, _ = store.create(namespace="robots", agent="claude-code")
+    shared_key, _ = store.create(namespace="robots")
+
+    assert device_key.agents == ("robot", "planner") and KeyStore(path).verify(secret) == device_key
+    assert (agent_key.agents, shared_key.agents) == (("claude-code",), ())
+    with pytest.raises(ValueError, match="only a device's sync key names several agents"):
+        store.create(namespace="robots", agent="robot,planner", scopes=["read", "write"])
+    with pytest.raises(ValueError, match="invalid agent id"):
+        store.create(namespace="robots", agent="robot,,x y", scopes=["sync"])
