@@ -27,6 +27,12 @@ MAX_SUMMARY_CHARS = 2000
 MAX_FIELD_CHARS = 256
 HANDOFF = "handoff"  # the memory type of a handoff
 TEAM_TAG_PREFIX = "team:"  # every memory of a team carries the tag team:<team>
+# The times Engram stores: what the wire (a protobuf Timestamp) carries, from 0001-01-01T00:00:00Z up to (not
+# including) the year 10000. RFC 3339 also writes year 0000 and offsets that cross either end: those are refused,
+# never moved to the nearest end, so a stored time is always the time given.
+EARLIEST_TIME = -62135596800.0  # 0001-01-01T00:00:00Z
+END_OF_TIME = 253402300800.0  # 10000-01-01T00:00:00Z, the first moment after the last one stored
+TIME_RANGE = "0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z"
 
 
 @dataclass(slots=True)
@@ -85,12 +91,25 @@ def validate(draft: MemoryInput, limits: Limits) -> CleanInput:
         # The same rule as every agent id (the X-Engram-Agent-ID header, API keys): the target must be able to act.
         raise InvalidArgument("handoff_target", f"{draft.handoff_target[:40]!r} is not an agent id: {AGENT_RULE}")
     for name in ("valid_at", "invalid_at", "expires_at"):
-        value = getattr(draft, name)
-        if value is not None and not math.isfinite(value):
-            raise InvalidArgument(name, "must be an RFC 3339 time, e.g. 2026-01-31T12:00:00Z.")
+        check_time(name, getattr(draft, name))
     if draft.valid_at is not None and draft.invalid_at is not None and draft.invalid_at < draft.valid_at:
         raise InvalidArgument("invalid_at", "is earlier than valid_at.")
     return CleanInput(draft=draft, metadata=_metadata(draft.metadata_json, limits.max_metadata_bytes))
+
+
+def check_time(field: str, moment: float | None, given: object = None) -> float | None:
+    """``moment`` (epoch seconds) when it is None or a time Engram stores; otherwise raises InvalidArgument naming
+    ``field`` (and quoting ``given``, the value as the caller wrote it, when there is one)."""
+    if moment is None:
+        return None
+    if not math.isfinite(moment):
+        raise InvalidArgument(field, "must be an RFC 3339 time, e.g. 2026-01-31T12:00:00Z.")
+    if not EARLIEST_TIME <= moment < END_OF_TIME:
+        quoted = f"{given!r} " if given is not None else ""
+        raise InvalidArgument(
+            field, f"{quoted}is outside the times Engram stores, {TIME_RANGE} (UTC); give a time in that range."
+        )
+    return moment
 
 
 def check_handoff(draft: MemoryInput, caller: Caller) -> None:

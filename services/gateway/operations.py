@@ -77,7 +77,7 @@ from engram.services.gateway.schemas import (
     UpdateRequest,
     WarningOut,
 )
-from engram.validation import MAX_SUMMARY_CHARS
+from engram.validation import MAX_SUMMARY_CHARS, check_time
 
 log = logging.getLogger(__name__)
 
@@ -87,11 +87,6 @@ _DURATION = re.compile(DURATION_PATTERN)
 _INPUT_FIELDS = frozenset(f.name for f in dataclasses.fields(MemoryInput))
 # A request field whose MemoryInput name differs (update masks name MemoryInput fields).
 _INPUT_NAME = {"metadata": "metadata_json"}
-# The times the wire (a protobuf Timestamp) carries: 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z. RFC 3339 also
-# writes a few hours beyond either end (year 0000, or an offset across the first or last day); such a time is
-# taken as the nearest end, so every published date-time is accepted.
-EARLIEST_TIME = -62135596800.0
-LATEST_TIME = 253402300799.0
 
 # The similar-finding check after a finding is saved: a dense-only search for its content, whose "dense" stage
 # score is the cosine similarity. The caller's own findings may take some of the top places, so more candidates
@@ -777,15 +772,16 @@ def expiry_time(value: str | None, *, now: float) -> float | None:
 
     None or "" is no expiry. Raises InvalidArgument naming ``expires_at`` for anything else."""
     if value and _DURATION.fullmatch(value):
-        return _on_the_wire(now + int(value[:-1]) * DURATION_UNITS[value[-1]])
+        return check_time("expires_at", now + int(value[:-1]) * DURATION_UNITS[value[-1]], value)
     try:
-        return _on_the_wire(parse_time(value))
+        moment = parse_time(value)
     except ValueError as e:
         raise InvalidArgument(
             "expires_at",
             f"{value!r} is neither an RFC 3339 time nor a duration; use e.g. 2026-01-31T12:00:00Z, or 30d "
             "(a number and s, m, h, d or w: seconds, minutes, hours, days, weeks from now).",
         ) from e
+    return check_time("expires_at", moment, value)
 
 
 def _reason(error: ValidationError | InvalidArgument) -> str:
@@ -827,10 +823,7 @@ def _bound(field: str, value: str | None) -> float | None:
 
 def _time(field: str, value: str | None) -> float | None:
     try:
-        return _on_the_wire(parse_time(value))
+        moment = parse_time(value)
     except ValueError as e:
         raise InvalidArgument(field, f"{value!r} is not an RFC 3339 time; use e.g. 2026-01-31T12:00:00Z.") from e
-
-
-def _on_the_wire(moment: float | None) -> float | None:
-    return None if moment is None else min(max(moment, EARLIEST_TIME), LATEST_TIME)
+    return check_time(field, moment, value)

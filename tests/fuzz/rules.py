@@ -52,3 +52,9 @@ PACK_RULES = (
     "characters long",
     "is required: the pack's name",
 )
+
+TIME_RULES = (
+    # RFC 3339 writes years 0000-9999 with any offset; Engram stores 0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z,
+    # so year 0000, or an offset that crosses either end, is refused (JSON Schema's date-time cannot say so).
+    "is outside the times Engram stores",
+)

@@ -22,7 +22,7 @@ from schemathesis.core import NOT_SET
 
 from engram.services.gateway.events import STREAM_PATH
 from tests.conftest import NodeHandle
-from tests.fuzz.rules import CONSOLIDATION_RULES, PACK_RULES
+from tests.fuzz.rules import CONSOLIDATION_RULES, PACK_RULES, TIME_RULES
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -43,6 +43,7 @@ CROSS_FIELD_RULES = (
     "has no active memories to summarise",
     *CONSOLIDATION_RULES,
     *PACK_RULES,
+    *TIME_RULES,
 )
 
 

@@ -3,6 +3,7 @@ point-in-time reads, as_of search, stats and expiry durations, over REST, MCP (t
 
 from __future__ import annotations
 
+import json
 import time
 import uuid
 from collections.abc import Iterator
@@ -283,6 +284,53 @@ def test_point_in_time_needs_an_rfc3339_time(api: httpx.Client) -> None:
     assert_problem(api.get(f"/v1/memories/{saved['id']}/at"), 400)
     search = api.post("/v1/memories:search", json={"query": "x", "as_of": "last week"})
     assert "as_of" in assert_problem(search, 400)["detail"]
+
+
+# --- times outside what can be stored --------------------------------------------------------------------------
+
+# Year 0000 (1 BC), and times whose offset moves them across either end of the years 0001-9999.
+OUT_OF_RANGE = ["0000-06-01T00:00:00Z", "0001-01-01T00:00:00+01:00", "9999-12-31T23:00:00-05:00"]
+REFUSED_TIME = "is outside the times Engram stores"
+
+
+@pytest.mark.parametrize("value", OUT_OF_RANGE)
+async def test_a_time_outside_the_years_0001_to_9999_is_refused_on_every_path(
+    node: NodeHandle, api: httpx.Client, value: str
+) -> None:
+    tag = unique("year")
+    for field in ("valid_at", "invalid_at", "expires_at"):
+        body = {"content": f"The office opened {tag}", "tags": [tag], field: value}
+        detail = assert_problem(api.post("/v1/memories", json=body, headers=as_agent("historian")), 400)["detail"]
+        assert field in detail and REFUSED_TIME in detail and "0001-01-01T00:00:00Z" in detail
+    saved = save(api, f"The office moved {tag}", "historian", tags=[tag])
+    path = f"/v1/memories/{saved['id']}"
+    for method, url, request in (
+        ("PATCH", path, {"json": {"valid_at": value}}),
+        ("GET", f"{path}/at", {"params": {"time": value}}),
+        ("GET", "/v1/memories", {"params": {"created_after": value}}),
+        ("POST", "/v1/memories:search", {"json": {"query": "office", "as_of": value}}),
+    ):
+        answer = api.request(method, url, headers=as_agent("historian"), **request)
+        assert REFUSED_TIME in assert_problem(answer, 400)["detail"], (method, url)
+
+    line = {"content": f"Imported with a year zero {tag}", "valid_at": value, "tags": [tag]}
+    imported = api.post("/v1/memories:import", content=json.dumps(line) + "\n", headers=as_agent("historian"))
+    assert imported.status_code == 200, imported.text
+    assert imported.json()["imported"] == 0 and REFUSED_TIME in imported.text
+
+    async with http_client(node.mcp_url, agent="historian") as client:
+        refused = await tool_error(client, "save_memory", content=f"The office closed {tag}", valid_at=value)
+        assert "valid_at" in refused and REFUSED_TIME in refused
+    listed = api.get("/v1/memories", params={"tags": tag, "min_seq": saved["seq"]}).json()["memories"]
+    assert [m["id"] for m in listed] == [saved["id"]]
+
+
+async def test_the_first_and_last_moments_that_can_be_stored_are_kept_as_given(
+    node: NodeHandle, api: httpx.Client
+) -> None:
+    first, last = "0001-01-01T00:00:00.000Z", "9999-12-31T23:59:59.000Z"
+    saved = save(api, f"Always true {unique()}", "historian", valid_at=first, invalid_at=last)
+    assert (saved["memory"]["valid_at"], saved["memory"]["invalid_at"]) == (first, last)
 
 
 # --- stats and expiry ---------------------------------------------------------------------------------------

@@ -27,6 +27,7 @@ from engram.services.gateway.schemas import (
     UpdateRequest,
 )
 from engram.services.node.cli import _parser
+from engram.validation import TIME_RANGE
 
 NOW = 1_800_000_000.0  # 2027-01-15T08:00:00Z
 
@@ -216,14 +217,19 @@ def test_cli_renders_history_and_stats_for_people() -> None:
     assert "b 2 · a 1" in lines[2] and lines[4].endswith("none")
 
 
-@pytest.mark.parametrize(
-    ("value", "taken_as"),
-    [
-        ("0000-06-01T00:00:00Z", "0001-01-01T00:00:00.000Z"),
-        ("0001-01-01T00:00:00+01:01", "0001-01-01T00:00:00.000Z"),
-        ("9999-12-31T23:59:59-23:59", "9999-12-31T23:59:59.000Z"),
-    ],
-)
-def test_rfc3339_times_beyond_the_wires_range_are_taken_as_its_nearest_end(value: str, taken_as: str) -> None:
-    assert format_time(operations._time("as_of", value)) == taken_as
-    assert format_time(expiry_time(value, now=NOW)) == taken_as
+@pytest.mark.parametrize("value", ["0000-06-01T00:00:00Z", "0001-01-01T00:00:00+01:01", "9999-12-31T23:59:59-23:59"])
+def test_rfc3339_times_beyond_the_years_0001_to_9999_are_refused_not_moved(value: str) -> None:
+    # Year 0000 and offsets across either end are valid RFC 3339, but no time Engram can store.
+    with pytest.raises(InvalidArgument) as as_of:
+        operations._time("as_of", value)
+    with pytest.raises(InvalidArgument) as expires:
+        expiry_time(value, now=NOW)
+    for info, field in ((as_of, "as_of"), (expires, "expires_at")):
+        assert info.value.field == field
+        assert f"{value!r} is outside the times Engram stores, {TIME_RANGE}" in str(info.value)
+
+
+@pytest.mark.parametrize("value", ["0001-01-01T00:00:00Z", "9999-12-31T23:59:59.999Z", "1900-01-01T00:00:00+01:00"])
+def test_the_first_and_last_moments_of_the_years_0001_to_9999_are_kept(value: str) -> None:
+    assert format_time(operations._time("as_of", value)) == format_time(parse_time(value))
+    assert expiry_time(value, now=NOW) == parse_time(value)

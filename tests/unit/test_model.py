@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import math
 import uuid
 
 import pytest
@@ -81,6 +82,16 @@ def test_validation_names_the_field_and_what_to_do() -> None:
         validate(MemoryInput(content="c", memory_type="fakt"), LIMITS)
     with pytest.raises(InvalidArgument, match="metadata: must be a JSON object"):
         validate(MemoryInput(content="c", metadata_json="[1]"), LIMITS)
+
+
+@pytest.mark.parametrize("field", ["valid_at", "invalid_at", "expires_at"])
+@pytest.mark.parametrize("moment", [-62135596800.5, 253402300800.0, float("nan"), float("inf")])
+def test_validation_refuses_times_outside_the_years_0001_to_9999(field: str, moment: float) -> None:
+    # The ingest side of every write path (the gateway refuses such text first, quoting it).
+    with pytest.raises(InvalidArgument) as info:
+        validate(MemoryInput(content="c", **{field: moment}), LIMITS)
+    assert info.value.field == field
+    assert ("outside the times Engram stores" if math.isfinite(moment) else "RFC 3339") in str(info.value)
 
 
 def test_validation_fills_defaults_and_normalises_labels() -> None:
