@@ -138,6 +138,8 @@ def test_the_same_id_in_two_namespaces_is_two_memories_that_never_touch(index: M
     assert index.retrieve("a", [shared]) == []
     assert index.retrieve("b", [shared]) == [beta.payload]
     assert index.count("b") == 1
+    assert index.held_elsewhere("a", shared) and not index.held_elsewhere("b", shared)
+    assert not index.held_elsewhere("a", uuid7())
 
 
 def test_search_returns_a_dense_and_a_bm25_list_with_the_best_match_first(index: MemoryIndex) -> None:

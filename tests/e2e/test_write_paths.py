@@ -1,0 +1,520 @@
+"""Every write path against the three trust boundaries (issue 22): another namespace's id, another agent's memory
+(or a claim to be another agent), and a secret. One secured node (real NATS, Qdrant Edge, ONNX, the MCP SDK client
+over streamable HTTP).
+
+The table PATHS names each write path of the REST API and each MCP tool that writes, with a probe per boundary or
+the reason the boundary does not apply; `test_every_write_path_is_in_the_table` reads the node's own OpenAPI
+document and tool list, so a new entry point fails until it is added here with its three probes.
+"""
+
+from __future__ import annotations
+
+import json
+import secrets
+import string
+from collections.abc import Awaitable, Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from engram.ids import uuid7
+from engram.keys import KeyStore
+from tests.conftest import NodeHandle, start_node
+from tests.helpers.mcp import call, http_client
+from tests.helpers.rest import bearer, unique
+
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+
+NOT_WRITES = {  # POST routes that store nothing
+    "POST /v1/memories:search": "a search",
+    "POST /v1/sync/register": "checks a device's key; stores nothing",
+}
+
+
+@dataclass
+class World:
+    """Two namespaces: alpha (alice, bob, dave, an admin, a device of alice's, a packs key) and beta (carol)."""
+
+    node: NodeHandle
+    http: httpx.Client
+    alpha: str
+    keys: dict[str, str]
+    beta_memory: dict[str, Any] = field(default_factory=dict)
+    bobs: dict[str, Any] = field(default_factory=dict)
+    handoff_to_bob: str = ""
+    device: str = ""
+    tokens: list[str] = field(default_factory=list)
+
+    def token(self) -> str:
+        """A GitHub token no other probe uses (the data dir is scanned for every one at the end)."""
+        made = "ghp_" + "".join(secrets.choice(string.ascii_letters + string.digits) for _ in range(36))
+        self.tokens.append(made)
+        return made
+
+    def rest(self, method: str, path: str, who: str = "alice", **kwargs: Any) -> httpx.Response:
+        headers = {**bearer(self.keys[who]), **kwargs.pop("headers", {})}
+        return self.http.request(method, path, headers=headers, **kwargs)
+
+    def get(self, memory_id: str, who: str, min_seq: int = 0) -> dict[str, Any]:
+        got = self.rest("GET", f"/v1/memories/{memory_id}", who, params={"min_seq": min_seq})
+        assert got.status_code == 200, got.text
+        memory: dict[str, Any] = got.json()
+        return memory
+
+    def save(self, who: str, content: str, **fields: Any) -> dict[str, Any]:
+        saved = self.rest("POST", "/v1/memories", who, json={"content": content, **fields})
+        assert saved.status_code == 201, saved.text
+        return self.get(saved.json()["id"], who, saved.json()["seq"])
+
+    def unchanged(self) -> None:
+        """Neither beta's memory nor bob's changed."""
+        for memory, who in ((self.beta_memory, "carol"), (self.bobs, "bob")):
+            now = self.get(memory["id"], who)
+            assert (now["content"], now["version"], now["status"], now["owner_agent"]) == (
+                memory["content"], memory["version"], memory["status"], memory["owner_agent"],
+            )  # fmt: skip
+
+    def clean(self, text: str, token: str) -> None:
+        assert token not in text and "[REDACTED:" in text, text
+
+
+@pytest.fixture(scope="module")
+def world(tmp_path_factory: pytest.TempPathFactory, model_cache: Path) -> Iterator[World]:
+    node = start_node(tmp_path_factory.mktemp("paths"), model_cache, ENGRAM_DEV_MODE="false")
+    store = KeyStore(node.settings.keys_path)
+    alpha, beta, device = unique("alpha"), unique("beta"), unique("dev")
+    keys = {
+        name: store.create(namespace=alpha, agent=name)[1] for name in ("alice", "bob", "dave")
+    } | {
+        "admin": store.create(namespace=alpha, agent="root", scopes=["read", "write", "admin"])[1],
+        "packs": store.create(namespace=alpha, agent="alice", scopes=["read", "write", "packs"])[1],
+        "device": store.create(namespace=alpha, agent="alice", device=device, scopes=["sync"])[1],
+        "carol": store.create(namespace=beta, agent="carol")[1],
+    }  # fmt: skip
+    with httpx.Client(base_url=node.http_url, timeout=60) as http:
+        made = World(node, http, alpha, keys, device=device)
+        made.beta_memory = made.save("carol", "Beta's VPN gateway is vpn.beta.example")
+        made.bobs = made.save("bob", "Bob's build cache lives on the NFS share")
+        handoff = made.rest("POST", "/v1/handoffs", "dave", json={"target_agent": "bob", "context": "Review PR 12"})
+        assert handoff.status_code == 201, handoff.text
+        made.handoff_to_bob = handoff.json()["id"]
+        yield made
+    assert node.stop() == 0
+
+
+# -- REST probes -------------------------------------------------------------------------------------------------
+
+
+def refused(response: httpx.Response, *statuses: int) -> None:
+    assert response.status_code in statuses, (response.status_code, response.text)
+
+
+async def rest_save_claim(w: World) -> None:
+    refused(w.rest("POST", "/v1/memories", json={"content": "x"}, headers={"X-Engram-Agent-ID": "bob"}), 403)
+
+
+async def rest_save_secret(w: World) -> None:
+    token = w.token()
+    saved = w.rest("POST", "/v1/memories", json={"content": f"deploy with {token}", "tags": [token]})
+    assert saved.status_code == 201, saved.text
+    w.clean(json.dumps(w.get(saved.json()["id"], "alice", saved.json()["seq"])), token)
+
+
+async def rest_update_foreign(w: World) -> None:
+    refused(w.rest("PATCH", f"/v1/memories/{w.beta_memory['id']}", json={"content": "x"}), 404)
+
+
+async def rest_update_other(w: World) -> None:
+    refused(w.rest("PATCH", f"/v1/memories/{w.bobs['id']}", json={"content": "x"}), 403)
+
+
+async def rest_update_secret(w: World) -> None:
+    own, token = w.save("alice", "The staging DB is db-2"), w.token()
+    changed = w.rest("PATCH", f"/v1/memories/{own['id']}", json={"content": f"The staging DB token is {token}"})
+    assert changed.status_code == 200, changed.text
+    w.clean(w.get(own["id"], "alice", changed.json()["seq"])["content"], token)
+
+
+async def rest_delete_foreign(w: World) -> None:
+    refused(w.rest("DELETE", f"/v1/memories/{w.beta_memory['id']}"), 404)
+    refused(w.rest("DELETE", f"/v1/memories/{w.beta_memory['id']}", "admin", params={"purge": "true"}), 404)
+
+
+async def rest_delete_other(w: World) -> None:
+    refused(w.rest("DELETE", f"/v1/memories/{w.bobs['id']}"), 403)
+
+
+async def rest_supersede_foreign(w: World) -> None:
+    refused(w.rest("POST", f"/v1/memories/{w.beta_memory['id']}:supersede", json={"content": "x"}), 404)
+    own = w.save("alice", "The CI runner is ubuntu-22.04")
+    refused(w.rest("POST", f"/v1/memories/{own['id']}:supersede", json={"new_id": w.beta_memory["id"]}), 404)
+
+
+async def rest_supersede_other(w: World) -> None:
+    refused(w.rest("POST", f"/v1/memories/{w.bobs['id']}:supersede", json={"content": "x"}), 403)
+
+
+async def rest_supersede_secret(w: World) -> None:
+    own, token = w.save("alice", "The CI runner is ubuntu-20.04"), w.token()
+    replaced = w.rest("POST", f"/v1/memories/{own['id']}:supersede", json={"content": f"CI uses {token}"})
+    assert replaced.status_code in (200, 201), replaced.text
+    w.clean(json.dumps(replaced.json()), token)
+
+
+async def rest_import_claim(w: World) -> None:
+    body = json.dumps({"content": "x"})
+    headers = {"Content-Type": "application/x-ndjson", "X-Engram-Agent-ID": "bob"}
+    refused(w.rest("POST", "/v1/memories:import", content=body, headers=headers), 403)
+
+
+async def rest_import_secret(w: World) -> None:
+    token = w.token()
+    body = json.dumps({"content": f"old CI token {token}", "metadata": {"token": token}})
+    imported = w.rest("POST", "/v1/memories:import", content=body, headers={"Content-Type": "application/x-ndjson"})
+    assert imported.status_code == 200 and imported.json()["imported"] == 1, imported.text
+    memory_id = imported.json()["items"][0]["id"]
+    w.clean(json.dumps(w.get(memory_id, "alice", imported.json()["last_seq"])), token)
+
+
+async def rest_handoff_claim(w: World) -> None:
+    claim = {"X-Engram-Agent-ID": "bob"}
+    refused(w.rest("POST", "/v1/handoffs", json={"target_agent": "dave", "context": "x"}, headers=claim), 403)
+
+
+async def rest_handoff_secret(w: World) -> None:
+    token = w.token()
+    made = w.rest("POST", "/v1/handoffs", json={"target_agent": "dave", "context": f"use {token} to deploy"})
+    assert made.status_code == 201, made.text
+    w.clean(w.get(made.json()["id"], "alice", made.json()["seq"])["content"], token)
+
+
+def rest_move(step: str) -> tuple[Callable[[World], Awaitable[None]], ...]:
+    async def foreign(w: World) -> None:
+        theirs = w.rest("POST", "/v1/handoffs", "carol", json={"target_agent": "alice", "context": "x"}).json()["id"]
+        refused(w.rest("POST", f"/v1/handoffs/{theirs}/{step}", json={}), 404)
+
+    async def other(w: World) -> None:
+        refused(w.rest("POST", f"/v1/handoffs/{w.handoff_to_bob}/{step}", json={}), 403)
+
+    async def secret(w: World) -> None:
+        token = w.token()
+        made = w.rest("POST", "/v1/handoffs", "dave", json={"target_agent": "alice", "context": "Rotate keys"})
+        if step == "complete":
+            assert w.rest("POST", f"/v1/handoffs/{made.json()['id']}/accept", json={}).status_code == 200
+        moved = w.rest("POST", f"/v1/handoffs/{made.json()['id']}/{step}", json={"note": f"done with {token}"})
+        assert moved.status_code == 200, moved.text
+        w.clean(json.dumps(w.get(made.json()["id"], "alice", moved.json()["seq"])), token)
+
+    return foreign, other, secret
+
+
+async def rest_pin_foreign(w: World) -> None:
+    refused(w.rest("POST", f"/v1/memories/{w.beta_memory['id']}/pin"), 404)
+    refused(w.rest("DELETE", f"/v1/memories/{w.beta_memory['id']}/pin"), 404)
+
+
+async def rest_consolidate_foreign(w: World) -> None:
+    own = w.save("alice", "The API base URL is /api/v2")
+    body = {"consolidated_content": "x", "memory_ids": [own["id"], w.beta_memory["id"]]}
+    refused(w.rest("POST", "/v1/consolidate", json=body), 404)
+
+
+async def rest_consolidate_other(w: World) -> None:
+    own = w.save("alice", "The API base URL is /api/v3")
+    body = {"consolidated_content": "x", "memory_ids": [own["id"], w.bobs["id"]]}
+    refused(w.rest("POST", "/v1/consolidate", json=body), 403)
+
+
+async def rest_consolidate_secret(w: World) -> None:
+    first, second, token = w.save("alice", "Port 8080 is the API"), w.save("alice", "The API port is 8080"), w.token()
+    body = {"consolidated_content": f"API on 8080, token {token}", "memory_ids": [first["id"], second["id"]]}
+    merged = w.rest("POST", "/v1/consolidate", json=body)
+    assert merged.status_code in (200, 201), merged.text
+    w.clean(json.dumps(merged.json()["survivor"]), token)
+
+
+async def rest_resolve_foreign(w: World) -> None:
+    own = w.save("alice", "Releases ship on Fridays")
+    body = {"id": own["id"], "other_id": w.beta_memory["id"], "resolution": "keep_newer"}
+    refused(w.rest("POST", "/v1/contradictions/resolve", "admin", json=body), 404)
+
+
+async def rest_packs_secret(w: World) -> None:
+    token, name = w.token(), unique("pack")
+    pack = {"name": name, "meta": {"name": name, "description": "A test pack", "version": "1.0.0"},
+            "files": {"role.md": f"# Role\nYou deploy with {token}.\n"}}  # fmt: skip
+    installed = w.rest("POST", "/v1/packs", "packs", json=pack)
+    assert installed.status_code == 200, installed.text
+    exported = w.rest("GET", f"/v1/packs/{name}", "packs")
+    w.clean(exported.text, token)
+
+
+# -- sync probes -------------------------------------------------------------------------------------------------
+
+
+def pushed(w: World, memory: dict[str, Any], event: str, agent: str, restore: bool) -> dict[str, Any]:
+    after = {k: v for k, v in memory.items() if k not in ("history", "seq")}
+    body = {"schema": 1, "event": event, "namespace": w.alpha, "agent": agent, "memory_id": after["id"],
+            "version": after["version"], "memory": after}  # fmt: skip
+    change = {"source_id": f"{w.device}:{secrets.randbelow(10**9)}", "event": event, "body": body, "seq": 1,
+              "parent": f"server:{max(memory['version'] - 1, 0)}"}  # fmt: skip
+    answer = w.rest(
+        "POST", "/v1/sync/push", "device", json={"device": w.device, "changes": [change], "restore": restore}
+    )
+    assert answer.status_code == 200, answer.text
+    result: dict[str, Any] = answer.json()["results"][0]
+    return result
+
+
+def sync_probes(restore: bool) -> tuple[Callable[[World], Awaitable[None]], ...]:
+    def new(content: str, memory_id: str = "") -> dict[str, Any]:
+        return {"id": memory_id or uuid7(), "namespace": "", "content": content, "owner_agent": "alice",
+                "version": 1, "memory_type": "general", "status": "active"}  # fmt: skip
+
+    async def foreign(w: World) -> None:
+        answer = pushed(w, {**new("x", w.beta_memory["id"]), "namespace": w.alpha}, "memory_saved", "alice", restore)
+        assert not answer["accepted"] and "taken outside this namespace" in answer["reason"]
+
+    async def other(w: World) -> None:
+        as_bob = pushed(w, {**new("x"), "namespace": w.alpha, "owner_agent": "bob"}, "memory_saved", "bob", restore)
+        bobs = {**w.bobs, "content": "hijacked", "version": w.bobs["version"] + 4}
+        on_bobs = pushed(w, bobs, "memory_updated", "alice", restore)
+        assert not as_bob["accepted"] and "does not work on it" in as_bob["reason"]
+        assert not on_bobs["accepted"] and "owned by 'bob'" in on_bobs["reason"]
+
+    async def secret(w: World) -> None:
+        token, memory = w.token(), new("")
+        memory.update(namespace=w.alpha, content=f"robot key {token}", tags=[token])
+        answer = pushed(w, memory, "memory_saved", "alice", restore)
+        assert answer["accepted"] and answer["redacted"], answer
+        w.clean(json.dumps(w.get(memory["id"], "alice", answer["seq"])), token)
+
+    return foreign, other, secret
+
+
+# -- MCP probes --------------------------------------------------------------------------------------------------
+
+
+async def mcp_call(w: World, tool: str, who: str = "alice", **arguments: Any) -> Any:
+    async with http_client(w.node.mcp_url, key=w.keys[who]) as client:
+        result = await client.call_tool(tool, arguments)
+    return result
+
+
+NOT_HERE = "in this namespace"  # "No memory with id '…' in this namespace": another namespace's id is not found
+
+
+def tool_refused(result: Any, *words: str) -> None:
+    text = " ".join(getattr(part, "text", "") for part in result.content)
+    assert result.is_error and all(word in text for word in words), text
+
+
+def mcp_claim(tool: str, who: str = "alice", **arguments: Any) -> Callable[[World], Awaitable[None]]:
+    """A key bound to one agent that claims another (X-Engram-Agent-ID: bob) is refused, naming both."""
+
+    async def claim(w: World) -> None:
+        async with http_client(w.node.mcp_url, key=w.keys[who], agent="bob") as client:
+            result = await client.call_tool(tool, arguments)
+        tool_refused(result, "cannot speak for 'bob'")
+
+    return claim
+
+
+async def mcp_save_secret(w: World) -> None:
+    token = w.token()
+    async with http_client(w.node.mcp_url, key=w.keys["alice"]) as client:
+        saved = await call(client, "save_memory", content=f"The npm token is {token}", tags=["npm"])
+    w.clean(json.dumps(w.get(saved["id"], "alice", saved["seq"])), token)
+
+
+def mcp_id_probes(tool: str, id_arg: str = "id", **extra: Any) -> tuple[Callable[[World], Awaitable[None]], ...]:
+    async def foreign(w: World) -> None:
+        tool_refused(await mcp_call(w, tool, **{id_arg: w.beta_memory["id"]}, **extra), NOT_HERE)
+
+    async def other(w: World) -> None:
+        tool_refused(await mcp_call(w, tool, **{id_arg: w.bobs["id"]}, **extra), "'bob'")
+
+    return foreign, other
+
+
+async def mcp_update_secret(w: World) -> None:
+    own, token = w.save("alice", "The Sentry DSN is in Vault"), w.token()
+    async with http_client(w.node.mcp_url, key=w.keys["alice"]) as client:
+        changed = await call(client, "update_memory", id=own["id"], content=f"Sentry auth {token}")
+    w.clean(w.get(own["id"], "alice", changed["seq"])["content"], token)
+
+
+async def mcp_supersede_secret(w: World) -> None:
+    own, token = w.save("alice", "Node 18 is the runtime"), w.token()
+    async with http_client(w.node.mcp_url, key=w.keys["alice"]) as client:
+        replaced = await call(client, "supersede_memory", old_id=own["id"], content=f"Node 22; registry {token}")
+    w.clean(json.dumps(replaced), token)
+
+
+async def mcp_handoff_secret(w: World) -> None:
+    token = w.token()
+    async with http_client(w.node.mcp_url, key=w.keys["alice"]) as client:
+        made = await call(client, "create_handoff", target_agent="dave", context=f"deploy key {token}")
+    w.clean(json.dumps(w.get(made["id"], "alice", made["seq"])), token)
+
+
+def mcp_move(step: str) -> tuple[Callable[[World], Awaitable[None]], ...]:
+    async def foreign(w: World) -> None:
+        theirs = w.rest("POST", "/v1/handoffs", "carol", json={"target_agent": "alice", "context": "x"}).json()["id"]
+        tool_refused(await mcp_call(w, f"{step}_handoff", id=theirs), NOT_HERE)
+
+    async def other(w: World) -> None:
+        tool_refused(await mcp_call(w, f"{step}_handoff", id=w.handoff_to_bob), "'bob'")
+
+    async def secret(w: World) -> None:
+        token = w.token()
+        made = w.rest("POST", "/v1/handoffs", "dave", json={"target_agent": "alice", "context": "Rotate keys"})
+        async with http_client(w.node.mcp_url, key=w.keys["alice"]) as client:
+            if step == "complete":
+                await call(client, "accept_handoff", id=made.json()["id"])
+            moved = await call(client, f"{step}_handoff", id=made.json()["id"], note=f"used {token}")
+        w.clean(json.dumps(w.get(made.json()["id"], "alice", moved["seq"])), token)
+
+    return foreign, other, secret
+
+
+async def mcp_consolidate_foreign(w: World) -> None:
+    own = w.save("alice", "The queue is RabbitMQ")
+    ids = [own["id"], w.beta_memory["id"]]
+    tool_refused(await mcp_call(w, "consolidate_memory", consolidated_content="x", memory_ids=ids), NOT_HERE)
+
+
+async def mcp_consolidate_other(w: World) -> None:
+    own = w.save("alice", "The queue is Kafka")
+    ids = [own["id"], w.bobs["id"]]
+    tool_refused(await mcp_call(w, "consolidate_memory", consolidated_content="x", memory_ids=ids), "bob")
+
+
+async def mcp_pin_foreign(w: World) -> None:
+    for tool in ("pin_memory", "unpin_memory"):
+        tool_refused(await mcp_call(w, tool, id=w.beta_memory["id"]), NOT_HERE)
+
+
+def pack_secret(tool: str, **arguments: Any) -> Callable[[World], Awaitable[None]]:
+    """``tool`` on a new pack with arguments holding a token (TOKEN); the pack first captures one preference
+    (summary "none"), which correct_memory corrects."""
+
+    async def secret(w: World) -> None:
+        token, name = w.token(), unique("pack")
+        pack = {"name": name, "meta": {"name": name, "description": "A test pack", "version": "1.0.0"},
+                "files": {"role.md": "# Role\nYou coach.\n"}}  # fmt: skip
+        assert w.rest("POST", "/v1/packs", "packs", json=pack).status_code == 200
+        first = {"content": "Prefers mornings", "category": "preferences", "summary": "none"}
+        assert not (await mcp_call(w, "capture_memory", "packs", name=name, **first)).is_error
+        text = {k: v.replace("TOKEN", token) if isinstance(v, str) else v for k, v in arguments.items()}
+        answer = await mcp_call(w, tool, "packs", name=name, **text)
+        assert not answer.is_error, answer.content
+        exported = w.rest("GET", f"/v1/packs/{name}", "packs").text
+        listed = w.rest("GET", "/v1/memories", "packs", params={"limit": 100}).text
+        assert token not in exported and token not in listed
+        assert "[REDACTED:" in exported + listed
+
+    return secret
+
+
+# -- the table ---------------------------------------------------------------------------------------------------
+
+Probe = Callable[[World], Awaitable[None]] | str
+NO_ID = "takes no memory id: the server chooses every id"
+NO_TEXT = "stores no text"
+ANY_AGENT_READS = "a pin is the caller's own mark on a memory it may read (read all)"
+ADMIN_ONLY = "an admin's act on the namespace's memories"
+JOB = "starts a consolidation job on the caller's namespace: its writes go through ingest as the job"
+PACK_SCOPE = "a pack's files change only by a key with the packs scope: no memory of another agent is touched"
+
+rest_accept, rest_complete = rest_move("accept"), rest_move("complete")
+mcp_accept, mcp_complete = mcp_move("accept"), mcp_move("complete")
+sync_push, sync_restore = sync_probes(False), sync_probes(True)
+mcp_update = mcp_id_probes("update_memory", content="x")
+mcp_delete = mcp_id_probes("delete_memory")
+mcp_supersede = mcp_id_probes("supersede_memory", id_arg="old_id", content="x")
+
+PATHS: dict[str, tuple[Probe, Probe, Probe]] = {
+    # path: (another namespace's id, another agent, a secret)
+    "POST /v1/memories": (NO_ID, rest_save_claim, rest_save_secret),
+    "PATCH /v1/memories/{memory_id}": (rest_update_foreign, rest_update_other, rest_update_secret),
+    "DELETE /v1/memories/{memory_id}": (rest_delete_foreign, rest_delete_other, NO_TEXT),
+    "POST /v1/memories/{memory_id}:supersede": (rest_supersede_foreign, rest_supersede_other, rest_supersede_secret),
+    "POST /v1/memories:import": (NO_ID, rest_import_claim, rest_import_secret),
+    "POST /v1/handoffs": (NO_ID, rest_handoff_claim, rest_handoff_secret),
+    "POST /v1/handoffs/{memory_id}/accept": rest_accept,
+    "POST /v1/handoffs/{memory_id}/complete": rest_complete,
+    "POST /v1/memories/{memory_id}/pin": (rest_pin_foreign, ANY_AGENT_READS, NO_TEXT),
+    "DELETE /v1/memories/{memory_id}/pin": (rest_pin_foreign, ANY_AGENT_READS, NO_TEXT),
+    "POST /v1/consolidate": (rest_consolidate_foreign, rest_consolidate_other, rest_consolidate_secret),
+    "POST /v1/contradictions/resolve": (rest_resolve_foreign, ADMIN_ONLY, NO_TEXT),
+    "POST /v1/teams/{team}/consolidate": (JOB, JOB, JOB),
+    "POST /v1/teams:consolidate": (JOB, JOB, JOB),
+    "POST /v1/consolidation/jobs": (JOB, JOB, JOB),
+    "POST /v1/packs": (NO_ID, PACK_SCOPE, rest_packs_secret),
+    "POST /v1/sync/push": sync_push,
+    "POST /v1/sync/push restore": sync_restore,
+    "mcp save_memory": (NO_ID, mcp_claim("save_memory", content="x"), mcp_save_secret),
+    "mcp update_memory": (*mcp_update, mcp_update_secret),
+    "mcp delete_memory": (*mcp_delete, NO_TEXT),
+    "mcp supersede_memory": (*mcp_supersede, mcp_supersede_secret),
+    "mcp create_handoff": (NO_ID, mcp_claim("create_handoff", target_agent="dave", context="x"), mcp_handoff_secret),
+    "mcp accept_handoff": mcp_accept,
+    "mcp complete_handoff": mcp_complete,
+    "mcp consolidate_memory": (mcp_consolidate_foreign, mcp_consolidate_other, "merges stored memories into the "
+                               "text given: the same ingest merge as POST /v1/consolidate (rest_consolidate_secret)"),
+    "mcp consolidate_team": (JOB, JOB, JOB),
+    "mcp pin_memory": (mcp_pin_foreign, ANY_AGENT_READS, NO_TEXT),
+    "mcp unpin_memory": (mcp_pin_foreign, ANY_AGENT_READS, NO_TEXT),
+    "mcp write_engram_file": (NO_ID, PACK_SCOPE, pack_secret("write_engram_file", path="knowledge/k.md",
+                                                             content="# K\nThe key is TOKEN\n")),
+    "mcp capture_memory": (NO_ID, mcp_claim("capture_memory", "packs", name="p", content="x", category="c",
+                                            summary="s"), pack_secret("capture_memory", content="uses TOKEN",
+                                                         category="preferences", summary="token TOKEN")),
+    "mcp correct_memory": (NO_ID, mcp_claim("correct_memory", "packs", name="p", category="c", old_summary="o",
+                                            new_content="n", new_summary="s"),
+                           pack_secret("correct_memory", category="preferences", old_summary="none",
+                                       new_content="now TOKEN", new_summary="TOKEN")),
+    "mcp add_knowledge": (NO_ID, PACK_SCOPE, pack_secret("add_knowledge", filename="deploy",
+                                                         content="Deploy with TOKEN", summary="deploys")),
+    "mcp install_engram": (NO_ID, PACK_SCOPE, "installs from https git only; its files pass the same install path "
+                           "as POST /v1/packs (rest_packs_secret)"),
+}  # fmt: skip
+BOUNDARIES = ("foreign id", "other agent", "secret")
+CASES = [(path, boundary) for path, probes in PATHS.items()
+         for boundary, probe in zip(BOUNDARIES, probes, strict=True) if not isinstance(probe, str)]  # fmt: skip
+
+
+@pytest.mark.parametrize(("path", "boundary"), CASES, ids=[f"{p} | {b}" for p, b in CASES])
+async def test_each_write_path_holds_each_boundary(world: World, path: str, boundary: str) -> None:
+    probe = PATHS[path][BOUNDARIES.index(boundary)]
+    assert not isinstance(probe, str)
+    await probe(world)
+    world.unchanged()
+
+
+async def test_every_write_path_is_in_the_table(world: World) -> None:
+    spec = world.http.get("/openapi.json").json()
+    routes = {f"{method.upper()} {path}" for path, methods in spec["paths"].items() for method in methods
+              if method in ("post", "patch", "put", "delete")}  # fmt: skip
+    async with http_client(world.node.mcp_url, key=world.keys["packs"]) as client:
+        tools = (await client.list_tools()).tools
+    writing = {f"mcp {t.name}" for t in tools if not (t.annotations and t.annotations.read_only_hint)}
+    missing = sorted(((routes - NOT_WRITES.keys()) | writing) - PATHS.keys())
+    assert not missing, f"write paths without boundary probes: {missing}; add them to PATHS"
+
+
+async def test_no_secret_of_any_path_is_on_disk(world: World) -> None:
+    """Runs last in this module: every token a probe wrote, searched in every file under the data dir."""
+    assert world.tokens, "the secret probes ran first"
+    found = [
+        (token, path)
+        for path in world.node.home.rglob("*")
+        if path.is_file()
+        for token in world.tokens
+        if token.encode() in path.read_bytes()
+    ]
+    assert found == []
