@@ -2,13 +2,22 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
 from engram import errors, wire
-from engram.clients import DEFAULT_RPC_TIMEOUT, ConsolidationClient, IndexStats, IngestClient, SearchClient, SyncClient
+from engram.clients import (
+    DEFAULT_RPC_TIMEOUT,
+    READINESS_TIMEOUT,
+    ConsolidationClient,
+    IndexStats,
+    IngestClient,
+    SearchClient,
+    SyncClient,
+)
 from engram.model import Caller, Memory, MemoryInput
 from engram.results import (
     AgentInfo,
@@ -68,6 +77,7 @@ class Backend:
         shared = search_addr == ingest_addr
         self.search_client = SearchClient(self.ingest.channel if shared else search_addr, timeout=timeout)
         self._shared = shared
+        self.known_rerank_model: str | None = None  # rerank_model's last answer (None: it never answered)
         self.consolidation: ConsolidationClient | None = None  # None: no consolidation service configured
         if consolidation_addr:
             target = self.ingest.channel if consolidation_addr == ingest_addr else consolidation_addr
@@ -148,22 +158,24 @@ class Backend:
 
     async def rerank_model(self) -> str:
         """The search service's reranker model id, or "" when rerank is off."""
-        return (await self.search_client.stats()).reranker_model
+        model = (await self.search_client.stats()).reranker_model
+        self.known_rerank_model = model
+        return model
 
-    async def readiness(self) -> Readiness:
-        """Every service of every process behind this gateway, with the reasons any of them is not ready."""
+    async def readiness(self, *, timeout: float = READINESS_TIMEOUT) -> Readiness:
+        """Every service of every process behind this gateway, with the reasons any of them is not ready. The
+        processes are asked at once, each for at most ``timeout`` seconds: one that takes longer is not ready."""
         services: dict[str, bool] = {}
         problems: list[ProblemReport] = []
         first: readiness_pb2.GetReadinessResponse | None = None
         clients: dict[str, IngestClient | SearchClient] = {"ingest": self.ingest}
         if not self._shared:  # one process hosts both (the embedded node): asked once
             clients["search"] = self.search_client
-        for name, client in clients.items():
-            try:
-                reply = await client.readiness()
-            except errors.EngramError as e:
+        replies = await asyncio.gather(*(_readiness_of(client, timeout) for client in clients.values()))
+        for name, reply in zip(clients, replies, strict=True):
+            if isinstance(reply, str):
                 services[name] = False
-                problems.append(ProblemReport(name, f"the {name} service does not answer ({e.code})."))
+                problems.append(ProblemReport(name, f"the {name} service does not answer ({reply})."))
                 continue
             first = first or reply
             for state in reply.services:
@@ -191,6 +203,18 @@ class Backend:
             await self.sync.close()
         await self.search_client.close()  # does not close a shared channel
         await self.ingest.close()
+
+
+async def _readiness_of(
+    client: IngestClient | SearchClient, timeout: float
+) -> readiness_pb2.GetReadinessResponse | str:
+    """The process's readiness reply, or why there is none (an error code, or how long it was waited for)."""
+    try:
+        return await asyncio.wait_for(client.readiness(), timeout)
+    except TimeoutError:
+        return f"no reply within {timeout:g} s"
+    except errors.EngramError as e:
+        return e.code
 
 
 def redactions_json(redactions: list[Redaction]) -> list[dict[str, Any]]:

@@ -3,6 +3,8 @@
 
 # No `from __future__ import annotations`: FastAPI resolves route annotations against module globals.
 
+import asyncio
+import dataclasses
 import time
 from typing import Annotated, Any
 
@@ -10,13 +12,21 @@ from fastapi import APIRouter, Depends, FastAPI
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
+from engram import errors
+from engram.health import LOG
+from engram.log import Log
 from engram.model import Caller, format_time
-from engram.services.gateway.backend import Backend, Readiness
+from engram.services.gateway.backend import Backend, ProblemReport, Readiness
 from engram.services.gateway.identity import Resolver, require_scope
 from engram.services.gateway.rest import ERROR_RESPONSES, caller_dependency
 
 SYNC_SERVED = "serves edge devices: they sync with `engram edge --upstream <this URL> --key <a sync key>`"
 SYNC_NONE = "no sync service behind this gateway (set ENGRAM_SYNC_ADDR to serve edge devices)"
+# /readyz answers within this many seconds whatever the services and the log do: a probe that waits longer is
+# counted as failed by orchestrators anyway, and then nobody learns why. The log is asked for less, so its answer
+# (or its silence) is known in time.
+READYZ_SECONDS = 1.0
+LOG_PROBE_SECONDS = 0.5
 
 
 class ProblemOut(BaseModel):
@@ -71,8 +81,51 @@ def _services(readiness: Readiness) -> dict[str, str]:
     return {name: "serving" if ok else "down" for name, ok in sorted(readiness.services.items())}
 
 
-def add_probes(app: FastAPI, backend: Backend, resolver: Resolver) -> None:
-    """/healthz and /readyz (unauthenticated: orchestrators call them) and the authenticated /v1/status."""
+async def log_problem(event_log: Log | None, timeout: float = LOG_PROBE_SECONDS) -> ProblemReport | None:
+    """Why the log cannot be used right now, asking it for its newest sequence (None: it answered in time).
+
+    The services notice a closed connection at once, but not a server that stopped answering on an open one (hung,
+    or cut off by the network) until NATS' own pings time out, minutes later: this probe does, in ``timeout``.
+    """
+    if event_log is None:  # a gateway without NATS (no live events): the services' own reports say it all
+        return None
+    try:
+        await asyncio.wait_for(event_log.last_seq(), timeout)
+    except TimeoutError:
+        reason = f"no reply within {timeout:g} s"
+    except Exception as e:  # nats errors or EngramError: any failure to answer means not ready
+        reason = type(e).__name__ if not isinstance(e, errors.EngramError) else str(e)
+    else:
+        return None
+    return ProblemReport(
+        LOG, f"NATS (the log) does not answer ({reason}): nothing can be stored until it does.", time.time()
+    )
+
+
+async def _readiness_now(backend: Backend, event_log: Log | None) -> Readiness:
+    """The services' readiness and the log's, asked at once and within READYZ_SECONDS."""
+    readiness, log_down = await asyncio.gather(
+        backend.readiness(timeout=READYZ_SECONDS - 0.1), log_problem(event_log, LOG_PROBE_SECONDS)
+    )
+    if log_down is None or any(p.condition == LOG for p in readiness.problems):
+        return readiness  # the services already say the log is down, and since when
+    # Every service needs the log (Health's LOG condition stops them all): say so as they would.
+    services = dict.fromkeys(readiness.services, False)
+    return dataclasses.replace(readiness, services=services, problems=[*readiness.problems, log_down])
+
+
+async def _rerank_model(backend: Backend, timeout: float) -> str | None:
+    """The reranker's model id ("" for none), or the last one known when the search service does not say in time."""
+    try:
+        return await asyncio.wait_for(backend.rerank_model(), timeout)
+    except (TimeoutError, errors.EngramError):
+        return backend.known_rerank_model
+
+
+def add_probes(app: FastAPI, backend: Backend, resolver: Resolver, *, event_log: Log | None = None) -> None:
+    """/healthz and /readyz (unauthenticated: orchestrators call them) and the authenticated /v1/status.
+
+    ``event_log``: the gateway's connection to the log, which /readyz asks whether it answers."""
 
     @app.get("/healthz", tags=["probes"], summary="Liveness: the process is up")
     async def healthz() -> dict[str, str]:
@@ -85,7 +138,8 @@ def add_probes(app: FastAPI, backend: Backend, resolver: Resolver) -> None:
         responses={503: {"description": "Not ready: the body says which service or condition, with Retry-After"}},
     )
     async def readyz() -> JSONResponse:
-        readiness = await backend.readiness()
+        started = time.monotonic()
+        readiness = await _readiness_now(backend, event_log)
         body: dict[str, Any] = {
             "status": "ready" if readiness.ready else "unavailable",
             "services": _services(readiness),
@@ -93,8 +147,8 @@ def add_probes(app: FastAPI, backend: Backend, resolver: Resolver) -> None:
             "rerank": "off",
         }
         if readiness.services.get("search"):
-            model = await backend.rerank_model()
-            body["rerank"] = "on" if model else "off"
+            model = await _rerank_model(backend, max(0.05, READYZ_SECONDS - (time.monotonic() - started)))
+            body["rerank"] = "unknown" if model is None else "on" if model else "off"
             body["rerank_model"] = model or None
         if not readiness.ready:
             reasons = "; ".join(f"{p.condition}: {p.detail}" for p in readiness.problems) or "a service is down"
