@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 from pathlib import Path
 
 import pytest
@@ -196,3 +197,25 @@ async def test_a_log_that_never_pauses_still_gets_its_index_maintained(
         await indexer.stop()
         index.close()
         await log.close()
+
+
+async def test_every_append_is_scrubbed_and_message_ids_are_per_namespace(nats_server: NatsServer) -> None:
+    """Issue 22: the one scrubbing step every write path passes (a path that forgot to scrub stores no secret), and
+    JetStream's duplicate window never drops one namespace's write as a copy of another's."""
+    log = await NatsLog.connect(nats_server.url)
+    token = "ghp_" + "Vb7Kq2Xr9Lm4Nt6Pw1Zs8Dy3Fh5Jc0Ga2Ue4"
+    vectors = {"model": "m", "dense": "AAAA", "sparse_model": "s", "sparse": {"indices": [1], "values": [1.0]}}
+    body = {"event": "memory_saved", "memory_id": "m1", "memory": {"content": f"push with {token}",
+            "metadata": {"password": "hunter2"}}, "source": token, "vectors": vectors}  # fmt: skip
+    try:
+        first = await log.append("alpha", "memory_saved", body, msg_id="m1:1")
+        other = await log.append("beta", "memory_saved", {"event": "memory_saved", "memory_id": "m1"}, msg_id="m1:1")
+        again = await log.append("alpha", "memory_saved", body, msg_id="m1:1")
+        stored = await log.read(first.seq)
+    finally:
+        await log.close()
+
+    assert stored is not None and token not in json.dumps(stored.body) and "hunter2" not in json.dumps(stored.body)
+    assert "[REDACTED:" in stored.body["memory"]["content"] and stored.body["vectors"] == vectors
+    assert not other.duplicate and other.seq == first.seq + 1
+    assert again.duplicate and again.seq == first.seq
