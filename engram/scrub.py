@@ -1,11 +1,14 @@
 """Secret scrubbing: credentials in text and metadata are replaced by markers before anything is stored.
 
-The rule table below covers the credential formats that the well-kept secret scanners know, plus passwords
-written in prose and high-entropy values under a secret-looking label. Many token formats are adapted from
-gitleaks' default rule set (config/gitleaks.toml, https://github.com/gitleaks/gitleaks, MIT licence,
-Copyright (c) 2019 Zachary Rice) and the entropy thresholds from detect-secrets
-(https://github.com/Yelp/detect-secrets, Apache License 2.0, Copyright 2018 Yelp Inc.). The patterns were
-rewritten here for Python's ``re`` and for linear time on hostile input; see docs/THIRD_PARTY.md.
+Three sets of rules run in turn. First this module's own: private keys, URL passwords, the token formats
+whose kinds Engram has always reported, passwords in assignments and in prose, and high-entropy values under a
+secret-looking label (entropy thresholds after detect-secrets, https://github.com/Yelp/detect-secrets, Apache
+License 2.0, Copyright 2018 Yelp Inc.). Then gitleaks' default rule set, adopted whole and unchanged
+(engram/secrets/gitleaks.toml: gitleaks 8.30.1, https://github.com/gitleaks/gitleaks, MIT licence, Copyright
+(c) 2019 Zachary Rice), and Engram's rules for credentials in command lines and config files, crypto wallets
+and the token formats gitleaks lacks (engram/secrets/engram.toml); see engram/secrets/ and
+docs/THIRD_PARTY.md. Format rules run before the generic ones, so a secret is reported under its most precise
+kind.
 """
 
 from __future__ import annotations
@@ -14,6 +17,10 @@ import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+
+from engram.secrets.catalog import FORMAT_RULES, GENERIC_RULES
+from engram.secrets.keywords import KeywordSet
+from engram.secrets.rules import SecretRule, shannon_entropy
 
 REDACTION_MARKER_FORMAT = "[REDACTED:{kind}]"
 
@@ -47,6 +54,7 @@ KINDS = (
     "password_prose",
     "private_key",
     "pypi_token",
+    "seed_phrase",
     "sendgrid_key",
     "service_token",
     "shopify_token",
@@ -122,17 +130,6 @@ def _group(name: str) -> Callable[[re.Match[str]], _Span | None]:
 
 def _has_digit(s: str) -> bool:
     return any(c.isdigit() for c in s)
-
-
-def shannon_entropy(s: str) -> float:
-    """Bits per character of ``s`` (0 for the empty string), as detect-secrets computes it."""
-    if not s:
-        return 0.0
-    counts: dict[str, int] = {}
-    for c in s:
-        counts[c] = counts.get(c, 0) + 1
-    n = len(s)
-    return -sum(k / n * math.log2(k / n) for k in counts.values())
 
 
 def _tail_with_digit(prefix_len: int) -> Callable[[re.Match[str]], _Span | None]:
@@ -374,6 +371,7 @@ _PLACEHOLDERS = frozenset({"none", "null", "nil", "true", "false", "undefined"})
 _DOTTED_IDENTIFIER = re.compile(r"[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+")
 _CONSTANT_NAME = re.compile(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)+")
 _MASKED = re.compile(r"[*xX.]+")
+_FILE_PATH = re.compile(r"(?:\.{1,2}/|~/|/[\w.@+-]+/)[\w.@+/-]*")
 
 
 def _assignment(m: re.Match[str]) -> _Span | None:
@@ -385,6 +383,8 @@ def _assignment(m: re.Match[str]) -> _Span | None:
     if _MASKED.fullmatch(value):  # already masked: "****", "xxxx"
         return None
     if value[0] in "$%{<":  # references and templates: $DB_PASS, ${X}, %(pw)s, {{ secret }}, <your-key>
+        return None
+    if _FILE_PATH.fullmatch(value):  # --from-file=password=./db-password.txt, password_file: /run/secrets/db
         return None
     if group != "bare":
         return m.span(group)
@@ -585,7 +585,14 @@ def _line_ends_after(text: str, pos: int) -> bool:
 #
 # Order matters: multi-line and structured secrets first, so that e.g. the JWT inside "Bearer eyJ..." or the
 # sk- key inside "api_key=sk-..." is reported under its specific kind, and the generic rules then skip the
-# marker it left behind.
+# marker it left behind. gitleaks' and Engram's rule files (engram/secrets) come in two parts: their format
+# rules after this module's, their generic rules (a value judged by its label alone) last.
+
+
+def _from_file(rule: SecretRule) -> _Rule:
+    return _Rule(rule.kind, rule.pattern, rule.secret_span, rule.keywords)
+
+
 _RULES: tuple[_Rule, ...] = (
     _Rule("private_key", _PRIVATE_KEY, _whole, ("-----begin",)),
     _Rule("private_key", _AGE_KEY, _whole, ("age-secret-key-1",)),
@@ -609,6 +616,7 @@ _RULES: tuple[_Rule, ...] = (
     # The AWS secret is looked for before the key id is replaced, and the id's marker still says "aws".
     _Rule("aws_secret_key", _AWS_SECRET_CANDIDATE, _aws_secret, ("aws", "akia", "asia")),
     _Rule("aws_access_key", _AWS_ACCESS_KEY, _whole, ("akia", "asia", "abia", "acca", "a3t")),
+    *map(_from_file, FORMAT_RULES),
     _Rule("basic_auth", _BASIC_AUTH, _group("secret"), ("basic",)),
     _Rule("bearer_token", _BEARER, _bearer, ("bearer",)),
     _Rule("api_key", _assignment_pattern(_API_KEY_CORE), _assignment, ("key", "token")),
@@ -616,7 +624,9 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password_assignment", _CONNECTION_PWD, _group("secret"), ("pwd",)),
     _Rule("high_entropy_secret", _LABELLED, _labelled, _LABEL_WORDS),
     _Rule("password_prose", _PROSE, _prose_password, ("pass", "pw")),
+    *map(_from_file, GENERIC_RULES),
 )
+_KEYWORDS = KeywordSet(k for rule in _RULES for k in rule.keywords)
 
 # For metadata: a dict key that names a secret makes its whole string value one.
 _SECRET_KEYS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -639,8 +649,9 @@ def scrub_text(text: str) -> ScrubResult:
     # Keywords are looked up in the original text: a replacement only ever removes evidence, and the markers
     # it adds name no keyword a rule waits for except "aws", which the AWS secret rule wants to see.
     lowered = text.lower()
+    present = _KEYWORDS.found_in(lowered)
     for rule in _RULES:
-        if rule.keywords and not any(k in lowered for k in rule.keywords):
+        if rule.keywords and present.isdisjoint(rule.keywords):
             continue
         text = _apply(rule, text, counts)
     return ScrubResult(text, merge(Redaction(k, c) for k, c in counts.items()))
@@ -652,7 +663,7 @@ def _apply(rule: _Rule, text: str, counts: dict[str, int]) -> str:
     mark = marker(rule.kind)
     for m in rule.pattern.finditer(text):
         span = rule.secret(m)
-        if span is None or span[0] < last or span[0] >= span[1]:
+        if span is None or span[0] < last or span[0] >= span[1] or _in_marker(text, span):
             continue
         parts += (text[last : span[0]], mark)
         last = span[1]
@@ -661,6 +672,17 @@ def _apply(rule: _Rule, text: str, counts: dict[str, int]) -> str:
         return text
     parts.append(text[last:])
     return "".join(parts)
+
+
+def _in_marker(text: str, span: _Span) -> bool:
+    """Whether the span overlaps a redaction marker: what was removed is not found again (idempotence)."""
+    if "[REDACTED:" in text[span[0] : span[1]]:
+        return True
+    opened = text.rfind("[REDACTED:", max(0, span[0] - _LONGEST_MARKER), span[0] + len("[REDACTED:") - 1)
+    return opened >= 0 and text.find("]", opened) >= span[0]
+
+
+_LONGEST_MARKER = max(len(marker(kind)) for kind in KINDS)
 
 
 def scrub_value(value: object) -> tuple[object, list[Redaction]]:

@@ -9,6 +9,8 @@ import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
+from mnemonic import Mnemonic
+
 CORPUS_DIR = Path(__file__).resolve().parent.parent / "data" / "secrets"
 SEED = 20240605
 
@@ -47,6 +49,8 @@ def _fill(template: str, rng: random.Random) -> str:
         name = m.group("name")
         if name == "uuid":
             return str(uuid.UUID(int=rng.getrandbits(128), version=4))
+        if name == "bip39" and m.group("n") is not None:  # a seed phrase of n words with a valid checksum
+            return str(Mnemonic("english").to_mnemonic(rng.randbytes(int(m.group("n")) * 4 // 3)))
         if name not in _ALPHABETS or m.group("n") is None:
             return m.group(0)  # literal braces, e.g. "{ODBC Driver 18}"
         return "".join(rng.choice(_ALPHABETS[name]) for _ in range(int(m.group("n"))))
