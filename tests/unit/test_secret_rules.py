@@ -241,3 +241,9 @@ def test_no_rule_costs_more_than_linear_work_on_its_own_keywords(rule: SecretRul
         cost_large = _apply_cost(rule, large)
         # 10x the input: linear work costs ~10x, quadratic ~100x. Generous bound for a busy machine.
         assert cost_large < 3.0 and cost_large / cost_small < 40, (unit, cost_small, cost_large)
+
+
+def test_the_api_docs_list_every_kind() -> None:
+    section = (ROOT / "docs" / "api.md").read_text().split("## Secret scrubbing", 1)[1].split("\n## ", 1)[0]
+    documented = set(re.findall(r"^\| `([a-z_]+)` \|", section, re.MULTILINE))
+    assert documented == set(KINDS)
