@@ -84,7 +84,9 @@ def common(p: argparse.ArgumentParser) -> argparse.ArgumentParser:
     """The options of every command that talks to the node: where it is, who acts, how to print."""
     p.add_argument("--home", help="data dir (ENGRAM_HOME, default ~/.engram)")
     p.add_argument("--url", help=_URL_HELP)
-    p.add_argument("--agent", help="act as this agent (X-Engram-Agent-ID); default: the key's agent")
+    p.add_argument(
+        "--agent", help="act as this agent (X-Engram-Agent-ID) with a shared key; a key made with --agent is its agent"
+    )
     p.add_argument("--json", action="store_true", help="print the node's answer as JSON (for scripts)")
     return p
 

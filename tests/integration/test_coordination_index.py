@@ -184,8 +184,10 @@ async def write_team_story(log: NatsLog) -> int:
     accepted = next_version(handoff, T0 + 5, handoff=Handoff("claude-code", "accepted", T0 + 5, T0 + 86400))
     await append(log, HANDOFF_ACCEPTED, accepted, ALICE)
     readers = [
-        {"agent": "codex", "device": "ci", "source": "codex", "time": format_time(T0 + 6)},
+        # codex only reads, with a key bound to it; mallory named itself (a shared key) and is known from nowhere
+        {"agent": "codex", "device": "ci", "source": "codex", "time": format_time(T0 + 6), "from_key": True},
         {"agent": "gemini-cli", "device": "phone", "source": "gemini-cli", "time": format_time(T0 + 7)},
+        {"agent": "mallory", "device": "ci", "source": "curl", "time": format_time(T0 + 7)},
     ]
     body = {"schema": 1, "event": MEMORY_ACCESSED, "namespace": NS, "time": format_time(T0 + 8),
             "counts": {token.id: 2}, "readers": readers}  # fmt: skip
