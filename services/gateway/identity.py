@@ -6,7 +6,7 @@ import ipaddress
 import json
 import logging
 import threading
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -163,7 +163,7 @@ class Resolver:
             scopes=_scopes(key),
             device=self._device(request, key, named_device),
             team=self._team(request, key),
-            agent_from_key=key is not None and bool(key.agent),
+            agent_from_key=key is not None and bool(key.agents),
         )
 
     def key_caller(self, authorization: str | None, *, agent: str, source: str) -> Caller:
@@ -181,7 +181,7 @@ class Resolver:
     def _agent(self, request: RequestIdentity, key: ApiKey | None) -> tuple[str, str]:
         """The owning agent and the device its id named ("" if none): ``claude-code@laptop`` owns as ``claude-code``."""
         if key is not None and key.agent:
-            return _bound_agent(request, key.agent)
+            return _bound_agent(request, key.agents)
         # A shared key or none (dev mode): the caller names itself. DESIGN.md order: header, query parameter,
         # clientInfo.name, ENGRAM_AGENT_ID (stdio), anonymous.
         if claims := _claims(request):
@@ -373,19 +373,36 @@ def _claims(request: RequestIdentity) -> list[_Claim]:
     ]
 
 
-def _bound_agent(request: RequestIdentity, bound: str) -> tuple[str, str]:
+def _bound_agent(request: RequestIdentity, bound: tuple[str, ...]) -> tuple[str, str]:
     """The agent of a key created with --agent, which it always acts as. A request may repeat that name (with a
     device: ``alice@phone``), but one that claims another agent is refused: holding alice's key proves nothing
-    about bob. The MCP client's name is not a claim (clients send their product's name) and is not consulted."""
-    agent, device = split_agent(bound)  # validated when the key was created or loaded
-    for claim in _claims(request):
-        if claim.agent != agent:
+    about bob. The MCP client's name is not a claim (clients send their product's name) and is not consulted.
+
+    A device's sync key may name several agents (those working on the device): a request acts as the one it names.
+    """
+    agents = dict(split_agent(name) for name in bound)  # agent -> its key's device; validated when the key was made
+    claims = _claims(request)
+    for claim in claims:
+        if claim.agent not in agents:
             raise PermissionDenied(
-                f"This key acts as '{agent}'; it cannot speak for '{claim.agent}'. "
+                f"This key acts as {_one_of(agents)}; it cannot speak for '{claim.agent}'. "
                 f"Drop {claim.where} or use {claim.agent}'s key."
             )
-        device = claim.device or device
-    return agent, device
+    if claims:
+        return claims[0].agent, claims[0].device or agents[claims[0].agent]
+    if len(agents) == 1:
+        return next(iter(agents.items()))
+    raise InvalidArgument(
+        "agent",
+        f"the API key names several agents ({_one_of(agents)}): send X-Engram-Agent-ID (or ?agent_id=) naming "
+        "the one acting.",
+    )
+
+
+def _one_of(agents: Iterable[str]) -> str:
+    """'a', 'a' or 'b', 'a', 'b' or 'c'."""
+    quoted = [f"'{agent}'" for agent in agents]
+    return " or ".join([", ".join(quoted[:-1]), quoted[-1]] if len(quoted) > 1 else quoted)
 
 
 def _agent_from_client_name(name: str) -> tuple[str, str] | None:

@@ -139,6 +139,18 @@ def test_a_key_bound_to_an_agent_may_repeat_its_name_with_a_device(
     assert (caller.agent_id, caller.device, caller.agent_from_key) == ("alice", "phone", True)
 
 
+def test_a_sync_key_naming_several_agents_speaks_only_for_one_of_them(tmp_path: Path, keys: KeyStore) -> None:
+    # A device's sync key names the agents that work on it ("robot,planner"): a request acts as one of them.
+    _, secret = keys.create(namespace="robots", agent="robot,planner", device="jetson-1", scopes=("sync",))
+    resolver = Resolver(secured_settings(tmp_path), keys)
+    caller = resolver.resolve(http(secret, agent_header="planner@arm"))
+    assert (caller.agent_id, caller.device, caller.agent_from_key) == ("planner", "jetson-1", True)
+    with pytest.raises(PermissionDenied, match="This key acts as 'robot' or 'planner'; it cannot speak for 'bob'"):
+        resolver.resolve(http(secret, agent_query="bob"))
+    with pytest.raises(InvalidArgument, match=r"names several agents \('robot' or 'planner'\): send X-Engram-Agent-ID"):
+        resolver.resolve(http(secret, client="robot"))
+
+
 def test_a_bound_key_ignores_the_mcp_client_name(tmp_path: Path, keys: KeyStore, alice_key: str) -> None:
     # Clients send their product's name ("bob" here); that is not a claim to refuse, only a source.
     caller = Resolver(secured_settings(tmp_path), keys).resolve(http(alice_key, client="bob"))
