@@ -276,7 +276,7 @@ async def test_an_index_of_an_earlier_layout_is_rebuilt_from_the_log(
 
     running = await start(log, *layout.open())
     try:
-        assert [m for m in rebuilds(caplog) if "earlier version (layout 1, now 2)" in m], rebuilds(caplog)
+        assert [m for m in rebuilds(caplog) if f"earlier version (layout 1, now {LAYOUT})" in m], rebuilds(caplog)
         assert [p[HANDOFF_TO] for p in running.index.retrieve(NS, handoff_ids)] == [["claude-code"]]
         assert dict(running.indexer.registry.agents(NS)) == STORY_REGISTRY
         assert running.index.indexer_state()["layout"] == LAYOUT
