@@ -13,12 +13,13 @@ kind.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
-from engram.secrets.catalog import FORMAT_RULES, GENERIC_RULES
+from engram.secrets import catalog
 from engram.secrets.keywords import KeywordSet
 from engram.secrets.rules import SecretRule, shannon_entropy
 
@@ -392,7 +393,8 @@ def _assignment(m: re.Match[str]) -> _Span | None:
     key_name = re.split(r"[.\-]", m.group("key"))[-1]
     if (
         m.string[m.end() : m.end() + 1] in ("(", "[")  # password=get_password(), key=keys[0]
-        or _DOTTED_IDENTIFIER.fullmatch(value)  # password=args.password, api_key=os.environ
+        # password=args.password, api_key=os.environ (also at the end of a sentence: "... api_key=os.environ.")
+        or _DOTTED_IDENTIFIER.fullmatch(value.rstrip(".,:;!?"))
         or _CONSTANT_NAME.fullmatch(value)  # api_key=OPENAI_API_KEY
         or value.lower() == key_name.lower()  # password=password
     ):
@@ -593,7 +595,7 @@ def _from_file(rule: SecretRule) -> _Rule:
     return _Rule(rule.kind, rule.pattern, rule.secret_span, rule.keywords)
 
 
-_RULES: tuple[_Rule, ...] = (
+_OWN_FORMAT_RULES: tuple[_Rule, ...] = (
     _Rule("private_key", _PRIVATE_KEY, _whole, ("-----begin",)),
     _Rule("private_key", _AGE_KEY, _whole, ("age-secret-key-1",)),
     _Rule("private_key", _PUTTY_PRIVATE, _group("secret"), ("private-lines",)),
@@ -616,7 +618,8 @@ _RULES: tuple[_Rule, ...] = (
     # The AWS secret is looked for before the key id is replaced, and the id's marker still says "aws".
     _Rule("aws_secret_key", _AWS_SECRET_CANDIDATE, _aws_secret, ("aws", "akia", "asia")),
     _Rule("aws_access_key", _AWS_ACCESS_KEY, _whole, ("akia", "asia", "abia", "acca", "a3t")),
-    *map(_from_file, FORMAT_RULES),
+)
+_OWN_GENERIC_RULES: tuple[_Rule, ...] = (
     _Rule("basic_auth", _BASIC_AUTH, _group("secret"), ("basic",)),
     _Rule("bearer_token", _BEARER, _bearer, ("bearer",)),
     _Rule("api_key", _assignment_pattern(_API_KEY_CORE), _assignment, ("key", "token")),
@@ -624,9 +627,21 @@ _RULES: tuple[_Rule, ...] = (
     _Rule("password_assignment", _CONNECTION_PWD, _group("secret"), ("pwd",)),
     _Rule("high_entropy_secret", _LABELLED, _labelled, _LABEL_WORDS),
     _Rule("password_prose", _PROSE, _prose_password, ("pass", "pw")),
-    *map(_from_file, GENERIC_RULES),
 )
-_KEYWORDS = KeywordSet(k for rule in _RULES for k in rule.keywords)
+
+
+@functools.cache
+def _table() -> tuple[tuple[_Rule, ...], KeywordSet]:
+    """Every rule in the order it runs, and their keywords. Built on first use: compiling the rule files' 245
+    regexes takes a tenth of a second that importers of this module (the CLI's clients) need not pay."""
+    rules = (
+        *_OWN_FORMAT_RULES,
+        *map(_from_file, catalog.format_rules()),
+        *_OWN_GENERIC_RULES,
+        *map(_from_file, catalog.generic_rules()),
+    )
+    return rules, KeywordSet(k for rule in rules for k in rule.keywords)
+
 
 # For metadata: a dict key that names a secret makes its whole string value one.
 _SECRET_KEYS: tuple[tuple[str, re.Pattern[str]], ...] = (
@@ -649,8 +664,9 @@ def scrub_text(text: str) -> ScrubResult:
     # Keywords are looked up in the original text: a replacement only ever removes evidence, and the markers
     # it adds name no keyword a rule waits for except "aws", which the AWS secret rule wants to see.
     lowered = text.lower()
-    present = _KEYWORDS.found_in(lowered)
-    for rule in _RULES:
+    rules, keywords = _table()
+    present = keywords.found_in(lowered)
+    for rule in rules:
         if rule.keywords and present.isdisjoint(rule.keywords):
             continue
         text = _apply(rule, text, counts)

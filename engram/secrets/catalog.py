@@ -7,6 +7,8 @@ the generic rules here. gitleaks' rules report the redaction kind of their famil
 
 from __future__ import annotations
 
+import functools
+
 from engram.secrets.rules import ENGRAM_FILE, GITLEAKS_FILE, Check, SecretRule, load
 from engram.secrets.seed_phrase import seed_phrase_span
 
@@ -54,6 +56,17 @@ def load_rules() -> tuple[SecretRule, ...]:
     return load(GITLEAKS_FILE, ENGRAM_FILE, kinds=GITLEAKS_KINDS, checks=CHECKS)
 
 
-RULES = load_rules()
-FORMAT_RULES = tuple(r for r in RULES if not r.generic)
-GENERIC_RULES = tuple(r for r in RULES if r.generic)
+@functools.cache
+def rules() -> tuple[SecretRule, ...]:
+    """The rules, loaded once."""
+    return load_rules()
+
+
+def format_rules() -> tuple[SecretRule, ...]:
+    """The rules that recognise a secret's own format."""
+    return tuple(r for r in rules() if not r.generic)
+
+
+def generic_rules() -> tuple[SecretRule, ...]:
+    """The rules that judge a value by its label or its surroundings alone."""
+    return tuple(r for r in rules() if r.generic)
