@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from typing import TypeGuard
 
+from engram.scrub import scrub_text
+
 # Namespaces become NATS subject tokens and file/collection names, so they exclude "." (the NATS token
 # separator), "@", "*", ">" and whitespace; 64 characters keeps derived subjects and paths short.
 NAMESPACE_PATTERN = r"[A-Za-z0-9][A-Za-z0-9_-]{0,63}"
@@ -51,20 +53,31 @@ def validate_agent(name: object) -> str:
     """Return ``name`` unchanged if it is a valid agent id, else raise ValueError saying what is allowed."""
     if not is_valid_agent(name):
         raise ValueError(f"invalid agent id {name!r}: {AGENT_RULE.rstrip('.')}")
-    return name
+    return _not_a_secret("agent id", name)
 
 
 def validate_device(name: object) -> str:
     """Return ``name`` unchanged if it is a valid device name, else raise ValueError saying what is allowed."""
     if not isinstance(name, str) or _DEVICE_RE.fullmatch(name) is None:
         raise ValueError(f"invalid device {name!r}: {DEVICE_RULE}")
-    return name
+    return _not_a_secret("device", name)
 
 
 def validate_team(name: object) -> str:
     """Return ``name`` unchanged if it is a valid team name, else raise ValueError saying what is allowed."""
     if not is_valid_namespace(name):
         raise ValueError(f"invalid team {name!r}: {NAMESPACE_RULE}")
+    return _not_a_secret("team", name)
+
+
+def _not_a_secret(what: str, name: str) -> str:
+    """Names are stored with every memory and shown to every agent of the namespace: one that is a credential (a
+    token pasted into X-Engram-Device, say) is refused, never stored."""
+    if found := scrub_text(name).redactions:
+        raise ValueError(
+            f"invalid {what}: it looks like a secret ({found[0].kind}); names are shown to every agent, so use a "
+            "plain name such as 'laptop' or 'claude-code'"
+        )
     return name
 
 

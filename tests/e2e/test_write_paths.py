@@ -507,6 +507,17 @@ async def test_every_write_path_is_in_the_table(world: World) -> None:
     assert not missing, f"write paths without boundary probes: {missing}; add them to PATHS"
 
 
+@pytest.mark.parametrize("header", ["X-Engram-Device", "X-Engram-Team"])
+async def test_a_secret_in_the_device_or_team_header_is_refused_and_never_stored(world: World, header: str) -> None:
+    token = world.token()
+    saved = world.rest("POST", "/v1/memories", json={"content": "The lab's printer is on floor 2"},
+                       headers={header: token})  # fmt: skip
+    assert saved.status_code == 400 and "looks like a secret" in saved.text and token not in saved.text
+    async with http_client(world.node.mcp_url, key=world.keys["alice"], headers={header: token}) as client:
+        result = await client.call_tool("save_memory", {"content": "The lab's printer is on floor 3"})
+    tool_refused(result, "looks like a secret")
+
+
 async def test_no_secret_of_any_path_is_on_disk(world: World) -> None:
     """Runs last in this module: every token a probe wrote, searched in every file under the data dir."""
     assert world.tokens, "the secret probes ran first"
