@@ -38,6 +38,14 @@ LIVENESS = "liveness"  # the gRPC health entry that is SERVING while the process
 
 DEFAULT_GRACE_SECONDS = 5.0
 DISK_CHECK_SECONDS = 1.0
+# Free space a write needs whatever the reserve (ENGRAM_DISK_RESERVE_MB=0 included): one log entry of up to 4 MiB
+# (nats-server's max_payload) with its block overhead. Below it nats-server cannot store the entry and answers
+# nothing (measured: each write then waited 10 s for the acknowledgement that never came).
+MIN_WRITE_ROOM = 8 * MIB
+STORE_STALLED = (
+    "The log's store does not acknowledge writes (out of space or failing); nothing was saved. The node restarts "
+    "it once the disk has room: retry in a few seconds."
+)
 INGEST_SERVICE = "engram.v1.Ingest"
 
 
@@ -57,12 +65,13 @@ class DiskGuard:
     """Free space in the data dir against the reserve: writes are refused below it, and readiness says so.
 
     Checking is one statvfs call, cheap enough to run before every write; a background loop also checks once a
-    second, so readiness recovers by itself when space comes back even if nobody writes.
+    second, so readiness recovers by itself when space comes back even if nobody writes. The reserve is never
+    less than MIN_WRITE_ROOM: a disk too full for one more log entry refuses writes at once, like any reserve.
     """
 
     def __init__(self, path: Path, reserve_bytes: int, health: Health) -> None:
         self.path = path
-        self.reserve_bytes = reserve_bytes
+        self.reserve_bytes = max(reserve_bytes, MIN_WRITE_ROOM)
         self._health = health
 
     def check(self) -> DiskSpace:
@@ -75,10 +84,13 @@ class DiskGuard:
         return space
 
     def require_space(self) -> None:
-        """Raises DiskFull when a write now could fill the disk."""
+        """Raises DiskFull when a write now could fill the disk, and Unavailable at once while the log's store
+        does not acknowledge writes (a write would wait for nothing; the node restarts the store)."""
         space = self.check()
         if not space.ok:
             raise DiskFull.for_path(str(self.path), space.free_bytes, space.reserve_bytes)
+        if self._health.problem(LOG_STORE) is not None:
+            raise Unavailable(STORE_STALLED, retry_after=5.0)
 
     async def run(self, interval: float = DISK_CHECK_SECONDS) -> None:
         while True:

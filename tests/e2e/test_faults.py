@@ -28,6 +28,7 @@ from engram.ids import uuid7
 from engram.log.nats import NatsLog
 from engram.model import Caller, Memory
 from tests.conftest import NodeHandle, engram_env, start_node
+from tests.e2e.conftest import SmallDisk
 from tests.helpers.procs import pid_alive, wait_gone
 from tests.helpers.rest import list_all_ids
 
@@ -154,65 +155,6 @@ def _holding_port(port: int, timeout: float = 2.0) -> Iterator[None]:
         yield
     finally:
         holder.close()
-
-
-@dataclass
-class SmallDisk:
-    """A file system the test can fill: a tmpfs mounted for the test when it may mount one (root), else the
-    temp dir with a reserve set just under its free space (so filling a few hundred MiB crosses it)."""
-
-    path: Path
-    reserve_mb: int
-    mounted: bool
-    filler: Path = field(init=False)
-
-    def __post_init__(self) -> None:
-        self.filler = self.path / "filler"
-
-    def free(self) -> int:
-        return shutil.disk_usage(self.path).free
-
-    def fill(self, leave_mib: int) -> None:
-        """Allocates a file so that only leave_mib MiB stay free."""
-        size = self.free() - leave_mib * MIB
-        with open(self.filler, "ab") as handle:
-            try:
-                os.posix_fallocate(handle.fileno(), os.fstat(handle.fileno()).st_size, size)
-            except OSError as e:
-                # The node wrote meanwhile, so less is free than was asked for: the disk is full now anyway;
-                # with leave_mib=0 make sure of it by writing until nothing more fits.
-                if e.errno != errno.ENOSPC:
-                    raise
-                if leave_mib == 0:
-                    with contextlib.suppress(OSError):
-                        while True:
-                            handle.write(b"\0" * 65536)
-                            handle.flush()
-
-    def release(self) -> None:
-        self.filler.unlink(missing_ok=True)
-
-
-@pytest.fixture
-def small_disk(tmp_path: Path) -> Iterator[SmallDisk]:
-    mount = tmp_path / "disk"
-    mount.mkdir()
-    try:
-        mounted = subprocess.run(
-            ["mount", "-t", "tmpfs", "-o", "size=400m", "tmpfs", str(mount)], capture_output=True, timeout=30
-        ).returncode == 0  # fmt: skip
-    except (OSError, subprocess.TimeoutExpired):
-        mounted = False  # not allowed to mount here: the reserve-based stand-in below
-    if mounted:
-        disk = SmallDisk(mount, 120, mounted=True)
-    else:
-        disk = SmallDisk(mount, max(200, shutil.disk_usage(mount).free // MIB - 300), mounted=False)
-    try:
-        yield disk
-    finally:
-        disk.release()
-        if mounted:
-            subprocess.run(["umount", "-l", str(mount)], check=False)
 
 
 def test_full_disk_refuses_writes_fast_and_recovers_without_a_restart(small_disk: SmallDisk, model_cache: Path) -> None:
@@ -360,9 +302,11 @@ def test_ctrl_c_in_a_terminal_stops_everything_in_order_without_a_traceback(tmp_
     assert wait_gone(nats_pid, 10)
 
 
-def test_a_log_stuck_on_a_full_disk_is_restarted_once_space_is_back(small_disk: SmallDisk, model_cache: Path) -> None:
-    """With no reserve (ENGRAM_DISK_RESERVE_MB=0) the log's server itself hits the full disk and stops
-    acknowledging writes; once space is back the node restarts it by itself."""
+def test_a_full_disk_without_a_reserve_refuses_writes_at_once_and_recovers(
+    small_disk: SmallDisk, model_cache: Path
+) -> None:
+    """With no reserve (ENGRAM_DISK_RESERVE_MB=0) a disk filled to the last byte refuses writes at once with the
+    reserve's message (they waited 10 s each for the log's acknowledgement), and nothing has to restart."""
     if not small_disk.mounted:
         pytest.skip("needs a disk that can really be filled (a tmpfs the test mounts as root)")
     node = start_node(small_disk.path / "home", model_cache, ENGRAM_DISK_RESERVE_MB="0")
@@ -374,17 +318,77 @@ def test_a_log_stuck_on_a_full_disk_is_restarted_once_space_is_back(small_disk: 
             acked[saved["id"]] = saved["seq"]
         old_nats = node.nats_pid
         small_disk.fill(leave_mib=0)
-        stuck = client.post("/v1/memories", json={"content": "x" * 20000})
-        assert stuck.status_code == 503 and "may or may not be stored" in stuck.json()["detail"], stuck.text
-        assert client.get("/readyz").status_code == 503
+        assert small_disk.free() < MIB
+        for _ in range(3):
+            started = time.monotonic()
+            refused = client.post("/v1/memories", json={"content": "x" * 20000})
+            assert time.monotonic() - started < 1.0
+            assert refused.status_code == 507, refused.text
+            detail = refused.json()["detail"]
+            assert "Disk full" in detail and "ENGRAM_DISK_RESERVE_MB" in detail and refused.headers.get("retry-after")
+        assert "Disk full" in client.get("/readyz").json()["detail"]
 
         small_disk.release()
-        _wait(lambda: client.get("/readyz").status_code == 200, timeout=30)
-        assert node.nats_pid != old_nats and node.process.poll() is None  # the log restarted, not the node
+        _wait(lambda: client.get("/readyz").status_code == 200, timeout=10)
         after = client.post("/v1/memories", json={"content": "after space came back"})
         assert after.status_code == 201, after.text
+        assert node.nats_pid == old_nats and node.process.poll() is None  # nothing restarted
         acked[after.json()["id"]] = after.json()["seq"]
         _assert_all_readable(client, acked)
     finally:
         client.close()
         assert node.stop() == 0
+
+
+def test_a_log_stuck_on_a_full_disk_is_restarted_once_space_is_back(small_disk: SmallDisk, model_cache: Path) -> None:
+    """Something else writing to the log while the disk is full (the node itself refuses to) leaves nats-server
+    connected but not acknowledging writes; writes are then refused at once, and once space is back the node
+    restarts it by itself."""
+    if not small_disk.mounted:
+        pytest.skip("needs a disk that can really be filled (a tmpfs the test mounts as root)")
+    node = start_node(small_disk.path / "home", model_cache, ENGRAM_DISK_RESERVE_MB="0")
+    client = httpx.Client(base_url=node.http_url, timeout=60)
+    try:
+        acked = {}
+        for i in range(10):
+            saved = client.post("/v1/memories", json={"content": f"before {i}"}).json()
+            acked[saved["id"]] = saved["seq"]
+        old_nats = node.nats_pid
+        small_disk.fill(leave_mib=0)
+        assert not asyncio.run(_publish_outside(node.nats_url)), "the full disk took the message"
+        small_disk.release()
+        # The first write finds the store stuck (it may or may not be stored); the node restarts nats-server.
+        answers = []
+        while not answers or answers[-1][0] != 201:
+            started = time.monotonic()
+            response = client.post("/v1/memories", json={"content": "after space came back"})
+            answers.append((response.status_code, time.monotonic() - started, response.json().get("detail", "")))
+            assert len(answers) < 200, answers[:5]
+            time.sleep(0.1)
+        assert all(code == 503 for code, _, _ in answers[:-1]), answers
+        assert all(seconds < 1.0 for _, seconds, _ in answers[1:]), answers  # refused at once while stuck
+        _wait(lambda: client.get("/readyz").status_code == 200, timeout=30)
+        assert node.nats_pid != old_nats and node.process.poll() is None  # the log restarted, not the node
+        saved = response.json()
+        acked[saved["id"]] = saved["seq"]
+        _assert_all_readable(client, acked)
+    finally:
+        client.close()
+        assert node.stop() == 0
+
+
+async def _publish_outside(nats_url: str) -> bool:
+    """Messages published to the node's log by another client; whether nats-server acknowledged them."""
+    import nats
+    import nats.errors
+
+    connection = await nats.connect(nats_url)
+    body = b'{"event": "noop", "pad": "%s"}' % (b"x" * MIB)  # more than a block's spare room
+    try:
+        for _ in range(3):
+            await connection.jetstream().publish("engram.events.outside.noop", body, timeout=3)
+        return True
+    except nats.errors.TimeoutError:
+        return False
+    finally:
+        await connection.close()
