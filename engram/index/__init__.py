@@ -124,6 +124,11 @@ class MemoryIndex(Protocol):
         """Removes every point whose "id" is memory_id (a purge)."""
         ...
 
+    def erase_deleted(self) -> None:
+        """After delete_memory: makes sure no file of the index keeps what was deleted (Qdrant Edge rewrites its
+        shard; a Qdrant server is left to its own housekeeping). Cheap when nothing was deleted."""
+        ...
+
     def set_fields(self, namespace: str, fields: dict[str, dict[str, Any]]) -> None:
         """Sets payload fields of existing points: {point id: {field: value}} (access counts)."""
         ...

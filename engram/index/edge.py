@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 import shutil
 import threading
 import time
@@ -13,6 +14,8 @@ from typing import Any
 
 import qdrant_edge as qe
 
+from engram.errors import DiskFull
+from engram.health import MIB
 from engram.heap import page_out
 from engram.index import (
     BOOKKEEPING_IDS,
@@ -79,6 +82,24 @@ CONFIG_FILE = "edge_config.json"  # where the shard keeps the configuration it w
 # Their pages would stay mapped after the load, so they are handed back at once (docs/benchmarks.md: about 200
 # MiB less after a restart at 50k memories, the same search latency).
 LOADED_ONLY = ("/payload_index/", "/wal/closed-")
+# A load reads the vectors kept in RAM into memory: on a tmpfs that allocates the holes of their sparse files (a
+# restart at 15k memories allocated 25 MiB for the dense vectors' 24 MiB of holes), and a mapped page that cannot be
+# allocated kills the process (SIGBUS). So a start needs that much room, plus this for the small files a load fills
+# (payload index flags, id trackers: 1-4 MiB measured).
+LOAD_MARGIN = 16 * MIB
+# A flush writes the shard's dirty pages and small files; with less room than this it is left to the WAL (which
+# replays at the next load): a flush on a full tmpfs died with SIGBUS.
+FLUSH_ROOM = 32 * MIB
+# Deleted points stay in the shard's files (the WAL, the segments' payload and vector storage) until they are
+# rewritten, and no setting of Qdrant Edge rewrites the WAL in place (removing its files loses later updates:
+# measured). So after a purge the shard is copied into a fresh one without them (erase_deleted): this marker,
+# written before the delete, says a copy is due, so a crash in between is caught by the next call.
+ERASE_PENDING = "erase-pending"
+REWRITING = ".rewriting"  # the fresh copy while it is written (a leftover is incomplete: removed at open)
+ERASING = ".erasing"  # the old shard between the swap and its removal (removed at open)
+DAMAGED = ".damaged"  # a damaged shard moved aside for inspection (move_aside)
+COPY_PAGE = 1024  # points per read while copying: the lock is held per page, so reads go on meanwhile
+CHECK_PAGE = 256  # points per read while checking the files at start: a page of vectors is ~8 MiB as Python lists
 
 
 class EdgeIndex:
@@ -131,6 +152,8 @@ class EdgeIndex:
 
     def _open(self) -> qe.EdgeShard:
         self._storage_problem = None
+        for leftover in (REWRITING, ERASING):  # a rewrite interrupted by a crash (see erase_deleted)
+            shutil.rmtree(self._path.with_name(self._path.name + leftover), ignore_errors=True)
         if (self._path / CONFIG_FILE).exists() or any(self._path.glob("segments*")):
             # Storage settings apply to segments when they are written, so a shard stored otherwise is loaded as
             # it is (its config file unchanged, so a crash before the rebuild finds it again) and check() asks
@@ -142,8 +165,11 @@ class EdgeIndex:
                 raise IndexDamaged(str(self._path), f"it cannot be loaded ({e})") from e
             page_out(self._path, LOADED_ONLY)
             return shard
-        self._path.mkdir(parents=True, exist_ok=True)
-        shard = qe.EdgeShard.create(str(self._path), self._config())
+        return self._create(self._path)
+
+    def _create(self, path: Path) -> qe.EdgeShard:
+        path.mkdir(parents=True, exist_ok=True)
+        shard = qe.EdgeShard.create(str(path), self._config())
         shard.update(qe.UpdateOperation.create_field_index("namespace", qe.KeywordIndexParams(is_tenant=True)))
         for name in KEYWORD_FIELDS:
             shard.update(qe.UpdateOperation.create_field_index(name, qe.PayloadSchemaType.Keyword))
@@ -201,6 +227,9 @@ class EdgeIndex:
     def delete_memory(self, namespace: str, memory_id: str) -> None:
         condition = qe.Filter(must=[_namespace(namespace), qe.FieldCondition("id", match=qe.MatchValue(memory_id))])
         with self._lock:
+            if not self._shard.count(qe.CountRequest(exact=True, filter=condition)):
+                return
+            _write_marker(self._path / ERASE_PENDING)
             self._shard.update(qe.UpdateOperation.delete_points_by_filter(condition))
 
     def set_fields(self, namespace: str, fields: dict[str, dict[str, Any]]) -> None:
@@ -333,7 +362,32 @@ class EdgeIndex:
         with self._lock:
             schema = set(self._shard.info().payload_schema)
         missing = [name for name in INDEXED_FIELDS if name not in schema]
-        return f"payload indexes missing: {', '.join(missing)}" if missing else None
+        if missing:
+            return f"payload indexes missing: {', '.join(missing)}"
+        return self._unreadable()
+
+    def _unreadable(self) -> str | None:
+        """Reads every point's payload and vectors once and queries each vector index: a file truncated or
+        overwritten while the node was stopped loads without complaint, and then fails every search that touches
+        it (measured); found here, the indexer rebuilds the index instead. The payloads' pages are handed back
+        after (see LOADED_ONLY)."""
+        offset, probe = None, dict[str, Any]()
+        try:
+            while True:
+                request = qe.ScrollRequest(offset=offset, limit=CHECK_PAGE, with_payload=True, with_vector=True)
+                with self._lock:
+                    records, offset = self._shard.scroll(request)
+                probe = probe or next((r.vector for r in records if isinstance(r.vector, dict) and r.vector), {})
+                if offset is None:
+                    break
+            with self._lock:
+                for name, vector in probe.items():
+                    self._shard.query(qe.QueryRequest(limit=1, query=qe.Query.Nearest(vector, using=name)))
+        except Exception as e:  # the Rust side reports any damage as a plain Exception
+            return f"its files cannot be read ({e})"
+        finally:
+            page_out(self._path, ("/payload_storage/",))
+        return None
 
     def _stored_otherwise(self) -> str | None:
         """How the shard's vector storage differs from the one asked for, or None. A shard from before the
@@ -391,19 +445,123 @@ class EdgeIndex:
 
     def flush(self) -> None:
         with self._lock:
-            self._shard.flush()
+            self._flush()
 
     def close(self) -> None:
         with self._lock:
-            self._shard.flush()
+            self._flush()
             self._shard.close()
+
+    def _flush(self) -> None:
+        free = shutil.disk_usage(self._path).free
+        if free < FLUSH_ROOM:
+            log.warning("index not flushed: only %d MiB free in %s; its WAL replays what it holds at the next start",
+                        free // MIB, self._path)  # fmt: skip
+            return
+        self._shard.flush()
+
+    def erase_deleted(self) -> None:
+        """After a purge: copies the live points into a fresh shard and replaces this one with it, so that no file
+        under the data dir keeps what was deleted (its WAL and segments would), and removes a damaged copy kept
+        aside (it may hold it too). Nothing to do unless delete_memory deleted something since the last copy.
+
+        Reads go on meanwhile (the lock is held per page read, then for the swap); the caller (the indexer) is the
+        only writer and does not write meanwhile. Raises DiskFull, with nothing changed, when the disk lacks room
+        for the copy. Measured: 0.3 s for 3k memories, 2.7 s for 50k (docs/operations.md).
+        """
+        if not (self._path / ERASE_PENDING).exists():
+            return
+        started = time.monotonic()
+        fresh = self._path.with_name(self._path.name + REWRITING)
+        shutil.rmtree(fresh, ignore_errors=True)
+        self._require_copy_room()
+        copy = self._create(fresh)
+        try:
+            copied = self._copy_into(copy)
+            copy.flush()
+        finally:
+            copy.close()
+        with self._lock:
+            self._shard.close()
+            self._path.rename(self._path.with_name(self._path.name + ERASING))
+            fresh.rename(self._path)
+            self._shard = self._open()  # which removes the old shard, as after a crash at this point
+            self._unindexed = copied  # the copy has no vector index yet: maintain() builds it when idle
+        shutil.rmtree(self._path.with_name(self._path.name + DAMAGED), ignore_errors=True)
+        log.info("rewrote %s without purged data (%d points) in %.1fs", self._path, copied,
+                 time.monotonic() - started)  # fmt: skip
+
+    def _copy_into(self, copy: qe.EdgeShard) -> int:
+        copied, offset = 0, None
+        while True:
+            request = qe.ScrollRequest(offset=offset, limit=COPY_PAGE, with_payload=True, with_vector=True)
+            with self._lock:
+                records, offset = self._shard.scroll(request)
+            points = [qe.Point(r.id, r.vector if isinstance(r.vector, dict) else {}, r.payload or {}) for r in records]
+            if points:
+                copy.update(qe.UpdateOperation.upsert_points(points))
+            copied += len(points)
+            if offset is None:
+                return copied
+
+    def _require_copy_room(self) -> None:
+        """The copy takes about the space the shard takes now, plus what loading it takes."""
+        needed = _allocated(self._path) + load_room(self._path) + FLUSH_ROOM
+        free = shutil.disk_usage(self._path).free
+        if free < needed:
+            raise DiskFull(
+                f"only {free // MIB} MiB free in {self._path.parent}; erasing purged memories from the search index "
+                f"needs about {needed // MIB} MiB there (a fresh copy of {self._path.name}).",
+                hint="Free some space; the index finishes the erasure by itself.",
+            )
+
+
+def load_room(path: Path) -> int:
+    """Disk space a load of the shard at ``path`` may take (0 when there is none): the holes of the vector files
+    it reads into memory, those of the vectors it keeps in RAM as its config file records them (see
+    LOAD_MARGIN), plus LOAD_MARGIN."""
+    try:
+        stored = json.loads((path / CONFIG_FILE).read_text()).get("vectors") or {}
+    except (OSError, ValueError):
+        stored = {}
+    if not path.is_dir():
+        return 0
+    in_ram = [name for name in (DENSE, QUESTIONS) if ((stored.get(name) or {}).get("memory") or "cached") != "cold"]
+    holes = sum(
+        max(0, stat.st_size - stat.st_blocks * 512)
+        for name in in_ram
+        for file in path.glob(f"segments/*/vector_storage-{name}/**/*")
+        if file.is_file() and (stat := file.stat())
+    )
+    return holes + LOAD_MARGIN
+
+
+def _allocated(path: Path) -> int:
+    """Bytes the files under ``path`` take on disk."""
+    return sum(file.stat().st_blocks * 512 for file in path.rglob("*") if file.is_file())
+
+
+def _write_marker(path: Path) -> None:
+    """Creates an empty file, durably (it must survive a crash that the change it announces survives)."""
+    with open(path, "wb") as handle:
+        os.fsync(handle.fileno())
+    directory = os.open(path.parent, os.O_RDONLY)
+    try:
+        os.fsync(directory)
+    finally:
+        os.close(directory)
 
 
 def move_aside(path: Path) -> Path | None:
-    """Renames a damaged index to <name>.damaged (replacing an older one), so a rebuild starts clean."""
+    """Renames a damaged index to <name>.damaged (replacing an older one), so a rebuild starts clean. One that
+    still holds purged data (its erasure was interrupted) is removed instead: a purge leaves no copy behind."""
     if not path.exists():
         return None
-    aside = path.with_name(f"{path.name}.damaged")
+    if (path / ERASE_PENDING).exists():
+        shutil.rmtree(path)
+        log.warning("removed the old index %s (it still held purged memories)", path)
+        return None
+    aside = path.with_name(f"{path.name}{DAMAGED}")
     shutil.rmtree(aside, ignore_errors=True)
     path.rename(aside)
     log.warning("moved the old index aside to %s", aside)

@@ -133,6 +133,9 @@ class QdrantServerIndex:
         with self._call():
             self._client.delete(self._collection, points_selector=models.FilterSelector(filter=condition), wait=True)
 
+    def erase_deleted(self) -> None:
+        """Nothing to do here: the Qdrant server's own optimizers vacuum deleted points, on its machine."""
+
     def set_fields(self, namespace: str, fields: dict[str, dict[str, Any]]) -> None:
         present = {p["id"] for p in self.retrieve(namespace, list(fields))}  # keys are memory ids here
         operations: list[models.UpdateOperation] = [

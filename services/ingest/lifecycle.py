@@ -10,13 +10,14 @@ change on top of it, or, with an ``expected_version``, is refused with a Version
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import time
 from collections.abc import Callable
 from typing import Protocol
 
-from engram.errors import InvalidArgument, PermissionDenied, Unavailable, VersionConflict
+from engram.errors import InvalidArgument, NotFound, PermissionDenied, Unavailable, VersionConflict
 from engram.events import (
     CONTRADICTION_DETECTED,
     HANDOFF_ACCEPTED,
@@ -143,7 +144,9 @@ class Lifecycle:
         return DeleteResult(memory.id, seq, memory)
 
     async def purge(self, caller: Caller, memory_id: str) -> DeleteResult:
-        """Removes a memory for good (admin): every log entry about it is erased, then a purge is recorded."""
+        """Removes a memory for good (admin): every log entry about it is erased, then a purge is recorded; answers
+        once the search index has applied the purge too (which leaves nothing of it in its files), or after the
+        bounded wait of a read (the index finishes by itself then)."""
         require_admin(caller, "purge memories")
         memory_id = parse_memory_id(memory_id)
         based_on = await self._log.last_seq()
@@ -165,7 +168,10 @@ class Lifecycle:
                 based_on = e.entry.seq
                 body["erased"] = erased
                 continue
-            return DeleteResult(memory_id, counted(MEMORY_PURGED, appended).seq, None, erased)
+            seq = counted(MEMORY_PURGED, appended).seq
+            with contextlib.suppress(NotFound, Unavailable):  # NotFound: applied; Unavailable: not within the wait
+                await self._state.get(caller, memory_id, min_seq=seq)
+            return DeleteResult(memory_id, seq, None, erased)
         raise Unavailable("The memory kept changing while it was purged; run the purge again.")
 
     async def supersede(

@@ -23,7 +23,7 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from engram import metrics
-from engram.errors import InvalidArgument, Unavailable
+from engram.errors import DiskFull, InvalidArgument, Unavailable
 from engram.events import (
     MEMORY_ACCESSED,
     MEMORY_CREATED_EVENTS,
@@ -136,6 +136,7 @@ class Indexer:
         if problem is not None:
             log.warning("%s: moving it aside and rebuilding it from the log", problem)
             await asyncio.to_thread(self._reset_indexes)
+        await asyncio.to_thread(self._erase_deleted)  # a purge whose erasure a crash interrupted
         self._applied = await asyncio.to_thread(self._index.applied_seq)
         self._skipped = await asyncio.to_thread(self._index.skipped_count) if self._applied else 0
         await self._load_registry()
@@ -155,6 +156,11 @@ class Indexer:
                 await self._catch_up
             self._catch_up = None
         await self._unfollow()
+        if self._disk is not None and (full := self._disk.index_space_problem()) is not None:
+            # A write to a memory-mapped file on a full disk kills the process (SIGBUS); the WAL holds what the
+            # index applied, and the next start reads the registry's entries from the log again.
+            log.warning("the index is left as it is at stop (%s)", full)
+            return
         with contextlib.suppress(Exception):  # if it cannot be stored, the next start reads the log again
             await self._save_registry()
         with contextlib.suppress(Exception):  # a damaged index may not even flush; it is rebuilt next start
@@ -212,6 +218,12 @@ class Indexer:
 
     def _structural_problem(self, last_seq: int) -> str | None:
         """Problems visible without the log's help: unusable structure, or ahead of the log."""
+        try:
+            return self._structure(last_seq)
+        except Exception as e:  # the Rust side reports a file it cannot read (e.g. truncated) as a plain Exception
+            return f"the index is damaged (reading it failed: {e})"
+
+    def _structure(self, last_seq: int) -> str | None:
         problem = self._index.check()
         if problem is not None:
             return f"the index is damaged ({problem})"
@@ -408,6 +420,7 @@ class Indexer:
             return
         try:
             await self._save_registry()
+            await asyncio.to_thread(self._erase_deleted)  # one that waited for room
             await asyncio.to_thread(self._index.maintain)
             if self._versions is not None:
                 await asyncio.to_thread(self._versions.maintain)
@@ -453,6 +466,7 @@ class Indexer:
         """
         registry = registry.with_entries(entry.body for entry in batch)
         run: list[IndexPoint] = []
+        purged = False
         for entry in batch:
             try:
                 event = entry.body.get("event")
@@ -463,6 +477,7 @@ class Indexer:
                         self._add_questions(entry)
                     elif event == MEMORY_PURGED:
                         self._purge(entry.body)
+                        purged = True
                     else:
                         self._count_accesses(entry.body)
                 elif (point := _point(entry)) is not None:
@@ -472,6 +487,8 @@ class Indexer:
                 log.warning("skipped log entry %d (%s): %s", entry.seq, entry.subject, e)
                 skipped += entry.event in MEMORY_CREATED_EVENTS
         self._apply_versions(run)
+        if purged:  # before the cursor moves on: a crash meanwhile applies the batch, and erases, again
+            self._erase_deleted()
         state = self._state(registry, batch[-1].seq) if save_registry else None
         self._index.set_applied_seq(batch[-1].seq, skipped=skipped, state=state)
         return skipped, registry
@@ -539,6 +556,17 @@ class Indexer:
         self._index.delete_memory(namespace, memory_id)
         if self._versions is not None:
             self._versions.delete_memory(namespace, memory_id)
+
+    def _erase_deleted(self) -> None:
+        """Leaves no trace of purged memories in the indexes' files (every purge of a batch at once). Without room
+        for that on the disk it is left for later (when idle, or the next start): the memories are gone from the
+        index already, only their bytes wait, and the index goes on applying the log meanwhile."""
+        try:
+            self._index.erase_deleted()
+            if self._versions is not None:
+                self._versions.erase_deleted()
+        except DiskFull as e:
+            log.warning("purged memories stay in the index's files for now: %s", e)
 
     def _count_accesses(self, body: dict[str, Any]) -> None:
         """Adds a batch of read counts to the current versions (no new version: reads are not changes)."""
