@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 
 from engram.config import Settings, SettingsError
 from engram.ports import PortInUse
+from engram.services.node.supervisor import SUPERVISED_FLAG
 
 SERVICES = ("ingest", "search", "consolidation", "sync", "gateway")
 
@@ -42,6 +43,8 @@ def _parser() -> argparse.ArgumentParser:
     from engram.services.sync import cli as sync_cli
 
     sync_cli.add_parsers(sub, home)  # edge, sync
+    for node_command in ("serve", "edge"):  # set by the node's supervisor for the node it starts
+        sub.choices[node_command].add_argument(SUPERVISED_FLAG, help=argparse.SUPPRESS)
 
     mcp = sub.add_parser("mcp", help="MCP over stdio, using (or starting) the node of the data dir")
     home(mcp)
@@ -152,6 +155,7 @@ def _logging(settings: Settings) -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
     args = _parser().parse_args(argv)
     try:
         settings = _settings(args)
@@ -159,7 +163,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(f"engram: {e}", file=sys.stderr)
         return 2
     try:
-        return _dispatch(args, settings)
+        return _dispatch(args, settings, argv)
     except KeyboardInterrupt:
         return 130
     except PortInUse as e:  # a usage problem like a bad flag: exit 2, one line
@@ -169,7 +173,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         from engram.errors import EngramError
         from engram.launcher import NodeStartError
         from engram.natsd import NatsServerError
-        from engram.services.node.node import NodeRunningError
+        from engram.services.node.owner import NodeRunningError
 
         expected = (EngramError, NodeRunningError, NodeStartError, NatsServerError, SettingsError, ValueError)
         if isinstance(e, expected):
@@ -178,7 +182,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         raise
 
 
-def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
+def _dispatch(args: argparse.Namespace, settings: Settings, argv: Sequence[str]) -> int:
     if args.command == "version":
         from engram.services.node.node import VERSION
 
@@ -220,19 +224,10 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
 
         return models_cli.run(args, settings.model_cache_dir, endpoint=settings.hf_endpoint, token=settings.hf_token)
     _logging(settings)
+    if args.command in ("serve", "edge"):
+        return _node(args, settings, argv)
     # A native crash (e.g. SIGBUS from a memory-mapped file on a full disk) still leaves a line in the log.
     faulthandler.enable()
-    if args.command == "serve":
-        from engram.services.node.node import run_node
-
-        asyncio.run(run_node(settings, idle_exit=args.idle_exit, announce=not args.quiet))
-        return 0
-    if args.command == "edge":
-        from engram.services.node.node import run_node
-        from engram.services.sync.cli import edge_settings
-
-        asyncio.run(run_node(edge_settings(settings), announce=not args.quiet))
-        return 0
     if args.command == "mcp":
         asyncio.run(_mcp(settings))
         return 0
@@ -240,6 +235,27 @@ def _dispatch(args: argparse.Namespace, settings: Settings) -> int:
 
     with serving(settings.metrics_listen):  # GET /metrics on ENGRAM_METRICS_LISTEN while the service runs
         asyncio.run(_run_service(args.service, settings))
+    return 0
+
+
+def _node(args: argparse.Namespace, settings: Settings, argv: Sequence[str]) -> int:
+    """`engram serve` and `engram edge`: the supervisor (engram.services.node.supervisor), which starts the node
+    itself as a child process, given the data dir's lock and the gateway's socket."""
+    if args.command == "edge":
+        from engram.services.sync.cli import edge_settings
+
+        settings = edge_settings(settings)
+    if args.supervised is None:
+        from engram.services.node.supervisor import supervise
+
+        supervise(argv, home=settings.home, host=settings.host, port=settings.port, log_level=settings.log_level)
+    from engram.services.node.node import run_node
+    from engram.services.node.supervisor import Inherited
+
+    faulthandler.enable()  # a native crash still leaves its stack in the log
+    idle_exit = bool(getattr(args, "idle_exit", False))
+    inherited = Inherited.parse(args.supervised)
+    asyncio.run(run_node(settings, idle_exit=idle_exit, announce=not args.quiet, inherited=inherited))
     return 0
 
 

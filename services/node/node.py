@@ -4,15 +4,15 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import fcntl
 import json
 import logging
 import os
 import signal
+import socket
 import time
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import IO, TYPE_CHECKING
+from typing import TYPE_CHECKING
 
 import grpc
 
@@ -23,9 +23,11 @@ from engram.errors import DiskFull
 from engram.health import MIB, disk_space
 from engram.names import device_name
 from engram.natsd import NatsServer, NatsSupervisor
-from engram.nodeinfo import NODE_FILE, NodeInfo, read_node_info
+from engram.nodeinfo import NODE_FILE, NodeInfo
 from engram.ports import listen_socket
-from engram.runtime import Resources, RunningServer, serve
+from engram.runtime import MIN_WRITE_ROOM, Resources, RunningServer, serve
+from engram.services.node.owner import owner_lock
+from engram.services.node.supervisor import INDEXES, Inherited
 from engram.v1 import gateway_pb2, gateway_pb2_grpc
 
 if TYPE_CHECKING:
@@ -34,35 +36,9 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 VERSION = __version__
-LOCK_FILE = "node.lock"
 DEFAULT_IDLE_GRACE = 3.0
 DEFAULT_FIRST_CLIENT_WAIT = 60.0
 SUPERVISOR_MIN_FREE_MB = 64  # a nats-server stuck on a full disk is restarted only once this much is free
-
-
-class NodeRunningError(RuntimeError):
-    """Another process already owns this data dir."""
-
-
-@contextlib.contextmanager
-def owner_lock(home: Path) -> Iterator[IO[str]]:
-    """One data dir has exactly one owner process: an exclusive lock held for the node's lifetime."""
-    home.mkdir(parents=True, exist_ok=True)
-    handle = open(home / LOCK_FILE, "a+")  # noqa: SIM115 - held until the context exits
-    try:
-        fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except BlockingIOError as e:
-        handle.close()
-        running = read_node_info(home)
-        where = f" (pid {running.pid}, MCP at {running.mcp_url})" if running else ""
-        raise NodeRunningError(
-            f"An Engram node already runs for {home}{where}. Use it, stop it, or pass --home for another data dir."
-        ) from e
-    try:
-        yield handle
-    finally:
-        fcntl.flock(handle, fcntl.LOCK_UN)
-        handle.close()
 
 
 class NodeControl(gateway_pb2_grpc.NodeServicer):
@@ -70,8 +46,11 @@ class NodeControl(gateway_pb2_grpc.NodeServicer):
 
     name = "engram.v1.Node"
 
-    def __init__(self, *, home: Path, idle_exit: bool, stop: asyncio.Event, grace: float = DEFAULT_IDLE_GRACE):
+    def __init__(
+        self, *, home: Path, idle_exit: bool, stop: asyncio.Event, pid: int, grace: float = DEFAULT_IDLE_GRACE
+    ) -> None:
         self._home = home
+        self._pid = pid  # the node's pid as node.json has it (its supervisor's, when supervised)
         self._idle_exit = idle_exit
         self._stop = stop
         self._grace = grace
@@ -112,7 +91,7 @@ class NodeControl(gateway_pb2_grpc.NodeServicer):
         self, request: gateway_pb2.GetNodeInfoRequest, context: grpc.aio.ServicerContext
     ) -> gateway_pb2.GetNodeInfoResponse:
         return gateway_pb2.GetNodeInfoResponse(
-            pid=os.getpid(), home=str(self._home), http_url=self.http_url, grpc_address=self.grpc_address,
+            pid=self._pid, home=str(self._home), http_url=self.http_url, grpc_address=self.grpc_address,
             version=VERSION, attached=self._attached,
         )  # fmt: skip
 
@@ -132,8 +111,14 @@ def install_stop_signals(stop: asyncio.Event) -> None:
         loop.add_signal_handler(sig, stop.set)
 
 
-async def run_node(settings: Settings, *, idle_exit: bool = False, announce: bool = True) -> None:
-    """Runs the embedded node until SIGINT/SIGTERM (or, with idle_exit, until no stdio client is attached)."""
+async def run_node(
+    settings: Settings, *, idle_exit: bool = False, announce: bool = True, inherited: Inherited | None = None
+) -> None:
+    """Runs the embedded node until SIGINT/SIGTERM (or, with idle_exit, until no stdio client is attached).
+
+    ``inherited``: the node runs under its supervisor (engram.services.node.supervisor), which holds the data
+    dir's lock and the gateway's bound socket and passed them on; node.json then names the supervisor's pid, the
+    process to signal, and the node's own as worker_pid."""
     from engram.keys import KeyStore
     from engram.services.consolidation.server import build_service as build_consolidation
     from engram.services.gateway.identity import check_bind
@@ -151,9 +136,14 @@ async def run_node(settings: Settings, *, idle_exit: bool = False, announce: boo
     stop = asyncio.Event()
     install_stop_signals(stop)
     # Metrics (ENGRAM_METRICS_LISTEN) once this process owns the data dir, so a second node says so first.
-    with owner_lock(home), metrics.serving(settings.metrics_listen):
+    node_pid = os.getppid() if inherited is not None else os.getpid()
+    lock = owner_lock(home) if inherited is None else contextlib.nullcontext()
+    with lock, metrics.serving(settings.metrics_listen):
         # Bound before anything starts, so a taken port is one line, not a half-started node.
-        http_socket = listen_socket(settings.host, settings.port)
+        if inherited is None:
+            http_socket = listen_socket(settings.host, settings.port)
+        else:
+            http_socket = socket.socket(fileno=inherited.socket_fd)
         try:
             nats = NatsServer.start(home)
         except BaseException:
@@ -173,7 +163,7 @@ async def run_node(settings: Settings, *, idle_exit: bool = False, announce: boo
                 NatsSupervisor(nats, resources.health, disk_ok=lambda: disk_space(home, room).ok).run(),
                 name="nats-supervisor",
             )
-            control = NodeControl(home=home, idle_exit=idle_exit, stop=stop)
+            control = NodeControl(home=home, idle_exit=idle_exit, stop=stop, pid=node_pid)
             consolidation = await build_consolidation(settings, resources)
             ingest = await build_ingest(settings, resources)
             sync = await build_sync(settings, resources)
@@ -193,7 +183,7 @@ async def run_node(settings: Settings, *, idle_exit: bool = False, announce: boo
             )  # fmt: skip
             gateway = await build_gateway(settings, deps)
             control.http_url, control.grpc_address = gateway.url, grpc_server.address
-            info = NodeInfo(os.getpid(), gateway.url, grpc_server.address, str(home), nats.url, settings.dev)
+            info = NodeInfo(node_pid, gateway.url, grpc_server.address, str(home), nats.url, settings.dev)
             _write_node_file(home, info)
             if settings.upstream:
                 device_sync = await _start_device_sync(settings, resources, grpc_server.address)
@@ -241,22 +231,31 @@ async def _start_device_sync(settings: Settings, resources: Resources, grpc_addr
 
 
 def _require_start_space(home: Path, settings: Settings) -> None:
-    """Refuses to start with too little free space: the index and the log preallocate files, and a memory-mapped
-    file on a full disk crashes the process (SIGBUS) instead of failing cleanly."""
-    space = disk_space(home, settings.disk_reserve_mb * MIB)
+    """Refuses to start with too little free space: loading the search indexes fills in parts of their memory-mapped
+    files (engram.index.edge.load_room), and a mapped file that cannot grow on a full disk kills the process
+    (SIGBUS) instead of failing cleanly; after that the reserve must still be free for writes."""
+    if settings.qdrant_url:
+        load = 0  # the indexes live in a Qdrant server, not in the data dir
+    else:
+        from engram.index.edge import load_room
+
+        load = sum(load_room(home / name) for name in INDEXES)
+    reserve = max(settings.disk_reserve_mb * MIB, MIN_WRITE_ROOM)
+    space = disk_space(home, load + reserve)
     if not space.ok:
         raise DiskFull(
             f"only {space.free_bytes // MIB} MiB free in {home}; the node needs at least {space.reserve_bytes // MIB} "
-            "MiB to start (ENGRAM_DISK_RESERVE_MB).",
-            hint="Free some space and start again.",
+            f"MiB there to start: {load // MIB} MiB that its search index takes as it loads (its memory-mapped files "
+            f"fill in) and the {reserve // MIB} MiB kept free for writes (ENGRAM_DISK_RESERVE_MB).",
+            hint="Free some space there (or move the data dir to a larger disk: ENGRAM_HOME), then start again.",
         )
 
 
 def _write_node_file(home: Path, info: NodeInfo) -> None:
     tmp = home / f"{NODE_FILE}.tmp"
     record = {
-        "pid": info.pid, "http_url": info.http_url, "grpc_address": info.grpc_address, "home": info.home,
-        "mcp_url": info.mcp_url, "nats_url": info.nats_url, "dev": info.dev,
+        "pid": info.pid, "worker_pid": os.getpid(), "http_url": info.http_url, "grpc_address": info.grpc_address,
+        "home": info.home, "mcp_url": info.mcp_url, "nats_url": info.nats_url, "dev": info.dev,
     }  # fmt: skip
     tmp.write_text(json.dumps(record))
     os.replace(tmp, home / NODE_FILE)
