@@ -25,7 +25,8 @@ from engram.services.gateway.events import build_events_router
 from engram.services.gateway.identity import Resolver
 from engram.services.gateway.mcp_server import build_mcp
 from engram.services.gateway.monitoring import HttpMetricsMiddleware, add_metrics
-from engram.services.gateway.operations import CursorTracker, Operations
+from engram.services.gateway.operations import Operations
+from engram.services.gateway.operations.cursors import CursorTracker
 from engram.services.gateway.pack_routes import build_packs_router
 from engram.services.gateway.rest import (
     IMPORT_PATH,
@@ -35,7 +36,7 @@ from engram.services.gateway.rest import (
     reads_json_body,
     unauthenticated,
 )
-from engram.services.gateway.schemas import ENGRAM_VERSION
+from engram.services.gateway.schemas.results import ENGRAM_VERSION
 from engram.services.gateway.status import add_probes
 from engram.services.gateway.sync import build_sync_router
 

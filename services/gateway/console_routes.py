@@ -21,9 +21,9 @@ from engram.errors import Unavailable
 from engram.model import Caller, format_time
 from engram.services.gateway.backend import Backend
 from engram.services.gateway.identity import Resolver, require_scope
-from engram.services.gateway.operations import NO_CONSOLIDATION
+from engram.services.gateway.operations.consolidation import NO_CONSOLIDATION
 from engram.services.gateway.rest import ERROR_RESPONSES, caller_dependency, problem
-from engram.services.gateway.schemas import JobOut
+from engram.services.gateway.schemas.results import JobOut
 
 CONSOLE_DIR = Path(__file__).parent / "console"
 CONSOLE_PATH = "/console"

@@ -27,7 +27,7 @@ from engram.model import IMPORTANCES, Caller
 from engram.names import IDENTITY_PATTERN, MAX_IDENTITY_CHARS
 from engram.services.gateway.identity import Resolver, require_scope
 from engram.services.gateway.rest import ERROR_RESPONSES, caller_dependency
-from engram.services.gateway.schemas import MAX_SEQ, ImportanceName
+from engram.services.gateway.schemas.arguments import MAX_SEQ, ImportanceName
 from engram.validation import MAX_LIST_ITEMS
 
 log = logging.getLogger(__name__)

@@ -12,8 +12,8 @@ from engram.model import Caller
 from engram.packs.format import MAX_NAME_CHARS, NAME_PATTERN, Pack
 from engram.services.gateway.backend import Backend
 from engram.services.gateway.identity import Resolver
-from engram.services.gateway.operations import CursorTracker
-from engram.services.gateway.packs import PackService
+from engram.services.gateway.operations.cursors import CursorTracker
+from engram.services.gateway.operations.packs import PackService
 from engram.services.gateway.rest import ERROR_RESPONSES, PROBLEM_MEDIA_TYPE, Problem, caller_dependency
 
 

@@ -20,9 +20,9 @@ from engram.config import Settings
 from engram.model import Caller
 from engram.packs.format import MAX_NAME_CHARS, NAME_PATTERN
 from engram.packs.source import fetch_pack
-from engram.services.gateway.packs import PackService, require_packs_scope
+from engram.services.gateway.operations.packs import PackService, require_packs_scope
 from engram.services.gateway.resources import tool_errors
-from engram.services.gateway.schemas import not_a_bool
+from engram.services.gateway.schemas.arguments import not_a_bool
 
 _READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
 _WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)

@@ -41,7 +41,8 @@ from engram.events import MEMORY_PURGED, MEMORY_STATE_EVENTS
 from engram.log import Log, LogEntry, Subscription, subject
 from engram.model import IMPORTANCES, Caller, Memory, SearchFilter, format_time
 from engram.services.gateway.backend import Backend
-from engram.services.gateway.context import (
+from engram.services.gateway.identity import require_scope
+from engram.services.gateway.operations.context import (
     DEFAULT_TOKEN_BUDGET,
     MAX_TOKEN_BUDGET,
     MIN_TOKEN_BUDGET,
@@ -55,10 +56,9 @@ from engram.services.gateway.context import (
     owner,
     title,
 )
-from engram.services.gateway.identity import require_scope
-from engram.services.gateway.operations import CursorTracker
-from engram.services.gateway.packs import PackService, packs_prompt
-from engram.services.gateway.schemas import MemoryId
+from engram.services.gateway.operations.cursors import CursorTracker
+from engram.services.gateway.operations.packs import PackService, packs_prompt
+from engram.services.gateway.schemas.arguments import MemoryId
 from engram.validation import MAX_FIELD_CHARS
 
 PROFILE_URI = "engram://profile"

@@ -21,7 +21,7 @@ from engram.results import SyncChange
 from engram.services.gateway.backend import Backend
 from engram.services.gateway.identity import Resolver
 from engram.services.gateway.rest import ERROR_RESPONSES, _bearer
-from engram.services.gateway.schemas import MAX_SEQ
+from engram.services.gateway.schemas.arguments import MAX_SEQ
 
 SYNC_AGENT = "engram-sync"  # the caller of a sync call: the agents it speaks for are named in each change
 MAX_SOURCE_ID_CHARS = 200

@@ -13,9 +13,12 @@ from engram.errors import InvalidArgument, PermissionDenied, Unavailable
 from engram.model import Caller
 from engram.services.gateway.backend import Backend
 from engram.services.gateway.mcp_server import MAX_REMEMBERED_CHARS, PreviousSaves
-from engram.services.gateway.operations import CursorTracker, Operations, handoff_content, handoff_summary
+from engram.services.gateway.operations import Operations
+from engram.services.gateway.operations.coordination import handoff_content, handoff_summary
+from engram.services.gateway.operations.cursors import CursorTracker
 from engram.services.gateway.rest import reads_json_body
-from engram.services.gateway.schemas import HandoffRequest, SaveResult
+from engram.services.gateway.schemas.requests import HandoffRequest
+from engram.services.gateway.schemas.results import SaveResult
 from engram.services.node.cli import _parser
 from engram.validation import MAX_SUMMARY_CHARS
 

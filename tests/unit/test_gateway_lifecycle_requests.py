@@ -12,11 +12,12 @@ import pytest
 from engram.errors import InvalidArgument
 from engram.memory_cli import UsageError, build_call, render_history, render_stats
 from engram.model import Caller, format_time, parse_time
-from engram.services.gateway import operations
-from engram.services.gateway.operations import DURATION_UNITS, expiry_time
+from engram.services.gateway.operations import Operations, memories
+from engram.services.gateway.operations.cursors import CursorTracker
+from engram.services.gateway.operations.memories import DURATION_UNITS, expiry_time
 from engram.services.gateway.rest import reads_json_body
-from engram.services.gateway.schemas import (
-    DURATION_PATTERN,
+from engram.services.gateway.schemas.arguments import DURATION_PATTERN
+from engram.services.gateway.schemas.requests import (
     REPLACEMENT_FIELDS,
     SUPERSEDE_RULE,
     UPDATE_FIELDS,
@@ -82,10 +83,10 @@ def test_the_published_pattern_is_the_one_the_parser_reads() -> None:
 
 def test_the_update_mask_names_the_fields_given_with_metadata_as_metadata_json() -> None:
     request = UpdateRequest(content="c", metadata={"k": 1}, tags=[], summary=None, expected_version=3)
-    assert [operations._INPUT_NAME.get(n, n) for n in UPDATE_FIELDS if getattr(request, n) is not None] == [
+    assert [memories._INPUT_NAME.get(n, n) for n in UPDATE_FIELDS if getattr(request, n) is not None] == [
         "content", "tags", "metadata_json",
     ]  # fmt: skip
-    draft = operations._draft(request)
+    draft = memories.memory_input(request)
     assert (draft.content, draft.tags, draft.metadata_json, draft.summary) == ("c", [], '{"k": 1}', "")
 
 
@@ -97,7 +98,7 @@ def test_every_update_field_is_a_request_field_and_the_published_rule_names_each
 
 @pytest.mark.anyio
 async def test_an_update_without_a_field_is_refused_before_any_call() -> None:
-    ops = operations.Operations(backend=None, cursors=operations.CursorTracker())  # type: ignore[arg-type]
+    ops = Operations(backend=None, cursors=CursorTracker())  # type: ignore[arg-type]
     with pytest.raises(InvalidArgument, match="give at least one field to change"):
         await ops.update(Caller("ns", "a"), "id", UpdateRequest(summary=None, expected_version=2))
 
@@ -108,13 +109,13 @@ async def test_an_update_without_a_field_is_refused_before_any_call() -> None:
 )
 def test_a_supersede_needs_exactly_one_replacement(fields: dict[str, Any], refused: str) -> None:
     with pytest.raises(InvalidArgument) as error:
-        operations._check_replacement(SupersedeRequest(**fields))
+        memories._check_replacement(SupersedeRequest(**fields))
     assert error.value.field == refused
 
 
 @pytest.mark.parametrize("fields", [{"content": "c", "tags": ["t"]}, {"new_id": "n", "expected_version": 2}])
 def test_a_supersede_with_one_replacement_passes(fields: dict[str, Any]) -> None:
-    operations._check_replacement(SupersedeRequest(**fields))
+    memories._check_replacement(SupersedeRequest(**fields))
     assert SupersedeRequest.model_json_schema()["anyOf"] == SUPERSEDE_RULE["anyOf"]
 
 
@@ -139,11 +140,11 @@ def test_the_supersede_rule_lists_every_save_field() -> None:
 def test_status_filters_and_include_archived_become_the_statuses_searched(
     filters: Filters, statuses: list[str]
 ) -> None:
-    assert operations._filter(filters).statuses == statuses
+    assert memories._filter(filters).statuses == statuses
 
 
 def test_team_and_as_of_reach_the_kernel_filter() -> None:
-    flt = operations._filter(Filters(team="infra"), as_of=5.0)
+    flt = memories._filter(Filters(team="infra"), as_of=5.0)
     assert (flt.team, flt.as_of) == ("infra", 5.0)
 
 
@@ -221,7 +222,7 @@ def test_cli_renders_history_and_stats_for_people() -> None:
 def test_rfc3339_times_beyond_the_years_0001_to_9999_are_refused_not_moved(value: str) -> None:
     # Year 0000 and offsets across either end are valid RFC 3339, but no time Engram can store.
     with pytest.raises(InvalidArgument) as as_of:
-        operations._time("as_of", value)
+        memories._time("as_of", value)
     with pytest.raises(InvalidArgument) as expires:
         expiry_time(value, now=NOW)
     for info, field in ((as_of, "as_of"), (expires, "expires_at")):
@@ -231,5 +232,5 @@ def test_rfc3339_times_beyond_the_years_0001_to_9999_are_refused_not_moved(value
 
 @pytest.mark.parametrize("value", ["0001-01-01T00:00:00Z", "9999-12-31T23:59:59.999Z", "1900-01-01T00:00:00+01:00"])
 def test_the_first_and_last_moments_of_the_years_0001_to_9999_are_kept(value: str) -> None:
-    assert format_time(operations._time("as_of", value)) == format_time(parse_time(value))
+    assert format_time(memories._time("as_of", value)) == format_time(parse_time(value))
     assert expiry_time(value, now=NOW) == parse_time(value)

@@ -1,4 +1,5 @@
-"""The layout DESIGN.md asks for: the kernel never imports a service, and nothing but the log adapter touches NATS."""
+"""The layout DESIGN.md asks for: the kernel never imports a service, nothing but the log adapter touches NATS, and
+the gateway's operations and schemas know no transport."""
 
 from __future__ import annotations
 
@@ -55,5 +56,23 @@ def test_services_are_imported_by_their_package_name_only() -> None:
     offenders = {
         str(path.relative_to(ROOT)): sorted(n for n in _imports(path) if n == "services" or n.startswith("services."))
         for path in files
+    }
+    assert not {path: names for path, names in offenders.items() if names}
+
+
+GATEWAY = ROOT / "services" / "gateway"
+TRANSPORTS = ("fastapi", "starlette", "mcp")
+
+
+def _uses(name: str, packages: tuple[str, ...]) -> bool:
+    return any(name == package or name.startswith(f"{package}.") for package in packages)
+
+
+def test_the_gateway_operations_and_schemas_import_no_transport() -> None:
+    """operations/ serves REST and MCP alike, schemas/ publishes their shapes: neither knows FastAPI, Starlette, MCP."""
+    files = [*(GATEWAY / "operations").rglob("*.py"), *(GATEWAY / "schemas").rglob("*.py")]
+    assert files
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(n for n in _imports(path) if _uses(n, TRANSPORTS)) for path in files
     }
     assert not {path: names for path, names in offenders.items() if names}

@@ -11,7 +11,7 @@ import pytest
 
 from engram.errors import InvalidArgument
 from engram.model import Memory, Relation
-from engram.services.gateway.packs import (
+from engram.services.gateway.operations.packs import (
     CHUNK_CHARS,
     MAX_PART_CHARS,
     _part_input,

@@ -8,7 +8,7 @@ import uuid
 import pytest
 
 from engram.model import Memory, Origin
-from engram.services.gateway.context import (
+from engram.services.gateway.operations.context import (
     MAX_PINNED,
     PINNED_TAG,
     RECENCY_HALF_LIFE_SECONDS,

@@ -81,7 +81,7 @@ def test_unspecified_enums_read_as_the_domain_default_and_unknown_values_are_ref
 
 
 def test_the_published_memory_schema_has_exactly_the_domain_fields() -> None:
-    from engram.services.gateway.schemas import HandoffOut, MemoryOut, MemoryVersionOut, OriginOut, RelationOut
+    from engram.services.gateway.schemas.results import HandoffOut, MemoryOut, MemoryVersionOut, OriginOut, RelationOut
 
     memory = _every_field_set()
     shown = memory.to_dict()
@@ -111,7 +111,7 @@ class _Thing:
 
 
 def test_a_field_added_to_a_domain_dataclass_is_published_without_editing_the_schemas() -> None:
-    from engram.services.gateway.derived import DerivedModel
+    from engram.services.gateway.schemas.derived import DerivedModel
 
     class PartOut(DerivedModel):
         __derived_from__ = _Part

@@ -40,7 +40,8 @@ from engram.packs.format import (
 )
 from engram.services.gateway.backend import Backend
 from engram.services.gateway.identity import require_scope
-from engram.services.gateway.operations import CursorTracker, expiry_time
+from engram.services.gateway.operations.cursors import CursorTracker
+from engram.services.gateway.operations.memories import expiry_time
 
 PACKS_SCOPE = "packs"
 META_TAG = "pack-meta"

@@ -1,0 +1,1 @@
+"""The gateway's published shapes: argument types, requests and results, shared by the MCP tools and REST."""
