@@ -23,7 +23,7 @@ from engram.services.gateway.context import build_context_router
 from engram.services.gateway.edge import EdgeMiddleware, EdgePolicy
 from engram.services.gateway.events import build_events_router
 from engram.services.gateway.identity import Resolver
-from engram.services.gateway.mcp_server import build_mcp
+from engram.services.gateway.mcp.server import build_mcp
 from engram.services.gateway.monitoring import HttpMetricsMiddleware, add_metrics
 from engram.services.gateway.operations import Operations
 from engram.services.gateway.operations.cursors import CursorTracker

@@ -346,7 +346,7 @@ def _node_url(given: str | None, settings: Settings) -> str:
 async def _mcp(settings: Settings) -> None:
     from engram.launcher import attached, find_or_start
     from engram.services.gateway.backend import Backend
-    from engram.services.gateway.stdio import serve_stdio
+    from engram.services.gateway.mcp.stdio import serve_stdio
 
     info = await find_or_start(settings.home)
     if not info.dev:

@@ -12,7 +12,7 @@ import pytest
 from engram.errors import InvalidArgument, PermissionDenied, Unavailable
 from engram.model import Caller
 from engram.services.gateway.backend import Backend
-from engram.services.gateway.mcp_server import MAX_REMEMBERED_CHARS, PreviousSaves
+from engram.services.gateway.mcp.sessions import MAX_REMEMBERED_CHARS, PreviousSaves
 from engram.services.gateway.operations import Operations
 from engram.services.gateway.operations.coordination import handoff_content, handoff_summary
 from engram.services.gateway.operations.cursors import CursorTracker

@@ -29,7 +29,7 @@ from engram.services.gateway.identity import (
     newest_claude_team,
     require_scope,
 )
-from engram.services.gateway.stdio import claude_code_team
+from engram.services.gateway.mcp.stdio import claude_code_team
 
 
 @pytest.fixture

@@ -8,6 +8,9 @@ import uuid
 import pytest
 
 from engram.model import Memory, Origin
+from engram.services.gateway.mcp.prompts import system_prompt
+from engram.services.gateway.mcp.resources import memory_markdown
+from engram.services.gateway.mcp.subscriptions import changed_uris
 from engram.services.gateway.operations.context import (
     MAX_PINNED,
     PINNED_TAG,
@@ -22,7 +25,6 @@ from engram.services.gateway.operations.context import (
     recency,
     title,
 )
-from engram.services.gateway.resources import changed_uris, memory_markdown, system_prompt
 from tests.helpers.tokens import tokens
 
 NOW = 1_800_000_000.0

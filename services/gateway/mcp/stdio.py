@@ -11,7 +11,7 @@ from engram.errors import EngramError
 from engram.keys import KeyStore
 from engram.services.gateway.backend import Backend
 from engram.services.gateway.identity import LocalTeam, Resolver
-from engram.services.gateway.mcp_server import build_mcp
+from engram.services.gateway.mcp.server import build_mcp
 from engram.services.gateway.operations.cursors import CursorTracker
 
 log = logging.getLogger(__name__)

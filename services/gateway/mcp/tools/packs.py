@@ -1,32 +1,27 @@
-"""The seed's pack tools on the MCP server, with its names, parameters and plain-text answers, so that the seed's
-system prompt works unchanged: list_engrams, get_engram_info, load_engram, read_engram_file, write_engram_file,
-capture_memory, correct_memory, add_knowledge, install_engram, search_engram_knowledge. delete_memory and
-consolidate_memory are Engram's own tools, which also take the seed's pack form (mcp_server)."""
+"""The seed's pack tools, with its names, parameters and plain-text answers, so that the seed's system prompt works
+unchanged: list_engrams, get_engram_info, load_engram, read_engram_file, write_engram_file, capture_memory,
+correct_memory, add_knowledge, install_engram, search_engram_knowledge. delete_memory and consolidate_memory are
+Engram's own tools, which also take the seed's pack form (tools/memories.py, tools/consolidation.py)."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import tempfile
-from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated, Literal
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import ToolAnnotations
 from pydantic import BeforeValidator, Field
 
 from engram.config import Settings
-from engram.model import Caller
 from engram.packs.format import MAX_NAME_CHARS, NAME_PATTERN
 from engram.packs.source import fetch_pack
+from engram.services.gateway.mcp.callers import CallerOf
+from engram.services.gateway.mcp.descriptions import INSTALL, READ, WRITE
+from engram.services.gateway.mcp.errors import tool_errors
 from engram.services.gateway.operations.packs import PackService, require_packs_scope
-from engram.services.gateway.resources import tool_errors
 from engram.services.gateway.schemas.arguments import not_a_bool
-
-_READ = ToolAnnotations(read_only_hint=True, idempotent_hint=True, open_world_hint=False)
-_WRITE = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=False)
-_INSTALL = ToolAnnotations(read_only_hint=False, destructive_hint=False, idempotent_hint=False, open_world_hint=True)
 
 PackName = Annotated[
     str,
@@ -35,30 +30,38 @@ PackName = Annotated[
         description="The pack's name (list_engrams).",
     ),
 ]  # fmt: skip
+
 PackPath = Annotated[
     str, Field(min_length=1, max_length=255, description="A file inside the pack, e.g. 'knowledge/_index.md'.")
 ]
+
 Category = Annotated[
     str, Field(min_length=1, max_length=64, description="The memory file's category, e.g. 'user-profile'.")
 ]
+
 Summary = Annotated[str, Field(max_length=500, description="One line for the memory index.")]
+
 Text = Annotated[str, Field(min_length=1, pattern=r"\S", description="Markdown text.")]
+
 SeedType = Literal["preference", "fact", "decision", "history", "general", "inferred", "stated"]
+
 FileName = Annotated[
     str, Field(min_length=1, max_length=200, pattern=r"\S", description="The knowledge file's name, e.g. 'squats'.")
 ]
+
 WriteMode = Annotated[Literal["overwrite", "append"], Field(description="'overwrite' (default) or 'append'.")]
+
 CorrectedType = Annotated[SeedType, Field(description="The corrected memory's type (see capture_memory).")]
+
 Focus = Annotated[str, Field(min_length=1, max_length=2000, pattern=r"\S", description="What to look for.")]
+
 SeedTags = Annotated[list[str] | None, Field(description="Optional tags for filtering, e.g. ['fitness', 'injury'].")]
 
 
-def register_pack_tools(
-    server: MCPServer, packs: PackService, settings: Settings, caller: Callable[[Context], Caller]
-) -> None:
+def register(server: MCPServer, packs: PackService, settings: Settings, caller: CallerOf) -> None:
     """Adds the pack tools to ``server``."""
 
-    @server.tool(annotations=_READ)
+    @server.tool(annotations=READ)
     async def list_engrams(ctx: Context) -> str:
         """List the expert packs (Engrams) installed in your namespace. Call it at the start of a conversation;
         when the user's question matches a pack's description, or the user names one with @name, call
@@ -72,7 +75,7 @@ def register_pack_tools(
             for p in installed
         )
 
-    @server.tool(annotations=_READ)
+    @server.tool(annotations=READ)
     async def get_engram_info(name: PackName, ctx: Context) -> str:
         """One pack's meta.json: its name, description, version, author, tags and the pack it extends. Use it to
         tell packs apart before load_engram."""
@@ -80,7 +83,7 @@ def register_pack_tools(
             contents = await packs.contents(caller(ctx), name)
         return json.dumps(contents.meta, ensure_ascii=False, indent=2)
 
-    @server.tool(annotations=_READ)
+    @server.tool(annotations=READ)
     async def load_engram(name: PackName, query: str, ctx: Context) -> str:
         """Load an expert pack in layers: its role, workflow and rules in full; its knowledge index with inline
         summaries (and its parent's under extends); its examples index with the knowledge each case uses; what it
@@ -90,7 +93,7 @@ def register_pack_tools(
         with tool_errors():
             return await packs.load(caller(ctx), name, query)
 
-    @server.tool(annotations=_READ)
+    @server.tool(annotations=READ)
     async def read_engram_file(name: PackName, path: PackPath, ctx: Context) -> str:
         """Read one file of a pack after load_engram: knowledge/*.md, examples/*.md, or its memory files
         (memory/_index.md, memory/_index_full.md, memory/<category>.md, -archive.md, -expired.md). name '_global'
@@ -99,7 +102,7 @@ def register_pack_tools(
             text = await packs.read_file(caller(ctx), name, path)
         return f"## {path}\n{text.strip()}" if text.strip() else f"File is empty: {path}"
 
-    @server.tool(annotations=_WRITE)
+    @server.tool(annotations=WRITE)
     async def write_engram_file(
         name: PackName,
         path: PackPath,
@@ -115,7 +118,7 @@ def register_pack_tools(
             await packs.write_file(caller(ctx), name, path, content, mode)
         return f"{'Appended' if mode == 'append' else 'Written'}: {path}"
 
-    @server.tool(annotations=_WRITE)
+    @server.tool(annotations=WRITE)
     async def capture_memory(
         name: PackName,
         content: Text,
@@ -153,7 +156,7 @@ def register_pack_tools(
             return f"Already recorded less than 30 s ago: {scope}{kind}[{category}] {summary}"
         return f"Recorded: {scope}{kind}[{category}] {summary}{until}"
 
-    @server.tool(annotations=_WRITE)
+    @server.tool(annotations=WRITE)
     async def correct_memory(
         name: PackName,
         category: Category,
@@ -173,7 +176,7 @@ def register_pack_tools(
         kind = f"[{memory_type}] " if memory_type != "general" else ""
         return f"Corrected: {kind}[{category}] {new_summary}"
 
-    @server.tool(annotations=_WRITE)
+    @server.tool(annotations=WRITE)
     async def add_knowledge(name: PackName, filename: FileName, content: Text, summary: Summary, ctx: Context) -> str:
         """Add a knowledge file to a pack (knowledge/<filename>.md; nested names like 'training/squats' work) and
         its line to the knowledge index."""
@@ -181,7 +184,7 @@ def register_pack_tools(
             path = await packs.add_knowledge(caller(ctx), name, filename, content, summary)
         return f"Added knowledge: {path} — {summary}"
 
-    @server.tool(annotations=_INSTALL)
+    @server.tool(annotations=INSTALL)
     async def install_engram(
         source: Annotated[str, Field(min_length=1, max_length=2000, description="An https git URL of the pack.")],
         ctx: Context,
@@ -198,7 +201,7 @@ def register_pack_tools(
         description = pack.meta.get("description", "")
         return f"Installed: {result['name']} - {description} ({result['files']} files)"
 
-    @server.tool(annotations=_READ)
+    @server.tool(annotations=READ)
     async def search_engram_knowledge(
         name: PackName,
         query: Focus,

@@ -1,0 +1,1 @@
+"""The MCP server: the operations as tools, with resources and a prompt, over streamable HTTP and stdio."""

@@ -1,0 +1,318 @@
+"""The memory tools: save, search, get, list, update, delete and supersede memories, their history, a memory at a
+point in time, the namespace's stats, and ping."""
+
+from __future__ import annotations
+
+from mcp.server.mcpserver import Context, MCPServer
+
+from engram.config import DEFAULT_SEARCH_LIMIT, Settings
+from engram.errors import InvalidArgument
+from engram.services.gateway.mcp.callers import CallerOf
+from engram.services.gateway.mcp.descriptions import (
+    DELETE,
+    DELETE_DESCRIPTION,
+    GET_DESCRIPTION,
+    HISTORY_DESCRIPTION,
+    LIST_DESCRIPTION,
+    MEMORY_AT_DESCRIPTION,
+    PING_DESCRIPTION,
+    READ,
+    SAVE_DESCRIPTION,
+    SEARCH_DESCRIPTION,
+    STATS_DESCRIPTION,
+    SUPERSEDE_DESCRIPTION,
+    UPDATE_DESCRIPTION,
+    WRITE,
+)
+from engram.services.gateway.mcp.errors import tool_errors
+from engram.services.gateway.mcp.sessions import PreviousSaves, session_key
+from engram.services.gateway.operations import Operations
+from engram.services.gateway.operations.packs import PackService
+from engram.services.gateway.schemas.arguments import (
+    DEFAULT_LIST_LIMIT,
+    AsOf,
+    ConfidenceArg,
+    Content,
+    ContextArg,
+    ConversationId,
+    CreatedAfter,
+    CreatedBefore,
+    ExpectedVersion,
+    ExpiresAt,
+    Explain,
+    FilterTags,
+    FilterTopics,
+    HandoffTarget,
+    ImportanceArg,
+    IncludeArchived,
+    InvalidAt,
+    ListLimit,
+    MemoryId,
+    MemoryTypeArg,
+    Metadata,
+    MinSeq,
+    NewId,
+    OwnerAgent,
+    PackArg,
+    PackCategoryArg,
+    PackFilter,
+    PackSummaryArg,
+    PageToken,
+    PointInTime,
+    Project,
+    Query,
+    Rerank,
+    SearchLimit,
+    SensitivityArg,
+    Sources,
+    StatusFilter,
+    Summary,
+    Tags,
+    Team,
+    TeamFilter,
+    Topics,
+    TypeFilter,
+    ValidAt,
+)
+from engram.services.gateway.schemas.requests import (
+    Filters,
+    ListRequest,
+    SaveRequest,
+    SearchRequest,
+    SupersedeRequest,
+    UpdateRequest,
+)
+from engram.services.gateway.schemas.results import (
+    ENGRAM_VERSION,
+    DeleteResult,
+    HistoryResult,
+    ListResult,
+    MemoryOut,
+    MemoryStatsOut,
+    PingResult,
+    SaveResult,
+    SearchResult,
+    SupersedeResult,
+)
+
+
+def register(
+    server: MCPServer,
+    ops: Operations,
+    packs: PackService,
+    caller: CallerOf,
+    *,
+    settings: Settings,
+    previous: PreviousSaves,
+) -> None:
+    """Adds the memory tools to ``server``; ``previous`` keeps each session's latest save (the next one's context),
+    ``packs`` finds a pack's memory for delete_memory's pack form."""
+
+    @server.tool(description=SAVE_DESCRIPTION, annotations=WRITE)
+    async def save_memory(
+        content: Content,
+        ctx: Context,
+        tags: Tags = None,
+        topics: Topics = None,
+        memory_type: MemoryTypeArg = None,
+        importance: ImportanceArg = None,
+        summary: Summary = None,
+        metadata: Metadata = None,
+        team: Team = None,
+        project: Project = None,
+        conversation_id: ConversationId = None,
+        sensitivity: SensitivityArg = None,
+        confidence: ConfidenceArg = None,
+        valid_at: ValidAt = None,
+        invalid_at: InvalidAt = None,
+        expires_at: ExpiresAt = None,
+        handoff_target: HandoffTarget = None,
+        context: ContextArg = None,
+    ) -> SaveResult:
+        with tool_errors():
+            who = caller(ctx)
+        session = session_key(ctx, who)
+        if session and settings.derive_context and context is None and not conversation_id:
+            # Ingest derives the context of a conversation's saves; a session without one is derived here.
+            context = previous.context_for(session, sensitivity)
+        request = SaveRequest(
+            content=content, tags=tags, topics=topics, memory_type=memory_type, importance=importance,
+            summary=summary, metadata=metadata, team=team, project=project, conversation_id=conversation_id,
+            sensitivity=sensitivity, confidence=confidence, valid_at=valid_at, invalid_at=invalid_at,
+            expires_at=expires_at, handoff_target=handoff_target, context=context,
+        )  # fmt: skip
+        with tool_errors():
+            result = await ops.save(who, request)
+        if session:
+            previous.remember(session, result.memory.content, result.memory.sensitivity)  # scrubbed content
+        return result
+
+    @server.tool(description=SEARCH_DESCRIPTION, annotations=READ)
+    async def search_memory(
+        query: Query,
+        ctx: Context,
+        limit: SearchLimit = DEFAULT_SEARCH_LIMIT,
+        tags: FilterTags = None,
+        topics: FilterTopics = None,
+        owner_agent: OwnerAgent = None,
+        memory_type: TypeFilter = None,
+        project: Project = None,
+        conversation_id: ConversationId = None,
+        created_after: CreatedAfter = None,
+        created_before: CreatedBefore = None,
+        team: TeamFilter = None,
+        status: StatusFilter = None,
+        include_archived: IncludeArchived = False,
+        as_of: AsOf = None,
+        explain: Explain = False,
+        rerank: Rerank = None,
+        min_seq: MinSeq = None,
+        sources: Sources = None,
+        pack: PackFilter = None,
+    ) -> SearchResult:
+        filters = Filters(
+            tags=tags, topics=topics, owner_agent=owner_agent, memory_type=memory_type, project=project,
+            conversation_id=conversation_id, created_after=created_after, created_before=created_before, team=team,
+            status=status, include_archived=include_archived, pack=pack,
+        )  # fmt: skip
+        request = SearchRequest(
+            query=query, limit=limit, filters=filters, as_of=as_of, explain=explain, rerank=rerank, min_seq=min_seq,
+            sources=sources,
+        )  # fmt: skip
+        with tool_errors():
+            return await ops.search(caller(ctx), request)
+
+    @server.tool(description=GET_DESCRIPTION, annotations=READ)
+    async def get_memory(id: MemoryId, ctx: Context) -> MemoryOut:
+        with tool_errors():
+            return await ops.get(caller(ctx), id)
+
+    @server.tool(description=LIST_DESCRIPTION, annotations=READ)
+    async def list_memories(
+        ctx: Context,
+        limit: ListLimit = DEFAULT_LIST_LIMIT,
+        tags: FilterTags = None,
+        memory_type: TypeFilter = None,
+        owner_agent: OwnerAgent = None,
+        topics: FilterTopics = None,
+        project: Project = None,
+        team: TeamFilter = None,
+        status: StatusFilter = None,
+        include_archived: IncludeArchived = False,
+        page_token: PageToken = None,
+        pack: PackFilter = None,
+    ) -> ListResult:
+        filters = Filters(
+            tags=tags, memory_type=memory_type, owner_agent=owner_agent, topics=topics, project=project, team=team,
+            status=status, include_archived=include_archived, pack=pack,
+        )  # fmt: skip
+        with tool_errors():
+            return await ops.list(caller(ctx), ListRequest(limit=limit, filters=filters, page_token=page_token))
+
+    @server.tool(description=UPDATE_DESCRIPTION, annotations=WRITE)
+    async def update_memory(
+        id: MemoryId,
+        ctx: Context,
+        content: Content | None = None,
+        summary: Summary = None,
+        tags: Tags = None,
+        topics: Topics = None,
+        memory_type: MemoryTypeArg = None,
+        importance: ImportanceArg = None,
+        metadata: Metadata = None,
+        team: Team = None,
+        project: Project = None,
+        sensitivity: SensitivityArg = None,
+        confidence: ConfidenceArg = None,
+        valid_at: ValidAt = None,
+        invalid_at: InvalidAt = None,
+        expires_at: ExpiresAt = None,
+        context: ContextArg = None,
+        expected_version: ExpectedVersion = None,
+    ) -> SaveResult:
+        request = UpdateRequest(
+            content=content, summary=summary, tags=tags, topics=topics, memory_type=memory_type,
+            importance=importance, metadata=metadata, team=team, project=project, sensitivity=sensitivity,
+            confidence=confidence, valid_at=valid_at, invalid_at=invalid_at, expires_at=expires_at, context=context,
+            expected_version=expected_version,
+        )  # fmt: skip
+        with tool_errors():
+            return await ops.update(caller(ctx), id, request)
+
+    @server.tool(description=DELETE_DESCRIPTION, annotations=DELETE)
+    async def delete_memory(
+        ctx: Context,
+        id: MemoryId | None = None,
+        expected_version: ExpectedVersion = None,
+        name: PackArg = None,
+        category: PackCategoryArg = None,
+        summary: PackSummaryArg = None,
+    ) -> DeleteResult:
+        with tool_errors():
+            who = caller(ctx)
+            if id is None:
+                if name is None:
+                    raise InvalidArgument("id", "give the memory's id, or a pack's name, category and summary.")
+                memory = await packs.find_entry(who, name, category or "", summary or "")
+                return await ops.delete(who, memory.id, expected_version=memory.version)
+            if name is not None:
+                raise InvalidArgument("name", "give either id or a pack's name, category and summary, not both.")
+            return await ops.delete(who, id, expected_version=expected_version)
+
+    @server.tool(description=SUPERSEDE_DESCRIPTION, annotations=WRITE)
+    async def supersede_memory(
+        old_id: MemoryId,
+        ctx: Context,
+        content: Content | None = None,
+        tags: Tags = None,
+        topics: Topics = None,
+        memory_type: MemoryTypeArg = None,
+        importance: ImportanceArg = None,
+        summary: Summary = None,
+        metadata: Metadata = None,
+        team: Team = None,
+        project: Project = None,
+        conversation_id: ConversationId = None,
+        sensitivity: SensitivityArg = None,
+        confidence: ConfidenceArg = None,
+        valid_at: ValidAt = None,
+        invalid_at: InvalidAt = None,
+        expires_at: ExpiresAt = None,
+        handoff_target: HandoffTarget = None,
+        context: ContextArg = None,
+        new_id: NewId = None,
+        expected_version: ExpectedVersion = None,
+    ) -> SupersedeResult:
+        request = SupersedeRequest(
+            content=content, tags=tags, topics=topics, memory_type=memory_type, importance=importance,
+            summary=summary, metadata=metadata, team=team, project=project, conversation_id=conversation_id,
+            sensitivity=sensitivity, confidence=confidence, valid_at=valid_at, invalid_at=invalid_at,
+            expires_at=expires_at, handoff_target=handoff_target, context=context, new_id=new_id,
+            expected_version=expected_version,
+        )  # fmt: skip
+        with tool_errors():
+            return await ops.supersede(caller(ctx), old_id, request)
+
+    @server.tool(description=HISTORY_DESCRIPTION, annotations=READ)
+    async def memory_history(id: MemoryId, ctx: Context) -> HistoryResult:
+        with tool_errors():
+            return await ops.history(caller(ctx), id)
+
+    @server.tool(description=MEMORY_AT_DESCRIPTION, annotations=READ)
+    async def memory_at(id: MemoryId, time: PointInTime, ctx: Context) -> MemoryOut:
+        with tool_errors():
+            return await ops.memory_at(caller(ctx), id, time)
+
+    @server.tool(description=STATS_DESCRIPTION, annotations=READ)
+    async def get_memory_stats(ctx: Context) -> MemoryStatsOut:
+        with tool_errors():
+            return await ops.stats(caller(ctx))
+
+    @server.tool(description=PING_DESCRIPTION, annotations=READ)
+    async def ping(ctx: Context) -> PingResult:
+        with tool_errors():
+            who = caller(ctx)
+        return PingResult(
+            ok=True, agent=who.agent_id, device=who.device, team=who.team, identity=who.identity,
+            namespace=who.namespace, source=who.source, scopes=sorted(who.scopes), version=ENGRAM_VERSION,
+        )  # fmt: skip
