@@ -27,7 +27,8 @@ from bench.metrics import LatencySummary, mean
 from bench.node import Node
 from bench.progress import Phases, Progress
 from engram.config import DEFAULT_MAX_CONTENT_BYTES, DEFAULT_MAX_METADATA_BYTES, Settings
-from engram.services.gateway.events import GAP_EVENT, STREAM_PATH, EventParser
+from engram.services.gateway.sse.routes import STREAM_PATH
+from engram.services.gateway.sse.streams import GAP_EVENT, EventParser
 
 DEFAULT_EVENT_SAVES = 300
 DEFAULT_SLOW_CLIENTS = 20

@@ -17,8 +17,8 @@ from engram.log import Log
 from engram.ports import listen_socket
 from engram.services.gateway.app import build_app
 from engram.services.gateway.backend import Backend
-from engram.services.gateway.events import EventStreams
 from engram.services.gateway.identity import check_bind
+from engram.services.gateway.sse.streams import EventStreams
 
 STOP_GRACE_SECONDS = 5.0  # how long stopping waits for running requests before it drops their connections
 

@@ -37,7 +37,7 @@ from grpc_health.v1 import health_pb2, health_pb2_grpc
 from engram.clients import IngestClient, SearchClient
 from engram.keys import KeyStore
 from engram.model import Caller, MemoryInput, SearchFilter
-from engram.services.gateway.events import EventParser
+from engram.services.gateway.sse.streams import EventParser
 from tests.conftest import engram_env
 from tests.helpers.mcp import call, http_client
 from tests.helpers.natscluster import SERVICES_USER, EventsReader, NatsCluster, NatsNode

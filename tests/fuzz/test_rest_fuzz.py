@@ -20,7 +20,7 @@ from schemathesis.checks import CheckContext
 from schemathesis.config import SchemathesisConfig
 from schemathesis.core import NOT_SET
 
-from engram.services.gateway.events import STREAM_PATH
+from engram.services.gateway.sse.routes import STREAM_PATH
 from tests.conftest import NodeHandle
 from tests.fuzz.rules import CONSOLIDATION_RULES, PACK_RULES, TIME_RULES
 

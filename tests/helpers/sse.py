@@ -13,7 +13,8 @@ from urllib.parse import urlencode, urlsplit
 import h11
 import httpx
 
-from engram.services.gateway.events import STREAM_PATH, EventParser, ServerSentEvent
+from engram.services.gateway.sse.routes import STREAM_PATH
+from engram.services.gateway.sse.streams import EventParser, ServerSentEvent
 
 DEFAULT_TIMEOUT = 20.0
 SMALL_BUFFER = 4096  # bytes; the kernel doubles it

@@ -13,7 +13,7 @@ from html.parser import HTMLParser
 import httpx
 import pytest
 
-from engram.services.gateway.console_routes import CONSOLE_DIR, CONTENT_SECURITY_POLICY
+from engram.services.gateway.console.routes import CONSOLE_DIR, CONTENT_SECURITY_POLICY
 from tests.conftest import NodeHandle
 from tests.helpers.rest import assert_problem
 

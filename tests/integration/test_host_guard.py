@@ -12,7 +12,7 @@ import httpx
 import pytest
 
 from engram.config import Settings
-from engram.services.gateway.app import HostGuard
+from engram.services.gateway.http.hosts import HostGuard
 from tests.conftest import NodeHandle, start_node
 from tests.helpers.rest import assert_problem
 

@@ -22,8 +22,9 @@ from engram.log.nats import NatsLog
 from engram.ports import listen_socket
 from engram.services.gateway.app import build_app
 from engram.services.gateway.backend import Backend
-from engram.services.gateway.events import STREAM_PATH, EventStreams, ServerSentEvent
 from engram.services.gateway.server import start_http, stop_http
+from engram.services.gateway.sse.routes import STREAM_PATH
+from engram.services.gateway.sse.streams import EventStreams, ServerSentEvent
 from tests.conftest import NodeHandle, start_node
 from tests.helpers.sse import SMALL_BUFFER, StalledClient, event_stream
 

@@ -7,14 +7,14 @@ import fnmatch
 import tomllib
 from pathlib import Path
 
-from engram.services.gateway.console_routes import CONSOLE_DIR, CONTENT_TYPES, INDEX, load_assets
+from engram.services.gateway.console.routes import CONSOLE_DIR, CONTENT_TYPES, INDEX, load_assets
 
 ROOT = Path(__file__).resolve().parents[2]
 
 
 def _package_data() -> list[str]:
     config = tomllib.loads((ROOT / "pyproject.toml").read_text())
-    patterns: list[str] = config["tool"]["setuptools"]["package-data"]["engram.services.gateway"]
+    patterns: list[str] = config["tool"]["setuptools"]["package-data"]["engram.services.gateway.console"]
     return patterns
 
 

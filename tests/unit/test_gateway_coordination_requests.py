@@ -16,7 +16,7 @@ from engram.services.gateway.mcp.sessions import MAX_REMEMBERED_CHARS, PreviousS
 from engram.services.gateway.operations import Operations
 from engram.services.gateway.operations.coordination import handoff_content, handoff_summary
 from engram.services.gateway.operations.cursors import CursorTracker
-from engram.services.gateway.rest import reads_json_body
+from engram.services.gateway.rest.bodies import reads_json_body
 from engram.services.gateway.schemas.requests import HandoffRequest
 from engram.services.gateway.schemas.results import SaveResult
 from engram.services.node.cli import _parser

@@ -15,7 +15,7 @@ from engram.model import Caller, format_time, parse_time
 from engram.services.gateway.operations import Operations, memories
 from engram.services.gateway.operations.cursors import CursorTracker
 from engram.services.gateway.operations.memories import DURATION_UNITS, expiry_time
-from engram.services.gateway.rest import reads_json_body
+from engram.services.gateway.rest.bodies import reads_json_body
 from engram.services.gateway.schemas.arguments import DURATION_PATTERN
 from engram.services.gateway.schemas.requests import (
     REPLACEMENT_FIELDS,

@@ -1,5 +1,5 @@
 """The layout DESIGN.md asks for: the kernel never imports a service, nothing but the log adapter touches NATS, and
-the gateway's operations and schemas know no transport."""
+the gateway's operations and schemas know no transport, and its MCP and REST transports never import each other."""
 
 from __future__ import annotations
 
@@ -68,11 +68,32 @@ def _uses(name: str, packages: tuple[str, ...]) -> bool:
     return any(name == package or name.startswith(f"{package}.") for package in packages)
 
 
+def _imported(path: Path) -> set[str]:
+    """Every module a file imports, ``from package import module`` included (as ``package.module``)."""
+    names = _imports(path)
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.ImportFrom) and node.module:
+            names.update(f"{node.module}.{alias.name}" for alias in node.names)
+    return names
+
+
 def test_the_gateway_operations_and_schemas_import_no_transport() -> None:
     """operations/ serves REST and MCP alike, schemas/ publishes their shapes: neither knows FastAPI, Starlette, MCP."""
     files = [*(GATEWAY / "operations").rglob("*.py"), *(GATEWAY / "schemas").rglob("*.py")]
     assert files
     offenders = {
-        str(path.relative_to(ROOT)): sorted(n for n in _imports(path) if _uses(n, TRANSPORTS)) for path in files
+        str(path.relative_to(ROOT)): sorted(n for n in _imported(path) if _uses(n, TRANSPORTS)) for path in files
     }
     assert not {path: names for path, names in offenders.items() if names}
+
+
+def test_the_gateway_mcp_and_rest_transports_never_import_each_other() -> None:
+    """Two transports over the same operations: what both need lives in operations/ or schemas/."""
+    for own, other in (("mcp", "rest"), ("rest", "mcp")):
+        files = list((GATEWAY / own).rglob("*.py"))
+        assert files
+        forbidden = (f"engram.services.gateway.{other}",)
+        offenders = {
+            str(path.relative_to(ROOT)): sorted(n for n in _imported(path) if _uses(n, forbidden)) for path in files
+        }
+        assert not {path: names for path, names in offenders.items() if names}, f"{own}/ imports {other}/"

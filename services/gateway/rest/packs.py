@@ -1,7 +1,8 @@
 """REST for expert packs: /v1/packs (list, install) and /v1/packs/{name} (the whole pack in its folder layout),
 used by `engram packs`."""
 
-# No `from __future__ import annotations`: FastAPI resolves route annotations against module globals.
+# No `from __future__ import annotations`: FastAPI resolves route annotations against module globals, and the
+# routes below use a dependency alias local to build_router.
 
 from typing import Annotated, Any
 
@@ -14,7 +15,8 @@ from engram.services.gateway.backend import Backend
 from engram.services.gateway.identity import Resolver
 from engram.services.gateway.operations.cursors import CursorTracker
 from engram.services.gateway.operations.packs import PackService
-from engram.services.gateway.rest import ERROR_RESPONSES, PROBLEM_MEDIA_TYPE, Problem, caller_dependency
+from engram.services.gateway.rest.dependencies import caller_dependency
+from engram.services.gateway.rest.problems import ERROR_RESPONSES, PROBLEM_MEDIA_TYPE, Problem
 
 
 class PackSummaryOut(BaseModel):
@@ -59,12 +61,13 @@ class PackOut(BaseModel):
 _EXISTS: dict[int | str, dict[str, Any]] = {
     409: {"model": Problem, "content": {PROBLEM_MEDIA_TYPE: {}}, "description": "The pack is installed already"}
 }
+
 _NO_PACK: dict[int | str, dict[str, Any]] = {
     404: {"model": Problem, "content": {PROBLEM_MEDIA_TYPE: {}}, "description": "No such pack in your namespace"}
 }
 
 
-def build_packs_router(backend: Backend, cursors: CursorTracker, resolver: Resolver) -> APIRouter:
+def build_router(backend: Backend, cursors: CursorTracker, resolver: Resolver) -> APIRouter:
     router = APIRouter(prefix="/v1", tags=["packs"], responses=ERROR_RESPONSES)
     packs = PackService(backend, cursors)
     CurrentCaller = Annotated[Caller, Depends(caller_dependency(resolver))]

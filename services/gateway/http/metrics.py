@@ -15,7 +15,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from engram import metrics
 from engram.errors import Unauthenticated
 from engram.services.gateway.identity import CREATE_KEY_HINT, Resolver, _is_loopback_peer
-from engram.services.gateway.rest import problem, unauthenticated
+from engram.services.gateway.rest.problems import problem, unauthenticated
 
 METRICS_PATH = "/metrics"
 UNMATCHED = "unmatched"  # the route of a request no route took (404): never the raw path, which callers choose

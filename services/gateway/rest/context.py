@@ -1,7 +1,7 @@
 """REST for session context: GET /v1/session-context, and POST / DELETE /v1/memories/{id}/pin."""
 
 # No `from __future__ import annotations`: FastAPI resolves route annotations against module globals, and the
-# routes below use a dependency alias local to build_context_router.
+# routes below use a dependency alias local to build_router.
 
 from typing import Annotated, Any
 
@@ -23,7 +23,8 @@ from engram.services.gateway.operations.context import (
     SessionContextOut,
 )
 from engram.services.gateway.operations.cursors import CursorTracker
-from engram.services.gateway.rest import ERROR_RESPONSES, PROBLEM_MEDIA_TYPE, Problem, caller_dependency
+from engram.services.gateway.rest.dependencies import caller_dependency
+from engram.services.gateway.rest.problems import ERROR_RESPONSES, PROBLEM_MEDIA_TYPE, Problem
 from engram.validation import MAX_FIELD_CHARS
 
 MEMORY_ID_DESCRIPTION = "The memory's id (a UUID), as returned by save or search."
@@ -40,7 +41,7 @@ _PIN_RESPONSES: dict[int | str, dict[str, Any]] = {
 }
 
 
-def build_context_router(backend: Backend, cursors: CursorTracker, resolver: Resolver, settings: Settings) -> APIRouter:
+def build_router(backend: Backend, cursors: CursorTracker, resolver: Resolver, settings: Settings) -> APIRouter:
     """GET /v1/session-context, and POST / DELETE /v1/memories/{id}/pin."""
     context = SessionContext(backend, cursors, settings)
     router = APIRouter(prefix="/v1", tags=["session context"], responses=ERROR_RESPONSES)

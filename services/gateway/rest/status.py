@@ -1,7 +1,8 @@
 """Probes and status: /healthz (the process is up), /readyz (every service ready, or why not) and /v1/status
 (node, readiness, index lag, counts, disk, sync) for people and scripts (`engram status`)."""
 
-# No `from __future__ import annotations`: FastAPI resolves route annotations against module globals.
+# No `from __future__ import annotations`: FastAPI resolves route annotations against module globals, and the
+# routes below use a dependency alias local to add_probes.
 
 import asyncio
 import dataclasses
@@ -18,7 +19,8 @@ from engram.log import Log
 from engram.model import Caller, format_time
 from engram.services.gateway.backend import Backend, ProblemReport, Readiness
 from engram.services.gateway.identity import Resolver, require_scope
-from engram.services.gateway.rest import ERROR_RESPONSES, caller_dependency
+from engram.services.gateway.rest.dependencies import caller_dependency
+from engram.services.gateway.rest.problems import ERROR_RESPONSES
 
 SYNC_SERVED = "serves edge devices: they sync with `engram edge --upstream <this URL> --key <a sync key>`"
 SYNC_NONE = "no sync service behind this gateway (set ENGRAM_SYNC_ADDR to serve edge devices)"

@@ -2,7 +2,7 @@
 Policy, and the two reads it needs beyond the agents' API: recent consolidation jobs and memories per day per agent."""
 
 # No `from __future__ import annotations`: FastAPI resolves route annotations against module globals, and the
-# routes below use a dependency alias local to build_console_router.
+# routes below use a dependency alias local to build_router.
 
 import datetime as dt
 import hashlib
@@ -22,10 +22,11 @@ from engram.model import Caller, format_time
 from engram.services.gateway.backend import Backend
 from engram.services.gateway.identity import Resolver, require_scope
 from engram.services.gateway.operations.consolidation import NO_CONSOLIDATION
-from engram.services.gateway.rest import ERROR_RESPONSES, caller_dependency, problem
+from engram.services.gateway.rest.dependencies import caller_dependency
+from engram.services.gateway.rest.problems import ERROR_RESPONSES, problem
 from engram.services.gateway.schemas.results import JobOut
 
-CONSOLE_DIR = Path(__file__).parent / "console"
+CONSOLE_DIR = Path(__file__).parent / "static"
 CONSOLE_PATH = "/console"
 STATIC_PREFIX = "/console/static/"
 INDEX = "index.html"
@@ -129,7 +130,7 @@ def activity_result(counts: list[tuple[float, dict[str, int]]], utc_offset_minut
     return ActivityResult(days=days, agents=agents, utc_offset_minutes=utc_offset_minutes)
 
 
-def build_console_router(backend: Backend, resolver: Resolver) -> APIRouter:
+def build_router(backend: Backend, resolver: Resolver) -> APIRouter:
     """GET /console (and /console/static/<file>), GET /v1/consolidation/jobs and GET /v1/activity."""
     router = APIRouter()
     assets = load_assets()

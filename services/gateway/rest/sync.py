@@ -1,10 +1,12 @@
-"""Routes /v1/sync/*: how an edge device reaches the cluster's sync service through the gateway (one URL, one key).
+"""REST for edge devices: /v1/sync/*, how an edge device reaches the cluster's sync service through the gateway (one
+URL, one key).
 
 The device authenticates with a key scoped ``sync`` to one namespace (``engram keys create --scopes sync
 --device D``); a key that names a device syncs that device only. Bodies are the events of docs/events.md.
 """
 
-# No `from __future__ import annotations`: FastAPI resolves route annotations against module globals.
+# No `from __future__ import annotations`: FastAPI resolves route annotations against module globals, and the
+# routes below use a dependency alias local to build_router.
 
 import json
 from dataclasses import asdict
@@ -20,11 +22,14 @@ from engram.names import DEVICE_PATTERN
 from engram.results import SyncChange
 from engram.services.gateway.backend import Backend
 from engram.services.gateway.identity import Resolver
-from engram.services.gateway.rest import ERROR_RESPONSES, _bearer
+from engram.services.gateway.rest.dependencies import bearer
+from engram.services.gateway.rest.problems import ERROR_RESPONSES
 from engram.services.gateway.schemas.arguments import MAX_SEQ
 
 SYNC_AGENT = "engram-sync"  # the caller of a sync call: the agents it speaks for are named in each change
+
 MAX_SOURCE_ID_CHARS = 200
+
 DeviceName = Annotated[str, Field(min_length=1, max_length=128, pattern=f"^{DEVICE_PATTERN}$",
                                   description="The device that syncs (its ENGRAM_DEVICE).")]  # fmt: skip
 
@@ -88,13 +93,13 @@ class PullResult(BaseModel):
     last_seq: int = Field(description="The cluster log's end when the page was read.")
 
 
-def build_sync_router(backend: Backend, resolver: Resolver) -> APIRouter:
+def build_router(backend: Backend, resolver: Resolver) -> APIRouter:
     router = APIRouter(prefix="/v1/sync", tags=["sync"], responses=ERROR_RESPONSES)
 
-    async def sync_caller(request: Request, _credentials: Annotated[Any, Depends(_bearer)]) -> Caller:
+    async def sync_caller(request: Request, _credentials: Annotated[Any, Depends(bearer)]) -> Caller:
         return resolver.key_caller(request.headers.get("authorization"), agent=SYNC_AGENT, source="sync")
 
-    async def device_agents(request: Request, _credentials: Annotated[Any, Depends(_bearer)]) -> tuple[str, ...]:
+    async def device_agents(request: Request, _credentials: Annotated[Any, Depends(bearer)]) -> tuple[str, ...]:
         """The agents that work on the device, as its key names them (none: a key that names none); any agent in
         dev mode, where a node on loopback trusts its local devices."""
         key = resolver.authenticate(request.headers.get("authorization"))

@@ -18,7 +18,7 @@ from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from engram.errors import EngramError, InvalidArgument, PayloadTooLarge, UnsupportedMediaType
-from engram.services.gateway.rest import error_response
+from engram.services.gateway.rest.problems import error_response
 
 JSON_MEDIA_TYPE = "application/json"
 BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})

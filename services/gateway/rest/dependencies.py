@@ -1,0 +1,96 @@
+"""What the routes declare: the caller of a request (a FastAPI dependency, documented in OpenAPI), and query and
+path parameters with the descriptions and constraints of the shared argument types."""
+
+# No `from __future__ import annotations`: FastAPI resolves the dependency's annotations against module globals.
+
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, get_args
+
+from fastapi import Depends, Header, Path, Query, Request
+from fastapi.security import HTTPBearer
+from pydantic.fields import FieldInfo
+
+from engram.model import Caller
+from engram.names import DEVICE_PATTERN, IDENTITY_PATTERN, MAX_IDENTITY_CHARS, TEAM_PATTERN
+from engram.services.gateway.identity import REST_SOURCE, RequestIdentity, Resolver
+
+bearer = HTTPBearer(
+    auto_error=False,
+    scheme_name="EngramApiKey",
+    description="An Engram API key (`engram keys create`). Optional in dev mode (loopback bind).",
+)
+
+
+def field_of(alias: Any) -> FieldInfo:
+    """The Field of one of the shared argument types (schemas/arguments.py)."""
+    return next(m for m in get_args(alias)[1:] if isinstance(m, FieldInfo))
+
+
+def description_of(alias: Any) -> str | None:
+    return field_of(alias).description
+
+
+def query_of(alias: Any) -> Any:
+    """A query parameter with the description and the constraints of a shared argument type."""
+    info = field_of(alias)
+    constraints = {
+        name: value
+        for item in info.metadata
+        for name in ("pattern", "max_length", "ge", "le")
+        if (value := getattr(item, name, None)) is not None
+    }
+    return Query(description=info.description, json_schema_extra=info.json_schema_extra, **constraints)
+
+
+def path_of(alias: Any) -> Any:
+    info = field_of(alias)
+    return Path(description=info.description, json_schema_extra=info.json_schema_extra)
+
+
+def caller_dependency(resolver: Resolver) -> Callable[..., Awaitable[Caller]]:
+    """A FastAPI dependency resolving the caller of a REST request (documented in OpenAPI)."""
+
+    async def current_caller(
+        request: Request,
+        _credentials: Annotated[Any, Depends(bearer)],
+        _agent_header: Annotated[
+            str | None,
+            Header(
+                alias="X-Engram-Agent-ID",
+                pattern=f"^{IDENTITY_PATTERN}$",
+                max_length=MAX_IDENTITY_CHARS,
+                description="The agent acting, as agent or agent@device (a shared key); a key created with "
+                "--agent acts as its agent and refuses another name.",
+            ),
+        ] = None,
+        _agent_query: Annotated[
+            str | None,
+            Query(
+                alias="agent_id",
+                pattern=f"^{IDENTITY_PATTERN}$",
+                max_length=MAX_IDENTITY_CHARS,
+                description="The agent acting, when a header is impractical.",
+            ),
+        ] = None,
+        _device_header: Annotated[
+            str | None,
+            Header(
+                alias="X-Engram-Device",
+                pattern=f"^{DEVICE_PATTERN}$",
+                description="The device the agent runs on (its host name, e.g. laptop).",
+            ),
+        ] = None,
+        _team_header: Annotated[
+            str | None,
+            Header(
+                alias="X-Engram-Team",
+                pattern=f"^{TEAM_PATTERN}$",
+                description="The agent's team; its saves are tagged team:<name>.",
+            ),
+        ] = None,
+    ) -> Caller:
+        # The parameters document and pre-check the hints; the resolver reads them from the request itself, and
+        # the raw Authorization header, not the HTTPBearer result: a non-Bearer scheme must be refused, not ignored.
+        return resolver.resolve(RequestIdentity.from_request(request), default_source=REST_SOURCE)
+
+    return current_caller

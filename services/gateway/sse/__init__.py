@@ -1,0 +1,1 @@
+"""Live events over Server-Sent Events at /events/stream."""
