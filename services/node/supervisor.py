@@ -5,9 +5,9 @@ touches it with SIGBUS, which no Python code can catch. So the process the user 
 what must outlive one node process (the data dir's lock, and the gateway's listening socket, so the node's URL
 stays the same and connections wait in its backlog meanwhile), and when the node dies of a memory fault (SIGBUS,
 SIGSEGV) it moves the search indexes aside (derived data: the next node rebuilds them from the log) and starts
-the node again. A node that keeps dying is not restarted for ever: after MAX_CRASHES within CRASH_WINDOW_SECONDS
-the supervisor stops and says what to check. Any other end of the node (a stop, a refused start) is the end of
-the supervisor too, with the node's exit code.
+the node again. A node that keeps dying is not restarted for ever: at most MAX_RESTARTS times within
+CRASH_WINDOW_SECONDS, then the supervisor stops and says what to check. Any other end of the node (a stop, a
+refused start) is the end of the supervisor too, with the node's exit code.
 
 The supervisor runs for as long as the node, so it is a lean process of its own: `engram serve` replaces itself
 (same pid) with `python -m engram.services.node.supervisor`, which imports only this module and the standard
@@ -43,7 +43,7 @@ MEMORY_FAULTS = frozenset({signal.SIGBUS, signal.SIGSEGV})
 # Deaths worth a restart: native crashes, and SIGKILL (the kernel's out-of-memory killer). A node ended by any
 # other signal was ended on purpose.
 RESTARTED = MEMORY_FAULTS | {signal.SIGILL, signal.SIGFPE, signal.SIGABRT, signal.SIGKILL}
-MAX_CRASHES = 3
+MAX_RESTARTS = 3
 CRASH_WINDOW_SECONDS = 600.0
 RESTART_DELAY_SECONDS = 1.0  # doubled after each crash in the window
 INDEXES = ("index", "index-versions")  # the data dir's search indexes (engram.services.search.server.open_index)
@@ -145,12 +145,12 @@ class Supervisor:
                 return 128 + fault.value
             now = time.monotonic()
             self.crashes = [t for t in self.crashes if now - t < CRASH_WINDOW_SECONDS] + [now]
-            if len(self.crashes) > MAX_CRASHES:
+            if len(self.crashes) > MAX_RESTARTS:
                 log.error(_giving_up(fault, len(self.crashes), self._home))
                 return 1
             delay = RESTART_DELAY_SECONDS * 2 ** (len(self.crashes) - 1)
             log.error("the node died of %s (%s); starting it again in %.0fs (restart %d of at most %d in %.0f min)",
-                      fault.name, _cause(fault), delay, len(self.crashes), MAX_CRASHES,
+                      fault.name, _cause(fault), delay, len(self.crashes), MAX_RESTARTS,
                       CRASH_WINDOW_SECONDS / 60)  # fmt: skip
             if fault in MEMORY_FAULTS:
                 _set_indexes_aside(self._home)

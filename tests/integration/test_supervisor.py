@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from engram.services.node import supervisor as supervisor_module
-from engram.services.node.supervisor import MAX_CRASHES, Inherited, Supervisor
+from engram.services.node.supervisor import MAX_RESTARTS, Inherited, Supervisor
 
 pytestmark = pytest.mark.integration
 
@@ -68,7 +68,7 @@ def test_a_node_that_keeps_dying_is_given_up_with_a_message(tmp_path: Path, capl
     supervisor = Scripted(tmp_path, [SIGBUS])
     with caplog.at_level(logging.WARNING):
         assert supervisor.run() == 1
-    assert len(supervisor.started) == MAX_CRASHES + 1
+    assert len(supervisor.started) == MAX_RESTARTS + 1
     assert "not starting it again" in caplog.text and f"free space and the files of {tmp_path}" in caplog.text
 
 
