@@ -1,19 +1,13 @@
-"""Engram's errors as MCP tool errors, whose message tells the agent what to do next."""
+"""Engram's errors as MCP tool errors, translated once, where a tool call ends (EngramMCPServer._checked_call)."""
 
 from __future__ import annotations
-
-import contextlib
-from collections.abc import Iterator
 
 from mcp.server.mcpserver.exceptions import ToolError
 
 from engram.errors import EngramError
 
 
-@contextlib.contextmanager
-def tool_errors() -> Iterator[None]:
-    """Service errors become tool errors, whose message tells the agent what to do next."""
-    try:
-        yield
-    except EngramError as e:
-        raise ToolError(str(e)) from e
+def tool_error(tool: str, error: EngramError) -> ToolError:
+    """The tool error an agent reads for a service error raised by ``tool``: the SDK's prefix, then the error's own
+    message, which tells the agent what to do next."""
+    return ToolError(f"Error executing tool {tool}: {error}")

@@ -21,6 +21,7 @@ from engram.services.gateway.backend import Backend
 from engram.services.gateway.identity import Resolver
 from engram.services.gateway.mcp import prompts, resources, subscriptions
 from engram.services.gateway.mcp.callers import caller_of
+from engram.services.gateway.mcp.errors import tool_error
 from engram.services.gateway.mcp.instructions import INSTRUCTIONS
 from engram.services.gateway.mcp.sessions import PreviousSaves
 from engram.services.gateway.mcp.tools import consolidation, coordination, handoffs, memories
@@ -55,6 +56,9 @@ class EngramMCPServer(MCPServer):
 
     The SDK builds each tool's argument model from its signature and ignores extra keys; here the published
     input schemas say ``additionalProperties: false`` and calls are held to it.
+
+    Engram's errors are translated here, once for every tool: a tool body raises the service's error, and the agent
+    reads its message (what to do next) as the tool's error.
     """
 
     _arguments: dict[str, frozenset[str]] | None = None
@@ -95,10 +99,13 @@ class EngramMCPServer(MCPServer):
         try:
             return await super().call_tool(name, arguments, context)
         except ToolError as e:
-            if isinstance(e, UnexpectedToolError) or not isinstance(e.__cause__, ValidationError):
+            cause = e.__cause__
+            if isinstance(cause, EngramError):  # the SDK reports what a tool raises as a crash, without its text
+                raise tool_error(name, cause) from cause
+            if isinstance(e, UnexpectedToolError) or not isinstance(cause, ValidationError):
                 raise
-            detail = describe_validation(e.__cause__.errors(), where="arguments")
-            raise ToolError(f"Error executing tool {name}: {detail}") from e.__cause__
+            detail = describe_validation(cause.errors(), where="arguments")
+            raise ToolError(f"Error executing tool {name}: {detail}") from cause
 
     async def _known_arguments(self) -> dict[str, frozenset[str]]:
         if self._arguments is None:

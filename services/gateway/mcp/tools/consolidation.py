@@ -12,7 +12,6 @@ from engram.services.gateway.mcp.descriptions import (
     READ,
     WRITE,
 )
-from engram.services.gateway.mcp.errors import tool_errors
 from engram.services.gateway.operations import Operations
 from engram.services.gateway.operations.packs import PackService
 from engram.services.gateway.schemas.arguments import (
@@ -50,22 +49,20 @@ def register(server: MCPServer, ops: Operations, packs: PackService, caller: Cal
         category: PackCategoryArg = None,
         summary: PackSummaryArg = None,
     ) -> ConsolidateMemoryResult:
-        with tool_errors():
-            if name is not None:
-                if kind is not None:
-                    raise InvalidArgument("name", "only goes with consolidated_content (a pack's category summary).")
-                survivor, merged = await packs.consolidate(
-                    caller(ctx), name, category or "", consolidated_content or "", summary or "", force=force
-                )
-                return ConsolidateMemoryResult(survivor=MemoryOut.of(survivor), merged_ids=merged, seq=survivor.seq)
-            return await ops.consolidate_memory(
-                caller(ctx), kind=kind, consolidated_content=consolidated_content, memory_ids=memory_ids,
-                memory_type=memory_type, tag=tag, topic=topic, force=force,
-            )  # fmt: skip
+        if name is not None:
+            if kind is not None:
+                raise InvalidArgument("name", "only goes with consolidated_content (a pack's category summary).")
+            survivor, merged = await packs.consolidate(
+                caller(ctx), name, category or "", consolidated_content or "", summary or "", force=force
+            )
+            return ConsolidateMemoryResult(survivor=MemoryOut.of(survivor), merged_ids=merged, seq=survivor.seq)
+        return await ops.consolidate_memory(
+            caller(ctx), kind=kind, consolidated_content=consolidated_content, memory_ids=memory_ids,
+            memory_type=memory_type, tag=tag, topic=topic, force=force,
+        )  # fmt: skip
 
     @server.tool(description=DETECT_CONTRADICTIONS_DESCRIPTION, annotations=READ)
     async def detect_contradictions(
         ctx: Context, topics: ContradictionTopics = None, limit: ContradictionLimit = DEFAULT_CONTRADICTIONS
     ) -> ContradictionsResult:
-        with tool_errors():
-            return await ops.contradictions(caller(ctx), topics=topics, limit=limit)
+        return await ops.contradictions(caller(ctx), topics=topics, limit=limit)

@@ -16,7 +16,6 @@ from engram.services.gateway.mcp.descriptions import (
     SESSION_CONTEXT_DESCRIPTION,
     UNPIN_DESCRIPTION,
 )
-from engram.services.gateway.mcp.errors import tool_errors
 from engram.services.gateway.operations.context import (
     DEFAULT_TOKEN_BUDGET,
     MAX_TOKEN_BUDGET,
@@ -51,18 +50,15 @@ def register(server: MCPServer, context: SessionContext, caller: CallerOf) -> No
         query: SessionQuery = None,
         token_budget: TokenBudget = DEFAULT_TOKEN_BUDGET,
     ) -> SessionContextReply:
-        with tool_errors():
-            out = await context.build(caller(ctx), project=project, query=query, token_budget=token_budget)
+        out = await context.build(caller(ctx), project=project, query=query, token_budget=token_budget)
         return CallToolResult(
             content=[TextContent(type="text", text=out.markdown)], structured_content=out.model_dump(mode="json")
         )
 
     @server.tool(description=PIN_DESCRIPTION, annotations=PIN)
     async def pin_memory(id: MemoryId, ctx: Context) -> PinResult:
-        with tool_errors():
-            return await context.pin(caller(ctx), id, pinned=True)
+        return await context.pin(caller(ctx), id, pinned=True)
 
     @server.tool(description=UNPIN_DESCRIPTION, annotations=PIN)
     async def unpin_memory(id: MemoryId, ctx: Context) -> PinResult:
-        with tool_errors():
-            return await context.pin(caller(ctx), id, pinned=False)
+        return await context.pin(caller(ctx), id, pinned=False)

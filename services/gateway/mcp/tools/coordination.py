@@ -13,7 +13,6 @@ from engram.services.gateway.mcp.descriptions import (
     READ,
     WRITE,
 )
-from engram.services.gateway.mcp.errors import tool_errors
 from engram.services.gateway.operations import Operations
 from engram.services.gateway.schemas.arguments import SearchLimit, TeamName, TeamSearch
 from engram.services.gateway.schemas.results import AgentsResult, ConsolidateResult, TeamsResult
@@ -24,17 +23,14 @@ def register(server: MCPServer, ops: Operations, caller: CallerOf) -> None:
 
     @server.tool(description=LIST_AGENTS_DESCRIPTION, annotations=READ)
     async def list_agents(ctx: Context) -> AgentsResult:
-        with tool_errors():
-            return await ops.agents(caller(ctx))
+        return await ops.agents(caller(ctx))
 
     @server.tool(description=LIST_TEAMS_DESCRIPTION, annotations=READ)
     async def list_teams(
         ctx: Context, search: TeamSearch = None, limit: SearchLimit = DEFAULT_SEARCH_LIMIT
     ) -> TeamsResult:
-        with tool_errors():
-            return await ops.teams(caller(ctx), search=search, limit=limit)
+        return await ops.teams(caller(ctx), search=search, limit=limit)
 
     @server.tool(description=CONSOLIDATE_DESCRIPTION, annotations=WRITE)
     async def consolidate_team(ctx: Context, team: TeamName = None) -> ConsolidateResult:
-        with tool_errors():
-            return await ops.consolidate_team(caller(ctx), team)
+        return await ops.consolidate_team(caller(ctx), team)

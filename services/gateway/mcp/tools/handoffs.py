@@ -13,7 +13,6 @@ from engram.services.gateway.mcp.descriptions import (
     READ,
     WRITE,
 )
-from engram.services.gateway.mcp.errors import tool_errors
 from engram.services.gateway.operations import Operations
 from engram.services.gateway.schemas.arguments import (
     DEFAULT_LIST_LIMIT,
@@ -58,8 +57,7 @@ def register(server: MCPServer, ops: Operations, caller: CallerOf) -> None:
             target_agent=target_agent, context=context, active_files=active_files, decisions_made=decisions_made,
             next_steps=next_steps, tags=tags, team=team, project=project, importance=importance,
         )  # fmt: skip
-        with tool_errors():
-            return await ops.create_handoff(caller(ctx), request)
+        return await ops.create_handoff(caller(ctx), request)
 
     @server.tool(description=LIST_HANDOFFS_DESCRIPTION, annotations=READ)
     async def list_handoffs(
@@ -70,21 +68,18 @@ def register(server: MCPServer, ops: Operations, caller: CallerOf) -> None:
         page_token: PageToken = None,
     ) -> ListResult:
         request = HandoffListRequest(status=status, role=role, limit=limit, page_token=page_token)
-        with tool_errors():
-            return await ops.handoffs(caller(ctx), request)
+        return await ops.handoffs(caller(ctx), request)
 
     @server.tool(description=ACCEPT_HANDOFF_DESCRIPTION, annotations=WRITE)
     async def accept_handoff(
         id: MemoryId, ctx: Context, note: HandoffNote = None, expected_version: ExpectedVersion = None
     ) -> SaveResult:
         request = HandoffMoveRequest(note=note, expected_version=expected_version)
-        with tool_errors():
-            return await ops.move_handoff(caller(ctx), id, "accepted", request)
+        return await ops.move_handoff(caller(ctx), id, "accepted", request)
 
     @server.tool(description=COMPLETE_HANDOFF_DESCRIPTION, annotations=WRITE)
     async def complete_handoff(
         id: MemoryId, ctx: Context, note: HandoffNote = None, expected_version: ExpectedVersion = None
     ) -> SaveResult:
         request = HandoffMoveRequest(note=note, expected_version=expected_version)
-        with tool_errors():
-            return await ops.move_handoff(caller(ctx), id, "completed", request)
+        return await ops.move_handoff(caller(ctx), id, "completed", request)

@@ -24,7 +24,6 @@ from engram.services.gateway.mcp.descriptions import (
     UPDATE_DESCRIPTION,
     WRITE,
 )
-from engram.services.gateway.mcp.errors import tool_errors
 from engram.services.gateway.mcp.sessions import PreviousSaves, session_key
 from engram.services.gateway.operations import Operations
 from engram.services.gateway.operations.packs import PackService
@@ -129,8 +128,7 @@ def register(
         handoff_target: HandoffTarget = None,
         context: ContextArg = None,
     ) -> SaveResult:
-        with tool_errors():
-            who = caller(ctx)
+        who = caller(ctx)
         session = session_key(ctx, who)
         if session and settings.derive_context and context is None and not conversation_id:
             # Ingest derives the context of a conversation's saves; a session without one is derived here.
@@ -141,8 +139,7 @@ def register(
             sensitivity=sensitivity, confidence=confidence, valid_at=valid_at, invalid_at=invalid_at,
             expires_at=expires_at, handoff_target=handoff_target, context=context,
         )  # fmt: skip
-        with tool_errors():
-            result = await ops.save(who, request)
+        result = await ops.save(who, request)
         if session:
             previous.remember(session, result.memory.content, result.memory.sensitivity)  # scrubbed content
         return result
@@ -179,13 +176,11 @@ def register(
             query=query, limit=limit, filters=filters, as_of=as_of, explain=explain, rerank=rerank, min_seq=min_seq,
             sources=sources,
         )  # fmt: skip
-        with tool_errors():
-            return await ops.search(caller(ctx), request)
+        return await ops.search(caller(ctx), request)
 
     @server.tool(description=GET_DESCRIPTION, annotations=READ)
     async def get_memory(id: MemoryId, ctx: Context) -> MemoryOut:
-        with tool_errors():
-            return await ops.get(caller(ctx), id)
+        return await ops.get(caller(ctx), id)
 
     @server.tool(description=LIST_DESCRIPTION, annotations=READ)
     async def list_memories(
@@ -206,8 +201,7 @@ def register(
             tags=tags, memory_type=memory_type, owner_agent=owner_agent, topics=topics, project=project, team=team,
             status=status, include_archived=include_archived, pack=pack,
         )  # fmt: skip
-        with tool_errors():
-            return await ops.list(caller(ctx), ListRequest(limit=limit, filters=filters, page_token=page_token))
+        return await ops.list(caller(ctx), ListRequest(limit=limit, filters=filters, page_token=page_token))
 
     @server.tool(description=UPDATE_DESCRIPTION, annotations=WRITE)
     async def update_memory(
@@ -236,8 +230,7 @@ def register(
             confidence=confidence, valid_at=valid_at, invalid_at=invalid_at, expires_at=expires_at, context=context,
             expected_version=expected_version,
         )  # fmt: skip
-        with tool_errors():
-            return await ops.update(caller(ctx), id, request)
+        return await ops.update(caller(ctx), id, request)
 
     @server.tool(description=DELETE_DESCRIPTION, annotations=DELETE)
     async def delete_memory(
@@ -248,16 +241,15 @@ def register(
         category: PackCategoryArg = None,
         summary: PackSummaryArg = None,
     ) -> DeleteResult:
-        with tool_errors():
-            who = caller(ctx)
-            if id is None:
-                if name is None:
-                    raise InvalidArgument("id", "give the memory's id, or a pack's name, category and summary.")
-                memory = await packs.find_entry(who, name, category or "", summary or "")
-                return await ops.delete(who, memory.id, expected_version=memory.version)
-            if name is not None:
-                raise InvalidArgument("name", "give either id or a pack's name, category and summary, not both.")
-            return await ops.delete(who, id, expected_version=expected_version)
+        who = caller(ctx)
+        if id is None:
+            if name is None:
+                raise InvalidArgument("id", "give the memory's id, or a pack's name, category and summary.")
+            memory = await packs.find_entry(who, name, category or "", summary or "")
+            return await ops.delete(who, memory.id, expected_version=memory.version)
+        if name is not None:
+            raise InvalidArgument("name", "give either id or a pack's name, category and summary, not both.")
+        return await ops.delete(who, id, expected_version=expected_version)
 
     @server.tool(description=SUPERSEDE_DESCRIPTION, annotations=WRITE)
     async def supersede_memory(
@@ -290,28 +282,23 @@ def register(
             expires_at=expires_at, handoff_target=handoff_target, context=context, new_id=new_id,
             expected_version=expected_version,
         )  # fmt: skip
-        with tool_errors():
-            return await ops.supersede(caller(ctx), old_id, request)
+        return await ops.supersede(caller(ctx), old_id, request)
 
     @server.tool(description=HISTORY_DESCRIPTION, annotations=READ)
     async def memory_history(id: MemoryId, ctx: Context) -> HistoryResult:
-        with tool_errors():
-            return await ops.history(caller(ctx), id)
+        return await ops.history(caller(ctx), id)
 
     @server.tool(description=MEMORY_AT_DESCRIPTION, annotations=READ)
     async def memory_at(id: MemoryId, time: PointInTime, ctx: Context) -> MemoryOut:
-        with tool_errors():
-            return await ops.memory_at(caller(ctx), id, time)
+        return await ops.memory_at(caller(ctx), id, time)
 
     @server.tool(description=STATS_DESCRIPTION, annotations=READ)
     async def get_memory_stats(ctx: Context) -> MemoryStatsOut:
-        with tool_errors():
-            return await ops.stats(caller(ctx))
+        return await ops.stats(caller(ctx))
 
     @server.tool(description=PING_DESCRIPTION, annotations=READ)
     async def ping(ctx: Context) -> PingResult:
-        with tool_errors():
-            who = caller(ctx)
+        who = caller(ctx)
         return PingResult(
             ok=True, agent=who.agent_id, device=who.device, team=who.team, identity=who.identity,
             namespace=who.namespace, source=who.source, scopes=sorted(who.scopes), version=ENGRAM_VERSION,

@@ -19,7 +19,6 @@ from engram.packs.format import MAX_NAME_CHARS, NAME_PATTERN
 from engram.packs.source import fetch_pack
 from engram.services.gateway.mcp.callers import CallerOf
 from engram.services.gateway.mcp.descriptions import INSTALL, READ, WRITE
-from engram.services.gateway.mcp.errors import tool_errors
 from engram.services.gateway.operations.packs import PackService, require_packs_scope
 from engram.services.gateway.schemas.arguments import not_a_bool
 
@@ -66,8 +65,7 @@ def register(server: MCPServer, packs: PackService, settings: Settings, caller: 
         """List the expert packs (Engrams) installed in your namespace. Call it at the start of a conversation;
         when the user's question matches a pack's description, or the user names one with @name, call
         load_engram(name, query), then read_engram_file(name, path) for the knowledge or cases you need."""
-        with tool_errors():
-            installed = await packs.installed(caller(ctx))
+        installed = await packs.installed(caller(ctx))
         if not installed:
             return "No packs installed yet. Install one with install_engram(source) or `engram packs install`."
         return "\n".join(
@@ -79,8 +77,7 @@ def register(server: MCPServer, packs: PackService, settings: Settings, caller: 
     async def get_engram_info(name: PackName, ctx: Context) -> str:
         """One pack's meta.json: its name, description, version, author, tags and the pack it extends. Use it to
         tell packs apart before load_engram."""
-        with tool_errors():
-            contents = await packs.contents(caller(ctx), name)
+        contents = await packs.contents(caller(ctx), name)
         return json.dumps(contents.meta, ensure_ascii=False, indent=2)
 
     @server.tool(annotations=READ)
@@ -90,16 +87,14 @@ def register(server: MCPServer, packs: PackService, settings: Settings, caller: 
         remembers of the user (<memory>) and the user's global memory (<global_memory>); and an onboarding block on
         the first session. Answer as that expert afterwards. query: what the user is asking about (the most relevant
         knowledge is listed too)."""
-        with tool_errors():
-            return await packs.load(caller(ctx), name, query)
+        return await packs.load(caller(ctx), name, query)
 
     @server.tool(annotations=READ)
     async def read_engram_file(name: PackName, path: PackPath, ctx: Context) -> str:
         """Read one file of a pack after load_engram: knowledge/*.md, examples/*.md, or its memory files
         (memory/_index.md, memory/_index_full.md, memory/<category>.md, -archive.md, -expired.md). name '_global'
         reads the global memory. Paths outside the pack are refused."""
-        with tool_errors():
-            text = await packs.read_file(caller(ctx), name, path)
+        text = await packs.read_file(caller(ctx), name, path)
         return f"## {path}\n{text.strip()}" if text.strip() else f"File is empty: {path}"
 
     @server.tool(annotations=WRITE)
@@ -114,8 +109,7 @@ def register(server: MCPServer, packs: PackService, settings: Settings, caller: 
         meta.json); mode 'append' adds to the end. Every change is a new version (memory history shows who changed
         what). Only the pack's installer or a key with the packs scope may; memory/ files change through
         capture_memory, correct_memory, delete_memory and consolidate_memory."""
-        with tool_errors():
-            await packs.write_file(caller(ctx), name, path, content, mode)
+        await packs.write_file(caller(ctx), name, path, content, mode)
         return f"{'Appended' if mode == 'append' else 'Written'}: {path}"
 
     @server.tool(annotations=WRITE)
@@ -144,11 +138,10 @@ def register(server: MCPServer, packs: PackService, settings: Settings, caller: 
         """Remember something about the user while an expert pack is loaded: a preference, personal context, a
         decision, feedback. It is stored in memory/<category>.md, indexed, loaded by future load_engram calls and
         visible to every agent of the namespace. The same content captured again within 30 seconds is skipped."""
-        with tool_errors():
-            _, memory = await packs.capture(
-                caller(ctx), name, content, category, summary, memory_type=memory_type, tags=tags,
-                conversation_id=conversation_id, expires=expires, is_global=is_global,
-            )  # fmt: skip
+        _, memory = await packs.capture(
+            caller(ctx), name, content, category, summary, memory_type=memory_type, tags=tags,
+            conversation_id=conversation_id, expires=expires, is_global=is_global,
+        )  # fmt: skip
         scope = "[global] " if is_global else ""
         kind = f"[{memory_type}] " if memory_type != "general" else ""
         until = f" (expires:{expires})" if expires else ""
@@ -169,10 +162,9 @@ def register(server: MCPServer, packs: PackService, settings: Settings, caller: 
     ) -> str:
         """Correct a memory a pack captured, found by its category and its summary as memory/_index.md shows it:
         a new version with the corrected content and summary (its history keeps the old one)."""
-        with tool_errors():
-            await packs.correct(
-                caller(ctx), name, category, old_summary, new_content, new_summary, memory_type=memory_type, tags=tags
-            )
+        await packs.correct(
+            caller(ctx), name, category, old_summary, new_content, new_summary, memory_type=memory_type, tags=tags
+        )
         kind = f"[{memory_type}] " if memory_type != "general" else ""
         return f"Corrected: {kind}[{category}] {new_summary}"
 
@@ -180,8 +172,7 @@ def register(server: MCPServer, packs: PackService, settings: Settings, caller: 
     async def add_knowledge(name: PackName, filename: FileName, content: Text, summary: Summary, ctx: Context) -> str:
         """Add a knowledge file to a pack (knowledge/<filename>.md; nested names like 'training/squats' work) and
         its line to the knowledge index."""
-        with tool_errors():
-            path = await packs.add_knowledge(caller(ctx), name, filename, content, summary)
+        path = await packs.add_knowledge(caller(ctx), name, filename, content, summary)
         return f"Added knowledge: {path} — {summary}"
 
     @server.tool(annotations=INSTALL)
@@ -192,12 +183,11 @@ def register(server: MCPServer, packs: PackService, settings: Settings, caller: 
         """Install an expert pack from a git repository (https) into your namespace: its files become searchable,
         versioned memories. Needs a key with the packs (or admin) scope. Hooks never run; size and file count are
         limited."""
-        with tool_errors():
-            who = caller(ctx)
-            require_packs_scope(who)  # before anything is fetched for this caller
-            with tempfile.TemporaryDirectory(prefix="engram-pack-") as workdir:
-                pack = await asyncio.to_thread(fetch_pack, source, Path(workdir), local=settings.packs_local_sources)
-            result = await packs.install(who, pack)
+        who = caller(ctx)
+        require_packs_scope(who)  # before anything is fetched for this caller
+        with tempfile.TemporaryDirectory(prefix="engram-pack-") as workdir:
+            pack = await asyncio.to_thread(fetch_pack, source, Path(workdir), local=settings.packs_local_sources)
+        result = await packs.install(who, pack)
         description = pack.meta.get("description", "")
         return f"Installed: {result['name']} - {description} ({result['files']} files)"
 
@@ -212,8 +202,7 @@ def register(server: MCPServer, packs: PackService, settings: Settings, caller: 
     ) -> str:
         """Search one pack's knowledge and examples (hybrid search, long files cut at their headings): the sections
         that best answer query, best first, with the file to read_engram_file for more."""
-        with tool_errors():
-            hits = await packs.search_knowledge(caller(ctx), name, query, limit=limit)
+        hits = await packs.search_knowledge(caller(ctx), name, query, limit=limit)
         if not hits:
             return f"Nothing in pack '{name}' matches '{query}'."
         return "\n\n".join(f"### {path} — {section}\n{text.strip()}" for path, section, text in hits)
