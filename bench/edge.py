@@ -39,7 +39,7 @@ def footprint(node: Node) -> dict[str, int]:
     the index's memory-mapped files and the libraries, clean page cache the kernel can take back) and its peak RSS
     since it started (VmHWM: a bulk import's buffers, before they are handed back)."""
     rss = node.rss()
-    status = _status(node.process.pid)
+    status = _status(node.worker_pid())
     shares = {"node_anon": "RssAnon", "node_file": "RssFile", "node_peak": "VmHWM"}
     return rss | {key: status.get(field, 0) for key, field in shares.items()}
 
@@ -73,7 +73,7 @@ async def run_edge(texts: Sequence[str], queries: Sequence[str], options: EdgeOp
                                                   pool.take(options.warmup + options.searches),
                                                   warmup=options.warmup)  # fmt: skip
                 rss = step["rss_bytes"] = footprint(node)
-                step["rss_breakdown_bytes"] = breakdown(node.process.pid, node.home)
+                step["rss_breakdown_bytes"] = breakdown(node.worker_pid(), node.home)
                 note(f"  edge @{size}: node {rss['node'] / MIB:.0f} MiB, nats {rss['nats'] / MIB:.0f} MiB, "
                      f"p95 {step['search']['p95_ms']:.1f} ms")  # fmt: skip
         node.stop()
@@ -87,7 +87,7 @@ async def run_edge(texts: Sequence[str], queries: Sequence[str], options: EdgeOp
                 out["search_restarted"] = await _timed("edge search after restart", _searcher(client, rerank=False),
                                                        pool.take(count), warmup=0)  # fmt: skip
         out["rss_bytes_restarted_searched"] = footprint(node)
-        out["rss_breakdown_restarted_bytes"] = breakdown(node.process.pid, node.home)
+        out["rss_breakdown_restarted_bytes"] = breakdown(node.worker_pid(), node.home)
         out["queries_reused"] = pool.reused
     finally:
         problems = node.log_problems()

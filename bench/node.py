@@ -131,16 +131,28 @@ class Node:
         return body
 
     def rss(self) -> dict[str, int]:
-        """Resident memory in bytes: the node, its nats-server, and the total of the whole process tree."""
+        """Resident memory in bytes: the node (the supervisor's worker, which serves), its supervisor, its
+        nats-server, and the total of the whole process tree."""
         tree = _descendants(self.process.pid)
         per_pid = {pid: _vm_rss(pid) for pid in tree}
         nats_pid = self.nats_pid()
-        result = {"node": per_pid.get(self.process.pid, 0), "nats": 0, "total": sum(per_pid.values())}
+        worker = self.worker_pid()
+        result = {
+            "node": per_pid.get(worker, 0), "supervisor": per_pid.get(self.process.pid, 0), "nats": 0,
+            "total": sum(per_pid.values()),
+        }  # fmt: skip
         if nats_pid is not None:
             result["nats"] = per_pid.get(nats_pid) or _vm_rss(nats_pid)
             if nats_pid not in per_pid:  # not a child of the node (should not happen): count it anyway
                 result["total"] += result["nats"]
         return result
+
+    def worker_pid(self) -> int:
+        """The pid of the node itself (node.json's worker_pid; the process started is its supervisor)."""
+        try:
+            return int(json.loads((self.home / "node.json").read_text())["worker_pid"])
+        except (OSError, ValueError, KeyError):
+            return self.process.pid
 
     def nats_pid(self) -> int | None:
         try:

@@ -75,7 +75,13 @@ class NodeHandle:
 
     @property
     def pid(self) -> int:
+        """The supervisor's pid: the process started, which holds the data dir and the socket (signal this one)."""
         return self.process.pid
+
+    @property
+    def worker_pid(self) -> int:
+        """The node's own pid (the supervisor's child that serves; node.json's worker_pid): measure this one."""
+        return int(json.loads((self.home / "node.json").read_text())["worker_pid"])
 
     def create_key(self, namespace: str, agent: str, scopes: tuple[str, ...] = ("read", "write")) -> str:
         _, secret = KeyStore(self.settings.keys_path).create(namespace=namespace, agent=agent, scopes=scopes)

@@ -103,7 +103,7 @@ def test_a_200_mb_body_is_refused_early_with_413_naming_the_limit(
     headers = {"Content-Type": "application/json", "Accept": MCP_HEADERS["Accept"]}
     if declared:
         headers["Content-Length"] = str(HUGE)
-    before = peak_rss(node.pid)
+    before = peak_rss(node.worker_pid)
     started = time.monotonic()
     response = httpx.post(f"{node.http_url}{path}", content=iter(body), headers=headers, timeout=60)
     elapsed = time.monotonic() - started
@@ -120,7 +120,7 @@ def test_a_200_mb_body_is_refused_early_with_413_naming_the_limit(
     # Refused early: far less than the body was read, quickly, and the server never held it.
     assert body.sent < HUGE / 2, f"{body.sent} bytes were sent before the refusal"
     assert elapsed < 20
-    assert peak_rss(node.pid) - before < 100 * MiB
+    assert peak_rss(node.worker_pid) - before < 100 * MiB
 
 
 async def test_mcp_client_gets_a_readable_error_for_a_too_large_tool_call(node: NodeHandle) -> None:
