@@ -38,6 +38,7 @@ from engram.packs.format import (
     check_pack_path,
     parse_meta,
 )
+from engram.scrub import scrub_text
 from engram.services.gateway.backend import Backend
 from engram.services.gateway.identity import require_scope
 from engram.services.gateway.operations.cursors import CursorTracker
@@ -111,8 +112,10 @@ class PackContents:
 
 
 def split_file(text: str) -> list[str]:
-    """The parts a file is stored in, whose concatenation is the file: a short file whole; a long one cut before
-    its headings into parts of about CHUNK_CHARS (none longer than MAX_PART_CHARS)."""
+    """The parts a file is stored in, whose concatenation is the file (scrubbed): a short file whole; a long one cut
+    before its headings into parts of about CHUNK_CHARS (none longer than MAX_PART_CHARS). The whole text is
+    scrubbed before it is cut, so that no secret is cut in two halves that each pass the scrubbing of its part."""
+    text = scrub_text(text).text
     if len(text) <= CHUNK_CHARS:
         return [text]
     starts = [0, *(m.start() for m in _HEADING.finditer(text) if m.start() > 0), len(text)]
