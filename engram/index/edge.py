@@ -21,34 +21,28 @@ from engram.index import (
     BOOKKEEPING_IDS,
     CREATED_TS,
     DENSE,
-    EXPIRES_TS,
     FLOAT_FIELDS,
-    HANDOFF_STATUS,
-    HANDOFF_TO,
     INDEXED_FIELDS,
     KEY,
     KEYWORD_FIELDS,
     META_ID,
     POINT,
     QUESTIONS,
-    RELATION_KIND,
     SPARSE,
     STATE_ID,
-    VALID_FROM,
-    VALID_TO,
-    WORLD_FROM,
-    WORLD_TO,
     IndexDamaged,
     IndexPoint,
     Position,
     Scored,
     SearchRequest,
+    filters,
     keyed,
     point_id,
     stored_point,
 )
+from engram.index.filters import Condition, Filter, Match, MatchAny, Range, conditions
 from engram.index.listing import recent_page
-from engram.model import PACK_FILE, PACK_KEY, STATUSES, SearchFilter
+from engram.model import STATUSES, SearchFilter
 
 log = logging.getLogger(__name__)
 
@@ -213,8 +207,7 @@ class EdgeIndex:
         ]
 
     def versions_of(self, namespace: str, memory_id: str) -> list[dict[str, Any]]:
-        condition = qe.Filter(must=[_namespace(namespace), qe.FieldCondition("id", match=qe.MatchValue(memory_id))])
-        return self._scroll_all(condition)
+        return self._scroll_all(to_edge(filters.memory_points(namespace, memory_id)))
 
     def _scroll_all(self, condition: qe.Filter, page: int = 256) -> list[dict[str, Any]]:
         out: list[dict[str, Any]] = []
@@ -229,7 +222,7 @@ class EdgeIndex:
                 return out
 
     def delete_memory(self, namespace: str, memory_id: str) -> None:
-        condition = qe.Filter(must=[_namespace(namespace), qe.FieldCondition("id", match=qe.MatchValue(memory_id))])
+        condition = to_edge(filters.memory_points(namespace, memory_id))
         with self._lock:
             if not self._shard.count(qe.CountRequest(exact=True, filter=condition)):
                 return
@@ -245,24 +238,19 @@ class EdgeIndex:
             # No count towards optimize(): a payload change leaves the point in its indexed segment (measured).
 
     def facet(self, namespace: str, key: str, flt: SearchFilter | None = None) -> dict[str, int]:
-        condition = build_filter(namespace, flt or SearchFilter(statuses=list(STATUSES)))
+        condition = _filter(namespace, flt or SearchFilter(statuses=list(STATUSES)))
         with self._lock:
             response = self._shard.facet(qe.FacetRequest(key, limit=10_000, exact=True, filter=condition))
         return {str(hit.value): int(hit.count) for hit in response.hits if hit.value not in (None, "")}
 
     def namespaces(self) -> dict[str, int]:
-        active = qe.Filter(must=[qe.FieldCondition("status", match=qe.MatchValue("active"))])
+        active = to_edge(filters.ACTIVE)
         with self._lock:
             response = self._shard.facet(qe.FacetRequest("namespace", limit=100_000, exact=True, filter=active))
         return {str(hit.value): int(hit.count) for hit in response.hits if hit.value not in (None, "")}
 
     def due(self, at: float, limit: int) -> list[dict[str, Any]]:
-        condition = qe.Filter(
-            must=[
-                qe.FieldCondition("status", match=qe.MatchValue("active")),
-                qe.FieldCondition(EXPIRES_TS, range=qe.RangeFloat(lte=at)),
-            ]
-        )
+        condition = to_edge(filters.due(at))
         with self._lock:
             records, _ = self._shard.scroll(qe.ScrollRequest(limit=limit, filter=condition, with_payload=True))
         return [r.payload for r in records if r.payload]
@@ -277,7 +265,7 @@ class EdgeIndex:
         return True
 
     def search(self, request: SearchRequest) -> dict[str, list[Scored]]:
-        flt = build_filter(request.namespace, request.filter)
+        flt = _filter(request.namespace, request.filter)
         queries: list[tuple[str, Any]] = []
         if request.dense is not None:
             queries.append((DENSE, request.dense))
@@ -306,17 +294,15 @@ class EdgeIndex:
     def recent(
         self, namespace: str, flt: SearchFilter, limit: int, after: Position | None = None, *, by: str = CREATED_TS
     ) -> list[dict[str, Any]]:
-        condition = build_filter(namespace, flt)
+        condition = conditions(namespace, flt)
 
         def by_time(older_than: float | None, size: int) -> list[dict[str, Any]]:
-            bounded = condition
-            if older_than is not None:
-                bounded = qe.Filter(must=[condition, qe.FieldCondition(by, range=qe.RangeFloat(lt=older_than))])
+            bounded = to_edge(condition if older_than is None else condition.also(Range(by, lt=older_than)))
             order = qe.OrderBy(by, qe.Direction.Desc)
             return self._scroll(qe.ScrollRequest(limit=size, filter=bounded, with_payload=True, order_by=order))
 
         def at_time(ts: float, from_point: str, size: int) -> list[dict[str, Any]]:
-            tied = qe.Filter(must=[condition, qe.FieldCondition(by, range=qe.RangeFloat(gte=ts, lte=ts))])
+            tied = to_edge(condition.also(Range(by, gte=ts, lte=ts)))
             return self._scroll(qe.ScrollRequest(offset=from_point or None, limit=size, filter=tied, with_payload=True))
 
         return recent_page(by_time, at_time, limit, after, by=by)
@@ -330,7 +316,7 @@ class EdgeIndex:
     def scan(
         self, namespace: str, flt: SearchFilter, *, with_vectors: bool = False, page: int = 256
     ) -> Iterator[list[tuple[dict[str, Any], list[float]]]]:
-        condition = build_filter(namespace, flt)
+        condition = _filter(namespace, flt)
         offset = None
         while True:
             request = qe.ScrollRequest(
@@ -345,12 +331,10 @@ class EdgeIndex:
 
     def count(self, namespace: str, flt: SearchFilter | None = None) -> int:
         with self._lock:
-            return int(self._shard.count(qe.CountRequest(exact=True, filter=build_filter(namespace, flt))))
+            return int(self._shard.count(qe.CountRequest(exact=True, filter=_filter(namespace, flt))))
 
     def held_elsewhere(self, namespace: str, memory_id: str) -> bool:
-        condition = qe.Filter(
-            must=[qe.FieldCondition("id", match=qe.MatchValue(memory_id))], must_not=[_namespace(namespace)]
-        )
+        condition = to_edge(filters.held_elsewhere(namespace, memory_id))
         with self._lock:
             return int(self._shard.count(qe.CountRequest(exact=True, filter=condition))) > 0
 
@@ -592,47 +576,20 @@ def _dense(vector: Any) -> list[float]:
     return list(vector.get(DENSE) or []) if isinstance(vector, dict) else []
 
 
-def _namespace(namespace: str) -> qe.FieldCondition:
-    return qe.FieldCondition("namespace", match=qe.MatchValue(namespace))
+def to_edge(flt: Filter) -> qe.Filter:
+    """The filter in qdrant-edge's words."""
+    return qe.Filter(must=[_condition(c) for c in flt.must], must_not=[_condition(c) for c in flt.must_not] or None)
 
 
-def build_filter(namespace: str, flt: SearchFilter | None) -> qe.Filter:
-    """The namespace boundary plus the caller's filters. Tags are all-of; types and topics any-of.
+def _condition(condition: Condition) -> qe.FieldCondition:
+    match condition:
+        case Match(key, value):
+            return qe.FieldCondition(key, match=qe.MatchValue(value))
+        case MatchAny(key, values):
+            return qe.FieldCondition(key, match=qe.MatchAny(list(values)))
+        case Range(key, gte, gt, lte, lt):
+            return qe.FieldCondition(key, range=qe.RangeFloat(gte=gte, gt=gt, lte=lte, lt=lt))
 
-    With ``as_of``: only versions that were the current one then, and valid in the world then."""
-    must: list[Any] = [_namespace(namespace)]
-    flt = flt or SearchFilter()
-    must.append(qe.FieldCondition("status", match=qe.MatchAny(flt.statuses or ["active"])))
-    must.extend(qe.FieldCondition("tags", match=qe.MatchValue(tag)) for tag in flt.tags)
-    if flt.owner_agent:
-        must.append(qe.FieldCondition("owner_agent", match=qe.MatchValue(flt.owner_agent)))
-    if flt.memory_types:
-        must.append(qe.FieldCondition("memory_type", match=qe.MatchAny(flt.memory_types)))
-    if flt.topics:
-        must.append(qe.FieldCondition("topics", match=qe.MatchAny(flt.topics)))
-    if flt.conversation_id:
-        must.append(qe.FieldCondition("conversation_id", match=qe.MatchValue(flt.conversation_id)))
-    if flt.project:
-        must.append(qe.FieldCondition("project", match=qe.MatchValue(flt.project)))
-    if flt.team:
-        must.append(qe.FieldCondition("team", match=qe.MatchValue(flt.team)))
-    if flt.handoff_target:
-        must.append(qe.FieldCondition(HANDOFF_TO, match=qe.MatchValue(flt.handoff_target)))
-    if flt.handoff_statuses:
-        must.append(qe.FieldCondition(HANDOFF_STATUS, match=qe.MatchAny(flt.handoff_statuses)))
-    if flt.relation_kinds:
-        must.append(qe.FieldCondition(RELATION_KIND, match=qe.MatchAny(flt.relation_kinds)))
-    must_not: list[Any] = []
-    if flt.pack:
-        must.append(qe.FieldCondition(PACK_KEY, match=qe.MatchValue(flt.pack)))
-    elif PACK_FILE not in flt.memory_types:
-        must_not.append(qe.FieldCondition("memory_type", match=qe.MatchValue(PACK_FILE)))
-    if flt.created_after is not None or flt.created_before is not None:
-        must.append(qe.FieldCondition(CREATED_TS, range=qe.RangeFloat(gte=flt.created_after, lt=flt.created_before)))
-    if flt.as_of is not None:
-        at = flt.as_of
-        must.append(qe.FieldCondition(VALID_FROM, range=qe.RangeFloat(lte=at)))
-        must.append(qe.FieldCondition(VALID_TO, range=qe.RangeFloat(gt=at)))
-        must.append(qe.FieldCondition(WORLD_FROM, range=qe.RangeFloat(lte=at)))
-        must.append(qe.FieldCondition(WORLD_TO, range=qe.RangeFloat(gt=at)))
-    return qe.Filter(must=must, must_not=must_not or None)
+
+def _filter(namespace: str, flt: SearchFilter | None) -> qe.Filter:
+    return to_edge(conditions(namespace, flt))

@@ -17,32 +17,26 @@ from engram.index import (
     BOOKKEEPING_IDS,
     CREATED_TS,
     DENSE,
-    EXPIRES_TS,
     FLOAT_FIELDS,
-    HANDOFF_STATUS,
-    HANDOFF_TO,
     KEY,
     KEYWORD_FIELDS,
     META_ID,
     POINT,
     QUESTIONS,
-    RELATION_KIND,
     SPARSE,
     STATE_ID,
-    VALID_FROM,
-    VALID_TO,
-    WORLD_FROM,
-    WORLD_TO,
     IndexPoint,
     Position,
     Scored,
     SearchRequest,
+    filters,
     keyed,
     point_id,
     stored_point,
 )
+from engram.index.filters import Condition, Filter, Match, MatchAny, Range, conditions
 from engram.index.listing import recent_page
-from engram.model import PACK_FILE, PACK_KEY, STATUSES, SearchFilter
+from engram.model import STATUSES, SearchFilter
 
 DEFAULT_COLLECTION = "engram_memories"
 DEFAULT_TIMEOUT_SECONDS = 10
@@ -126,10 +120,10 @@ class QdrantServerIndex:
         ]
 
     def versions_of(self, namespace: str, memory_id: str) -> list[dict[str, Any]]:
-        return self._scroll_every(models.Filter(must=[_match("namespace", namespace), _match("id", memory_id)]))
+        return self._scroll_every(to_qdrant(filters.memory_points(namespace, memory_id)))
 
     def delete_memory(self, namespace: str, memory_id: str) -> None:
-        condition = models.Filter(must=[_match("namespace", namespace), _match("id", memory_id)])
+        condition = to_qdrant(filters.memory_points(namespace, memory_id))
         with self._call():
             self._client.delete(self._collection, points_selector=models.FilterSelector(filter=condition), wait=True)
 
@@ -148,15 +142,15 @@ class QdrantServerIndex:
                 self._client.batch_update_points(self._collection, operations, wait=True)
 
     def facet(self, namespace: str, key: str, flt: SearchFilter | None = None) -> dict[str, int]:
+        condition = _filter(namespace, flt or SearchFilter(statuses=list(STATUSES)))
         if self._local:  # local mode has no facet API: count by scrolling (tests only)
             counts: dict[str, int] = {}
-            for payload in self._scroll_every(build_filter(namespace, flt or SearchFilter(statuses=list(STATUSES)))):
+            for payload in self._scroll_every(condition):
                 values = payload.get(key)
                 for value in values if isinstance(values, list) else [values]:
                     if value not in (None, ""):
                         counts[str(value)] = counts.get(str(value), 0) + 1
             return counts
-        condition = build_filter(namespace, flt or SearchFilter(statuses=list(STATUSES)))
         with self._call():
             response = self._client.facet(self._collection, key, facet_filter=condition, limit=10_000, exact=True)
         return {str(hit.value): int(hit.count) for hit in response.hits if hit.value not in (None, "")}
@@ -174,7 +168,7 @@ class QdrantServerIndex:
                 return out
 
     def namespaces(self) -> dict[str, int]:
-        active = models.Filter(must=[_match("status", "active")])
+        active = to_qdrant(filters.ACTIVE)
         if self._local:  # local mode has no facet API: count by scrolling (tests only)
             counts: dict[str, int] = {}
             for payload in self._scroll_every(active):
@@ -185,7 +179,7 @@ class QdrantServerIndex:
         return {str(hit.value): int(hit.count) for hit in response.hits if hit.value not in (None, "")}
 
     def due(self, at: float, limit: int) -> list[dict[str, Any]]:
-        condition = models.Filter(must=[_match("status", "active"), _range(lte=at, key=EXPIRES_TS)])
+        condition = to_qdrant(filters.due(at))
         with self._call():
             records, _ = self._client.scroll(self._collection, scroll_filter=condition, limit=limit, with_payload=True)
         return [r.payload for r in records if r.payload]
@@ -195,7 +189,7 @@ class QdrantServerIndex:
         queries = _queries(request)
         if not queries:
             return {}
-        flt = build_filter(request.namespace, request.filter)
+        flt = _filter(request.namespace, request.filter)
         batch = [
             models.QueryRequest(
                 query=models.NearestQuery(nearest=vector),
@@ -220,16 +214,14 @@ class QdrantServerIndex:
         self, namespace: str, flt: SearchFilter, limit: int, after: Position | None = None, *, by: str = CREATED_TS
     ) -> list[dict[str, Any]]:
         """Newest first by the time field `by`, ties by id; `after` pages on from the last page's last memory."""
-        condition = build_filter(namespace, flt)
+        condition = conditions(namespace, flt)
 
         def by_time(older_than: float | None, size: int) -> list[dict[str, Any]]:
-            bounded = condition
-            if older_than is not None:
-                bounded = models.Filter(must=[condition, _range(lt=older_than, key=by)])
+            bounded = to_qdrant(condition if older_than is None else condition.also(Range(by, lt=older_than)))
             return self._scroll(bounded, size, order_by=models.OrderBy(key=by, direction=models.Direction.DESC))
 
         def at_time(ts: float, from_point: str, size: int) -> list[dict[str, Any]]:
-            tied = models.Filter(must=[condition, _range(gte=ts, lte=ts, key=by)])
+            tied = to_qdrant(condition.also(Range(by, gte=ts, lte=ts)))
             return self._scroll(tied, size, offset=from_point or None)  # no order_by: Qdrant scrolls in id order
 
         return recent_page(by_time, at_time, limit, after, by=by)
@@ -247,7 +239,7 @@ class QdrantServerIndex:
     def scan(
         self, namespace: str, flt: SearchFilter, *, with_vectors: bool = False, page: int = 256
     ) -> Iterator[list[tuple[dict[str, Any], list[float]]]]:
-        condition = build_filter(namespace, flt)
+        condition = _filter(namespace, flt)
         offset: Any = None
         while True:
             with self._call():
@@ -261,11 +253,11 @@ class QdrantServerIndex:
 
     def count(self, namespace: str, flt: SearchFilter | None = None) -> int:
         with self._call():
-            result = self._client.count(self._collection, count_filter=build_filter(namespace, flt), exact=True)
+            result = self._client.count(self._collection, count_filter=_filter(namespace, flt), exact=True)
         return int(result.count)
 
     def held_elsewhere(self, namespace: str, memory_id: str) -> bool:
-        condition = models.Filter(must=[_match("id", memory_id)], must_not=[_match("namespace", namespace)])
+        condition = to_qdrant(filters.held_elsewhere(namespace, memory_id))
         with self._call():
             return int(self._client.count(self._collection, count_filter=condition, exact=True).count) > 0
 
@@ -433,66 +425,29 @@ class QdrantServerIndex:
         )
 
 
-def build_filter(namespace: str, flt: SearchFilter | None) -> models.Filter:
-    """The namespace boundary plus the caller's filters, exactly as EdgeIndex: tags all-of; types, topics any-of."""
-    flt = flt or SearchFilter()
-    must: list[models.Condition] = [_match("namespace", namespace), _any("status", flt.statuses or ["active"])]
-    must.extend(_match("tags", tag) for tag in flt.tags)
-    if flt.owner_agent:
-        must.append(_match("owner_agent", flt.owner_agent))
-    if flt.memory_types:
-        must.append(_any("memory_type", flt.memory_types))
-    if flt.topics:
-        must.append(_any("topics", flt.topics))
-    if flt.conversation_id:
-        must.append(_match("conversation_id", flt.conversation_id))
-    if flt.project:
-        must.append(_match("project", flt.project))
-    if flt.team:
-        must.append(_match("team", flt.team))
-    if flt.handoff_target:
-        must.append(_match(HANDOFF_TO, flt.handoff_target))
-    if flt.handoff_statuses:
-        must.append(_any(HANDOFF_STATUS, flt.handoff_statuses))
-    if flt.relation_kinds:
-        must.append(_any(RELATION_KIND, flt.relation_kinds))
-    must_not: list[models.Condition] = []
-    if flt.pack:
-        must.append(_match(PACK_KEY, flt.pack))
-    elif PACK_FILE not in flt.memory_types:
-        must_not.append(_match("memory_type", PACK_FILE))
-    if flt.created_after is not None or flt.created_before is not None:
-        must.append(_range(gte=flt.created_after, lt=flt.created_before))
-    if flt.as_of is not None:
-        at = flt.as_of
-        must.append(_range(lte=at, key=VALID_FROM))
-        must.append(_range(gt=at, key=VALID_TO))
-        must.append(_range(lte=at, key=WORLD_FROM))
-        must.append(_range(gt=at, key=WORLD_TO))
-    return models.Filter(must=must, must_not=must_not or None)
-
-
 def _dense(vector: Any) -> list[float]:
     return [float(x) for x in vector.get(DENSE) or []] if isinstance(vector, dict) else []
 
 
-def _match(key: str, value: str) -> models.FieldCondition:
-    return models.FieldCondition(key=key, match=models.MatchValue(value=value))
+def to_qdrant(flt: Filter) -> models.Filter:
+    """The filter in qdrant-client's words."""
+    must: list[models.Condition] = [_condition(c) for c in flt.must]
+    must_not: list[models.Condition] = [_condition(c) for c in flt.must_not]
+    return models.Filter(must=must, must_not=must_not or None)
 
 
-def _any(key: str, values: list[str]) -> models.FieldCondition:
-    return models.FieldCondition(key=key, match=models.MatchAny(any=values))
+def _condition(condition: Condition) -> models.FieldCondition:
+    match condition:
+        case Match(key, value):
+            return models.FieldCondition(key=key, match=models.MatchValue(value=value))
+        case MatchAny(key, values):
+            return models.FieldCondition(key=key, match=models.MatchAny(any=list(values)))
+        case Range(key, gte, gt, lte, lt):
+            return models.FieldCondition(key=key, range=models.Range(gte=gte, gt=gt, lte=lte, lt=lt))
 
 
-def _range(
-    *,
-    gte: float | None = None,
-    lt: float | None = None,
-    lte: float | None = None,
-    gt: float | None = None,
-    key: str = CREATED_TS,
-) -> models.FieldCondition:
-    return models.FieldCondition(key=key, range=models.Range(gte=gte, lt=lt, lte=lte, gt=gt))
+def _filter(namespace: str, flt: SearchFilter | None) -> models.Filter:
+    return to_qdrant(conditions(namespace, flt))
 
 
 def _vectors(point: IndexPoint) -> dict[str, Any]:
