@@ -18,8 +18,8 @@ from grpc_health.v1 import health, health_pb2_grpc
 from grpc_status import rpc_status
 
 from engram import errors
-from engram.metrics import GRPC_DURATION, GRPC_REQUESTS
-from engram.ports import require_free
+from engram.process.metrics import GRPC_DURATION, GRPC_REQUESTS
+from engram.process.ports import require_free
 
 log = logging.getLogger(__name__)
 
@@ -137,7 +137,7 @@ def add_health(server: grpc.aio.Server) -> health.aio.HealthServicer:
 
 
 class MetricsInterceptor(grpc.aio.ServerInterceptor):
-    """Counts every call a server answers by service, method and status code, and times it (engram.metrics).
+    """Counts every call a server answers by service, method and status code, and times it (engram.process.metrics).
 
     The code is the one the client gets: OK, the code of an abort (every kernel error is one), CANCELLED when the
     client left or its deadline passed, UNKNOWN for an exception grpc answers itself. A streaming call counts once,

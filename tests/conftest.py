@@ -18,7 +18,7 @@ import pytest
 
 from engram.config import Settings
 from engram.keys import KeyStore
-from engram.natsd import NatsServer
+from engram.process.natsd import NatsServer
 
 NODE_START_TIMEOUT = 120.0
 

@@ -481,7 +481,7 @@ def check_nats_values() -> Report:
     report = Report()
     values = yaml.safe_load((CHART / "values.yaml").read_text())
     sys.path.insert(0, str(ROOT))
-    from engram.natsd import nats_server_binary
+    from engram.process.natsd import nats_server_binary
 
     with tempfile.TemporaryDirectory(prefix="engram-nats-") as tmp:
         text, env = nats_config(values, Path(tmp) / "store")

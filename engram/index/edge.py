@@ -15,8 +15,6 @@ from typing import Any
 import qdrant_edge as qe
 
 from engram.errors import DiskFull
-from engram.health import MIB
-from engram.heap import page_out
 from engram.index import (
     BOOKKEEPING_IDS,
     CREATED_TS,
@@ -43,6 +41,8 @@ from engram.index import (
 from engram.index.filters import Condition, Filter, Match, MatchAny, Range, conditions
 from engram.index.listing import recent_page
 from engram.model import STATUSES, SearchFilter
+from engram.process.health import MIB
+from engram.process.heap import page_out
 
 log = logging.getLogger(__name__)
 

@@ -12,12 +12,12 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from engram import metrics
 from engram.errors import EngramError, Unavailable
 from engram.events import MEMORY_SAVED
 from engram.llm import Llm, LlmError
 from engram.log import SUBJECT_PREFIX, WorkItem
 from engram.model import Caller
+from engram.process import metrics
 
 log = logging.getLogger(__name__)
 
@@ -138,7 +138,7 @@ class Enricher:
             metrics.watch(self)
 
     def sample(self) -> Mapping[str, float]:
-        """The memories being enriched now (engram.metrics)."""
+        """The memories being enriched now (engram.process.metrics)."""
         return {metrics.ENRICHMENT_IN_FLIGHT: sum(not work.done() for work in list(self._in_flight))}
 
     async def stop(self) -> None:

@@ -17,7 +17,7 @@ from typing import Protocol
 from engram.errors import InvalidArgument, NotFound, VersionConflict
 from engram.log.leases import Holder, Leases, lease_key
 from engram.model import Caller
-from engram.periodic import Periodic
+from engram.process.periodic import Periodic
 from engram.results import ExpireResult, Expiring
 from engram.services.consolidation.jobs import MAINTENANCE, Outcome, Progress, Work, require_writer, system_caller
 

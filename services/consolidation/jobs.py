@@ -16,7 +16,6 @@ from collections.abc import Awaitable, Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol, Self
 
-from engram import metrics
 from engram.errors import EngramError, InvalidArgument, NotFound, NotImplementedYet, PermissionDenied
 from engram.events import CONSOLIDATION_AGENT, CONSOLIDATION_SOURCE
 from engram.ids import uuid7
@@ -24,6 +23,7 @@ from engram.log.leases import Holder, Lease, Leases, lease_key
 from engram.model import Caller
 from engram.names import NAMESPACE_RULE, is_valid_namespace
 from engram.ownership import ADMIN_SCOPE
+from engram.process import metrics
 from engram.results import Job
 
 log = logging.getLogger(__name__)

@@ -17,9 +17,9 @@ from engram.errors import EngramError, Unavailable
 from engram.events import CONSOLIDATION_COMPLETE, SCHEMA_VERSION
 from engram.llm import ChatClient, redact_url
 from engram.model import Caller, format_time
-from engram.periodic import Periodic
+from engram.process.periodic import Periodic
+from engram.process.runtime import Resources, RunningServer, serve
 from engram.results import Job
-from engram.runtime import Resources, RunningServer, serve
 from engram.services.consolidation.enrichment import DURABLE_NAME, SUBJECTS, Enricher, EnrichOptions
 from engram.services.consolidation.expiry import ExpiryJob
 from engram.services.consolidation.jobs import (

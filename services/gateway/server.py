@@ -14,7 +14,7 @@ import uvicorn
 from engram.config import Settings
 from engram.keys import KeyStore
 from engram.log import Log
-from engram.ports import listen_socket
+from engram.process.ports import listen_socket
 from engram.services.gateway.app import build_app
 from engram.services.gateway.backend import Backend
 from engram.services.gateway.identity import check_bind

@@ -8,7 +8,7 @@ import grpc
 
 from engram.clients import SearchClient
 from engram.config import Settings
-from engram.runtime import Resources, RunningServer, serve
+from engram.process.runtime import Resources, RunningServer, serve
 from engram.services.ingest.conversations import Conversations
 from engram.services.ingest.lifecycle import Lifecycle
 from engram.services.ingest.servicer import IngestServicer

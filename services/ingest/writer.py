@@ -10,7 +10,6 @@ import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any, Protocol
 
-from engram import metrics
 from engram.embed import Embedder
 from engram.embed.sparse import Bm25Encoder
 from engram.errors import DiskFull, EngramError, InvalidArgument, Unavailable
@@ -18,6 +17,7 @@ from engram.events import HANDOFF_CREATED, MEMORY_ENRICHED, MEMORY_SAVED, encode
 from engram.ids import is_uuid, uuid7
 from engram.log import Appended, Log, Stale
 from engram.model import SENSITIVITIES, Caller, Handoff, Memory, MemoryInput, Origin, format_time
+from engram.process import metrics
 from engram.results import ImportItem, ImportSummary, SaveResult
 from engram.scrub import Redaction, merge, scrub_text, scrub_value
 from engram.services.ingest.conversations import Conversations

@@ -13,7 +13,7 @@ from collections.abc import Coroutine, Sequence
 from typing import Any, TypeVar
 
 from engram.config import Settings, SettingsError
-from engram.ports import PortInUse
+from engram.process.ports import PortInUse
 from engram.services.node.supervisor import SUPERVISED_FLAG
 
 SERVICES = ("ingest", "search", "consolidation", "sync", "gateway")
@@ -171,8 +171,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     except Exception as e:  # the top of the process: one clear line, details in the log
         from engram.errors import EngramError
-        from engram.launcher import NodeStartError
-        from engram.natsd import NatsServerError
+        from engram.process.launcher import NodeStartError
+        from engram.process.natsd import NatsServerError
         from engram.services.node.owner import NodeRunningError
 
         expected = (EngramError, NodeRunningError, NodeStartError, NatsServerError, SettingsError, ValueError)
@@ -231,7 +231,7 @@ def _dispatch(args: argparse.Namespace, settings: Settings, argv: Sequence[str])
     if args.command == "mcp":
         asyncio.run(_mcp(settings))
         return 0
-    from engram.metrics import serving
+    from engram.process.metrics import serving
 
     with serving(settings.metrics_listen):  # GET /metrics on ENGRAM_METRICS_LISTEN while the service runs
         asyncio.run(_run_service(args.service, settings))
@@ -337,14 +337,14 @@ def _node_url(given: str | None, settings: Settings) -> str:
     """The gateway to talk to: --url, else the running node of the data dir, else the default port."""
     if given:
         return given
-    from engram.nodeinfo import read_node_info
+    from engram.process.nodeinfo import read_node_info
 
     info = read_node_info(settings.home)
     return info.http_url if info else f"http://127.0.0.1:{settings.port}"
 
 
 async def _mcp(settings: Settings) -> None:
-    from engram.launcher import attached, find_or_start
+    from engram.process.launcher import attached, find_or_start
     from engram.services.gateway.backend import Backend
     from engram.services.gateway.mcp.stdio import serve_stdio
 
@@ -371,7 +371,7 @@ async def _run_service(name: str, settings: Settings) -> None:
         return
     from importlib import import_module
 
-    from engram.runtime import Resources
+    from engram.process.runtime import Resources
 
     module = import_module(f"engram.services.{name}.server")
     resources = Resources(settings)
@@ -418,7 +418,7 @@ async def _run_gateway(settings: Settings, stop: asyncio.Event) -> None:
         raise SettingsError(
             "The gateway needs --ingest-addr and --search-addr (ENGRAM_INGEST_ADDR, ENGRAM_SEARCH_ADDR)."
         )
-    from engram.runtime import Resources
+    from engram.process.runtime import Resources
 
     resources = Resources(settings)
     try:

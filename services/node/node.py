@@ -16,16 +16,17 @@ from typing import TYPE_CHECKING
 
 import grpc
 
-from engram import __version__, metrics
+from engram import __version__
 from engram.config import Settings
 from engram.connect import connect_lines
 from engram.errors import DiskFull
-from engram.health import MIB, disk_space
 from engram.names import device_name
-from engram.natsd import NatsServer, NatsSupervisor
-from engram.nodeinfo import NODE_FILE, NodeInfo
-from engram.ports import listen_socket
-from engram.runtime import MIN_WRITE_ROOM, Resources, RunningServer, serve
+from engram.process import metrics
+from engram.process.health import MIB, disk_space
+from engram.process.natsd import NatsServer, NatsSupervisor
+from engram.process.nodeinfo import NODE_FILE, NodeInfo
+from engram.process.ports import listen_socket
+from engram.process.runtime import MIN_WRITE_ROOM, Resources, RunningServer, serve
 from engram.services.node.owner import owner_lock
 from engram.services.node.supervisor import INDEXES, Inherited
 from engram.v1 import gateway_pb2, gateway_pb2_grpc

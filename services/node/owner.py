@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pathlib import Path
 from typing import IO
 
-from engram.nodeinfo import read_node_info
+from engram.process.nodeinfo import read_node_info
 
 LOCK_FILE = "node.lock"
 

@@ -31,8 +31,8 @@ from pathlib import Path
 from types import FrameType
 from typing import NoReturn
 
-from engram.nodeinfo import NODE_FILE
-from engram.ports import PortInUse, listen_socket
+from engram.process.nodeinfo import NODE_FILE
+from engram.process.ports import PortInUse, listen_socket
 from engram.services.node.owner import NodeRunningError, owner_lock
 
 log = logging.getLogger("engram.services.node.supervisor")  # also when run as __main__

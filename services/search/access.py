@@ -18,13 +18,13 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from engram import metrics
 from engram.errors import EngramError
 from engram.events import MEMORY_ACCESSED, SCHEMA_VERSION
 from engram.ids import uuid7
 from engram.log import Log
 from engram.model import Caller, format_time
-from engram.periodic import Periodic
+from engram.process import metrics
+from engram.process.periodic import Periodic
 from engram.scrub import scrub_text
 
 DEFAULT_FLUSH_SECONDS = 10.0
@@ -101,7 +101,7 @@ class AccessRecorder:
             pending.readers[reader] = self._clock()
 
     def sample(self) -> Mapping[str, float]:
-        """The reads waiting for the next flush (engram.metrics)."""
+        """The reads waiting for the next flush (engram.process.metrics)."""
         return {metrics.ACCESS_PENDING_READS: self._pending_reads}
 
     async def start(self) -> None:

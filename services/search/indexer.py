@@ -22,7 +22,6 @@ import time
 from collections.abc import Mapping
 from typing import Any, Protocol
 
-from engram import metrics
 from engram.errors import DiskFull, InvalidArgument, Unavailable
 from engram.events import (
     MEMORY_ACCESSED,
@@ -34,7 +33,6 @@ from engram.events import (
     decode_questions,
     decode_sparse,
 )
-from engram.health import INDEX, Health
 from engram.index import (
     CREATED_TS,
     EXPIRES_TS,
@@ -51,6 +49,8 @@ from engram.index import (
 )
 from engram.log import Log, LogEntry
 from engram.model import parse_time, servable_problem
+from engram.process import metrics
+from engram.process.health import INDEX, Health
 from engram.services.search.agents import AgentRegistry
 
 log = logging.getLogger(__name__)
@@ -191,7 +191,7 @@ class Indexer:
                 ) from e
 
     def sample(self) -> Mapping[str, float]:
-        """The index's gauges (engram.metrics): what it applied, where the log ends, the difference."""
+        """The index's gauges (engram.process.metrics): what it applied, where the log ends, the difference."""
         applied, last = self._applied, max(self._target, self._seen, self._applied)
         return {metrics.INDEX_APPLIED_SEQ: applied, metrics.LOG_LAST_SEQ: last, metrics.INDEX_LAG: last - applied}
 

@@ -12,11 +12,11 @@ import grpc
 from engram.config import Settings
 from engram.embed.cache import CachedEmbedder
 from engram.errors import DiskFull
-from engram.health import MIB, disk_space
 from engram.index import DENSE, QUESTIONS, SPARSE, IndexDamaged, MemoryIndex
 from engram.index.edge import EdgeIndex, move_aside
+from engram.process.health import MIB, disk_space
+from engram.process.runtime import Resources, RunningServer, serve
 from engram.rerank import Reranker, load_reranker
-from engram.runtime import Resources, RunningServer, serve
 from engram.services.search.access import AccessRecorder
 from engram.services.search.indexer import Indexer
 from engram.services.search.reader import MemoryReader, PipelineConfig

@@ -80,7 +80,7 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _full(home: Path, path: Path, request: Any) -> int:
-    from engram.nodeinfo import read_node_info
+    from engram.process.nodeinfo import read_node_info
     from engram.services.sync.device import SyncState
 
     asked = time.time()

@@ -24,7 +24,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, TypeGuard
 
-from engram import metrics
 from engram.clients import ANY_AGENT, DEFAULT_PULL, MAX_PULL, MAX_PUSH, SearchClient
 from engram.errors import EngramError, InvalidArgument, NotFound, PermissionDenied, Unavailable
 from engram.events import (
@@ -46,6 +45,7 @@ from engram.log.syncstore import SyncStore
 from engram.model import Caller, Memory, Origin, format_time, input_of
 from engram.names import validate_agent, validate_device, validate_team
 from engram.ownership import ADMIN_SCOPE, UNOWNED, require_handoff_target, require_owner
+from engram.process import metrics
 from engram.results import Pushed, SyncChange, SyncPage
 from engram.scrub import Redaction, merge, scrub_text, scrub_value
 from engram.validation import Limits, validate

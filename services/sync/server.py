@@ -13,7 +13,7 @@ from engram.config import Settings
 from engram.embed.embedder import PACKAGE_MODEL_DIM, package_model_id
 from engram.events import memory_vectors
 from engram.model import Memory
-from engram.runtime import Resources, RunningServer, serve
+from engram.process.runtime import Resources, RunningServer, serve
 from engram.services.sync.inbox import Inbox
 from engram.services.sync.servicer import SyncServicer
 from engram.v1 import sync_pb2_grpc

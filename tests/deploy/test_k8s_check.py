@@ -203,7 +203,7 @@ def test_nats_server_accepts_the_accounts_the_chart_gives_nats(tool: ModuleType)
 @pytest.fixture
 def chart_nats(tool: ModuleType, tmp_path: Path) -> Iterator[tuple[str, dict[str, str]]]:
     """A nats-server running the chart's NATS configuration (nats.config.merge); the passwords it reads."""
-    from engram.natsd import nats_server_binary
+    from engram.process.natsd import nats_server_binary
 
     values = yaml.safe_load((tool.CHART / "values.yaml").read_text())
     port = free_port()

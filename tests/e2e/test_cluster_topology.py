@@ -12,7 +12,7 @@ import pytest
 
 from engram.clients import IngestClient, SearchClient
 from engram.model import Caller, MemoryInput
-from engram.natsd import NatsServer
+from engram.process.natsd import NatsServer
 from tests.conftest import engram_env
 from tests.helpers.mcp import call, http_client
 from tests.helpers.procs import stop_process, wait_line

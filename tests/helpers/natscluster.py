@@ -11,7 +11,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from engram.natsd import nats_server_binary
+from engram.process.natsd import nats_server_binary
 from tests.helpers.tools import free_ports
 
 SERVICES_USER = ("engram", "services-secret")

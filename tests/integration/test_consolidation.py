@@ -24,7 +24,7 @@ from engram.config import Settings
 from engram.embed.embedder import OnnxEmbedder
 from engram.llm import ChatClient
 from engram.model import Caller, MemoryInput, SearchFilter
-from engram.runtime import Resources
+from engram.process.runtime import Resources
 from engram.services.consolidation import stance
 from engram.services.consolidation.jobs import JobRunning, Progress
 from engram.services.consolidation.maintenance import Maintenance

@@ -17,8 +17,8 @@ from engram import errors
 from engram.clients import IngestClient, SearchClient
 from engram.config import Settings
 from engram.model import Caller, MemoryInput, SearchFilter
+from engram.process.runtime import Resources
 from engram.results import ImportItem
-from engram.runtime import Resources
 from engram.services.ingest.conversations import LOOKUP_PAGE
 from engram.services.ingest.server import IngestService, build_service
 from tests.conftest import NodeHandle, start_node

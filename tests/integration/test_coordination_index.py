@@ -34,7 +34,7 @@ from engram.index.edge import EdgeIndex
 from engram.index.server import QdrantServerIndex
 from engram.log.nats import NatsLog
 from engram.model import Caller, Handoff, Memory, SearchFilter, format_time
-from engram.natsd import NatsServer
+from engram.process.natsd import NatsServer
 from engram.services.search import indexer as indexer_module
 from engram.services.search.agents import AgentRecord
 from engram.services.search.indexer import LAYOUT, Indexer

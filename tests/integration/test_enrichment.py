@@ -22,9 +22,9 @@ from engram.llm import ChatClient
 from engram.log import SUBJECT_PREFIX, LogEntry
 from engram.log.nats import NatsLog
 from engram.model import Caller, MemoryInput
-from engram.natsd import NatsServer
+from engram.process.natsd import NatsServer
+from engram.process.runtime import Resources, RunningServer, serve
 from engram.rpc import channel
-from engram.runtime import Resources, RunningServer, serve
 from engram.services.consolidation.enrichment import DURABLE_NAME, SUBJECTS, Enricher, EnrichOptions, Outcome
 from engram.services.consolidation.server import ConsolidationService
 from engram.services.ingest.server import build_service as build_ingest

@@ -20,12 +20,12 @@ import pytest
 from engram.embed import OnnxEmbedder
 from engram.embed.sparse import Bm25Encoder
 from engram.errors import DiskFull
-from engram.health import Health
 from engram.log.nats import NatsLog
 from engram.model import Caller, MemoryInput
-from engram.natsd import NatsServer
+from engram.process.health import Health
+from engram.process.natsd import NatsServer
+from engram.process.runtime import DiskGuard
 from engram.results import ImportItem
-from engram.runtime import DiskGuard
 from engram.services.ingest.writer import MemoryWriter
 from engram.validation import Limits
 from tests.conftest import NodeHandle, engram_env

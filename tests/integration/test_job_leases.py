@@ -13,7 +13,7 @@ from nats.aio.client import Client
 from engram.errors import Unavailable
 from engram.log.leases import Holder, Lease, Leases, lease_key
 from engram.model import Caller
-from engram.natsd import NatsServer
+from engram.process.natsd import NatsServer
 from engram.services.consolidation.jobs import JobRunning, Jobs, Outcome, Work
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]

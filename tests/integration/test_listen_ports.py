@@ -7,7 +7,7 @@ import socket
 import grpc
 import pytest
 
-from engram.ports import PortInUse, listen_socket
+from engram.process.ports import PortInUse, listen_socket
 from engram.rpc import bind
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]

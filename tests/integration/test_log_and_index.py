@@ -15,7 +15,7 @@ from engram.index import IndexPoint, SearchRequest
 from engram.index.edge import EdgeIndex
 from engram.log.nats import NatsLog
 from engram.model import Caller, Memory, SearchFilter
-from engram.natsd import NatsServer
+from engram.process.natsd import NatsServer
 from engram.services.search.indexer import Indexer
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]

@@ -15,14 +15,14 @@ import qdrant_edge as qe
 
 from engram.errors import DiskFull, InvalidArgument, Unavailable
 from engram.events import MEMORY_SAVED, event_body
-from engram.health import DISK, INDEX, LOG, Health
 from engram.ids import uuid7
 from engram.index.edge import EdgeIndex
 from engram.log import LogEntry, subject
 from engram.log.nats import NatsLog
 from engram.model import MAX_METADATA_DEPTH, Caller, Memory, MemoryInput, SearchFilter
-from engram.natsd import NatsServer
-from engram.runtime import DiskGuard, HealthLogState
+from engram.process.health import DISK, INDEX, LOG, Health
+from engram.process.natsd import NatsServer
+from engram.process.runtime import DiskGuard, HealthLogState
 from engram.services.search.indexer import Indexer
 from engram.validation import Limits, raw_json_depth, validate
 from tests.integration.test_log_and_index import DIM, _save, _vectors

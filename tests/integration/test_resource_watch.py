@@ -18,7 +18,7 @@ from mcp.types import ResourceUpdatedNotification
 
 from engram.log.nats import NatsLog
 from engram.model import Caller
-from engram.natsd import NatsServer
+from engram.process.natsd import NatsServer
 from engram.services.gateway.mcp.subscriptions import ResourceWatch, Subscriptions, _serve_subscriptions
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]

@@ -19,7 +19,7 @@ import pytest
 from engram.config import Settings
 from engram.keys import KeyStore
 from engram.log.nats import NatsLog
-from engram.ports import listen_socket
+from engram.process.ports import listen_socket
 from engram.services.gateway.app import build_app
 from engram.services.gateway.backend import Backend
 from engram.services.gateway.server import start_http, stop_http

@@ -10,7 +10,7 @@ import ctypes
 import pytest
 
 from engram.config import Settings, SettingsError
-from engram.heap import Heap, resident_bytes
+from engram.process.heap import Heap, resident_bytes
 
 BLOCK = 64 * 1024  # below glibc's mmap threshold: served from an arena, kept there when freed
 BLOCKS = 1600  # 100 MiB

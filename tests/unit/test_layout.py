@@ -39,7 +39,7 @@ def test_only_the_log_adapter_and_the_nats_server_launcher_use_nats() -> None:
         "engram/log/jobstore.py",
         "engram/log/syncstore.py",
         "engram/log/kv.py",
-        "engram/natsd.py",
+        "engram/process/natsd.py",
     }
     files = [*_kernel_files(), *(ROOT / "services").rglob("*.py")]
     users = {

@@ -16,7 +16,8 @@ import pytest
 from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
-from engram import errors, metrics
+from engram import errors
+from engram.process import metrics
 from engram.rpc import MetricsInterceptor, translate_errors, translate_stream_errors
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -174,7 +175,7 @@ def test_a_listen_address_without_a_port_is_refused_with_an_example() -> None:
 
 
 def _exported_names() -> set[str]:
-    """Every series name engram.metrics defines: counters as _total, histograms as _bucket/_sum/_count, gauges."""
+    """Every series engram.process.metrics defines: counters as _total, histograms as _bucket/_sum/_count, gauges."""
     names = set(metrics.SAMPLED)
     suffixes = {"counter": ("_total",), "histogram": ("_bucket", "_sum", "_count"), "gauge": ("",)}
     for family in REGISTRY.collect():

@@ -12,8 +12,8 @@ from starlette.responses import Response
 from starlette.routing import BaseRoute, Match, Router
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from engram import metrics
 from engram.errors import Unauthenticated
+from engram.process import metrics
 from engram.services.gateway.identity import CREATE_KEY_HINT, Resolver, _is_loopback_peer
 from engram.services.gateway.rest.problems import problem, unauthenticated
 

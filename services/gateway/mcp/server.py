@@ -13,10 +13,10 @@ from mcp.types import CallToolResult, InputRequiredResult
 from mcp.types import Tool as MCPTool
 from pydantic import ValidationError
 
-from engram import metrics
 from engram.config import Settings
 from engram.errors import EngramError
 from engram.log import Log
+from engram.process import metrics
 from engram.services.gateway.backend import Backend
 from engram.services.gateway.identity import Resolver
 from engram.services.gateway.mcp import prompts, resources, subscriptions
@@ -70,7 +70,7 @@ class EngramMCPServer(MCPServer):
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
     ) -> CallToolResult | InputRequiredResult:
-        """Calls a tool, counted and timed by tool and outcome (engram.metrics)."""
+        """Calls a tool, counted and timed by tool and outcome (engram.process.metrics)."""
         tool = name if name in await self._known_arguments() else UNKNOWN_TOOL  # a bounded label
         started, outcome = time.perf_counter(), "internal"
         try:

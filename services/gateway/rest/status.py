@@ -14,9 +14,9 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from engram import errors
-from engram.health import LOG
 from engram.log import Log
 from engram.model import Caller, format_time
+from engram.process.health import LOG
 from engram.services.gateway.backend import Backend, ProblemReport, Readiness
 from engram.services.gateway.identity import Resolver, require_scope
 from engram.services.gateway.rest.dependencies import caller_dependency

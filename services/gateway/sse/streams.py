@@ -13,12 +13,12 @@ from collections.abc import AsyncIterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engram import metrics
 from engram.config import Settings
 from engram.errors import InvalidArgument, Unavailable
 from engram.events import MEMORY_ACCESSED
 from engram.log import Log, LogEntry, Subscription, subject
 from engram.model import IMPORTANCES
+from engram.process import metrics
 
 log = logging.getLogger(__name__)
 
@@ -304,7 +304,7 @@ class EventStreams:
         return len(self._open)
 
     def sample(self) -> Mapping[str, float]:
-        """The streams' gauges (engram.metrics), read from the scrape thread: a copy of the set, then lengths."""
+        """The streams' gauges (engram.process.metrics), read by the scrape thread: a copy of the set, then lengths."""
         depths = [len(stream.queue) for stream in list(self._open)]
         return {
             metrics.SSE_CLIENTS: len(depths),

@@ -35,7 +35,7 @@ from prometheus_client.core import GaugeMetricFamily
 from prometheus_client.registry import Collector
 
 from engram.config import SettingsError
-from engram.ports import PortInUse
+from engram.process.ports import PortInUse
 
 log = logging.getLogger(__name__)
 

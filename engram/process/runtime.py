@@ -21,14 +21,14 @@ from engram.config import Settings
 from engram.embed import Embedder
 from engram.embed.sparse import Bm25Encoder
 from engram.errors import DiskFull, Unavailable
-from engram.health import DISK, LOG, MIB, DiskSpace, Health, disk_space
-from engram.heap import Heap
 from engram.log import Log
 from engram.log.jobstore import JobStore
 from engram.log.leases import Leases
 from engram.log.nats import NatsCredentials, NatsLog
 from engram.log.syncstore import SyncStore
-from engram.natsd import LOG_STORE
+from engram.process.health import DISK, LOG, MIB, DiskSpace, Health, disk_space
+from engram.process.heap import Heap
+from engram.process.natsd import LOG_STORE
 from engram.rpc import MetricsInterceptor, add_health, bind
 from engram.v1 import readiness_pb2, readiness_pb2_grpc
 

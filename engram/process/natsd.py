@@ -17,7 +17,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from engram.health import LOG, Health
+from engram.process.health import LOG, Health
 
 log = logging.getLogger(__name__)
 
