@@ -53,7 +53,7 @@ lint: $(STAMP)
 	$(VENV)/bin/mypy engram services
 
 proto: $(STAMP)
-	$(PY) -m engram.protogen
+	$(PY) -m engram.grpc.protogen
 
 bench: $(STAMP)
 	$(PY) -m bench

@@ -247,7 +247,7 @@ async def _versions(
 async def _consolidate_all(address: str) -> dict[str, Any]:
     """Times one `all` consolidation job (expire, dedupe, contradictions, decay, enrich_backfill, team summaries)
     over the namespace, through the consolidation service's gRPC API."""
-    from engram.clients import ConsolidationClient
+    from engram.grpc.clients import ConsolidationClient
     from engram.model import Caller
 
     client = ConsolidationClient(address, timeout=3600)

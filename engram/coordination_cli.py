@@ -15,7 +15,7 @@ from engram.model import HANDOFF_STATUSES, IMPORTANCES
 
 COMMANDS = frozenset({"agents", "teams", "consolidate", "contradictions", "handoffs", "context", "pin", "unpin"})
 HANDOFF_ROLES = ("to_me", "from_me", "all")
-# JOB_KINDS and the keys of RESOLUTION_NEEDS are engram.clients' JOB_KINDS and RESOLUTIONS (a test keeps them
+# JOB_KINDS and the keys of RESOLUTION_NEEDS are engram.grpc.clients' JOB_KINDS and RESOLUTIONS (a test keeps them
 # equal): importing the gRPC clients here would slow down every `engram` command, which all build this parser.
 JOB_KINDS = ("expire", "dedupe", "contradictions", "team_summary", "decay", "enrich_backfill", "all")
 # Each resolution, with what it needs besides the pair (the only options it takes).

@@ -1,7 +1,7 @@
 """The kernel's exception hierarchy, translated once at each protocol edge (gRPC, MCP, REST).
 
 Every error carries its data as attributes (``OwnershipError.owner``). Over gRPC the data travels as structure
-(a ``google.rpc.ErrorInfo`` whose reason is the class's ``reason``; see engram.rpc), and the client rebuilds the
+(a ``google.rpc.ErrorInfo`` whose reason is the class's ``reason``; see engram.grpc.rpc), and the client rebuilds the
 same class with the same data, so an error raised in ingest reaches the MCP tool intact.
 """
 

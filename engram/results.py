@@ -1,5 +1,5 @@
 """Results of the domain operations, defined once: the services' domain code returns them and the kernel's gRPC
-clients (engram.clients) rebuild the same types from the wire, so the gateway and consolidation see what ingest
+clients (engram.grpc.clients) rebuild the same types from the wire, so the gateway and consolidation see what ingest
 and search produced."""
 
 from __future__ import annotations
@@ -191,7 +191,7 @@ class Job:
     """A consolidation job: what it is, how it went, and its result (a JSON object)."""
 
     id: str
-    kind: str  # one of engram.clients.JOB_KINDS
+    kind: str  # one of engram.grpc.clients.JOB_KINDS
     state: str  # running, succeeded, failed
     namespace: str = ""
     started_at: float | None = None

@@ -13,8 +13,8 @@ from pathlib import Path
 
 import grpc
 
+from engram.grpc.rpc import channel
 from engram.process.nodeinfo import NodeInfo, read_node_info
-from engram.rpc import channel
 from engram.v1 import gateway_pb2, gateway_pb2_grpc
 
 SPAWN_LOCK = "spawn.lock"

@@ -21,6 +21,7 @@ from engram.config import Settings
 from engram.embed import Embedder
 from engram.embed.sparse import Bm25Encoder
 from engram.errors import DiskFull, Unavailable
+from engram.grpc.rpc import MetricsInterceptor, add_health, bind
 from engram.log import Log
 from engram.log.jobstore import JobStore
 from engram.log.leases import Leases
@@ -29,7 +30,6 @@ from engram.log.syncstore import SyncStore
 from engram.process.health import DISK, LOG, MIB, DiskSpace, Health, disk_space
 from engram.process.heap import Heap
 from engram.process.natsd import LOG_STORE
-from engram.rpc import MetricsInterceptor, add_health, bind
 from engram.v1 import readiness_pb2, readiness_pb2_grpc
 
 log = logging.getLogger(__name__)
@@ -277,7 +277,7 @@ async def serve(
     on_bound: Callable[[str], None] | None = None,
 ) -> RunningServer:
     """Starts the services, then one gRPC server hosting all of them plus the health and readiness services (every
-    call counted and timed: engram.rpc.MetricsInterceptor).
+    call counted and timed: engram.grpc.rpc.MetricsInterceptor).
 
     on_bound receives the bound address before any service starts (the embedded node's services call each
     other through it). Each service's gRPC health follows the process's Health from then on.

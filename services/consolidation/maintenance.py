@@ -19,8 +19,8 @@ from typing import Protocol
 
 import numpy as np
 
-from engram.clients import IndexStats
 from engram.errors import EngramError, InvalidArgument
+from engram.grpc.clients import IndexStats
 from engram.llm import Llm, LlmError
 from engram.model import IMPORTANCES, Caller, Memory, MemoryInput, SearchFilter
 from engram.ownership import UNOWNED, require_admin
@@ -53,7 +53,7 @@ class DecayPolicy:
 
 
 class Reader(Protocol):
-    """The search service (engram.clients.SearchClient)."""
+    """The search service (engram.grpc.clients.SearchClient)."""
 
     def scan(
         self, caller: Caller, flt: SearchFilter, *, with_vectors: bool = False, min_seq: int = 0

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 
 import grpc
 
-from engram.clients import IngestClient, SearchClient
 from engram.config import Settings
 from engram.errors import EngramError, Unavailable
 from engram.events import CONSOLIDATION_COMPLETE, SCHEMA_VERSION
+from engram.grpc.clients import IngestClient, SearchClient
 from engram.llm import ChatClient, redact_url
 from engram.model import Caller, format_time
 from engram.process.periodic import Periodic

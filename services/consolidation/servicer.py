@@ -6,10 +6,10 @@ from typing import Protocol
 
 import grpc
 
-from engram import wire
-from engram.clients import JOB_KINDS, RESOLUTIONS, contradiction_to_proto, job_to_proto
 from engram.errors import InvalidArgument, Unavailable
-from engram.rpc import translate_errors
+from engram.grpc import wire
+from engram.grpc.clients import JOB_KINDS, RESOLUTIONS, contradiction_to_proto, job_to_proto
+from engram.grpc.rpc import translate_errors
 from engram.services.consolidation.jobs import DEFAULT_LIST_LIMIT, Jobs
 from engram.services.consolidation.maintenance import Maintenance
 from engram.v1 import consolidation_pb2, consolidation_pb2_grpc

@@ -56,7 +56,7 @@ class ListingStats(Protocol):
 
 
 class MemoryReader(Protocol):
-    """The search service (engram.clients.SearchClient)."""
+    """The search service (engram.grpc.clients.SearchClient)."""
 
     async def list(
         self, caller: Caller, *, limit: int, flt: SearchFilter, page_token: str = "", min_seq: int = 0,
@@ -67,7 +67,7 @@ class MemoryReader(Protocol):
 
 
 class MemoryWriter(Protocol):
-    """The ingest service (engram.clients.IngestClient)."""
+    """The ingest service (engram.grpc.clients.IngestClient)."""
 
     async def save(self, caller: Caller, draft: MemoryInput) -> SaveResult: ...
 

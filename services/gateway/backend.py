@@ -8,8 +8,9 @@ from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
-from engram import errors, wire
-from engram.clients import (
+from engram import errors
+from engram.grpc import wire
+from engram.grpc.clients import (
     DEFAULT_RPC_TIMEOUT,
     READINESS_TIMEOUT,
     ConsolidationClient,

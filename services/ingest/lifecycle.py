@@ -37,7 +37,7 @@ from engram.events import (
 )
 from engram.ids import memory_id as parse_memory_id
 from engram.log import Log, LogEntry, Overtaken
-from engram.model import COLD, Caller, Memory, MemoryInput, Relation, format_time, input_of
+from engram.model import UPDATABLE, COLD, Caller, Memory, MemoryInput, Relation, format_time, input_of, stored_name
 from engram.ownership import UNOWNED, require_admin, require_handoff_target, require_owner
 from engram.results import Changed, DeleteResult, ExpireResult, History, MergeResult, SaveResult, SupersedeResult
 from engram.scrub import Redaction, scrub_text
@@ -53,16 +53,13 @@ RELATABLE = ("contradicts", "context-dependent")  # relations set by RelateMemor
 # Where a handoff may go from each state: its target accepts it, then completes it (or completes it at once).
 HANDOFF_MOVES = {"pending": ("accepted", "completed"), "accepted": ("completed",)}
 HANDOFF_EVENTS = {"accepted": HANDOFF_ACCEPTED, "completed": HANDOFF_COMPLETED}
-# What update_memory may change (handoffs change through their own RPC; ids, owners and times never).
-UPDATABLE = (
-    "content", "summary", "memory_type", "confidence", "topics", "tags", "importance", "team", "project",
-    "conversation_id", "metadata_json", "sensitivity", "valid_at", "invalid_at", "expires_at", "context",
-)  # fmt: skip
-_ALIASES = {"metadata": "metadata_json"}
+# What an update may change: the inputs of a memory but the fixed ones (engram.model.FIXED_INPUTS), named as in
+# MemoryInput or as stored (metadata for metadata_json); ids, owners and times never.
+_ALIASES = {stored_name(name): name for name in UPDATABLE if stored_name(name) != name}
 
 
 class CurrentState(Protocol):
-    """Where ingest reads the current version of a memory: the search service (engram.clients.SearchClient)."""
+    """Where ingest reads the current version of a memory: the search service (engram.grpc.clients.SearchClient)."""
 
     async def get(
         self, caller: Caller, memory_id: str, *, min_seq: int = 0, with_history: bool = False, for_update: bool = False
@@ -548,7 +545,7 @@ def _union(first: list[str], *more: list[str]) -> list[str]:
     return list(dict.fromkeys([*first, *(item for items in more for item in items)]))
 
 
-_MEMORY_FIELDS = (*(name for name in UPDATABLE if name != "metadata_json"), "metadata")
+_MEMORY_FIELDS = tuple(stored_name(name) for name in UPDATABLE)  # the fields of Memory an update may change
 
 
 def _mask(fields: list[str]) -> list[str]:

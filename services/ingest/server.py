@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 
 import grpc
 
-from engram.clients import SearchClient
 from engram.config import Settings
+from engram.grpc.clients import SearchClient
 from engram.process.runtime import Resources, RunningServer, serve
 from engram.services.ingest.conversations import Conversations
 from engram.services.ingest.lifecycle import Lifecycle

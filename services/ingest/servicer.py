@@ -1,4 +1,4 @@
-"""Ingest gRPC servicer: proto <-> domain only; errors are translated by engram.rpc."""
+"""Ingest gRPC servicer: proto <-> domain only; errors are translated by engram.grpc.rpc."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from collections.abc import AsyncIterator
 
 import grpc
 
-from engram import wire
 from engram.errors import InvalidArgument
+from engram.grpc import wire
+from engram.grpc.rpc import translate_errors
 from engram.results import ImportItem
-from engram.rpc import translate_errors
 from engram.scrub import Redaction
 from engram.services.ingest.lifecycle import Lifecycle
 from engram.services.ingest.writer import MemoryWriter

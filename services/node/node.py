@@ -217,7 +217,7 @@ async def run_node(
 
 async def _start_device_sync(settings: Settings, resources: Resources, grpc_address: str) -> DeviceSync:
     """The sync worker of an edge node (`engram edge`): pushes this device's changes and pulls the cluster's."""
-    from engram.clients import SearchClient
+    from engram.grpc.clients import SearchClient
     from engram.services.sync.device import DeviceSync, Upstream
 
     worker = DeviceSync(

@@ -1,4 +1,4 @@
-"""Search gRPC servicer: proto <-> domain only; errors are translated by engram.rpc."""
+"""Search gRPC servicer: proto <-> domain only; errors are translated by engram.grpc.rpc."""
 
 from __future__ import annotations
 
@@ -6,10 +6,10 @@ from collections.abc import AsyncIterator
 
 import grpc
 
-from engram import wire
 from engram.errors import InvalidArgument
+from engram.grpc import wire
+from engram.grpc.rpc import translate_errors, translate_stream_errors
 from engram.ownership import require_admin
-from engram.rpc import translate_errors, translate_stream_errors
 from engram.services.search.reader import DAY_SECONDS, MemoryReader
 from engram.v1 import common_pb2, search_pb2, search_pb2_grpc
 

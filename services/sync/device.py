@@ -27,7 +27,6 @@ from typing import Any
 
 import httpx
 
-from engram.clients import SearchClient
 from engram.errors import EngramError, NotFound
 from engram.events import (
     CONSOLIDATION_SOURCE,
@@ -36,6 +35,7 @@ from engram.events import (
     MEMORY_PURGED,
     MEMORY_STATE_EVENTS,
 )
+from engram.grpc.clients import SearchClient
 from engram.log import Log, LogEntry, subject
 from engram.model import Caller
 from engram.services.sync.inbox import SERVER_PARENT

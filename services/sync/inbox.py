@@ -24,7 +24,6 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, TypeGuard
 
-from engram.clients import ANY_AGENT, DEFAULT_PULL, MAX_PULL, MAX_PUSH, SearchClient
 from engram.errors import EngramError, InvalidArgument, NotFound, PermissionDenied, Unavailable
 from engram.events import (
     HANDOFF_ACCEPTED,
@@ -40,6 +39,7 @@ from engram.events import (
     newer_than,
     state_in,
 )
+from engram.grpc.clients import ANY_AGENT, DEFAULT_PULL, MAX_PULL, MAX_PUSH, SearchClient
 from engram.log import Log, LogEntry, Overtaken, subject
 from engram.log.syncstore import SyncStore
 from engram.model import Caller, Memory, Origin, format_time, input_of

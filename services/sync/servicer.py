@@ -7,10 +7,10 @@ from typing import Protocol
 
 import grpc
 
-from engram import wire
 from engram.errors import Unavailable
+from engram.grpc import wire
+from engram.grpc.rpc import translate_errors
 from engram.results import SyncChange
-from engram.rpc import translate_errors
 from engram.services.sync.inbox import Inbox
 from engram.v1 import sync_pb2, sync_pb2_grpc
 

@@ -34,7 +34,7 @@ import nats.errors
 import pytest
 from grpc_health.v1 import health_pb2, health_pb2_grpc
 
-from engram.clients import IngestClient, SearchClient
+from engram.grpc.clients import IngestClient, SearchClient
 from engram.keys import KeyStore
 from engram.model import Caller, MemoryInput, SearchFilter
 from engram.services.gateway.sse.streams import EventParser

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from engram.clients import IngestClient, SearchClient
+from engram.grpc.clients import IngestClient, SearchClient
 from engram.model import Caller, MemoryInput
 from engram.process.natsd import NatsServer
 from tests.conftest import engram_env

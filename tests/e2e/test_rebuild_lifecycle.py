@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 
-from engram.clients import IngestClient, SearchClient
+from engram.grpc.clients import IngestClient, SearchClient
 from engram.model import Caller, MemoryInput, SearchFilter
 from engram.services.consolidation.expiry import ExpiryJob
 from tests.conftest import NodeHandle, start_node

@@ -17,9 +17,9 @@ import numpy as np
 import pytest
 
 from engram import errors
-from engram.clients import IngestClient, SearchClient
 from engram.embed.sparse import Bm25Encoder
 from engram.events import HANDOFF_ACCEPTED, HANDOFF_CREATED, event_body
+from engram.grpc.clients import IngestClient, SearchClient
 from engram.ids import uuid7
 from engram.log.nats import NatsLog
 from engram.model import Caller, Handoff, Memory, MemoryInput, SearchFilter

@@ -19,9 +19,9 @@ import numpy as np
 import pytest
 
 from engram import errors
-from engram.clients import ConsolidationClient, IngestClient, SearchClient
 from engram.config import Settings
 from engram.embed.embedder import OnnxEmbedder
+from engram.grpc.clients import ConsolidationClient, IngestClient, SearchClient
 from engram.llm import ChatClient
 from engram.model import Caller, MemoryInput, SearchFilter
 from engram.process.runtime import Resources

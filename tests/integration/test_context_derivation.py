@@ -14,8 +14,8 @@ from typing import Any
 import pytest
 
 from engram import errors
-from engram.clients import IngestClient, SearchClient
 from engram.config import Settings
+from engram.grpc.clients import IngestClient, SearchClient
 from engram.model import Caller, MemoryInput, SearchFilter
 from engram.process.runtime import Resources
 from engram.results import ImportItem

@@ -13,18 +13,18 @@ from typing import Any
 
 import pytest
 
-from engram import wire
-from engram.clients import IngestClient
 from engram.config import Settings
 from engram.errors import Unavailable
 from engram.events import MEMORY_ENRICHED
+from engram.grpc import wire
+from engram.grpc.clients import IngestClient
+from engram.grpc.rpc import channel
 from engram.llm import ChatClient
 from engram.log import SUBJECT_PREFIX, LogEntry
 from engram.log.nats import NatsLog
 from engram.model import Caller, MemoryInput
 from engram.process.natsd import NatsServer
 from engram.process.runtime import Resources, RunningServer, serve
-from engram.rpc import channel
 from engram.services.consolidation.enrichment import DURABLE_NAME, SUBJECTS, Enricher, EnrichOptions, Outcome
 from engram.services.consolidation.server import ConsolidationService
 from engram.services.ingest.server import build_service as build_ingest

@@ -8,7 +8,7 @@ import grpc
 import pytest
 
 from engram import errors
-from engram.rpc import error_from_rpc, translate_errors
+from engram.grpc.rpc import error_from_rpc, translate_errors
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 

@@ -10,8 +10,9 @@ from typing import Any
 import httpx
 import pytest
 
-from engram import clients, coordination_cli
+from engram import coordination_cli
 from engram.config import Settings
+from engram.grpc import clients
 from engram.keys import KeyStore
 from engram.services.gateway.app import build_app
 from engram.services.gateway.backend import Backend

@@ -12,7 +12,7 @@ from pathlib import Path
 import pytest
 
 from engram import errors
-from engram.clients import IngestClient, SearchClient
+from engram.grpc.clients import IngestClient, SearchClient
 from engram.log.nats import NatsLog
 from engram.model import Caller, MemoryInput
 from engram.results import ImportItem

@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 
 from engram import errors
-from engram.clients import IngestClient, SearchClient
+from engram.grpc.clients import IngestClient, SearchClient
 from engram.log.nats import NatsLog
 from engram.model import Caller, MemoryInput, SearchFilter
 from engram.services.consolidation.expiry import ExpiryJob

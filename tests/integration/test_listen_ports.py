@@ -7,8 +7,8 @@ import socket
 import grpc
 import pytest
 
+from engram.grpc.rpc import bind
 from engram.process.ports import PortInUse, listen_socket
-from engram.rpc import bind
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from engram import errors
-from engram.clients import ConsolidationClient, IngestClient, SearchClient
+from engram.grpc.clients import ConsolidationClient, IngestClient, SearchClient
 from engram.model import Caller, Memory, MemoryInput, SearchFilter, format_time
 from engram.results import Job, SaveResult
 from engram.services.consolidation.jobs import JobRunning

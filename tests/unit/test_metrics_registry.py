@@ -17,8 +17,8 @@ from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
 from engram import errors
+from engram.grpc.rpc import MetricsInterceptor, translate_errors, translate_stream_errors
 from engram.process import metrics
-from engram.rpc import MetricsInterceptor, translate_errors, translate_stream_errors
 
 ROOT = Path(__file__).resolve().parents[2]
 DASHBOARD = ROOT / "deploy" / "k8s" / "grafana" / "engram-dashboard.json"

@@ -7,9 +7,9 @@ import uuid
 
 import pytest
 
-from engram import wire
 from engram.config import Settings, SettingsError
 from engram.errors import InvalidArgument
+from engram.grpc import wire
 from engram.ids import is_uuid, uuid7
 from engram.model import Handoff, Memory, MemoryInput, MemoryVersion, Relation, SearchFilter
 from engram.services.search.fusion import relative, rrf

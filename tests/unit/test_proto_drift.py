@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from engram.protogen import ROOT, generate
+from engram.grpc.protogen import ROOT, generate
 
 
 def test_committed_stubs_match_the_protos(tmp_path: Path) -> None:

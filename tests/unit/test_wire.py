@@ -7,7 +7,8 @@ from typing import Any
 
 import pytest
 
-from engram import model, wire
+from engram import model
+from engram.grpc import wire
 from engram.ids import uuid7
 from engram.v1 import common_pb2 as pb
 from engram.v1 import search_pb2

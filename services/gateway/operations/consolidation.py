@@ -6,9 +6,9 @@ from __future__ import annotations
 import logging
 from collections.abc import Sequence
 
-from engram.clients import ConsolidationClient
 from engram.config import DEFAULT_SEARCH_LIMIT
 from engram.errors import EngramError, InvalidArgument, RemoteError, Unavailable
+from engram.grpc.clients import ConsolidationClient
 from engram.model import Caller, MemoryInput, SearchFilter
 from engram.results import Job
 from engram.services.gateway.backend import redactions_json

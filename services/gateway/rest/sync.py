@@ -15,8 +15,8 @@ from typing import Annotated, Any
 from fastapi import APIRouter, Depends, Query, Request
 from pydantic import BaseModel, Field
 
-from engram.clients import ANY_AGENT, DEFAULT_PULL, MAX_PULL, MAX_PUSH, SyncClient
 from engram.errors import Unavailable
+from engram.grpc.clients import ANY_AGENT, DEFAULT_PULL, MAX_PULL, MAX_PUSH, SyncClient
 from engram.model import Caller
 from engram.names import DEVICE_PATTERN
 from engram.results import SyncChange

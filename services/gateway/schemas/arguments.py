@@ -7,8 +7,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, WithJsonSchema
 
-from engram.clients import JOB_KINDS, RESOLUTIONS
 from engram.config import MAX_SEARCH_LIMIT
+from engram.grpc.clients import JOB_KINDS, RESOLUTIONS
 from engram.model import CONFIDENCES, HANDOFF_STATUSES, IMPORTANCES, MEMORY_TYPES, SENSITIVITIES, STATUSES
 from engram.names import AGENT_PATTERN, IDENTITY_PATTERN, MAX_IDENTITY_CHARS, TEAM_PATTERN
 from engram.validation import MAX_FIELD_CHARS, MAX_LABEL_CHARS, MAX_LIST_ITEMS, MAX_SUMMARY_CHARS

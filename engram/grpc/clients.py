@@ -10,7 +10,9 @@ from typing import Any
 
 import grpc
 
-from engram import errors, wire
+from engram import errors
+from engram.grpc import wire
+from engram.grpc.rpc import channel, error_from_rpc
 from engram.model import Caller, Memory, MemoryInput, MemoryVersion, SearchFilter
 from engram.results import (
     AgentInfo,
@@ -35,7 +37,6 @@ from engram.results import (
     SyncPage,
     TeamInfo,
 )
-from engram.rpc import channel, error_from_rpc
 from engram.scrub import Redaction
 from engram.v1 import (
     common_pb2,

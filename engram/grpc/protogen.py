@@ -6,7 +6,7 @@ import sys
 from importlib import resources
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+ROOT = Path(__file__).resolve().parents[2]
 PROTO_ROOT = ROOT / "protos"
 
 
