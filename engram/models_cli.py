@@ -8,7 +8,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any, TextIO
 
-from engram.models import (
+from engram.modelstore import (
     DEFAULT_HF_ENDPOINT,
     DEFAULT_REVISION,
     EXAMPLE_MODEL,

@@ -30,7 +30,7 @@ DEFAULT_BATCH_SIZE = 32  # sentence-transformers CrossEncoder.predict default
 DEFAULT_MAX_LENGTH = 512
 SEQUENCE_CLASSIFIER = "BertForSequenceClassification"
 REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json")
-METADATA_FILE = "engram-model.json"  # written by engram.models: model id, source, install time
+METADATA_FILE = "engram-model.json"  # written by engram.modelstore: model id, source, install time
 RERANKERS_DIR = "rerankers"
 ACTIVE_FILE = "ACTIVE"
 _HASH_CHARS = 12
@@ -270,7 +270,7 @@ def looks_installed(model_dir: Path) -> bool:
 
 
 def installed_at(model_dir: Path) -> float:
-    """Install time recorded by engram.models, else the directory's modification time."""
+    """Install time recorded by engram.modelstore, else the directory's modification time."""
     try:
         value = _read_json(model_dir / METADATA_FILE).get("installed_at")
     except (OSError, ValueError):  # a damaged metadata file only costs the ordering hint

@@ -8,7 +8,7 @@ import grpc
 import httpx
 import pytest
 
-from engram.models import import_dir
+from engram.modelstore import import_dir
 from engram.rerank import load_reranker
 from engram.v1 import common_pb2, ingest_pb2, ingest_pb2_grpc
 from tests.conftest import NodeHandle, start_node

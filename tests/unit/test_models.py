@@ -19,7 +19,7 @@ import pytest
 
 import engram.rerank
 from engram import models_cli
-from engram.models import (
+from engram.modelstore import (
     DownloadError,
     InvalidModel,
     ModelError,

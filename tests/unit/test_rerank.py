@@ -238,7 +238,7 @@ def test_missing_files_are_named(tmp_path: Path) -> None:
 
 
 def install(models_dir: Path, name: str, model_dir: Path, *, at: float) -> Path:
-    """Place a model the way engram.models does: a directory with metadata under rerankers/."""
+    """Place a model the way engram.modelstore does: a directory with metadata under rerankers/."""
     target = models_dir / "rerankers" / name
     shutil.copytree(model_dir, target)
     (target / METADATA_FILE).write_text(json.dumps({"model_id": name, "installed_at": at}))

@@ -1,4 +1,4 @@
-"""Reranker model management: download from a Hugging Face-style hub or import a directory, verify, install."""
+"""The reranker model store: download from a Hugging Face-style hub or import a directory, verify, install, select."""
 
 from __future__ import annotations
 
