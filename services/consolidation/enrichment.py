@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from engram.errors import EngramError, Unavailable
-from engram.events import MEMORY_SAVED
 from engram.llm import Llm, LlmError
 from engram.log import SUBJECT_PREFIX, WorkItem
+from engram.log.events import MEMORY_SAVED
 from engram.model import Caller
 from engram.process import metrics
 

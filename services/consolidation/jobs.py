@@ -17,8 +17,8 @@ from dataclasses import dataclass, field
 from typing import Any, Protocol, Self
 
 from engram.errors import EngramError, InvalidArgument, NotFound, NotImplementedYet, PermissionDenied
-from engram.events import CONSOLIDATION_AGENT, CONSOLIDATION_SOURCE
 from engram.ids import uuid7
+from engram.log.events import CONSOLIDATION_AGENT, CONSOLIDATION_SOURCE
 from engram.log.leases import Holder, Lease, Leases, lease_key
 from engram.model import Caller
 from engram.names import NAMESPACE_RULE, is_valid_namespace

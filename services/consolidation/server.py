@@ -13,9 +13,9 @@ import grpc
 
 from engram.config import Settings
 from engram.errors import EngramError, Unavailable
-from engram.events import CONSOLIDATION_COMPLETE, SCHEMA_VERSION
 from engram.grpc.clients import IngestClient, SearchClient
 from engram.llm import ChatClient, redact_url
+from engram.log.events import CONSOLIDATION_COMPLETE, SCHEMA_VERSION
 from engram.model import Caller, format_time
 from engram.process.periodic import Periodic
 from engram.process.runtime import Resources, RunningServer, serve

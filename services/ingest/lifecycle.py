@@ -18,7 +18,9 @@ from collections.abc import Callable
 from typing import Protocol
 
 from engram.errors import InvalidArgument, NotFound, PermissionDenied, Unavailable, VersionConflict
-from engram.events import (
+from engram.ids import memory_id as parse_memory_id
+from engram.log import Log, LogEntry, Overtaken
+from engram.log.events import (
     CONTRADICTION_DETECTED,
     HANDOFF_ACCEPTED,
     HANDOFF_COMPLETED,
@@ -35,9 +37,7 @@ from engram.events import (
     newer_than,
     state_in,
 )
-from engram.ids import memory_id as parse_memory_id
-from engram.log import Log, LogEntry, Overtaken
-from engram.model import UPDATABLE, COLD, Caller, Memory, MemoryInput, Relation, format_time, input_of, stored_name
+from engram.model import COLD, UPDATABLE, Caller, Memory, MemoryInput, Relation, format_time, input_of, stored_name
 from engram.ownership import UNOWNED, require_admin, require_handoff_target, require_owner
 from engram.results import Changed, DeleteResult, ExpireResult, History, MergeResult, SaveResult, SupersedeResult
 from engram.scrub import Redaction, scrub_text

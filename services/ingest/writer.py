@@ -13,9 +13,9 @@ from typing import Any, Protocol
 from engram.embed import Embedder
 from engram.embed.sparse import Bm25Encoder
 from engram.errors import DiskFull, EngramError, InvalidArgument, Unavailable
-from engram.events import HANDOFF_CREATED, MEMORY_ENRICHED, MEMORY_SAVED, encode_dense, event_body, memory_vectors
 from engram.ids import is_uuid, uuid7
 from engram.log import Appended, Log, Stale
+from engram.log.events import HANDOFF_CREATED, MEMORY_ENRICHED, MEMORY_SAVED, encode_dense, event_body, memory_vectors
 from engram.model import SENSITIVITIES, Caller, Handoff, Memory, MemoryInput, Origin, format_time
 from engram.process import metrics
 from engram.results import ImportItem, ImportSummary, SaveResult

@@ -19,9 +19,9 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from engram.errors import EngramError
-from engram.events import MEMORY_ACCESSED, SCHEMA_VERSION
 from engram.ids import uuid7
 from engram.log import Log
+from engram.log.events import MEMORY_ACCESSED, SCHEMA_VERSION
 from engram.model import Caller, format_time
 from engram.process import metrics
 from engram.process.periodic import Periodic

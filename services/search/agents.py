@@ -18,7 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from engram.events import MEMORY_ACCESSED
+from engram.log.events import MEMORY_ACCESSED
 from engram.model import parse_time
 
 MAX_VALUES = 50  # devices, clients and teams kept per agent: the most recently seen ones

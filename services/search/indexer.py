@@ -23,16 +23,6 @@ from collections.abc import Mapping
 from typing import Any, Protocol
 
 from engram.errors import DiskFull, InvalidArgument, Unavailable
-from engram.events import (
-    MEMORY_ACCESSED,
-    MEMORY_CREATED_EVENTS,
-    MEMORY_ENRICHED,
-    MEMORY_PURGED,
-    MEMORY_STATE_EVENTS,
-    decode_dense,
-    decode_questions,
-    decode_sparse,
-)
 from engram.index import (
     CREATED_TS,
     EXPIRES_TS,
@@ -48,6 +38,16 @@ from engram.index import (
     version_point_id,
 )
 from engram.log import Log, LogEntry
+from engram.log.events import (
+    MEMORY_ACCESSED,
+    MEMORY_CREATED_EVENTS,
+    MEMORY_ENRICHED,
+    MEMORY_PURGED,
+    MEMORY_STATE_EVENTS,
+    decode_dense,
+    decode_questions,
+    decode_sparse,
+)
 from engram.model import parse_time, servable_problem
 from engram.process import metrics
 from engram.process.health import INDEX, Health

@@ -28,15 +28,15 @@ from typing import Any
 import httpx
 
 from engram.errors import EngramError, NotFound
-from engram.events import (
+from engram.grpc.clients import SearchClient
+from engram.log import Log, LogEntry, subject
+from engram.log.events import (
     CONSOLIDATION_SOURCE,
     MEMORY_CONFLICT,
     MEMORY_CREATED_EVENTS,
     MEMORY_PURGED,
     MEMORY_STATE_EVENTS,
 )
-from engram.grpc.clients import SearchClient
-from engram.log import Log, LogEntry, subject
 from engram.model import Caller
 from engram.services.sync.inbox import SERVER_PARENT
 

@@ -25,7 +25,9 @@ from dataclasses import asdict, dataclass
 from typing import Any, TypeGuard
 
 from engram.errors import EngramError, InvalidArgument, NotFound, PermissionDenied, Unavailable
-from engram.events import (
+from engram.grpc.clients import ANY_AGENT, DEFAULT_PULL, MAX_PULL, MAX_PUSH, SearchClient
+from engram.log import Log, LogEntry, Overtaken, subject
+from engram.log.events import (
     HANDOFF_ACCEPTED,
     HANDOFF_COMPLETED,
     MEMORY_CONFLICT,
@@ -39,8 +41,6 @@ from engram.events import (
     newer_than,
     state_in,
 )
-from engram.grpc.clients import ANY_AGENT, DEFAULT_PULL, MAX_PULL, MAX_PUSH, SearchClient
-from engram.log import Log, LogEntry, Overtaken, subject
 from engram.log.syncstore import SyncStore
 from engram.model import Caller, Memory, Origin, format_time, input_of
 from engram.names import validate_agent, validate_device, validate_team

@@ -10,8 +10,8 @@ import grpc
 
 from engram.config import Settings
 from engram.embed.embedder import PACKAGE_MODEL_DIM, package_model_id
-from engram.events import memory_vectors
 from engram.grpc.clients import DEFAULT_RPC_TIMEOUT, SearchClient
+from engram.log.events import memory_vectors
 from engram.model import Memory
 from engram.process.runtime import Resources, RunningServer, serve
 from engram.services.sync.inbox import Inbox

@@ -23,8 +23,8 @@ from pathlib import Path
 import httpx
 import pytest
 
-from engram.events import MEMORY_SAVED, event_body
 from engram.ids import uuid7
+from engram.log.events import MEMORY_SAVED, event_body
 from engram.log.nats import NatsLog
 from engram.model import Caller, Memory
 from tests.conftest import NodeHandle, engram_env, start_node

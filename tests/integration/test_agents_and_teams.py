@@ -18,9 +18,9 @@ import pytest
 
 from engram import errors
 from engram.embed.sparse import Bm25Encoder
-from engram.events import HANDOFF_ACCEPTED, HANDOFF_CREATED, event_body
 from engram.grpc.clients import IngestClient, SearchClient
 from engram.ids import uuid7
+from engram.log.events import HANDOFF_ACCEPTED, HANDOFF_CREATED, event_body
 from engram.log.nats import NatsLog
 from engram.model import Caller, Handoff, Memory, MemoryInput, SearchFilter
 from engram.results import AgentInfo, TeamInfo

@@ -19,7 +19,11 @@ import pytest
 from qdrant_client import QdrantClient
 
 from engram.embed.sparse import Bm25Encoder
-from engram.events import (
+from engram.ids import uuid7
+from engram.index import EXPIRES_TS, HANDOFF_STATUS, HANDOFF_TO, MemoryIndex
+from engram.index.edge import EdgeIndex
+from engram.index.server import QdrantServerIndex
+from engram.log.events import (
     HANDOFF_ACCEPTED,
     HANDOFF_COMPLETED,
     HANDOFF_CREATED,
@@ -28,10 +32,6 @@ from engram.events import (
     MEMORY_UPDATED,
     event_body,
 )
-from engram.ids import uuid7
-from engram.index import EXPIRES_TS, HANDOFF_STATUS, HANDOFF_TO, MemoryIndex
-from engram.index.edge import EdgeIndex
-from engram.index.server import QdrantServerIndex
 from engram.log.nats import NatsLog
 from engram.model import Caller, Handoff, Memory, SearchFilter, format_time
 from engram.process.natsd import NatsServer

@@ -15,12 +15,12 @@ import pytest
 
 from engram.config import Settings
 from engram.errors import Unavailable
-from engram.events import MEMORY_ENRICHED
 from engram.grpc import wire
 from engram.grpc.clients import IngestClient
 from engram.grpc.rpc import channel
 from engram.llm import ChatClient
 from engram.log import SUBJECT_PREFIX, LogEntry
+from engram.log.events import MEMORY_ENRICHED
 from engram.log.nats import NatsLog
 from engram.model import Caller, MemoryInput
 from engram.process.natsd import NatsServer

@@ -9,10 +9,10 @@ from pathlib import Path
 import pytest
 
 from engram.embed.sparse import Bm25Encoder
-from engram.events import MEMORY_SAVED, event_body
 from engram.ids import uuid7
 from engram.index import IndexPoint, SearchRequest
 from engram.index.edge import EdgeIndex
+from engram.log.events import MEMORY_SAVED, event_body
 from engram.log.nats import NatsLog
 from engram.model import Caller, Memory, SearchFilter
 from engram.process.natsd import NatsServer

@@ -14,10 +14,10 @@ import pytest
 import qdrant_edge as qe
 
 from engram.errors import DiskFull, InvalidArgument, Unavailable
-from engram.events import MEMORY_SAVED, event_body
 from engram.ids import uuid7
 from engram.index.edge import EdgeIndex
 from engram.log import LogEntry, subject
+from engram.log.events import MEMORY_SAVED, event_body
 from engram.log.nats import NatsLog
 from engram.model import MAX_METADATA_DEPTH, Caller, Memory, MemoryInput, SearchFilter
 from engram.process.health import DISK, INDEX, LOG, Health

@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from engram.events import MEMORY_ACCESSED, MEMORY_SAVED
+from engram.log.events import MEMORY_ACCESSED, MEMORY_SAVED
 from engram.model import format_time
 from engram.services.search import agents
 from engram.services.search.agents import MAX_VALUES, AgentRecord, AgentRegistry

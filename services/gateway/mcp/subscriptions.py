@@ -26,8 +26,8 @@ from mcp.types import (
 )
 
 from engram.errors import EngramError
-from engram.events import MEMORY_PURGED, MEMORY_STATE_EVENTS
 from engram.log import Log, LogEntry, Subscription, subject
+from engram.log.events import MEMORY_PURGED, MEMORY_STATE_EVENTS
 from engram.model import Caller
 from engram.services.gateway.identity import require_scope
 from engram.services.gateway.mcp.callers import CallerOf

@@ -12,8 +12,8 @@ from starlette.types import Receive, Scope, Send
 
 from engram.config import Settings
 from engram.errors import InvalidArgument
-from engram.events import EVENTS
 from engram.log import Log
+from engram.log.events import EVENTS
 from engram.model import Caller
 from engram.names import IDENTITY_PATTERN, MAX_IDENTITY_CHARS
 from engram.services.gateway.identity import Resolver, require_scope

@@ -15,8 +15,8 @@ from typing import Any
 
 from engram.config import Settings
 from engram.errors import InvalidArgument, Unavailable
-from engram.events import MEMORY_ACCESSED
 from engram.log import Log, LogEntry, Subscription, subject
+from engram.log.events import MEMORY_ACCESSED
 from engram.model import IMPORTANCES
 from engram.process import metrics
 
