@@ -15,7 +15,7 @@ import grpc
 
 from engram.grpc.rpc import channel
 from engram.process.nodeinfo import NodeInfo, read_node_info
-from engram.v1 import gateway_pb2, gateway_pb2_grpc
+from engram.v1 import node_control_pb2, node_control_pb2_grpc
 
 SPAWN_LOCK = "spawn.lock"
 DEFAULT_START_TIMEOUT = 120.0  # the first start builds the ONNX model
@@ -28,7 +28,9 @@ class NodeStartError(RuntimeError):
 async def node_answers(info: NodeInfo, timeout: float = 2.0) -> bool:
     chan = channel(info.grpc_address)
     try:
-        reply = await gateway_pb2_grpc.NodeStub(chan).GetNodeInfo(gateway_pb2.GetNodeInfoRequest(), timeout=timeout)
+        reply = await node_control_pb2_grpc.NodeControlStub(chan).GetNodeInfo(
+            node_control_pb2.GetNodeInfoRequest(), timeout=timeout
+        )
         return reply.pid == info.pid
     except grpc.aio.AioRpcError:
         return False
@@ -90,7 +92,9 @@ async def _spawn(home: Path, timeout: float) -> NodeInfo:
 async def attached(info: NodeInfo, client: str):  # type: ignore[no-untyped-def]
     """Holds an Attach stream open for the duration of the block; the node counts this client while it is open."""
     chan = channel(info.grpc_address)
-    call = gateway_pb2_grpc.NodeStub(chan).Attach(gateway_pb2.AttachRequest(client=client, pid=os.getpid()))
+    call = node_control_pb2_grpc.NodeControlStub(chan).Attach(
+        node_control_pb2.AttachRequest(client=client, pid=os.getpid())
+    )
     await call.read()  # the node has counted us once this arrives
     try:
         yield call

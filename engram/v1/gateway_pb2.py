@@ -24,23 +24,13 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x65ngram/v1/gateway.proto\x12\tengram.v1\",\n\rAttachRequest\x12\x0e\n\x06\x63lient\x18\x01 \x01(\t\x12\x0b\n\x03pid\x18\x02 \x01(\x05\"\"\n\x0e\x41ttachResponse\x12\x10\n\x08\x61ttached\x18\x01 \x01(\x05\"\x14\n\x12GetNodeInfoRequest\"{\n\x13GetNodeInfoResponse\x12\x0b\n\x03pid\x18\x01 \x01(\x05\x12\x0c\n\x04home\x18\x02 \x01(\t\x12\x10\n\x08http_url\x18\x03 \x01(\t\x12\x14\n\x0cgrpc_address\x18\x04 \x01(\t\x12\x0f\n\x07version\x18\x05 \x01(\t\x12\x10\n\x08\x61ttached\x18\x06 \x01(\x05\"I\n\x05\x45vent\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12\r\n\x05\x65vent\x18\x02 \x01(\t\x12\x11\n\tnamespace\x18\x03 \x01(\t\x12\x11\n\tbody_json\x18\x04 \x01(\x0c\x32\x95\x01\n\x04Node\x12?\n\x06\x41ttach\x12\x18.engram.v1.AttachRequest\x1a\x19.engram.v1.AttachResponse0\x01\x12L\n\x0bGetNodeInfo\x12\x1d.engram.v1.GetNodeInfoRequest\x1a\x1e.engram.v1.GetNodeInfoResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x17\x65ngram/v1/gateway.proto\x12\tengram.v1\"I\n\x05\x45vent\x12\x0b\n\x03seq\x18\x01 \x01(\x04\x12\r\n\x05\x65vent\x18\x02 \x01(\t\x12\x11\n\tnamespace\x18\x03 \x01(\t\x12\x11\n\tbody_json\x18\x04 \x01(\x0c\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
 _builder.BuildTopDescriptorsAndMessages(DESCRIPTOR, 'engram.v1.gateway_pb2', _globals)
 if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
-  _globals['_ATTACHREQUEST']._serialized_start=38
-  _globals['_ATTACHREQUEST']._serialized_end=82
-  _globals['_ATTACHRESPONSE']._serialized_start=84
-  _globals['_ATTACHRESPONSE']._serialized_end=118
-  _globals['_GETNODEINFOREQUEST']._serialized_start=120
-  _globals['_GETNODEINFOREQUEST']._serialized_end=140
-  _globals['_GETNODEINFORESPONSE']._serialized_start=142
-  _globals['_GETNODEINFORESPONSE']._serialized_end=265
-  _globals['_EVENT']._serialized_start=267
-  _globals['_EVENT']._serialized_end=340
-  _globals['_NODE']._serialized_start=343
-  _globals['_NODE']._serialized_end=492
+  _globals['_EVENT']._serialized_start=38
+  _globals['_EVENT']._serialized_end=111
 # @@protoc_insertion_point(module_scope)

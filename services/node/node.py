@@ -29,7 +29,7 @@ from engram.process.ports import listen_socket
 from engram.process.runtime import MIN_WRITE_ROOM, Resources, RunningServer, serve
 from engram.services.node.owner import owner_lock
 from engram.services.node.supervisor import INDEXES, Inherited
-from engram.v1 import gateway_pb2, gateway_pb2_grpc
+from engram.v1 import node_control_pb2, node_control_pb2_grpc
 
 if TYPE_CHECKING:
     from engram.services.sync.device import DeviceSync
@@ -42,10 +42,10 @@ DEFAULT_FIRST_CLIENT_WAIT = 60.0
 SUPERVISOR_MIN_FREE_MB = 64  # a nats-server stuck on a full disk is restarted only once this much is free
 
 
-class NodeControl(gateway_pb2_grpc.NodeServicer):
+class NodeControl(node_control_pb2_grpc.NodeControlServicer):
     """Counts attached stdio clients; a node started for them stops when the last one leaves."""
 
-    name = "engram.v1.Node"
+    name = "engram.v1.NodeControl"
 
     def __init__(
         self, *, home: Path, idle_exit: bool, stop: asyncio.Event, pid: int, grace: float = DEFAULT_IDLE_GRACE
@@ -61,7 +61,7 @@ class NodeControl(gateway_pb2_grpc.NodeServicer):
         self.grpc_address = ""
 
     def register(self, server: grpc.aio.Server) -> None:
-        gateway_pb2_grpc.add_NodeServicer_to_server(self, server)
+        node_control_pb2_grpc.add_NodeControlServicer_to_server(self, server)
 
     async def start(self) -> None:
         if self._idle_exit:
@@ -72,15 +72,15 @@ class NodeControl(gateway_pb2_grpc.NodeServicer):
             self._idle_task.cancel()
 
     async def Attach(
-        self, request: gateway_pb2.AttachRequest, context: grpc.aio.ServicerContext
-    ) -> AsyncIterator[gateway_pb2.AttachResponse]:
+        self, request: node_control_pb2.AttachRequest, context: grpc.aio.ServicerContext
+    ) -> AsyncIterator[node_control_pb2.AttachResponse]:
         self._attached += 1
         if self._idle_task is not None:
             self._idle_task.cancel()
             self._idle_task = None
         log.info("client attached: %s (pid %d); %d attached", request.client, request.pid, self._attached)
         try:
-            yield gateway_pb2.AttachResponse(attached=self._attached)
+            yield node_control_pb2.AttachResponse(attached=self._attached)
             await self._stop.wait()  # the stream stays open until the client leaves or the node stops
         finally:
             self._attached -= 1
@@ -89,9 +89,9 @@ class NodeControl(gateway_pb2_grpc.NodeServicer):
                 self._schedule_idle_stop(self._grace)
 
     async def GetNodeInfo(
-        self, request: gateway_pb2.GetNodeInfoRequest, context: grpc.aio.ServicerContext
-    ) -> gateway_pb2.GetNodeInfoResponse:
-        return gateway_pb2.GetNodeInfoResponse(
+        self, request: node_control_pb2.GetNodeInfoRequest, context: grpc.aio.ServicerContext
+    ) -> node_control_pb2.GetNodeInfoResponse:
+        return node_control_pb2.GetNodeInfoResponse(
             pid=self._pid, home=str(self._home), http_url=self.http_url, grpc_address=self.grpc_address,
             version=VERSION, attached=self._attached,
         )  # fmt: skip
