@@ -257,6 +257,35 @@ class MemoryInput:
     context: str = ""
 
 
+# A MemoryInput field is written once, above; where it goes is derived from it. Each is stored in the Memory field
+# of the same name (input_of, the ingest writer), except:
+JSON_SUFFIX = "_json"  # X_json carries the memory's X (a JSON object) as JSON text, as the wire does
+INPUT_ONLY = ("handoff_target",)  # not a value of the memory: it makes a new memory a handoff (Memory.handoff)
+# The inputs an update may not change; every other input may (ingest's update mask, the gateway's update request).
+FIXED_INPUTS = (
+    "handoff_target",  # a handoff is made when it is saved; its target accepts and completes it (their own calls)
+    "conversation_id",  # the conversation a memory was said in: its successors' context was derived from it
+)
+
+
+def stored_name(name: str) -> str:
+    """The Memory field (and the gateway's request field) that holds the MemoryInput field ``name``."""
+    return name.removesuffix(JSON_SUFFIX)
+
+
+def _stored_inputs() -> tuple[str, ...]:
+    memory_fields = {f.name for f in dataclasses.fields(Memory)}
+    names = tuple(f.name for f in dataclasses.fields(MemoryInput) if f.name not in INPUT_ONLY)
+    missing = [name for name in names if stored_name(name) not in memory_fields]
+    if missing:
+        raise TypeError(f"MemoryInput fields {missing} have no field in Memory: add them (or list them in INPUT_ONLY)")
+    return names
+
+
+STORED_INPUTS = _stored_inputs()  # the MemoryInput fields a memory holds (as stored_name)
+UPDATABLE = tuple(f.name for f in dataclasses.fields(MemoryInput) if f.name not in FIXED_INPUTS)
+
+
 @dataclass(slots=True)
 class SearchFilter:
     """Filters shared by search and list; empty means no constraint (statuses default to active)."""
@@ -300,12 +329,12 @@ class Caller:
 
 def input_of(memory: Memory) -> MemoryInput:
     """The memory's current values as an input, so that an update is validated and scrubbed as a whole."""
-    return MemoryInput(
-        content=memory.content, summary=memory.summary, memory_type=memory.memory_type,
-        confidence=memory.confidence, topics=list(memory.topics), tags=list(memory.tags),
-        importance=memory.importance, team=memory.team, project=memory.project,
-        conversation_id=memory.conversation_id,
-        metadata_json=json.dumps(memory.metadata, ensure_ascii=False) if memory.metadata else "",
-        sensitivity=memory.sensitivity, valid_at=memory.valid_at, invalid_at=memory.invalid_at,
-        expires_at=memory.expires_at, context=memory.context,
-    )  # fmt: skip
+    values: dict[str, Any] = {}
+    for name in STORED_INPUTS:
+        value = getattr(memory, stored_name(name))
+        if name.endswith(JSON_SUFFIX):
+            value = json.dumps(value, ensure_ascii=False) if value else ""
+        elif isinstance(value, list):
+            value = list(value)
+        values[name] = value
+    return MemoryInput(**values)

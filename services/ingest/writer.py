@@ -16,7 +16,17 @@ from engram.errors import DiskFull, EngramError, InvalidArgument, Unavailable
 from engram.ids import is_uuid, uuid7
 from engram.log import Appended, Log, Stale
 from engram.log.events import HANDOFF_CREATED, MEMORY_ENRICHED, MEMORY_SAVED, encode_dense, event_body, memory_vectors
-from engram.model import SENSITIVITIES, Caller, Handoff, Memory, MemoryInput, Origin, format_time
+from engram.model import (
+    SENSITIVITIES,
+    STORED_INPUTS,
+    Caller,
+    Handoff,
+    Memory,
+    MemoryInput,
+    Origin,
+    format_time,
+    stored_name,
+)
 from engram.process import metrics
 from engram.results import ImportItem, ImportSummary, SaveResult
 from engram.scrub import Redaction, merge, scrub_text, scrub_value
@@ -270,36 +280,29 @@ class MemoryWriter:
         def labels(values: list[str]) -> list[str]:
             return list(dict.fromkeys(text(value) for value in values))
 
+        def stored(value: Any) -> Any:
+            if isinstance(value, str):
+                return text(value)
+            return labels(value) if isinstance(value, list) else value
+
         metadata, metadata_redactions = scrub_value(clean.metadata)
         found.extend(metadata_redactions)
         now = time.time() if now is None else now
-        # Every free-text field is scrubbed, labels included: a token pasted into a tag or a project name is
-        # as much a leak as one in the content.
+        # Every input the memory holds is copied (engram.model.STORED_INPUTS); metadata_json as validation parsed
+        # it. Every text is scrubbed, labels included: a token pasted into a tag or a project name is as much a
+        # leak as one in the content (a value of a choice, e.g. the memory type, comes out as it went in).
+        values = {stored_name(name): stored(getattr(draft, name)) for name in STORED_INPUTS if name != "metadata_json"}
         memory = Memory(
             id=uuid7(),
             namespace=caller.namespace,
-            content=text(draft.content),
             owner_agent=caller.agent_id,
-            summary=text(draft.summary),
-            memory_type=draft.memory_type,
-            confidence=draft.confidence,
-            topics=labels(draft.topics),
-            tags=labels(draft.tags),
-            importance=draft.importance,
             source=text(caller.source),
             updated_by=caller.agent_id,
-            team=text(draft.team),
-            project=text(draft.project),
-            conversation_id=text(draft.conversation_id),
             metadata=metadata if isinstance(metadata, dict) else {},
-            sensitivity=draft.sensitivity,
             created_at=now,
             updated_at=now,
-            valid_at=draft.valid_at,
-            invalid_at=draft.invalid_at,
-            expires_at=draft.expires_at,
-            context=text(draft.context),
             origin=Origin(device=caller.device or self._device),
+            **values,
         )
         return memory, merge(found)
 
