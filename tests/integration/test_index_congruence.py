@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
+import random
 import re
+import uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from itertools import pairwise
@@ -18,11 +20,13 @@ from engram.embed.sparse import Bm25Encoder
 from engram.errors import Unavailable
 from engram.ids import uuid7
 from engram.index import (
+    CREATED_TS,
     DENSE,
     EXPIRES_TS,
     FAR,
     HANDOFF_STATUS,
     HANDOFF_TO,
+    KEY,
     POINT,
     QUESTIONS,
     SPARSE,
@@ -39,7 +43,7 @@ from engram.index import (
 )
 from engram.index.edge import EdgeIndex
 from engram.index.server import QdrantServerIndex
-from engram.model import SearchFilter
+from engram.model import PACK_FILE, STATUSES, SearchFilter
 from tests.helpers.tools import free_port
 
 pytestmark = pytest.mark.integration
@@ -526,3 +530,258 @@ def test_scan_pages_every_match_with_its_dense_vector_and_the_relation_filter_ap
 def test_namespaces_counts_the_active_memories_of_each(index: MemoryIndex) -> None:
     index.upsert([memory("one"), memory("two"), memory("gone", status="archived"), memory("three", namespace="b")])
     assert index.namespaces() == {"a": 2, "b": 1}
+
+
+# --- randomized congruence: random payloads and filters, both adapters against a plain-Python reference ---------
+#
+# As qdrant-client's own congruence tests do: random payloads go into both adapters, random SearchFilters come out,
+# and every answer (count, both listings page by page, scan, facet, search with room for every hit; and the other
+# selections: versions_of, held_elsewhere, namespaces, due) must equal the reference's, which reads SearchFilter's
+# documented meaning straight off the payloads (never through engram.index.filters).
+
+ROUNDS = 40
+SEED = 23  # round n runs on seed SEED * 1000 + n; a failure names its round's seed, to rerun alone in ROUND_SEEDS
+ROUND_SEEDS: list[int] = []  # e.g. [23017]: only those rounds
+POINTS_PER_ROUND = 60
+FILTERS_PER_ROUND = 6
+TIMES = (1.0, 2.0, 3.0, 4.0, 5.0, 6.0)  # few values, so listings tie and ranges hit their bounds exactly
+TAGS = ("ops", "prod", "db", "ui")
+TYPES = ("fact", "decision", "finding", "handoff", PACK_FILE)
+TOPICS = ("infra", "release", "auth")
+OWNERS = ("x@laptop", "y@phone", "z")
+PROJECTS = ("engram", "atlas")
+TEAMS = ("core", "web")
+CONVERSATIONS = ("c1", "c2")
+TARGETS = {"gemini@laptop": ["gemini@laptop", "gemini"], "cursor": ["cursor"]}  # HANDOFF_TO as the indexer writes it
+HANDOFF_STATES = ("pending", "accepted", "completed")
+PACKS = ("p1", "p2")
+KINDS = ("supersedes", "contradicts", "context-dependent", "merged-into")
+FACET_KEYS = ("tags", "owner_agent", "memory_type", "status", "topics", "project", "team", "conversation_id",
+              HANDOFF_TO, HANDOFF_STATUS)  # fmt: skip
+ADAPTERS = ("Qdrant Edge", "Qdrant server")
+
+
+def _some(rng: random.Random, values: tuple[str, ...], most: int) -> list[str]:
+    return rng.sample(values, rng.randint(0, most))
+
+
+def random_payload(rng: random.Random, namespace: str, memory_id: str, n: int) -> dict[str, Any]:
+    """A payload shaped like the indexer's, its optional fields sometimes absent, sometimes empty."""
+    kind = rng.choice(TYPES)
+    valid_from = rng.choice(TIMES)
+    payload: dict[str, Any] = {
+        "id": memory_id, "namespace": namespace, "content": f"memory {rng.choice(TAGS)} {n}",
+        "tags": _some(rng, TAGS, 3), "memory_type": kind, "topics": _some(rng, TOPICS, 2),
+        "owner_agent": rng.choice(OWNERS), "status": rng.choice(("active", "active", *STATUSES)), "questions": [],
+        CREATED_TS: rng.choice(TIMES), VALID_FROM: valid_from, VALID_TO: rng.choice((FAR, valid_from + 2)),
+        WORLD_FROM: rng.choice((-FAR, -FAR, *TIMES[:3])), WORLD_TO: rng.choice((FAR, FAR, *TIMES[3:])),
+        EXPIRES_TS: rng.choice((FAR, *TIMES)),
+    }  # fmt: skip
+    for key, values in (("project", PROJECTS), ("team", TEAMS), ("conversation_id", CONVERSATIONS)):
+        if rng.random() < 0.8:
+            payload[key] = rng.choice((*values, ""))
+    if kind == "handoff":
+        payload[HANDOFF_TO] = TARGETS[rng.choice(list(TARGETS))]
+        payload[HANDOFF_STATUS] = rng.choice(HANDOFF_STATES)
+    elif rng.random() < 0.7:
+        payload |= {HANDOFF_TO: [], HANDOFF_STATUS: ""}
+    if rng.random() < 0.6:
+        payload["relations"] = [{"kind": k, "memory_id": memory_id, "note": ""} for k in _some(rng, KINDS, 2)]
+    if kind == PACK_FILE or rng.random() < 0.3:
+        payload["metadata"] = {"pack": rng.choice(PACKS)}
+    elif rng.random() < 0.5:
+        payload["metadata"] = {}
+    return payload
+
+
+def random_corpus(rng: random.Random, namespaces: tuple[str, str], size: int) -> list[IndexPoint]:
+    """Points of two namespaces: current versions (key = memory id) and earlier ones (key = a version's id), some
+    memory ids in both namespaces."""
+    ids = [str(uuid.UUID(int=rng.getrandbits(128))) for _ in range(size // 2)]
+    points: dict[tuple[str, str], IndexPoint] = {}
+    for n in range(size):
+        namespace, memory_id = rng.choice((*namespaces, namespaces[0])), rng.choice(ids)
+        key = memory_id if rng.random() < 0.6 else version_point_id(memory_id, rng.randint(1, 3))
+        dense = [rng.gauss(0.0, 1.0) for _ in range(DIM)]
+        payload = random_payload(rng, namespace, memory_id, n)
+        points.setdefault((namespace, key), IndexPoint(key, payload, dense, BM25.document(payload["content"])))
+    return list(points.values())
+
+
+def random_filter(rng: random.Random) -> SearchFilter:
+    """A random combination of SearchFilter's fields, mostly of a few (more would rarely match anything)."""
+
+    def some(values: tuple[str, ...], most: int = 2) -> list[str]:
+        return rng.sample(values, rng.randint(1, most))
+
+    after, before = sorted(rng.sample((0.5, 3.5, *TIMES), 2))
+    choices: dict[str, Callable[[], Any]] = {
+        "tags": lambda: some(TAGS), "owner_agent": lambda: rng.choice((*OWNERS, "nobody")),
+        "memory_types": lambda: some(TYPES, 3), "topics": lambda: some(TOPICS), "statuses": lambda: some(STATUSES, 3),
+        "created_after": lambda: after, "created_before": lambda: before,
+        "conversation_id": lambda: rng.choice(CONVERSATIONS), "project": lambda: rng.choice(PROJECTS),
+        "team": lambda: rng.choice(TEAMS), "as_of": lambda: rng.choice((2.5, *TIMES)),
+        "handoff_target": lambda: rng.choice(("gemini@laptop", "gemini", "cursor", "nobody")),
+        "handoff_statuses": lambda: some(HANDOFF_STATES), "relation_kinds": lambda: some(KINDS, 3),
+        "pack": lambda: rng.choice(PACKS),
+    }  # fmt: skip
+    fields = rng.sample(sorted(choices), rng.choice((0, 1, 1, 1, 2, 2, 2, 3, 3, 4, 5)))
+    return SearchFilter(**{name: choices[name]() for name in fields})
+
+
+def _values(payload: dict[str, Any], key: str) -> list[Any]:
+    value = payload.get(key)
+    return value if isinstance(value, list) else [] if value is None else [value]
+
+
+def reference_matches(payload: dict[str, Any], namespace: str, flt: SearchFilter) -> bool:
+    """SearchFilter's meaning, read off one payload: tags all-of; types, topics, statuses (default: active),
+    handoff statuses and relation kinds any-of; created in [after, before); as_of within both validity windows;
+    pack files only for their pack or their type."""
+    kind, created, at = payload["memory_type"], payload[CREATED_TS], flt.as_of
+    pack = (payload.get("metadata") or {}).get("pack")
+    equal = (("owner_agent", flt.owner_agent), ("conversation_id", flt.conversation_id), ("project", flt.project),
+             ("team", flt.team), (HANDOFF_TO, flt.handoff_target))  # fmt: skip
+    return (
+        payload["namespace"] == namespace
+        and payload["status"] in (flt.statuses or ["active"])
+        and set(flt.tags) <= set(payload["tags"])
+        and all(not wanted or wanted in _values(payload, key) for key, wanted in equal)
+        and (not flt.memory_types or kind in flt.memory_types)
+        and (not flt.topics or bool(set(flt.topics) & set(payload["topics"])))
+        and (not flt.handoff_statuses or payload.get(HANDOFF_STATUS) in flt.handoff_statuses)
+        and (not flt.relation_kinds or any(r["kind"] in flt.relation_kinds for r in payload.get("relations", [])))
+        and (pack == flt.pack if flt.pack else kind != PACK_FILE or PACK_FILE in flt.memory_types)
+        and (flt.created_after is None or created >= flt.created_after)
+        and (flt.created_before is None or created < flt.created_before)
+        and (
+            at is None
+            or (payload[VALID_FROM] <= at < payload[VALID_TO] and payload[WORLD_FROM] <= at < payload[WORLD_TO])
+        )
+    )
+
+
+@dataclass(frozen=True)
+class Questions:
+    """What is asked of both adapters and of the reference about one filter."""
+
+    namespace: str
+    flt: SearchFilter
+    page: int  # listings and scans read this many at a time
+    facet_key: str
+    dense: list[float]
+    limit: int  # searches: room for every point of the corpus
+
+
+def _listing(index: MemoryIndex, q: Questions, by: str) -> list[str]:
+    """Every key of a listing, read a page at a time."""
+    keys: list[str] = []
+    after: Position | None = None
+    while page := index.recent(q.namespace, q.flt, q.page, after, by=by):
+        assert len(page) <= q.page
+        keys += [p[KEY] for p in page]
+        after = Position(page[-1][by], page[-1][POINT])
+    return keys
+
+
+def answers(index: MemoryIndex, q: Questions) -> dict[str, Any]:
+    request = SearchRequest(q.namespace, q.flt, q.limit, dense=q.dense, sparse=BM25.query("memory"))
+    hits = index.search(request)
+    return {
+        "count": index.count(q.namespace, q.flt),
+        "recent": _listing(index, q, CREATED_TS),
+        "recent by update": _listing(index, q, VALID_FROM),
+        "scan": sorted(p[KEY] for page in index.scan(q.namespace, q.flt, page=q.page) for p, _ in page),
+        "facet": index.facet(q.namespace, q.facet_key, q.flt),
+        "dense search": sorted(s.id for s in hits[DENSE]),
+        "bm25 search": sorted(s.id for s in hits[SPARSE]),
+    }
+
+
+def reference_answers(payloads: list[dict[str, Any]], q: Questions) -> dict[str, Any]:
+    matched = [p for p in payloads if reference_matches(p, q.namespace, q.flt)]
+    keys = sorted(p[KEY] for p in matched)
+    return {
+        "count": len(matched),
+        "recent": _reference_listing(matched, CREATED_TS),
+        "recent by update": _reference_listing(matched, VALID_FROM),
+        "scan": keys,
+        "facet": _reference_facet(matched, q.facet_key),
+        "dense search": keys,
+        "bm25 search": keys,  # every content has the word "memory"
+    }
+
+
+def _reference_listing(payloads: list[dict[str, Any]], by: str) -> list[str]:
+    """Newest first by `by`, ties by stored point id."""
+    return [p[KEY] for p in sorted(payloads, key=lambda p: (-p[by], point_id(p["namespace"], p[KEY])))]
+
+
+def _reference_facet(payloads: list[dict[str, Any]], key: str) -> dict[str, int]:
+    counts: dict[str, int] = {}
+    for value in (v for p in payloads for v in _values(p, key) if v not in (None, "")):
+        counts[value] = counts.get(value, 0) + 1
+    return counts
+
+
+def congruent_round(indexes: tuple[MemoryIndex, MemoryIndex], seed: int) -> list[IndexPoint]:
+    """One round on an empty index: a random corpus, random filters, the selections across namespaces and those of
+    one memory (its purge included)."""
+    rng = random.Random(seed)
+    a, b = f"{seed}-a", f"{seed}-b"
+    corpus = random_corpus(rng, (a, b), POINTS_PER_ROUND)
+    for index in indexes:
+        index.upsert(corpus)
+    payloads = [{**p.payload, KEY: p.id} for p in corpus]
+    for _ in range(FILTERS_PER_ROUND):
+        dense = [rng.gauss(0.0, 1.0) for _ in range(DIM)]
+        namespace = rng.choice((a, a, a, b, f"{seed}-c"))
+        page = rng.choice((1, 2, 3, 5, 8))
+        q = Questions(namespace, random_filter(rng), page, rng.choice(FACET_KEYS), dense, len(corpus))
+        expected = reference_answers(payloads, q)
+        for name, index in zip(ADAPTERS, indexes, strict=True):
+            got = answers(index, q)
+            for what, want in expected.items():
+                assert got[what] == want, f"{name}, {what} (round seed {seed}): {q}"
+    at, facet_keys = rng.choice(TIMES), {a: rng.choice(FACET_KEYS), b: rng.choice(FACET_KEYS)}
+    due = sorted((p["namespace"], p[KEY]) for p in payloads if p["status"] == "active" and p[EXPIRES_TS] <= at)
+    active = {ns: n for ns in (a, b) if (n := sum(p["status"] == "active" for p in payloads if p["namespace"] == ns))}
+    every_status = SearchFilter(statuses=list(STATUSES))
+    for name, index in zip(ADAPTERS, indexes, strict=True):
+        context = f"{name} (round seed {seed})"
+        assert sorted((p["namespace"], p[KEY]) for p in index.due(at, len(payloads))) == due, f"due at {at}: {context}"
+        assert index.namespaces() == active, f"namespaces: {context}"
+        for namespace, key in facet_keys.items():  # no filter given: every status faceted, active memories counted
+            faceted = [p for p in payloads if reference_matches(p, namespace, every_status)]
+            assert index.facet(namespace, key) == _reference_facet(faceted, key), f"facet {key}: {context}"
+            counted = sum(reference_matches(p, namespace, SearchFilter()) for p in payloads)
+            assert index.count(namespace) == counted, f"count: {context}"
+    memory_id = rng.choice(corpus).payload["id"]
+    versions = {ns: sorted(p[KEY] for p in payloads if p["namespace"] == ns and p["id"] == memory_id) for ns in (a, b)}
+    for name, index in zip(ADAPTERS, indexes, strict=True):
+        context = f"{name} (round seed {seed}), memory {memory_id}"
+        for namespace, other in ((a, b), (b, a)):
+            assert sorted(p[KEY] for p in index.versions_of(namespace, memory_id)) == versions[namespace], context
+            assert index.held_elsewhere(namespace, memory_id) == bool(versions[other]), context
+        index.delete_memory(a, memory_id)  # its points in a, and only those
+        assert index.versions_of(a, memory_id) == [], context
+        assert sorted(p[KEY] for p in index.versions_of(b, memory_id)) == versions[b], context
+        assert index.point_count() == len(payloads) - len(versions[a]), context
+    return corpus
+
+
+def test_random_filters_and_payloads_get_the_reference_answers_from_both_adapters(tmp_path: Path) -> None:
+    edge, server = EdgeIndex(tmp_path / "index", dim=DIM), QdrantServerIndex.from_url(":memory:", dim=DIM)
+    indexes = (edge, server)
+    try:
+        for seed in ROUND_SEEDS or [SEED * 1000 + n for n in range(ROUNDS)]:
+            corpus = congruent_round(indexes, seed)
+            # Empty again for the next round. Edge: a purge of every memory (a fresh shard would cost 0.2 s). The
+            # server: a reset (local mode keeps deleted points, and its brute-force filters read them all).
+            for namespace, memory_id in sorted({(p.payload["namespace"], p.payload["id"]) for p in corpus}):
+                edge.delete_memory(namespace, memory_id)
+            assert edge.point_count() == 0
+            server.reset()
+    finally:
+        for index in indexes:
+            index.close()
