@@ -9,12 +9,14 @@ import logging
 import shutil
 import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 import qdrant_edge as qe
 
 from engram.errors import DiskFull, InvalidArgument, Unavailable
 from engram.ids import uuid7
+from engram.index import point_id
 from engram.index.edge import EdgeIndex
 from engram.log import LogEntry, subject
 from engram.log.events import MEMORY_SAVED, event_body
@@ -145,7 +147,9 @@ async def test_index_missing_points_is_rebuilt_from_the_log(nats_server: NatsSer
     try:
         ids = await _filled_index(log, tmp_path / "index", 30)
         damaged = EdgeIndex(tmp_path / "index", dim=DIM)
-        damaged._shard.update(qe.UpdateOperation.delete_points(list(ids[:7])))  # lost data, bookkeeping intact
+        lost: list[Any] = [point_id("ns", memory_id) for memory_id in ids[:7]]  # the stored points of 7 memories
+        damaged._shard.update(qe.UpdateOperation.delete_points(lost))  # lost data, bookkeeping intact
+        assert damaged.count("ns") == 23
         damaged.close()
 
         health = Health()
