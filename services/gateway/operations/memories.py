@@ -16,7 +16,17 @@ from pydantic import BaseModel
 from engram.config import Settings
 from engram.errors import EngramError, InvalidArgument
 from engram.index import DENSE
-from engram.model import Caller, Memory, MemoryInput, SearchFilter, format_time, parse_time
+from engram.model import (
+    JSON_SUFFIX,
+    TIME_FIELDS,
+    Caller,
+    Memory,
+    MemoryInput,
+    SearchFilter,
+    format_time,
+    parse_time,
+    stored_name,
+)
 from engram.results import Page
 from engram.services.gateway.backend import Backend, redactions_json
 from engram.services.gateway.backend import metadata_json as encode_metadata
@@ -55,9 +65,9 @@ log = logging.getLogger(__name__)
 # Seconds per unit of an expiry duration (30d, 12h, ...).
 DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _DURATION = re.compile(DURATION_PATTERN)
-_INPUT_FIELDS = frozenset(f.name for f in dataclasses.fields(MemoryInput))
-# A request field whose MemoryInput name differs (update masks name MemoryInput fields).
-_INPUT_NAME = {"metadata": "metadata_json"}
+_INPUT_FIELDS = tuple(f.name for f in dataclasses.fields(MemoryInput))
+# A request field whose MemoryInput name differs (update masks name MemoryInput fields): metadata is metadata_json.
+_INPUT_NAME = {stored_name(name): name for name in _INPUT_FIELDS if stored_name(name) != name}
 
 # The similar-finding check after a finding is saved: a dense-only search for its content, whose "dense" stage
 # score is the cosine similarity. The caller's own findings may take some of the top places, so more candidates
@@ -280,16 +290,22 @@ def save_result(memory: Memory, seq: int, redactions: Sequence[Any]) -> SaveResu
 
 
 def memory_input(request: BaseModel) -> MemoryInput:
-    """The MemoryInput of a save, update or supersede body: the fields it gives, the others empty."""
+    """The MemoryInput of a save, update or supersede body: the fields it gives, the others empty. Each is the
+    request field of the same name (metadata for metadata_json, as JSON text); times are read from RFC 3339 (an
+    expiry also from a duration)."""
     given = request.model_dump(exclude_none=True)
-    values = {name: value for name, value in given.items() if name in _INPUT_FIELDS}
-    values.update(
-        content=given.get("content", ""),
-        metadata_json=encode_metadata(given.get("metadata")),
-        valid_at=_time("valid_at", given.get("valid_at")),
-        invalid_at=_time("invalid_at", given.get("invalid_at")),
-        expires_at=expiry_time(given.get("expires_at"), now=time.time()),
-    )
+    values: dict[str, Any] = {}
+    for name in _INPUT_FIELDS:
+        value = given.get(stored_name(name))
+        if value is None:
+            continue
+        if name.endswith(JSON_SUFFIX):
+            value = encode_metadata(value)
+        elif name == "expires_at":
+            value = expiry_time(value, now=time.time())
+        elif name in TIME_FIELDS:
+            value = _time(name, value)
+        values[name] = value
     return MemoryInput(**values)
 
 

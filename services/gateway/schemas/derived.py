@@ -1,9 +1,12 @@
-"""Pydantic models derived from the domain dataclasses, so the REST and MCP shapes of a memory follow engram.model.
+"""Pydantic models derived from the domain dataclasses, so the REST and MCP shapes of a memory follow engram.model;
+and models derived from another model, so a request that takes another's fields follows it.
 
 A model that names its dataclass in ``__derived_from__`` gets one field per dataclass field, in the dataclass's order:
 times (``*_at`` epoch floats) become RFC 3339 strings, nested dataclasses become their derived models, defaults
-and default factories carry over. A field the class declares itself (to add a description, say) is kept as
-declared. So a field added to the domain type shows in the published schemas without being written again.
+and default factories carry over. A model that names another model there gets that model's fields as declared
+(types, limits, descriptions and defaults), but those it names in ``__left_out__``. In both, a field the class
+declares itself (to add a description, say) is kept as declared, in the source's order; its other fields follow.
+So a field added to the source shows in the published schemas without being written again.
 """
 
 from __future__ import annotations
@@ -31,26 +34,48 @@ class _DerivedMeta(ModelMetaclass):
         source: type | None = namespace.get("__derived_from__")
         if source is not None:
             declared = dict(namespace.get("__annotations__", {}))
+            left_out = set(namespace.get("__left_out__", ()))
             annotations: dict[str, Any] = {}
-            hints = typing.get_type_hints(source)
-            for f in dataclasses.fields(source):
-                if f.name in declared:
-                    annotations[f.name] = declared.pop(f.name)
+            for field_name, annotation, default in _fields_of(source):
+                if field_name in left_out:
                     continue
-                annotations[f.name], namespace[f.name] = _public(f, hints[f.name])
+                if field_name in declared:
+                    annotations[field_name] = declared.pop(field_name)
+                    continue
+                annotations[field_name], namespace[field_name] = annotation, default
             namespace["__annotations__"] = {**annotations, **declared}
         cls = super().__new__(mcs, name, bases, namespace, **kwargs)
-        if source is not None:
+        if source is not None and dataclasses.is_dataclass(source):
             _DERIVED[source] = cls  # type: ignore[assignment]
         return cls
 
 
 class DerivedModel(BaseModel, metaclass=_DerivedMeta):
-    """Base of the models derived from a dataclass::
+    """Base of the models derived from a dataclass, or from another model but some of its fields::
 
     class MemoryOut(DerivedModel):
         __derived_from__ = Memory
+
+    class UpdateRequest(DerivedModel):
+        __derived_from__ = SaveRequest
+        __left_out__ = ("conversation_id",)
     """
+
+
+def _fields_of(source: type) -> list[tuple[str, Any, Any]]:
+    """Each field of ``source`` (a dataclass, or a model) as its name, public annotation and pydantic default."""
+    hints = typing.get_type_hints(source, include_extras=True)
+    if dataclasses.is_dataclass(source):
+        return [(f.name, *_public(f, hints[f.name])) for f in dataclasses.fields(source)]
+    model: type[BaseModel] = source  # type: ignore[assignment]
+    return [(name, hints[name], _default(info)) for name, info in model.model_fields.items()]
+
+
+def _default(info: Any) -> Any:
+    """The default of a model's field, as a class body states it."""
+    if info.default_factory is not None:
+        return Field(default_factory=info.default_factory)
+    return ... if info.is_required() else info.default
 
 
 def _public(f: dataclasses.Field[Any], hint: Any) -> tuple[Any, Any]:

@@ -9,6 +9,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, Field
 
 from engram.config import DEFAULT_SEARCH_LIMIT
+from engram.model import FIXED_INPUTS, stored_name
 from engram.services.gateway.schemas.arguments import (
     CONSOLIDATED_HELP,
     DEFAULT_LIST_LIMIT,
@@ -69,19 +70,22 @@ from engram.services.gateway.schemas.arguments import (
     TypeFilter,
     ValidAt,
 )
+from engram.services.gateway.schemas.derived import DerivedModel
 
 
+# One field per field of engram.model.MemoryInput, named as stored (metadata for metadata_json), with its limits and
+# description: the update and supersede requests, the MCP tools' parameters and the REST bodies take them from here.
 class SaveRequest(BaseModel):
     """A memory to save."""
 
     model_config = ConfigDict(extra="forbid")
 
     content: Content
+    summary: Summary = None
     tags: Tags = None
     topics: Topics = None
     memory_type: MemoryTypeArg = None
     importance: ImportanceArg = None
-    summary: Summary = None
     metadata: Metadata = None
     team: Team = None
     project: Project = None
@@ -95,11 +99,9 @@ class SaveRequest(BaseModel):
     context: ContextArg = None
 
 
-# The fields update_memory may change (named as in the request); `metadata` is MemoryInput.metadata_json.
-UPDATE_FIELDS = (
-    "content", "summary", "tags", "topics", "memory_type", "importance", "metadata", "team", "project",
-    "sensitivity", "confidence", "valid_at", "invalid_at", "expires_at", "context",
-)  # fmt: skip
+# The fields update_memory may change: every save field but those fixed when a memory is saved.
+FIXED_FIELDS = tuple(stored_name(name) for name in FIXED_INPUTS)
+UPDATE_FIELDS = tuple(name for name in SaveRequest.model_fields if name not in FIXED_FIELDS)
 
 
 def any_given(names: Sequence[str]) -> dict[str, Any]:
@@ -121,37 +123,21 @@ def one_of(first: str, second: str, *, also_null: Sequence[str] = ()) -> dict[st
 
 
 # The save fields a supersede may give for the new memory (everything a save takes).
-REPLACEMENT_FIELDS = (
-    "content", "tags", "topics", "memory_type", "importance", "summary", "metadata", "team", "project",
-    "conversation_id", "sensitivity", "confidence", "valid_at", "invalid_at", "expires_at", "handoff_target",
-    "context",
-)  # fmt: skip
+REPLACEMENT_FIELDS = tuple(SaveRequest.model_fields)
 # Rules across fields, published in the schemas (REST and MCP) and enforced by the operations; null means omitted.
 UPDATE_RULE = any_given(UPDATE_FIELDS)
 SUPERSEDE_RULE = one_of("content", "new_id", also_null=REPLACEMENT_FIELDS)
 
 
-class UpdateRequest(BaseModel):
+class UpdateRequest(DerivedModel):
     """The fields to change (at least one); a field left out, or null, keeps its value. Lists and metadata are
     replaced whole; an empty string, list or object clears a field."""
 
+    __derived_from__ = SaveRequest  # its fields but the fixed ones (UPDATE_FIELDS), content optional here
+    __left_out__ = FIXED_FIELDS
     model_config = ConfigDict(extra="forbid", json_schema_extra=UPDATE_RULE)
 
     content: Content | None = None
-    summary: Summary = None
-    tags: Tags = None
-    topics: Topics = None
-    memory_type: MemoryTypeArg = None
-    importance: ImportanceArg = None
-    metadata: Metadata = None
-    team: Team = None
-    project: Project = None
-    sensitivity: SensitivityArg = None
-    confidence: ConfidenceArg = None
-    valid_at: ValidAt = None
-    invalid_at: InvalidAt = None
-    expires_at: ExpiresAt = None
-    context: ContextArg = None
     expected_version: ExpectedVersion = None
 
 

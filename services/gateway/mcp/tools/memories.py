@@ -25,32 +25,23 @@ from engram.services.gateway.mcp.descriptions import (
     WRITE,
 )
 from engram.services.gateway.mcp.sessions import PreviousSaves, session_key
+from engram.services.gateway.mcp.signatures import flat
 from engram.services.gateway.operations import Operations
 from engram.services.gateway.operations.packs import PackService
 from engram.services.gateway.schemas.arguments import (
     DEFAULT_LIST_LIMIT,
     AsOf,
-    ConfidenceArg,
-    Content,
-    ContextArg,
     ConversationId,
     CreatedAfter,
     CreatedBefore,
     ExpectedVersion,
-    ExpiresAt,
     Explain,
     FilterTags,
     FilterTopics,
-    HandoffTarget,
-    ImportanceArg,
     IncludeArchived,
-    InvalidAt,
     ListLimit,
     MemoryId,
-    MemoryTypeArg,
-    Metadata,
     MinSeq,
-    NewId,
     OwnerAgent,
     PackArg,
     PackCategoryArg,
@@ -62,16 +53,10 @@ from engram.services.gateway.schemas.arguments import (
     Query,
     Rerank,
     SearchLimit,
-    SensitivityArg,
     Sources,
     StatusFilter,
-    Summary,
-    Tags,
-    Team,
     TeamFilter,
-    Topics,
     TypeFilter,
-    ValidAt,
 )
 from engram.services.gateway.schemas.requests import (
     Filters,
@@ -107,38 +92,16 @@ def register(
     """Adds the memory tools to ``server``; ``previous`` keeps each session's latest save (the next one's context),
     ``packs`` finds a pack's memory for delete_memory's pack form."""
 
+    # The tools that write a memory take their request's fields as arguments (engram.services.gateway.mcp.signatures).
     @server.tool(description=SAVE_DESCRIPTION, annotations=WRITE)
-    async def save_memory(
-        content: Content,
-        ctx: Context,
-        tags: Tags = None,
-        topics: Topics = None,
-        memory_type: MemoryTypeArg = None,
-        importance: ImportanceArg = None,
-        summary: Summary = None,
-        metadata: Metadata = None,
-        team: Team = None,
-        project: Project = None,
-        conversation_id: ConversationId = None,
-        sensitivity: SensitivityArg = None,
-        confidence: ConfidenceArg = None,
-        valid_at: ValidAt = None,
-        invalid_at: InvalidAt = None,
-        expires_at: ExpiresAt = None,
-        handoff_target: HandoffTarget = None,
-        context: ContextArg = None,
-    ) -> SaveResult:
+    @flat(SaveRequest)
+    async def save_memory(ctx: Context, request: SaveRequest) -> SaveResult:
         who = caller(ctx)
         session = session_key(ctx, who)
-        if session and settings.derive_context and context is None and not conversation_id:
+        if session and settings.derive_context and request.context is None and not request.conversation_id:
             # Ingest derives the context of a conversation's saves; a session without one is derived here.
-            context = previous.context_for(session, sensitivity)
-        request = SaveRequest(
-            content=content, tags=tags, topics=topics, memory_type=memory_type, importance=importance,
-            summary=summary, metadata=metadata, team=team, project=project, conversation_id=conversation_id,
-            sensitivity=sensitivity, confidence=confidence, valid_at=valid_at, invalid_at=invalid_at,
-            expires_at=expires_at, handoff_target=handoff_target, context=context,
-        )  # fmt: skip
+            context = previous.context_for(session, request.sensitivity)
+            request = request.model_copy(update={"context": context})
         result = await ops.save(who, request)
         if session:
             previous.remember(session, result.memory.content, result.memory.sensitivity)  # scrubbed content
@@ -204,32 +167,8 @@ def register(
         return await ops.list(caller(ctx), ListRequest(limit=limit, filters=filters, page_token=page_token))
 
     @server.tool(description=UPDATE_DESCRIPTION, annotations=WRITE)
-    async def update_memory(
-        id: MemoryId,
-        ctx: Context,
-        content: Content | None = None,
-        summary: Summary = None,
-        tags: Tags = None,
-        topics: Topics = None,
-        memory_type: MemoryTypeArg = None,
-        importance: ImportanceArg = None,
-        metadata: Metadata = None,
-        team: Team = None,
-        project: Project = None,
-        sensitivity: SensitivityArg = None,
-        confidence: ConfidenceArg = None,
-        valid_at: ValidAt = None,
-        invalid_at: InvalidAt = None,
-        expires_at: ExpiresAt = None,
-        context: ContextArg = None,
-        expected_version: ExpectedVersion = None,
-    ) -> SaveResult:
-        request = UpdateRequest(
-            content=content, summary=summary, tags=tags, topics=topics, memory_type=memory_type,
-            importance=importance, metadata=metadata, team=team, project=project, sensitivity=sensitivity,
-            confidence=confidence, valid_at=valid_at, invalid_at=invalid_at, expires_at=expires_at, context=context,
-            expected_version=expected_version,
-        )  # fmt: skip
+    @flat(UpdateRequest)
+    async def update_memory(id: MemoryId, ctx: Context, request: UpdateRequest) -> SaveResult:
         return await ops.update(caller(ctx), id, request)
 
     @server.tool(description=DELETE_DESCRIPTION, annotations=DELETE)
@@ -252,36 +191,8 @@ def register(
         return await ops.delete(who, id, expected_version=expected_version)
 
     @server.tool(description=SUPERSEDE_DESCRIPTION, annotations=WRITE)
-    async def supersede_memory(
-        old_id: MemoryId,
-        ctx: Context,
-        content: Content | None = None,
-        tags: Tags = None,
-        topics: Topics = None,
-        memory_type: MemoryTypeArg = None,
-        importance: ImportanceArg = None,
-        summary: Summary = None,
-        metadata: Metadata = None,
-        team: Team = None,
-        project: Project = None,
-        conversation_id: ConversationId = None,
-        sensitivity: SensitivityArg = None,
-        confidence: ConfidenceArg = None,
-        valid_at: ValidAt = None,
-        invalid_at: InvalidAt = None,
-        expires_at: ExpiresAt = None,
-        handoff_target: HandoffTarget = None,
-        context: ContextArg = None,
-        new_id: NewId = None,
-        expected_version: ExpectedVersion = None,
-    ) -> SupersedeResult:
-        request = SupersedeRequest(
-            content=content, tags=tags, topics=topics, memory_type=memory_type, importance=importance,
-            summary=summary, metadata=metadata, team=team, project=project, conversation_id=conversation_id,
-            sensitivity=sensitivity, confidence=confidence, valid_at=valid_at, invalid_at=invalid_at,
-            expires_at=expires_at, handoff_target=handoff_target, context=context, new_id=new_id,
-            expected_version=expected_version,
-        )  # fmt: skip
+    @flat(SupersedeRequest)
+    async def supersede_memory(old_id: MemoryId, ctx: Context, request: SupersedeRequest) -> SupersedeResult:
         return await ops.supersede(caller(ctx), old_id, request)
 
     @server.tool(description=HISTORY_DESCRIPTION, annotations=READ)
