@@ -1,35 +1,25 @@
-"""`engram export --format markdown DIR` and `engram import DIR`: a namespace's memories as a Markdown vault (one
-file per memory, YAML frontmatter, friendly to Obsidian and basic-memory) and back, idempotently."""
+"""The Markdown vault: a namespace's memories as one file each with YAML frontmatter (friendly to Obsidian and
+basic-memory), and a folder of notes read back as import lines, idempotently. `engram export --format markdown DIR`
+and `engram import DIR` move them to and from a node (engram/cli/vault.py)."""
 
 from __future__ import annotations
 
 import json
 import os
 import re
-import sys
-import time
 import unicodedata
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime
 from pathlib import Path
-from typing import IO, Any
-from urllib.parse import quote
+from typing import Any
 
-import httpx
 import yaml
 
 from engram import frontmatter
-from engram.importer import DEFAULT_CHUNK_BYTES, answer_json, problem_text
-from engram.model import STATUSES
-from engram.progress import progress_bar
+from engram.importer import DEFAULT_CHUNK_BYTES
 
-EXIT_OK = 0
-EXIT_FAILED = 1  # the node refused, or the folder cannot be written
-EXIT_USAGE = 2  # nothing was done: no node answers, or the folder is unusable
-EXIT_REJECTED = 3  # the import finished, but some files were rejected (as `engram import FILE.jsonl`)
-PAGE_SIZE = 100  # the list endpoint's maximum
 CHUNK_FILES = 200  # files per bulk-import request
 MAX_FILE_BYTES = DEFAULT_CHUNK_BYTES  # a bigger note would not fit one import request
 MAX_SLUG_CHARS = 60
@@ -37,7 +27,6 @@ MAX_SLUG_BYTES = 120  # a file name stays well under the 255 bytes every file sy
 SHORT_ID_CHARS = 8
 VAULT_ID = "vault_id"  # the metadata key that keeps, on a memory imported elsewhere, the id it had in the vault
 _PATH_NAMESPACE = uuid.UUID("6f1c9a52-3b0e-4c1e-9d7e-0e6a7b2c4d10")  # ids of notes without one, from their path
-_TIMEOUT = httpx.Timeout(30, read=600)
 _SECRET = "secret"
 _ARCHIVED_AGAIN = ("archived", "superseded")  # imported, then archived: hidden from search, as they were
 
@@ -64,85 +53,6 @@ class VaultError(Exception):
     """A file or folder that cannot be read or written as a vault; the message says why and what to do."""
 
 
-# --- the command line ---------------------------------------------------------------------------------------
-
-
-def run_export(
-    folder: Path, base_url: str, *, api_key: str | None, include_secret: bool = False, err: IO[str] | None = None
-) -> int:
-    """`engram export --format markdown DIR`: exit 0 written, 1 refused or not writable, 2 no node answers."""
-    err = err or sys.stderr
-    try:
-        report = export_vault(folder, base_url, api_key=api_key, include_secret=include_secret)
-    except httpx.TransportError as e:
-        print(_no_node(base_url, e), file=err)
-        return EXIT_USAGE
-    except (VaultError, OSError) as e:
-        print(f"engram: {e}", file=err)
-        return EXIT_FAILED
-    print(report.summary(), file=err)
-    return EXIT_OK
-
-
-def run_import(source: Path, base_url: str, *, api_key: str | None, err: IO[str] | None = None) -> int:
-    """`engram import DIR`: exit 0 all imported (or present), 3 some files rejected, 1 refused, 2 no node answers."""
-    err = err or sys.stderr
-    if next(_markdown_files(source.resolve()), None) is None:
-        print(
-            f"engram: {source} is a folder without Markdown notes (*.md) to import as a vault. To import JSON "
-            f"lines, pass one file (e.g. {source / 'memories.jsonl'}), or import each: "
-            f'for f in {source}/*.jsonl; do engram import "$f"; done',
-            file=err,
-        )
-        return EXIT_USAGE
-    report = VaultImportReport()
-    try:
-        import_vault(source, base_url, api_key=api_key, report=report)
-    except httpx.TransportError as e:
-        print(_no_node(base_url, e), file=err)
-        return EXIT_USAGE
-    except VaultError as e:
-        print(report.summary(source), file=err)
-        print(f"engram: {e}", file=err)
-        return EXIT_FAILED
-    print(report.summary(source), file=err)
-    return EXIT_REJECTED if report.rejected else EXIT_OK
-
-
-def _no_node(base_url: str, error: Exception) -> str:
-    return (
-        f"engram: no Engram node answers at {base_url} ({type(error).__name__}). Start one with `engram serve`, "
-        "or pass --url / --home."
-    )
-
-
-def _client(base_url: str, api_key: str | None) -> httpx.Client:
-    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
-    return httpx.Client(base_url=base_url, headers=headers, timeout=_TIMEOUT)
-
-
-def _answer(response: httpx.Response) -> dict[str, Any]:
-    """The JSON body of a successful answer; a refusal raises VaultError with the node's problem detail."""
-    if response.status_code >= 400:
-        hint = " Set ENGRAM_API_KEY to a key of the namespace." if response.status_code == 401 else ""
-        raise VaultError(f"the node refused: {problem_text(response)}.{hint}")
-    return answer_json(response)
-
-
-def memories(client: httpx.Client) -> Iterator[dict[str, Any]]:
-    """Every memory of the caller's namespace, in every status, page by page (most recent first)."""
-    token: str | None = None
-    while True:
-        params: dict[str, Any] = {"limit": PAGE_SIZE, "status": list(STATUSES)}
-        if token:
-            params["page_token"] = token
-        page = _answer(client.get("/v1/memories", params=params))
-        yield from page.get("memories") or []
-        token = page.get("next_page_token")
-        if not token:
-            return
-
-
 # --- export -------------------------------------------------------------------------------------------------
 
 
@@ -164,39 +74,30 @@ class ExportReport:
         return f"wrote {self.written} memories to {self.folder}{skipped}{moved}"
 
 
-def export_vault(
-    folder: Path, base_url: str, *, api_key: str | None, include_secret: bool = False, progress: bool = True
-) -> ExportReport:
-    """Writes every memory of the caller's namespace under folder; a memory exported before (same id) is
-    overwritten, wherever its earlier file was."""
-    if folder.exists() and not folder.is_dir():
-        raise VaultError(f"{folder} is a file; give a folder to export to.")
-    folder.mkdir(parents=True, exist_ok=True)
-    root = folder.resolve()
-    report = ExportReport(folder)
-    earlier = _exported_files(root)  # id -> files an earlier export wrote
-    taken: dict[Path, str] = {path: mid for mid, paths in earlier.items() for path in paths}
-    with _client(base_url, api_key) as client:
-        stated = _answer(client.get("/v1/stats")).get("total")
-        total = stated if isinstance(stated, int) else 0  # the bar's total; it grows if memories arrive meanwhile
-        bar = progress_bar(total or None, "exporting", unit="memories") if progress else None
-        try:
-            for memory in memories(client):
-                if memory.get("sensitivity") == _SECRET and not include_secret:
-                    report.skipped_secret += 1
-                else:
-                    path = note_path(root, memory, taken)
-                    write_note(path, render_note(memory))
-                    taken[path] = str(memory["id"])
-                    report.written += 1
-                    report.moved += _drop_earlier(earlier.pop(str(memory["id"]), []), path)
-                if bar is not None:
-                    done = report.written + report.skipped_secret
-                    bar.update(done, max(total, done))
-        finally:
-            if bar is not None:
-                bar.close()
-    return report
+class VaultWriter:
+    """Writes memories as the notes of a folder; a memory exported before (same id) is overwritten, wherever its
+    earlier file was."""
+
+    def __init__(self, folder: Path, *, include_secret: bool = False) -> None:
+        if folder.exists() and not folder.is_dir():
+            raise VaultError(f"{folder} is a file; give a folder to export to.")
+        folder.mkdir(parents=True, exist_ok=True)
+        self.report = ExportReport(folder)
+        self._root = folder.resolve()
+        self._include_secret = include_secret
+        self._earlier = _exported_files(self._root)  # id -> files an earlier export wrote
+        self._taken: dict[Path, str] = {path: mid for mid, paths in self._earlier.items() for path in paths}
+
+    def write(self, memory: dict[str, Any]) -> None:
+        """Writes one memory's note (a secret one only with include_secret), and counts it in the report."""
+        if memory.get("sensitivity") == _SECRET and not self._include_secret:
+            self.report.skipped_secret += 1
+            return
+        path = note_path(self._root, memory, self._taken)
+        write_note(path, render_note(memory))
+        self._taken[path] = str(memory["id"])
+        self.report.written += 1
+        self.report.moved += _drop_earlier(self._earlier.pop(str(memory["id"]), []), path)
 
 
 def _drop_earlier(paths: list[Path], kept: Path) -> int:
@@ -299,6 +200,11 @@ class Note:
     origins: frozenset[str]  # the ids this memory is known by (its key and the vault_id it carries)
     status: str = "active"
 
+    @property
+    def archived(self) -> bool:
+        """Archived or superseded in the vault: imported, then archived again (hidden from search, as it was)."""
+        return self.status in _ARCHIVED_AGAIN
+
 
 @dataclass(slots=True)
 class VaultImportReport:
@@ -320,39 +226,6 @@ class VaultImportReport:
         return "\n".join(lines)
 
 
-def import_vault(
-    folder: Path,
-    base_url: str,
-    *,
-    api_key: str | None,
-    progress: bool = True,
-    report: VaultImportReport | None = None,
-) -> VaultImportReport:
-    """Imports every Markdown file under folder (dot folders such as .obsidian skipped) that the namespace does not
-    hold yet; a file that cannot be read is rejected with the reason, and the others go on."""
-    report = report if report is not None else VaultImportReport()
-    started = time.monotonic()
-    root = folder.resolve()
-    notes = read_vault(root, report)
-    with _client(base_url, api_key) as client:
-        known = _known_ids(client)
-        fresh = [note for note in notes if not note.origins & known]
-        report.already_present += len(notes) - len(fresh)
-        bar = progress_bar(len(notes), f"importing {folder.name}", unit="files") if progress else None
-        if bar is not None:
-            bar.update(report.already_present)
-        try:
-            for first, chunk in _chunks(fresh):
-                _import_chunk(client, first, chunk, report)
-                if bar is not None:
-                    bar.advance(len(chunk))
-        finally:
-            if bar is not None:
-                bar.close()
-            report.seconds = time.monotonic() - started
-    return report
-
-
 def read_vault(root: Path, report: VaultImportReport) -> list[Note]:
     """The notes of the vault in path order; a file that cannot be one is added to report.rejected."""
     notes: list[Note] = []
@@ -371,6 +244,11 @@ def read_vault(root: Path, report: VaultImportReport) -> list[Note]:
         seen[note.key] = relative
         notes.append(note)
     return notes
+
+
+def has_notes(folder: Path) -> bool:
+    """Whether folder holds a Markdown note (*.md) to import."""
+    return next(_markdown_files(folder.resolve()), None) is not None
 
 
 def _markdown_files(root: Path) -> Iterator[Path]:
@@ -487,17 +365,17 @@ def _heading(content: str) -> str | None:
     return match.group(1) if match else None
 
 
-def _known_ids(client: httpx.Client) -> set[str]:
-    """The ids the namespace knows its memories by: their own and the vault ids of those imported from a vault."""
+def known_ids(memories: Iterable[dict[str, Any]]) -> set[str]:
+    """The ids a namespace knows its memories by: their own and the vault ids of those imported from a vault."""
     known: set[str] = set()
-    for memory in memories(client):
+    for memory in memories:
         known.add(str(memory["id"]))
         if vault_id := (memory.get("metadata") or {}).get(VAULT_ID):
             known.add(str(vault_id))
     return known
 
 
-def _chunks(notes: list[Note]) -> Iterator[tuple[int, list[Note]]]:
+def chunks(notes: list[Note]) -> Iterator[tuple[int, list[Note]]]:
     """(first line number, notes) of at most CHUNK_FILES notes and about MAX_FILE_BYTES each."""
     first, size = 1, 0
     chunk: list[Note] = []
@@ -512,26 +390,3 @@ def _chunks(notes: list[Note]) -> Iterator[tuple[int, list[Note]]]:
         size += length
     if chunk:
         yield first, chunk
-
-
-def _import_chunk(client: httpx.Client, first: int, chunk: list[Note], report: VaultImportReport) -> None:
-    """Sends one chunk to the bulk import; rejections are reported by file, archived notes archived again."""
-    body = "\n".join(json.dumps(note.line, ensure_ascii=False) for note in chunk)
-    response = client.post(
-        "/v1/memories:import",
-        params={"first_line": first},
-        content=body.encode(),
-        headers={"Content-Type": "application/x-ndjson"},
-    )
-    answer = _answer(response)
-    by_line = {first + offset: note for offset, note in enumerate(chunk)}
-    for rejection in answer.get("rejected") or []:
-        report.rejected.append((by_line[rejection["line"]].path.as_posix(), str(rejection["reason"])))
-    for item in answer.get("items") or []:
-        if item.get("already_present"):
-            report.already_present += 1
-            continue
-        report.imported += 1
-        if by_line[item["line"]].status in _ARCHIVED_AGAIN:
-            _answer(client.delete(f"/v1/memories/{quote(str(item['id']), safe='')}"))
-            report.archived += 1

@@ -1,7 +1,7 @@
-"""python -m engram.services.node: the `engram` command."""
+"""python -m engram.services.node: the `engram` command (engram.cli), as the node's supervisor starts the node."""
 
 import sys
 
-from engram.services.node.cli import main
+from engram.cli import main
 
 sys.exit(main())

@@ -2,6 +2,6 @@
 
 import sys
 
-from engram.services.node.cli import main
+from engram.cli import main
 
 sys.exit(main(["run", "search", *sys.argv[1:]]))

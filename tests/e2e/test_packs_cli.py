@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
+from engram import cli
 from engram.packs.format import read_pack_dir
-from engram.services.node import cli
 from tests.conftest import NodeHandle
 from tests.helpers.packs import FITNESS_COACH, FITNESS_COACH_KNEE, git_repo
 

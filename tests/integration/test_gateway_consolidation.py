@@ -10,13 +10,13 @@ from typing import Any
 import httpx
 import pytest
 
-from engram import coordination_cli
+from engram import cli
+from engram.cli import coordination
 from engram.config import Settings
 from engram.grpc import clients
 from engram.keys import KeyStore
 from engram.services.gateway.app import build_app
 from engram.services.gateway.backend import Backend
-from engram.services.node import cli
 from tests.conftest import NodeHandle
 from tests.helpers.mcp import call, http_client, tool_error
 from tests.helpers.rest import assert_problem, bearer, unique
@@ -265,8 +265,8 @@ def engram(capsys: pytest.CaptureFixture[str], *argv: str) -> tuple[int, str, st
 
 
 def test_the_cli_knows_the_job_kinds_and_resolutions_of_the_service() -> None:
-    assert coordination_cli.JOB_KINDS == clients.JOB_KINDS
-    assert tuple(coordination_cli.RESOLUTION_NEEDS) == clients.RESOLUTIONS
+    assert coordination.JOB_KINDS == clients.JOB_KINDS
+    assert tuple(coordination.RESOLUTION_NEEDS) == clients.RESOLUTIONS
 
 
 def test_cli_runs_jobs_lists_contradictions_and_resolves_them_with_an_admin_key(

@@ -11,13 +11,13 @@ import httpx
 import numpy as np
 import pytest
 
+from engram import cli
 from engram.config import Settings
 from engram.embed import OnnxEmbedder
 from engram.keys import KeyStore
 from engram.model import parse_time
 from engram.services.gateway.app import build_app
 from engram.services.gateway.backend import Backend
-from engram.services.node import cli
 from tests.conftest import NodeHandle
 from tests.helpers.mcp import call, http_client, stdio_client, tool_error
 from tests.helpers.rest import assert_problem

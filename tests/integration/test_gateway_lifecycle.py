@@ -13,8 +13,8 @@ from typing import Any
 import httpx
 import pytest
 
+from engram import cli
 from engram.model import parse_time
-from engram.services.node import cli
 from tests.conftest import NodeHandle
 from tests.helpers.mcp import call, http_client, tool_error
 from tests.helpers.rest import assert_problem

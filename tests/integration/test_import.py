@@ -12,7 +12,8 @@ import grpc
 import httpx
 import pytest
 
-from engram.importer import run_import, state_path
+from engram.cli.vault import import_file
+from engram.importer import state_path
 from engram.v1 import common_pb2, ingest_pb2, ingest_pb2_grpc
 from tests.conftest import NodeHandle, engram_env
 from tests.helpers.mcp import call, http_client
@@ -92,7 +93,7 @@ def test_cli_import_resumes_after_the_last_acknowledged_line(node: NodeHandle, t
     source.write_text(_ndjson([{"content": f"cli memory {i}", "tags": [tag]} for i in range(1, 8)]) + "\n")
     state_path(source).write_text(json.dumps({"last_line": 4, "last_seq": 0}))  # an earlier run got to line 4
 
-    report = run_import(source, node.http_url, chunk_lines=2, progress=False)
+    report = import_file(source, node.http_url, chunk_lines=2, progress=False)
 
     assert report.imported == 3 and report.last_line == 7
     assert not state_path(source).exists()

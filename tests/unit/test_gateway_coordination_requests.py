@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from engram.cli import build_parser
 from engram.errors import InvalidArgument, PermissionDenied, Unavailable
 from engram.model import Caller
 from engram.services.gateway.backend import Backend
@@ -19,7 +20,6 @@ from engram.services.gateway.operations.cursors import CursorTracker
 from engram.services.gateway.rest.bodies import reads_json_body
 from engram.services.gateway.schemas.requests import HandoffRequest
 from engram.services.gateway.schemas.results import SaveResult
-from engram.services.node.cli import _parser
 from engram.validation import MAX_SUMMARY_CHARS
 
 pytestmark = pytest.mark.anyio
@@ -148,9 +148,9 @@ def test_a_save_answers_with_no_warnings_by_default() -> None:
 
 
 def call_of(*argv: str) -> Any:
-    from engram.coordination_cli import build_call
+    from engram.cli.common import build_call
 
-    return build_call(_parser().parse_args(list(argv)))
+    return build_call(build_parser().parse_args(list(argv)))
 
 
 def test_cli_commands_send_the_documented_requests() -> None:
@@ -176,11 +176,11 @@ def test_cli_commands_send_the_documented_requests() -> None:
 
 def test_cli_consolidate_needs_a_team() -> None:
     with pytest.raises(SystemExit):
-        _parser().parse_args(["consolidate"])
+        build_parser().parse_args(["consolidate"])
 
 
 def test_cli_renders_handoffs_teams_and_agents_for_people() -> None:
-    from engram.coordination_cli import render_agents, render_handoffs, render_teams
+    from engram.cli.coordination import render_agents, render_handoffs, render_teams
 
     memory = {
         "id": "0197", "owner_agent": "claude-code", "created_at": "2026-01-01T00:00:00.000Z",

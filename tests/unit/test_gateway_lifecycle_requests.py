@@ -9,8 +9,10 @@ from typing import Any
 
 import pytest
 
+from engram.cli import build_parser
+from engram.cli.common import UsageError, build_call
+from engram.cli.memories import render_history, render_stats
 from engram.errors import InvalidArgument
-from engram.memory_cli import UsageError, build_call, render_history, render_stats
 from engram.model import Caller, format_time, parse_time
 from engram.services.gateway.operations import Operations, memories
 from engram.services.gateway.operations.cursors import CursorTracker
@@ -27,7 +29,6 @@ from engram.services.gateway.schemas.requests import (
     SupersedeRequest,
     UpdateRequest,
 )
-from engram.services.node.cli import _parser
 from engram.validation import TIME_RANGE
 
 NOW = 1_800_000_000.0  # 2027-01-15T08:00:00Z
@@ -169,7 +170,7 @@ def test_the_edge_reads_json_bodies_of_exactly_the_json_routes(method: str, path
 
 
 def _call(*argv: str) -> Any:
-    return build_call(_parser().parse_args(list(argv)))
+    return build_call(build_parser().parse_args(list(argv)))
 
 
 def test_cli_update_sends_only_the_fields_given() -> None:

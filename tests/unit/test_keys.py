@@ -313,7 +313,7 @@ def test_concurrent_processes_keep_all_keys(path: Path) -> None:
 def test_cli_creates_a_shared_key_with_device_and_team_and_lists_it(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
-    from engram.services.node.cli import main
+    from engram.cli import main
 
     home = ["--home", str(tmp_path)]
     assert main(["keys", "create", *home, "--namespace", "ns", "--device", "jetson-7", "--team", "auth"]) == 0
@@ -334,7 +334,7 @@ def test_cli_creates_a_shared_key_with_device_and_team_and_lists_it(
 
 
 def test_cli_refuses_a_bad_team_saying_what_is_allowed(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
-    from engram.services.node.cli import main
+    from engram.cli import main
 
     assert main(["keys", "create", "--home", str(tmp_path), "--namespace", "ns", "--team", "auth.v2"]) == 1
     assert "invalid team 'auth.v2'" in capsys.readouterr().err

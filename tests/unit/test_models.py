@@ -18,7 +18,7 @@ import numpy as np
 import pytest
 
 import engram.rerank
-from engram import models_cli
+from engram.cli import models as models_command
 from engram.modelstore import (
     DownloadError,
     InvalidModel,
@@ -384,9 +384,9 @@ def test_safe_name_follows_the_hugging_face_cache_convention() -> None:
 
 def cli(argv: list[str], models: Path, **kwargs: Any) -> tuple[int, str, str]:
     parser = argparse.ArgumentParser(prog="engram")
-    models_cli.add_parser(parser.add_subparsers(dest="command", required=True))
+    models_command.register(parser.add_subparsers(dest="command", required=True))
     out, err = io.StringIO(), io.StringIO()
-    code = models_cli.run(parser.parse_args(argv), models, out=out, err=err, **kwargs)
+    code = models_command.run(parser.parse_args(argv), models, out=out, err=err, **kwargs)
     return code, out.getvalue(), err.getvalue()
 
 

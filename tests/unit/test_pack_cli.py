@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from engram.services.node import cli
+from engram import cli
 from tests.helpers.packs import FITNESS_COACH, FITNESS_COACH_KNEE
 from tests.helpers.tools import free_port
 

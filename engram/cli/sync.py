@@ -1,69 +1,44 @@
-"""`engram edge` (an edge node: the embedded node plus its sync worker) and `engram sync` (--status, --full)."""
+"""`engram sync`: an edge node's sync, its status (the default) or a full re-push (--full)."""
 
 from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
-from collections.abc import Mapping
+from dataclasses import asdict
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from engram.config import Settings, SettingsError
+from engram.cli.common import add_home
+from engram.config import Settings
 
-COMMANDS = ("sync",)
+if TYPE_CHECKING:
+    from engram.services.sync.device import SyncState
+
 FULL_POLL_SECONDS = 0.5
-# What `engram edge` changes from the embedded node's defaults (docs/operations.md, "Edge devices"), unless the
-# environment sets it: the index keeps its dense vectors on disk and searches int8 copies in memory, and the
-# scheduled consolidation (dedupe, merges, decay of the shared memory) is the cluster's to run.
-EDGE_PROFILE: dict[str, object] = {"index_vectors": "disk", "consolidation_interval_seconds": 0.0}
 
 
-def add_parsers(sub: Any, home: Any) -> None:
-    edge = sub.add_parser(
-        "edge", help="run an edge node: the embedded node, syncing with a cluster whenever it can reach it"
-    )
-    home(edge)
-    edge.add_argument("--upstream", help="the cluster gateway's URL, e.g. https://engram.example.com (ENGRAM_UPSTREAM)")
-    edge.add_argument("--key", help="the device's API key on the cluster, scoped sync (ENGRAM_UPSTREAM_KEY)")
-    edge.add_argument("--device", help="this device's name (ENGRAM_DEVICE, default the host name)")
-    edge.add_argument("--host", help="local gateway bind address (ENGRAM_HOST, default 127.0.0.1)")
-    edge.add_argument("--port", type=int, help="local gateway port (ENGRAM_PORT, default 8765; 0 picks one)")
-    edge.add_argument("--quiet", action="store_true", help="do not print the connection banner")
-
-    sync = sub.add_parser("sync", help="an edge node's sync: its status (the default), or --full to re-push all")
-    home(sync)
+def register(subparsers: Any) -> None:
+    """Registers ``sync [--status | --full]`` on the ``engram`` sub-command parsers."""
+    sync = subparsers.add_parser("sync", help="an edge node's sync: its status (the default), or --full to re-push all")
+    add_home(sync)
     group = sync.add_mutually_exclusive_group()
     group.add_argument("--status", action="store_true", help="outbox depth, last push and pull, cursor, errors")
     group.add_argument(
         "--full", action="store_true", help="re-push every memory of this device (rebuilds a cluster restored empty)"
     )
     sync.add_argument("--json", action="store_true", help="print the state as JSON")
+    sync.set_defaults(func=_sync)
 
 
-def edge_settings(settings: Settings, env: Mapping[str, str] | None = None) -> Settings:
-    """The settings of an edge node: an upstream is required, and the edge profile applies where the environment
-    does not say otherwise."""
-    if not settings.upstream:
-        raise SettingsError(
-            "engram edge needs the cluster's URL: `engram edge --upstream https://engram.example.com --key <sync key>` "
-            "(or ENGRAM_UPSTREAM). Create the key on the cluster: "
-            "`engram keys create --namespace <ns> --agent <agent> --device <device> --scopes sync`."
-        )
-    env = os.environ if env is None else env
-    profile = {name: value for name, value in EDGE_PROFILE.items() if f"ENGRAM_{name.upper()}" not in env}
-    return settings.replace(**profile)
-
-
-def run(args: argparse.Namespace, settings: Settings) -> int:
-    from engram.services.sync.device import STATE_FILE, SyncState, request_full
+def _sync(args: argparse.Namespace, settings: Settings) -> int:
+    from engram.services.sync.device import STATE_FILE, SyncState
 
     path = settings.home / "sync" / STATE_FILE
     if args.full:
-        return _full(settings.home, path, request_full)
+        return _full(settings.home, path)
     if not path.exists():
         print(
             f"{settings.home} has never synced. Start it as an edge node: "
@@ -73,18 +48,19 @@ def run(args: argparse.Namespace, settings: Settings) -> int:
         return 1
     state = SyncState.load(path)
     if args.json:
-        print(json.dumps(_as_dict(state), indent=1))
+        print(json.dumps(asdict(state), indent=1))
         return 0
-    print(_status(state))
+    print(render(state))
     return 0
 
 
-def _full(home: Path, path: Path, request: Any) -> int:
+def _full(home: Path, path: Path) -> int:
+    """Asks the data dir's edge node for a full re-push, and follows it while the node runs it."""
     from engram.process.nodeinfo import read_node_info
-    from engram.services.sync.device import SyncState
+    from engram.services.sync.device import SyncState, request_full
 
     asked = time.time()
-    request(home)
+    request_full(home)
     if read_node_info(home) is None:
         print("Full re-push requested: it runs when this data dir's edge node starts (`engram edge ...`).")
         return 0
@@ -101,13 +77,8 @@ def _full(home: Path, path: Path, request: Any) -> int:
         time.sleep(FULL_POLL_SECONDS)
 
 
-def _as_dict(state: Any) -> dict[str, Any]:
-    from dataclasses import asdict
-
-    return asdict(state)
-
-
-def _status(state: Any) -> str:
+def render(state: SyncState) -> str:
+    """The human-readable sync state: upstream, outbox, last push and pull, rejections, errors."""
     lines = [
         f"upstream:   {state.upstream or '(none)'} as device {state.device or '?'} "
         f"(namespace {state.namespace or 'not registered yet'})",

@@ -6,14 +6,12 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
-from typing import IO, Any
+from typing import Any
 from urllib.parse import quote
 
-from engram.memory_cli import EXIT_USAGE, Call, UsageError, common, preview, sub
+from engram.cli.common import Call, UsageError, call_node, node_options, preview, sub
 from engram.model import HANDOFF_STATUSES, IMPORTANCES
 
-COMMANDS = frozenset({"agents", "teams", "consolidate", "contradictions", "handoffs", "context", "pin", "unpin"})
 HANDOFF_ROLES = ("to_me", "from_me", "all")
 # JOB_KINDS and the keys of RESOLUTION_NEEDS are engram.grpc.clients' JOB_KINDS and RESOLUTIONS (a test keeps them
 # equal): importing the gRPC clients here would slow down every `engram` command, which all build this parser.
@@ -29,14 +27,20 @@ DEFAULT_TOKEN_BUDGET = 800  # as the server's session_context
 _VERSION_HELP = "only if it is still at version N (else nothing changes and the current version is named)"
 
 
-def add_parsers(subparsers: Any) -> None:
-    """Registers the coordination commands on the ``engram`` sub-command parsers (``args.command`` in COMMANDS)."""
-    common(sub(subparsers, "agents", "the agents of your namespace: when seen, memories, devices, clients, teams"))
+def register(subparsers: Any) -> None:
+    """Registers the coordination commands on the ``engram`` sub-command parsers."""
+    agents = node_options(
+        sub(subparsers, "agents", "the agents of your namespace: when seen, memories, devices, clients, teams")
+    )
+    agents.set_defaults(func=call_node, build=_agents)
 
-    teams = common(sub(subparsers, "teams", "the teams of your namespace, with their memory counts and summaries"))
+    teams = node_options(
+        sub(subparsers, "teams", "the teams of your namespace, with their memory counts and summaries")
+    )
     teams.add_argument("--search", metavar="QUERY", help="also search the team summaries for this")
+    teams.set_defaults(func=call_node, build=_teams)
 
-    consolidate = common(sub(subparsers, "consolidate", "run a maintenance job, or summarise a team's memories"))
+    consolidate = node_options(sub(subparsers, "consolidate", "run a maintenance job, or summarise a team's memories"))
     what = consolidate.add_mutually_exclusive_group(required=True)
     what.add_argument("kind", nargs="?", choices=JOB_KINDS, metavar="KIND",
                       help=f"the job to run on your namespace: {', '.join(JOB_KINDS)}")  # fmt: skip
@@ -51,16 +55,18 @@ def add_parsers(subparsers: Any) -> None:
         "(idle memories to the cold tier), enrich_backfill (search questions; needs an LLM), all (every one). "
         "The command waits for the job to end and prints its summary and progress. Needs the write scope."
     )
+    consolidate.set_defaults(func=call_node, build=_consolidate)
 
     contradictions = sub(subparsers, "contradictions", "memories that disagree: list the open ones, or resolve one")
-    contradictions.set_defaults(topics=None, limit=DEFAULT_LIMIT)  # `engram contradictions` alone lists
-    common(contradictions)
+    # `engram contradictions` alone lists
+    contradictions.set_defaults(func=call_node, build=_contradictions, topics=None, limit=DEFAULT_LIMIT)
+    node_options(contradictions)
     contradiction_actions = contradictions.add_subparsers(dest="contradictions_command")
-    open_ones = common(sub(contradiction_actions, "list", "the open contradictions, most likely first (default)"))
+    open_ones = node_options(sub(contradiction_actions, "list", "the open contradictions, most likely first (default)"))
     open_ones.add_argument("--topic", action="append", dest="topics", metavar="TOPIC",
                            help="only contradictions about this topic (repeatable)")  # fmt: skip
     open_ones.add_argument("--limit", type=int, default=DEFAULT_LIMIT, metavar="N", help="at most N pairs (1-100)")
-    resolve = common(sub(contradiction_actions, "resolve", "decide what holds for a flagged pair (admin key)"))
+    resolve = node_options(sub(contradiction_actions, "resolve", "decide what holds for a flagged pair (admin key)"))
     resolve.add_argument("id", help="one memory of the pair")
     resolve.add_argument("other_id", help="the other memory of the pair")
     resolution = resolve.add_mutually_exclusive_group(required=True)
@@ -76,21 +82,23 @@ def add_parsers(subparsers: Any) -> None:
     resolve.add_argument("--other-context", help="--keep-both: when the other memory (OTHER_ID) holds")
     resolve.add_argument("--content", help="--merge: the content of the memory that reconciles both")
     resolve.add_argument("--winner", dest="winner_id", metavar="ID", help="--override: the memory that stays")
+    resolve.set_defaults(build=_resolve)
     resolve.epilog = (
         "Only the user resolves contradictions: set ENGRAM_API_KEY to a key with the admin scope "
         "(engram keys create --namespace N --agent A --scopes read,write,admin)."
     )
 
     handoffs = sub(subparsers, "handoffs", "work handed over between agents: list (default), create, accept, complete")
-    handoffs.set_defaults(status="pending", role="to_me", limit=DEFAULT_LIMIT)  # `engram handoffs` alone lists
-    common(handoffs)
+    # `engram handoffs` alone lists
+    handoffs.set_defaults(func=call_node, build=_handoffs, status="pending", role="to_me", limit=DEFAULT_LIMIT)
+    node_options(handoffs)
     actions = handoffs.add_subparsers(dest="handoffs_command")
-    listing = common(sub(actions, "list", "handoffs to you (default), from you or all; pending by default"))
+    listing = node_options(sub(actions, "list", "handoffs to you (default), from you or all; pending by default"))
     listing.add_argument("--status", choices=(*HANDOFF_STATUSES, "all"), default="pending")
     listing.add_argument("--role", choices=HANDOFF_ROLES, default="to_me", help="to_me, from_me or all")
     listing.add_argument("--limit", type=int, default=DEFAULT_LIMIT, metavar="N", help="at most N handoffs (1-100)")
 
-    create = common(sub(actions, "create", "hand unfinished work over to another agent"))
+    create = node_options(sub(actions, "create", "hand unfinished work over to another agent"))
     create.add_argument("target", help="the agent that takes the work over, e.g. gemini-cli")
     create.add_argument("--context", required=True, help="where the work stands; its first line is the summary")
     create.add_argument("--file", action="append", dest="active_files", metavar="PATH", help="a file being worked on")
@@ -101,66 +109,41 @@ def add_parsers(subparsers: Any) -> None:
     create.add_argument("--project")
     create.add_argument("--importance", choices=IMPORTANCES)
     create.epilog = "--file, --decision and --next may be repeated."
+    create.set_defaults(build=_create_handoff)
 
     for verb, text in (("accept", "take over a handoff addressed to you"), ("complete", "finish a handoff")):
-        move = common(sub(actions, verb, text))
+        move = node_options(sub(actions, verb, text))
         move.add_argument("id")
         move.add_argument("--note", help="what you say about it (e.g. the outcome)")
         move.add_argument("--expected-version", type=int, metavar="N", help=_VERSION_HELP)
+        move.set_defaults(build=_move_handoff)
 
-    context = common(sub(subparsers, "context", "the memories a session should see first, as Markdown"))
+    context = node_options(sub(subparsers, "context", "the memories a session should see first, as Markdown"))
     context.add_argument("--project", help="only memories of this project")
     context.add_argument("--query", help="what the session is about: relevant memories rank higher")
     context.add_argument("--budget", type=int, default=DEFAULT_TOKEN_BUDGET, metavar="TOKENS",
                          help=f"at most this many tokens (default {DEFAULT_TOKEN_BUDGET})")  # fmt: skip
     context.epilog = "Pinned memories come first (engram pin ID), then the most useful in full, then titles."
+    context.set_defaults(func=call_node, build=_context)
     for verb, text in (("pin", "pin one of your memories: session context shows it first"),
                        ("unpin", "unpin one of your memories")):  # fmt: skip
-        pin = common(sub(subparsers, verb, text))
+        pin = node_options(sub(subparsers, verb, text))
         pin.add_argument("id")
+        pin.set_defaults(func=call_node, build=_pin)
 
 
-def run(
-    args: argparse.Namespace,
-    base_url: str,
-    *,
-    api_key: str | None,
-    out: IO[str] | None = None,
-    err: IO[str] | None = None,
-) -> int:
-    """Runs one coordination command against the node at base_url; exit 0 done, 1 refused, 2 not sent."""
-    from engram.memory_cli import send
-
-    out, err = out or sys.stdout, err or sys.stderr
-    try:
-        call = build_call(args)
-    except UsageError as e:
-        print(f"engram: {e}", file=err)
-        return EXIT_USAGE
-    return send(call, base_url, api_key=api_key, agent=args.agent, as_json=args.json, out=out, err=err)
+# --- the request of each command ----------------------------------------------------------------------------
 
 
-def build_call(args: argparse.Namespace) -> Call:
-    """The request a parsed command sends; raises UsageError when it cannot be sent as given."""
-    if args.command == "agents":
-        return Call("GET", "/v1/agents", render_agents)
-    if args.command == "teams":
-        return Call("GET", "/v1/teams", render_teams, params={"search": args.search} if args.search else None)
-    if args.command == "consolidate":
-        return _consolidate_call(args)
-    if args.command == "contradictions":
-        return _contradictions_call(args)
-    if args.command == "context":
-        params = {"project": args.project, "query": args.query, "token_budget": args.budget}
-        return Call("GET", "/v1/session-context", render_context,
-                    params={k: v for k, v in params.items() if v is not None})  # fmt: skip
-    if args.command in ("pin", "unpin"):
-        method = "POST" if args.command == "pin" else "DELETE"
-        return Call(method, f"/v1/memories/{quote(args.id, safe='')}/pin", render_pinned)
-    return _handoff_call(args)
+def _agents(args: argparse.Namespace) -> Call:
+    return Call("GET", "/v1/agents", render_agents)
 
 
-def _consolidate_call(args: argparse.Namespace) -> Call:
+def _teams(args: argparse.Namespace) -> Call:
+    return Call("GET", "/v1/teams", render_teams, params={"search": args.search} if args.search else None)
+
+
+def _consolidate(args: argparse.Namespace) -> Call:
     """A job (KIND), a team summary (--team) or a job started earlier (--job): the parser lets exactly one through."""
     if args.options and args.kind is None:
         raise UsageError("--option goes with a job KIND, e.g. engram consolidate contradictions --option topics=api.")
@@ -173,14 +156,24 @@ def _consolidate_call(args: argparse.Namespace) -> Call:
     )
 
 
-def _contradictions_call(args: argparse.Namespace) -> Call:
-    if (args.contradictions_command or "list") == "list":
-        if not 1 <= args.limit <= MAX_LIMIT:
-            raise UsageError(f"--limit must be between 1 and {MAX_LIMIT}, got {args.limit}.")
-        params: dict[str, Any] = {"limit": args.limit}
-        if args.topics:
-            params["topics"] = args.topics
-        return Call("GET", "/v1/contradictions", render_contradictions, params=params)
+def _option(text: str) -> tuple[str, str]:
+    key, sep, value = text.partition("=")
+    if not sep or not key.strip():
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE, e.g. topics=api,auth")
+    return key.strip(), value.strip()
+
+
+def _contradictions(args: argparse.Namespace) -> Call:
+    """`engram contradictions [list]`: the open ones."""
+    if not 1 <= args.limit <= MAX_LIMIT:
+        raise UsageError(f"--limit must be between 1 and {MAX_LIMIT}, got {args.limit}.")
+    params: dict[str, Any] = {"limit": args.limit}
+    if args.topics:
+        params["topics"] = args.topics
+    return Call("GET", "/v1/contradictions", render_contradictions, params=params)
+
+
+def _resolve(args: argparse.Namespace) -> Call:
     needs = RESOLUTION_NEEDS[args.resolution]
     flag = "--" + args.resolution.replace("_", "-")
     for name, option in RESOLUTION_FLAGS.items():
@@ -195,27 +188,37 @@ def _contradictions_call(args: argparse.Namespace) -> Call:
                 hint_403="Set ENGRAM_API_KEY to a key with the admin scope.")  # fmt: skip
 
 
-def _option(text: str) -> tuple[str, str]:
-    key, sep, value = text.partition("=")
-    if not sep or not key.strip():
-        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE, e.g. topics=api,auth")
-    return key.strip(), value.strip()
+def _handoffs(args: argparse.Namespace) -> Call:
+    """`engram handoffs [list]`."""
+    if not 1 <= args.limit <= MAX_LIMIT:
+        raise UsageError(f"--limit must be between 1 and {MAX_LIMIT}, got {args.limit}.")
+    params = {"status": args.status, "role": args.role, "limit": args.limit}
+    return Call("GET", "/v1/handoffs", render_handoffs, params=params)
 
 
-def _handoff_call(args: argparse.Namespace) -> Call:
-    action = args.handoffs_command or "list"
-    if action == "list":
-        if not 1 <= args.limit <= MAX_LIMIT:
-            raise UsageError(f"--limit must be between 1 and {MAX_LIMIT}, got {args.limit}.")
-        params = {"status": args.status, "role": args.role, "limit": args.limit}
-        return Call("GET", "/v1/handoffs", render_handoffs, params=params)
-    if action == "create":
-        names = ("active_files", "decisions_made", "next_steps", "tags", "team", "project", "importance")
-        body = {"target_agent": args.target, "context": args.context}
-        body.update({name: getattr(args, name) for name in names if getattr(args, name) is not None})
-        return Call("POST", "/v1/handoffs", render_created, body=body)
+def _create_handoff(args: argparse.Namespace) -> Call:
+    names = ("active_files", "decisions_made", "next_steps", "tags", "team", "project", "importance")
+    body = {"target_agent": args.target, "context": args.context}
+    body.update({name: getattr(args, name) for name in names if getattr(args, name) is not None})
+    return Call("POST", "/v1/handoffs", render_created, body=body)
+
+
+def _move_handoff(args: argparse.Namespace) -> Call:
+    """`engram handoffs accept|complete ID`."""
     body = {name: getattr(args, name) for name in ("note", "expected_version") if getattr(args, name) is not None}
-    return Call("POST", f"/v1/handoffs/{quote(args.id, safe='')}/{action}", render_moved, body=body)
+    return Call("POST", f"/v1/handoffs/{quote(args.id, safe='')}/{args.handoffs_command}", render_moved, body=body)
+
+
+def _context(args: argparse.Namespace) -> Call:
+    params = {"project": args.project, "query": args.query, "token_budget": args.budget}
+    return Call("GET", "/v1/session-context", render_context,
+                params={k: v for k, v in params.items() if v is not None})  # fmt: skip
+
+
+def _pin(args: argparse.Namespace) -> Call:
+    """`engram pin ID` and `engram unpin ID`."""
+    method = "POST" if args.command == "pin" else "DELETE"
+    return Call(method, f"/v1/memories/{quote(args.id, safe='')}/pin", render_pinned)
 
 
 # --- rendering --------------------------------------------------------------------------------------------

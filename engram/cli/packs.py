@@ -9,16 +9,16 @@ import io
 import json
 import sys
 import tempfile
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import quote
 
-from engram.memory_cli import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, Call, common, preview, send, sub
+from engram.cli.common import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, Call, node_options, node_url, preview, send, sub
+from engram.config import Settings
 from engram.packs.format import Pack, read_pack_dir, write_pack_dir
 
-COMMANDS = frozenset({"packs"})
 _INSTALL_EPILOG = (
     "SOURCE is an https:// git URL, a file:// URL or a local folder (a git repository installs what is committed). "
     "The clone runs no hooks and reads no git configuration of this machine; a pack holds at most 500 Markdown files "
@@ -27,37 +27,43 @@ _INSTALL_EPILOG = (
 )
 
 
-def add_parsers(subparsers: Any) -> None:
-    """Registers `engram packs` and its actions on the ``engram`` sub-command parsers (``args.command`` "packs")."""
+def register(subparsers: Any) -> None:
+    """Registers `engram packs` and its actions on the ``engram`` sub-command parsers."""
     packs = sub(subparsers, "packs", "expert packs: list, install, init, lint, export")
+    packs.set_defaults(func=_run)
     actions = packs.add_subparsers(dest="packs_command", required=True, metavar="ACTION")
-    common(sub(actions, "list", "the packs installed in your namespace"))
+    listing = node_options(sub(actions, "list", "the packs installed in your namespace"))
+    listing.set_defaults(act=_list)
 
-    install = common(sub(actions, "install", "install a pack from a git repository or a folder"))
+    install = node_options(sub(actions, "install", "install a pack from a git repository or a folder"))
     install.add_argument("source", help="an https:// git URL, a file:// URL or a local folder")
     install.add_argument("--name", help="install under this name (default: meta.json's name)")
     install.add_argument("--subdir", default="", metavar="PATH", help="the pack's folder inside the repository")
     install.add_argument("--replace", action="store_true", help="update an installed pack (its memories are kept)")
     install.add_argument("--force", action="store_true", help="install even with lint errors")
     install.epilog = _INSTALL_EPILOG
+    install.set_defaults(act=_install)
 
     init = sub(actions, "init", "create a new pack folder from the template")
     init.add_argument("name", help="the pack's name, e.g. contract-lawyer")
     init.add_argument("--dir", default=".", metavar="DIR", help="where to create the folder NAME (default: here)")
+    init.set_defaults(act=_init)
 
-    lint = common(sub(actions, "lint", "check a pack folder, an installed pack, or every installed pack"))
+    lint = node_options(sub(actions, "lint", "check a pack folder, an installed pack, or every installed pack"))
     lint.add_argument("target", nargs="?", metavar="NAME-OR-PATH", help="a folder, or an installed pack's name")
     lint.epilog = "Exit 1 when a pack has errors (warnings alone exit 0). A folder is linted without a node."
+    lint.set_defaults(act=_lint)
 
-    export = common(sub(actions, "export", "write an installed pack (with its memory) into a folder"))
+    export = node_options(sub(actions, "export", "write an installed pack (with its memory) into a folder"))
     export.add_argument("name", help="the installed pack")
     export.add_argument("directory", metavar="DIR", help="an empty or new folder")
     export.add_argument("--force", action="store_true", help="write into a folder that is not empty")
+    export.set_defaults(act=_export)
 
 
 class Node:
-    """The node as `engram packs` reaches it: one request at a time through memory_cli's send, so the answers,
-    errors and hints are those of every other command."""
+    """The node as `engram packs` reaches it: one request at a time through the commands' common send, so the
+    answers, errors and hints are those of every other command."""
 
     def __init__(self, args: argparse.Namespace, base_url: str, api_key: str | None, err: IO[str]) -> None:
         self.args, self.base_url, self.api_key, self.err = args, base_url, api_key, err
@@ -79,6 +85,13 @@ class Node:
         return code, answers[0] if answers else {}
 
 
+Action = Callable[[argparse.Namespace, Node, IO[str], IO[str]], int]
+
+
+def _run(args: argparse.Namespace, settings: Settings) -> int:
+    return run(args, node_url(getattr(args, "url", None), settings), api_key=settings.api_key)
+
+
 def run(
     args: argparse.Namespace,
     base_url: str,
@@ -92,20 +105,17 @@ def run(
 
     out, err = out or sys.stdout, err or sys.stderr
     node = Node(args, base_url, api_key, err)
+    act: Action = args.act
     try:
-        if args.packs_command == "list":
-            return send(Call("GET", "/v1/packs", render_packs), base_url, api_key=api_key, agent=args.agent,
-                        as_json=args.json, out=out, err=err)  # fmt: skip
-        if args.packs_command == "install":
-            return _install(args, node, out, err)
-        if args.packs_command == "init":
-            return _init(args, out)
-        if args.packs_command == "lint":
-            return _lint(args, node, out, err)
-        return _export(args, node, out, err)
+        return act(args, node, out, err)
     except (EngramError, OSError) as e:
         print(f"engram: {e}", file=err)
         return EXIT_REFUSED
+
+
+def _list(args: argparse.Namespace, node: Node, out: IO[str], err: IO[str]) -> int:
+    return send(Call("GET", "/v1/packs", render_packs), node.base_url, api_key=node.api_key, agent=args.agent,
+                as_json=args.json, out=out, err=err)  # fmt: skip
 
 
 def _install(args: argparse.Namespace, node: Node, out: IO[str], err: IO[str]) -> int:
@@ -147,7 +157,7 @@ def _install(args: argparse.Namespace, node: Node, out: IO[str], err: IO[str]) -
     return EXIT_OK
 
 
-def _init(args: argparse.Namespace, out: IO[str]) -> int:
+def _init(args: argparse.Namespace, node: Node, out: IO[str], err: IO[str]) -> int:
     from engram.packs.template import init_pack
 
     created = init_pack(args.name, Path(args.dir))

@@ -1,0 +1,159 @@
+"""What the `engram` commands share: their common options, the node they talk to, one REST call and its answer."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import IO, TYPE_CHECKING, Any
+
+from engram.config import Settings
+
+if TYPE_CHECKING:
+    import httpx
+
+# What each sub-command sets as `func` (set_defaults): it runs the parsed command and returns the exit code.
+Command = Callable[[argparse.Namespace, Settings], int]
+
+EXIT_OK = 0
+EXIT_REFUSED = 1  # the node answered with an error
+EXIT_USAGE = 2  # nothing was sent: no node answers, or the command is incomplete
+DEFAULT_TIMEOUT = 30.0
+HOME_HELP = "data dir (ENGRAM_HOME, default ~/.engram)"
+URL_HELP = "gateway URL (default: the running node of --home, else http://127.0.0.1:8765)"
+_PREVIEW_CHARS = 200
+
+
+def add_home(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The --home option of every command that works on a data dir."""
+    parser.add_argument("--home", help=HOME_HELP)
+    return parser
+
+
+def node_options(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
+    """The options of every command that talks to the node: where it is, who acts, how to print."""
+    add_home(parser)
+    parser.add_argument("--url", help=URL_HELP)
+    parser.add_argument(
+        "--agent", help="act as this agent (X-Engram-Agent-ID) with a shared key; a key made with --agent is its agent"
+    )
+    parser.add_argument("--json", action="store_true", help="print the node's answer as JSON (for scripts)")
+    return parser
+
+
+def sub(subparsers: Any, name: str, text: str) -> argparse.ArgumentParser:
+    """A sub-command parser whose description is its help, capitalised."""
+    parser: argparse.ArgumentParser = subparsers.add_parser(name, help=text, description=text[:1].upper() + text[1:])
+    return parser
+
+
+def node_url(given: str | None, settings: Settings) -> str:
+    """The gateway to talk to: --url, else the running node of the data dir, else the default port."""
+    if given:
+        return given
+    from engram.process.nodeinfo import read_node_info
+
+    info = read_node_info(settings.home)
+    return info.http_url if info else f"http://127.0.0.1:{settings.port}"
+
+
+def no_node(base_url: str, error: Exception) -> str:
+    """The line that says no node answers, and what to do."""
+    return (
+        f"engram: no Engram node answers at {base_url} ({type(error).__name__}). Start one with `engram serve`, "
+        "or pass --url / --home."
+    )
+
+
+def preview(text: str) -> str:
+    """The start of a text on one line."""
+    flat = " ".join(text.split())
+    return flat if len(flat) <= _PREVIEW_CHARS else flat[: _PREVIEW_CHARS - 1] + "…"
+
+
+@dataclass(frozen=True, slots=True)
+class Call:
+    """One REST request and how to show its answer."""
+
+    method: str
+    path: str
+    render: Callable[[dict[str, Any]], str]
+    params: dict[str, Any] | None = None
+    body: dict[str, Any] | None = None
+    hint_403: str = ""  # added to a 403's detail
+
+
+class UsageError(Exception):
+    """The command cannot be sent as given; the message says what to add."""
+
+
+def build_call(args: argparse.Namespace) -> Call:
+    """The request a parsed command sends (its parser set `build`); raises UsageError when it cannot be sent."""
+    call: Call = args.build(args)
+    return call
+
+
+def call_node(args: argparse.Namespace, settings: Settings) -> int:
+    """A command that is one REST call: sent to the node of --url / --home, its answer printed."""
+    return run_call(args, node_url(args.url, settings), api_key=settings.api_key)
+
+
+def run_call(
+    args: argparse.Namespace, base_url: str, *, api_key: str | None, out: IO[str] | None = None,
+    err: IO[str] | None = None,
+) -> int:  # fmt: skip
+    """Builds the command's call and sends it to the node at base_url; exit 0 done, 1 refused, 2 not sent.
+
+    ``out`` and ``err`` default to the streams of the moment (not of import time)."""
+    out, err = out or sys.stdout, err or sys.stderr
+    try:
+        call = build_call(args)
+    except UsageError as e:
+        print(f"engram: {e}", file=err)
+        return EXIT_USAGE
+    return send(call, base_url, api_key=api_key, agent=args.agent, as_json=args.json, out=out, err=err)
+
+
+def send(
+    call: Call, base_url: str, *, api_key: str | None, agent: str | None, as_json: bool, out: IO[str], err: IO[str]
+) -> int:
+    """Sends one request to the node and prints its answer (rendered, or as JSON); exit 0, 1 refused, 2 not sent."""
+    import httpx  # here, not at the top: every `engram` command builds the parsers that import this module
+
+    headers = {"Authorization": f"Bearer {api_key}"} if api_key else {}
+    if agent:
+        headers["X-Engram-Agent-ID"] = agent
+    try:
+        with httpx.Client(base_url=base_url, headers=headers, timeout=DEFAULT_TIMEOUT) as client:
+            response = client.request(call.method, call.path, params=call.params, json=call.body)
+    except httpx.HTTPError as e:
+        print(no_node(base_url, e), file=err)
+        return EXIT_USAGE
+    answer = _json(response)
+    if response.status_code >= 400:
+        print(f"engram: {_problem(response, answer, call)}", file=err)
+        return EXIT_REFUSED
+    print(json.dumps(answer, indent=2, ensure_ascii=False) if as_json else call.render(answer), file=out)
+    return EXIT_OK
+
+
+def _json(response: httpx.Response) -> dict[str, Any]:
+    try:
+        body = response.json()
+    except ValueError:
+        return {}
+    return body if isinstance(body, dict) else {}
+
+
+def _problem(response: httpx.Response, body: dict[str, Any], call: Call) -> str:
+    """One line: the node's problem detail (it says what to do next), plus what the CLI knows to add."""
+    detail = str(body.get("detail") or body.get("title") or response.text[:200] or response.reason_phrase)
+    if response.status_code == 401:
+        detail += " Set ENGRAM_API_KEY to the key."
+    if response.status_code == 403 and call.hint_403 and "admin" in detail:
+        detail = f"{detail} {call.hint_403}"
+    if response.status_code == 403 and detail.startswith("Memory owned by"):
+        detail += " From the CLI, act as the owner with --agent (or a key of that agent)."
+    return f"{detail} (HTTP {response.status_code})"

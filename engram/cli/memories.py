@@ -1,0 +1,241 @@
+"""`engram update|delete|supersede|history|at|stats` and `engram admin purge`: the memory lifecycle from a shell,
+through the node's REST API, for people (text) and scripts (--json)."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from typing import Any
+from urllib.parse import quote
+
+from engram.cli.common import EXIT_USAGE, Call, UsageError, call_node, node_options, preview, sub
+from engram.config import Settings
+from engram.model import IMPORTANCES, MEMORY_TYPES
+
+_EXPIRES_HELP = "expiry: an RFC 3339 time, or a duration from now: 30d, 12h, 45m, 90s, 2w"
+_VERSION_HELP = "change it only if it is still at version N (else nothing changes and the current version is named)"
+_ADMIN_HINT = "Set ENGRAM_API_KEY to a key with the admin scope."
+
+
+def register(subparsers: Any) -> None:
+    """Registers the lifecycle commands on the ``engram`` sub-command parsers."""
+    update = node_options(sub(subparsers, "update", "change fields of one of your memories (a new version)"))
+    update.add_argument("id")
+    update.add_argument("--content", help="the new content")
+    _fields(update)
+    update.add_argument("--expected-version", type=int, metavar="N", help=_VERSION_HELP)
+    update.epilog = "--tag and --topic replace the whole list. Only the agent that saved a memory may change it."
+    update.set_defaults(func=call_node, build=_update)
+
+    delete = node_options(sub(subparsers, "delete", "archive a memory (hidden from search, kept in its history)"))
+    delete.add_argument("id")
+    delete.add_argument("--expected-version", type=int, metavar="N", help=_VERSION_HELP)
+    delete.set_defaults(func=call_node, build=_delete)
+
+    supersede = node_options(
+        sub(subparsers, "supersede", "replace a memory with a new one (--content) or an existing one")
+    )
+    supersede.add_argument("id")
+    replacement = supersede.add_mutually_exclusive_group(required=True)
+    replacement.add_argument("--content", help="content of the new memory that replaces it")
+    replacement.add_argument("--new-id", help="an existing memory that replaces it")
+    _fields(supersede)
+    supersede.add_argument("--expected-version", type=int, metavar="N", help=_VERSION_HELP)
+    supersede.set_defaults(func=call_node, build=_supersede)
+
+    history = node_options(sub(subparsers, "history", "every version of a memory, oldest first"))
+    history.add_argument("id")
+    history.set_defaults(func=call_node, build=_history)
+
+    at = node_options(sub(subparsers, "at", "a memory as it was at a point in time"))
+    at.add_argument("id")
+    at.add_argument("time", help="an RFC 3339 time, e.g. 2026-01-31T12:00:00Z")
+    at.set_defaults(func=call_node, build=_at)
+
+    stats = node_options(
+        sub(subparsers, "stats", "counts of your namespace's memories by agent, type, status and team")
+    )
+    stats.set_defaults(func=call_node, build=_stats)
+
+    admin = sub(subparsers, "admin", "administrative acts (need an API key with the admin scope)")
+    admin_sub = admin.add_subparsers(dest="admin_command", required=True)
+    purge = node_options(sub(admin_sub, "purge", "erase a memory and every version of it for good (admin key)"))
+    purge.add_argument("id")
+    purge.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    purge.epilog = (
+        "Needs an API key with the admin scope in ENGRAM_API_KEY "
+        "(engram keys create --namespace N --agent A --scopes read,write,admin)."
+    )
+    purge.set_defaults(func=_purge, build=_purge_call)
+
+
+def _fields(parser: argparse.ArgumentParser) -> None:
+    """The fields a new version may change (update, and supersede --content)."""
+    parser.add_argument("--summary", help="one-line summary")
+    parser.add_argument("--tag", action="append", dest="tags", metavar="TAG", help="a tag (repeat for several)")
+    parser.add_argument("--topic", action="append", dest="topics", metavar="TOPIC", help="a topic (repeatable)")
+    parser.add_argument("--type", dest="memory_type", choices=MEMORY_TYPES, help="kind of memory")
+    parser.add_argument("--importance", choices=IMPORTANCES)
+    parser.add_argument("--team")
+    parser.add_argument("--project")
+    parser.add_argument("--metadata", type=_json_object, help="metadata as a JSON object (replaces it whole)")
+    parser.add_argument("--expires", dest="expires_at", metavar="WHEN", help=_EXPIRES_HELP)
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        value = json.loads(text)
+    except ValueError as e:
+        raise argparse.ArgumentTypeError(f"not JSON: {e}") from e
+    if not isinstance(value, dict):
+        raise argparse.ArgumentTypeError('must be a JSON object, e.g. {"ticket": "ENG-12"}')
+    return value
+
+
+def _purge(args: argparse.Namespace, settings: Settings) -> int:
+    """`engram admin purge`: asks first (unless --yes), then sends the purge."""
+    if not args.yes and not _ask(f"Purge memory {args.id} for good? "):
+        print("engram: not purged.", file=sys.stderr)
+        return EXIT_USAGE
+    return call_node(args, settings)
+
+
+def _ask(question: str) -> bool:
+    """A yes from the person at the terminal; refuses without asking when there is none."""
+    if not sys.stdin.isatty():
+        print("engram: purge asks for confirmation and no terminal is attached; pass --yes.", file=sys.stderr)
+        return False
+    try:
+        reply = input(f"{question}Every version is erased from the log and the index; this cannot be undone. [y/N] ")
+    except EOFError:
+        return False
+    return reply.strip().lower() in ("y", "yes")
+
+
+# --- the request of each command ----------------------------------------------------------------------------
+
+_FIELDS = ("summary", "tags", "topics", "memory_type", "importance", "team", "project", "metadata", "expires_at")
+
+
+def _memory(args: argparse.Namespace) -> str:
+    return f"/v1/memories/{quote(args.id, safe='')}"
+
+
+def _update(args: argparse.Namespace) -> Call:
+    body = _given(args, "content")
+    if not body:
+        raise UsageError(
+            "nothing to change: pass at least one of --content, --summary, --tag, --topic, --type, "
+            "--importance, --team, --project, --metadata, --expires."
+        )
+    return Call("PATCH", _memory(args), render_update, body=_versioned(body, args))
+
+
+def _delete(args: argparse.Namespace) -> Call:
+    return Call("DELETE", _memory(args), render_delete, params=_versioned({}, args))
+
+
+def _supersede(args: argparse.Namespace) -> Call:
+    body = _given(args, "content") if args.content is not None else {"new_id": args.new_id}
+    if args.new_id is not None and len(_given(args)) > 0:
+        raise UsageError("--new-id takes no other fields (the replacing memory exists already); drop them.")
+    return Call("POST", f"{_memory(args)}:supersede", render_supersede, body=_versioned(body, args))
+
+
+def _history(args: argparse.Namespace) -> Call:
+    return Call("GET", f"{_memory(args)}/history", render_history)
+
+
+def _at(args: argparse.Namespace) -> Call:
+    return Call("GET", f"{_memory(args)}/at", render_memory, params={"time": args.time})
+
+
+def _stats(args: argparse.Namespace) -> Call:
+    return Call("GET", "/v1/stats", render_stats)
+
+
+def _purge_call(args: argparse.Namespace) -> Call:
+    return Call("DELETE", _memory(args), render_delete, params={"purge": "true"}, hint_403=_ADMIN_HINT)
+
+
+def _given(args: argparse.Namespace, *extra: str) -> dict[str, Any]:
+    return {name: getattr(args, name) for name in (*extra, *_FIELDS) if getattr(args, name) is not None}
+
+
+def _versioned(values: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:
+    if args.expected_version is not None:
+        values["expected_version"] = args.expected_version
+    return values
+
+
+# --- rendering --------------------------------------------------------------------------------------------
+
+
+def render_update(answer: dict[str, Any]) -> str:
+    return f"Updated {answer['id']}: now version {answer['version']} (log seq {answer['seq']})." + _redacted(answer)
+
+
+def render_delete(answer: dict[str, Any]) -> str:
+    if answer.get("purged"):
+        return f"Purged {answer['id']}: {answer.get('erased', 0)} log entries erased for good."
+    version = (answer.get("memory") or {}).get("version", "?")
+    return (
+        f"Archived {answer['id']} (version {version}): hidden from search and lists, kept in its history "
+        f"(engram history {answer['id']}). `engram admin purge {answer['id']}` erases it for good (admin key)."
+    )
+
+
+def render_supersede(answer: dict[str, Any]) -> str:
+    old = answer["superseded"]["id"]
+    return f"Superseded {old} by {answer['id']} (version {answer['version']}, log seq {answer['seq']})." + _redacted(
+        answer
+    )
+
+
+def render_history(answer: dict[str, Any]) -> str:
+    versions = answer.get("versions") or []
+    lines = [f"Memory {answer['memory_id']}: {len(versions)} version{'s' if len(versions) != 1 else ''}, oldest first"]
+    for v in versions:
+        event = str(v.get("event") or "").removeprefix("memory_") or "changed"
+        who = v.get("agent_id") or "?"
+        via = f" via {v['source']}" if v.get("source") else ""
+        lines.append(f"  v{v['version']}  {v.get('updated_at') or '?'}  {event} by {who}{via}  [{v.get('status')}]")
+        lines.append(f"      {preview(v.get('content', ''))}")
+    return "\n".join(lines)
+
+
+def render_memory(memory: dict[str, Any]) -> str:
+    status = memory.get("status", "active")
+    if memory.get("superseded_by"):
+        status += f" by {memory['superseded_by']}"
+    lines = [
+        f"{memory['id']}  version {memory.get('version')}  {status}  owner {memory.get('owner_agent')}",
+        f"  {memory.get('memory_type', 'general')} · updated {memory.get('updated_at') or memory.get('created_at')}",
+    ]
+    extras = [f"{name} {', '.join(memory[name])}" for name in ("tags", "topics") if memory.get(name)]
+    extras += [f"expires {memory['expires_at']}"] if memory.get("expires_at") else []
+    if extras:
+        lines.append("  " + " · ".join(extras))
+    lines.append(f"  {memory.get('content', '')}")
+    return "\n".join(lines)
+
+
+def render_stats(stats: dict[str, Any]) -> str:
+    active = stats["memories"]
+    lines = [
+        f"Namespace {stats['namespace']}: {active:,} active memor{'y' if active == 1 else 'ies'}, "
+        f"{stats['total']:,} in all (index at log seq {stats['applied_seq']:,} of {stats['log_last_seq']:,})"
+    ]
+    for label, key in (("status", "by_status"), ("agent", "by_agent"), ("type", "by_type"), ("team", "by_team")):
+        counts = sorted((stats.get(key) or {}).items(), key=lambda item: (-item[1], item[0]))
+        shown = " · ".join(f"{name} {count:,}" for name, count in counts) or "none"
+        lines.append(f"  by {label:<8}{shown}")
+    return "\n".join(lines)
+
+
+def _redacted(answer: dict[str, Any]) -> str:
+    redactions = answer.get("redactions") or []
+    if not redactions:
+        return ""
+    return " Redacted before storing: " + ", ".join(f"{r['kind']} ({r['count']})" for r in redactions) + "."
