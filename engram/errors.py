@@ -3,10 +3,15 @@
 Every error carries its data as attributes (``OwnershipError.owner``). Over gRPC the data travels as structure
 (a ``google.rpc.ErrorInfo`` whose reason is the class's ``reason``; see engram.grpc.rpc), and the client rebuilds the
 same class with the same data, so an error raised in ingest reaches the MCP tool intact.
+
+An error's ``code`` names its kind, and KINDS says once how each kind is answered: the gRPC status (every server's
+ErrorInterceptor, engram.grpc.rpc) and the HTTP status of the REST problem (services/gateway/rest/problems.py), whose
+problem code is the kind itself. MCP answers with the error's message alone.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any, ClassVar, Self
 
 from engram.model import format_time
@@ -38,6 +43,43 @@ class EngramError(Exception):
 
 
 EngramError.by_reason[EngramError.reason] = EngramError
+
+
+@dataclass(frozen=True, slots=True)
+class Kind:
+    """How an error of one kind is answered at each edge; ``code`` is EngramError.code and the REST problem's code."""
+
+    code: str
+    grpc_status: str  # the name of its grpc.StatusCode
+    http_status: int
+
+
+# The one code table: error class (by its code) -> gRPC status, HTTP status, problem code. A gRPC status that two
+# kinds share comes back as the first of them from a peer that sent no ErrorInfo (engram.grpc.rpc.error_from_rpc).
+KINDS: dict[str, Kind] = {
+    kind.code: kind
+    for kind in (
+        Kind("invalid_argument", "INVALID_ARGUMENT", 400),  # InvalidArgument
+        Kind("not_found", "NOT_FOUND", 404),  # NotFound, NoVersionAt
+        Kind("unauthenticated", "UNAUTHENTICATED", 401),  # Unauthenticated
+        Kind("permission_denied", "PERMISSION_DENIED", 403),  # PermissionDenied, OwnershipError
+        Kind("failed_precondition", "FAILED_PRECONDITION", 409),  # VersionConflict: the problem names the version
+        Kind("unavailable", "UNAVAILABLE", 503),  # Unavailable
+        Kind("resource_exhausted", "RESOURCE_EXHAUSTED", 507),  # DiskFull
+        Kind("payload_too_large", "RESOURCE_EXHAUSTED", 413),  # PayloadTooLarge
+        Kind("unsupported_media_type", "INVALID_ARGUMENT", 415),  # UnsupportedMediaType (the gateway's own)
+        Kind("unimplemented", "UNIMPLEMENTED", 501),  # NotImplementedYet
+        Kind("internal", "INTERNAL", 500),  # EngramError: a bug, answered without internals
+        Kind("already_exists", "ALREADY_EXISTS", 409),
+        Kind("aborted", "ABORTED", 409),  # not raised yet: mapped ahead, so a new error never turns into a 500
+    )
+}
+
+
+def kind_of(error: EngramError) -> Kind:
+    """The row of KINDS that answers this error (ImportStopped and RemoteError carry their kind per instance);
+    an unknown code is answered as internal."""
+    return KINDS.get(error.code, KINDS["internal"])
 
 
 def _reason_of(name: str) -> str:

@@ -1,15 +1,15 @@
-"""gRPC plumbing shared by every service: error translation, health, metrics, channels, and the UNIMPLEMENTED
-answer."""
+"""gRPC plumbing shared by every service: error translation (ErrorInterceptor, error_from_rpc), health, metrics
+(MetricsInterceptor), channels, and the UNIMPLEMENTED answer."""
 
 from __future__ import annotations
 
 import asyncio
-import functools
+import contextlib
 import inspect
 import logging
 import time
-from collections.abc import AsyncIterator, Awaitable, Callable
-from typing import Any, TypeVar
+from collections.abc import AsyncGenerator, AsyncIterator, Awaitable, Callable
+from typing import Any
 
 import grpc
 from google.protobuf import any_pb2
@@ -24,62 +24,77 @@ from engram.process.ports import require_free
 log = logging.getLogger(__name__)
 
 _STATUS_DETAILS_KEY = "grpc-status-details-bin"
-_CODES: dict[str, grpc.StatusCode] = {
-    "invalid_argument": grpc.StatusCode.INVALID_ARGUMENT,
-    "not_found": grpc.StatusCode.NOT_FOUND,
-    "unauthenticated": grpc.StatusCode.UNAUTHENTICATED,
-    "permission_denied": grpc.StatusCode.PERMISSION_DENIED,
-    "failed_precondition": grpc.StatusCode.FAILED_PRECONDITION,
-    "unavailable": grpc.StatusCode.UNAVAILABLE,
-    "resource_exhausted": grpc.StatusCode.RESOURCE_EXHAUSTED,
-    "payload_too_large": grpc.StatusCode.RESOURCE_EXHAUSTED,
-    "unimplemented": grpc.StatusCode.UNIMPLEMENTED,
-    "internal": grpc.StatusCode.INTERNAL,
-}
-_KIND_BY_CODE = {status: kind for kind, status in reversed(list(_CODES.items()))}
+# Each kind's status (errors.KINDS, the one table), and back: a status two kinds share goes to the first of them.
+_STATUS_BY_KIND = {code: grpc.StatusCode[kind.grpc_status] for code, kind in errors.KINDS.items()}
+_KIND_BY_STATUS = {status: code for code, status in reversed(list(_STATUS_BY_KIND.items()))}
 ERROR_DOMAIN = "engram"
 
-Method = TypeVar("Method", bound=Callable[..., Awaitable[Any]])
-StreamMethod = TypeVar("StreamMethod", bound=Callable[..., AsyncIterator[Any]])
+Wrap = Callable[[Callable[..., Any]], Callable[..., Any]]  # a method's behavior -> the same, wrapped
 
 
 def status_of(error: errors.EngramError) -> grpc.Status:
-    """The gRPC status of a kernel error: its kind as the code, its class and data as a google.rpc.ErrorInfo."""
+    """The gRPC status of a kernel error: its kind's status (errors.KINDS) as the code, its class and data as a
+    google.rpc.ErrorInfo."""
     info = error_details_pb2.ErrorInfo(reason=error.reason, domain=ERROR_DOMAIN, metadata=error.details())
     detail = any_pb2.Any()
     detail.Pack(info)
-    code = _CODES.get(error.code, grpc.StatusCode.INTERNAL)
+    code = grpc.StatusCode[errors.kind_of(error).grpc_status]
     return rpc_status.to_status(status_pb2.Status(code=code.value[0], message=str(error), details=[detail]))
 
 
-def translate_errors(method: Method) -> Method:
-    """Turns kernel errors raised by a servicer method into gRPC statuses, once, at the edge.
+class ErrorInterceptor(grpc.aio.ServerInterceptor):
+    """Turns the kernel errors a servicer raises into gRPC statuses, once, at the edge: every server has one
+    (engram.process.runtime.serve), around every method, unary and streaming, so servicers only raise.
 
-    Anything else is a bug: logged here with its traceback, answered as INTERNAL without internals.
+    Anything else is a bug: logged here with its traceback, answered as INTERNAL without internals. An abort under
+    way (a servicer's own context.abort) goes on as it is.
     """
 
-    @functools.wraps(method)
-    async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> Any:
-        try:
-            return await method(self, request, context)
-        except Exception as e:
-            await _abort(context, method.__name__, e)
+    def __init__(self) -> None:
+        self._translated: dict[str, tuple[grpc.RpcMethodHandler, grpc.RpcMethodHandler]] = {}
 
-    return wrapper  # type: ignore[return-value]
+    async def intercept_service(
+        self,
+        continuation: Callable[[grpc.HandlerCallDetails], Awaitable[grpc.RpcMethodHandler]],
+        details: grpc.HandlerCallDetails,
+    ) -> grpc.RpcMethodHandler:
+        handler = await continuation(details)
+        if handler is None:  # no such method: grpc answers UNIMPLEMENTED itself
+            return handler
+        known = self._translated.get(details.method)
+        if known is None or known[0] is not handler:
+            name = details.method.rpartition("/")[2]
+            known = (handler, _wrapped_handler(handler, _translated_call(name), _translated_stream(name)))
+            self._translated[details.method] = known
+        return known[1]
 
 
-def translate_stream_errors(method: StreamMethod) -> StreamMethod:
-    """translate_errors for a server-streaming method (an async generator of responses)."""
+def _translated_call(name: str) -> Wrap:
+    def wrap(behavior: Callable[..., Awaitable[Any]]) -> Callable[..., Any]:
+        async def call(request: Any, context: grpc.aio.ServicerContext) -> Any:
+            try:
+                return await behavior(request, context)
+            except Exception as e:
+                await _abort(context, name, e)
 
-    @functools.wraps(method)
-    async def wrapper(self: Any, request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
-        try:
-            async for response in method(self, request, context):
-                yield response
-        except Exception as e:
-            await _abort(context, method.__name__, e)
+        return call
 
-    return wrapper  # type: ignore[return-value]
+    return wrap
+
+
+def _translated_stream(name: str) -> Wrap:
+    def wrap(behavior: Callable[..., AsyncGenerator[Any, None]]) -> Callable[..., Any]:
+        async def stream(request: Any, context: grpc.aio.ServicerContext) -> AsyncIterator[Any]:
+            try:
+                async with contextlib.aclosing(behavior(request, context)) as responses:
+                    async for response in responses:
+                        yield response
+            except Exception as e:
+                await _abort(context, name, e)
+
+        return stream
+
+    return wrap
 
 
 async def _abort(context: grpc.aio.ServicerContext, name: str, e: Exception) -> None:
@@ -100,7 +115,7 @@ async def unimplemented(context: grpc.aio.ServicerContext, what: str) -> Any:
 
 
 def error_from_rpc(e: grpc.aio.AioRpcError) -> errors.EngramError:
-    """The inverse of translate_errors, for gRPC clients: the same class with the same data when the peer sent
+    """The inverse of ErrorInterceptor, for gRPC clients: the same class with the same data when the peer sent
     its ErrorInfo, else an error of the status's kind."""
     message = e.details() or e.code().name
     for info in _error_infos(e):
@@ -110,7 +125,7 @@ def error_from_rpc(e: grpc.aio.AioRpcError) -> errors.EngramError:
                 return cls.rebuild(message, dict(info.metadata))
             except (TypeError, ValueError):
                 break  # malformed details: fall back to the status code
-    kind = _KIND_BY_CODE.get(e.code(), "internal")
+    kind = _KIND_BY_STATUS.get(e.code(), "internal")
     if e.code() in (grpc.StatusCode.UNAVAILABLE, grpc.StatusCode.DEADLINE_EXCEEDED):
         return errors.Unavailable(message)  # the peer itself is down or slow: not one of its errors
     return errors.RemoteError(kind, message)
@@ -139,9 +154,9 @@ def add_health(server: grpc.aio.Server) -> health.aio.HealthServicer:
 class MetricsInterceptor(grpc.aio.ServerInterceptor):
     """Counts every call a server answers by service, method and status code, and times it (engram.process.metrics).
 
-    The code is the one the client gets: OK, the code of an abort (every kernel error is one), CANCELLED when the
-    client left or its deadline passed, UNKNOWN for an exception grpc answers itself. A streaming call counts once,
-    when its stream ends.
+    The code is the one the client gets: OK, the code of an abort (every kernel error is one, and every bug INTERNAL,
+    when the ErrorInterceptor runs inside this one), CANCELLED when the client left or its deadline passed, UNKNOWN
+    for an exception grpc answers itself. A streaming call counts once, when its stream ends.
     """
 
     def __init__(self) -> None:
@@ -157,7 +172,14 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):
             return handler
         known = self._measured.get(details.method)
         if known is None or known[0] is not handler:
-            known = (handler, _measured_handler(handler, details.method))
+            # "/engram.v1.Search/GetMemory" names it
+            service, _, method = details.method.lstrip("/").rpartition("/")
+            measured = _wrapped_handler(
+                handler,
+                lambda behavior: _measured_call(behavior, service, method),
+                lambda behavior: _measured_stream(behavior, service, method),
+            )
+            known = (handler, measured)
             self._measured[details.method] = known
         return known[1]
 
@@ -165,18 +187,18 @@ class MetricsInterceptor(grpc.aio.ServerInterceptor):
 _BEHAVIORS = ("unary_unary", "unary_stream", "stream_unary", "stream_stream")
 
 
-def _measured_handler(handler: Any, full_method: str) -> Any:
-    """The handler with its behavior wrapped in a measurement; "/engram.v1.Search/GetMemory" names it."""
-    service, _, method = full_method.lstrip("/").rpartition("/")
+def _wrapped_handler(handler: Any, wrap_call: Wrap, wrap_stream: Wrap) -> Any:
+    """The handler with its behavior wrapped: an async generator (a streaming method written with yield) by
+    wrap_stream, a coroutine function by wrap_call."""
     for kind in _BEHAVIORS:
         behavior = getattr(handler, kind, None)
         if behavior is None:
             continue
         if inspect.isasyncgenfunction(behavior):
-            return handler._replace(**{kind: _measured_stream(behavior, service, method)})
+            return handler._replace(**{kind: wrap_stream(behavior)})
         if inspect.iscoroutinefunction(behavior):
-            return handler._replace(**{kind: _measured_call(behavior, service, method)})
-    return handler  # a synchronous behavior (none of Engram's): served unmeasured
+            return handler._replace(**{kind: wrap_call(behavior)})
+    return handler  # a synchronous behavior (none of Engram's): served as it is
 
 
 def _measured_call(behavior: Callable[..., Awaitable[Any]], service: str, method: str) -> Callable[..., Any]:

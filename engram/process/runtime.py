@@ -21,7 +21,7 @@ from engram.config import Settings
 from engram.embed import Embedder
 from engram.embed.sparse import Bm25Encoder
 from engram.errors import DiskFull, Unavailable
-from engram.grpc.rpc import MetricsInterceptor, add_health, bind
+from engram.grpc.rpc import ErrorInterceptor, MetricsInterceptor, add_health, bind
 from engram.log import Log
 from engram.log.jobstore import JobStore
 from engram.log.leases import Leases
@@ -277,13 +277,16 @@ async def serve(
     on_bound: Callable[[str], None] | None = None,
 ) -> RunningServer:
     """Starts the services, then one gRPC server hosting all of them plus the health and readiness services (every
-    call counted and timed: engram.grpc.rpc.MetricsInterceptor).
+    call's errors translated once, engram.grpc.rpc.ErrorInterceptor; every call counted and timed under the status
+    its client got, engram.grpc.rpc.MetricsInterceptor).
 
     on_bound receives the bound address before any service starts (the embedded node's services call each
     other through it). Each service's gRPC health follows the process's Health from then on.
     """
     server = grpc.aio.server(
-        interceptors=[MetricsInterceptor()], options=[("grpc.max_receive_message_length", 16 * 1024 * 1024)]
+        # The first interceptor is the outermost: the metrics see the status the error translation gave.
+        interceptors=[MetricsInterceptor(), ErrorInterceptor()],
+        options=[("grpc.max_receive_message_length", 16 * 1024 * 1024)],
     )
     health_servicer = add_health(server)
     everything = [*services, *(extra or [])]

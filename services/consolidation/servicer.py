@@ -9,7 +9,6 @@ import grpc
 from engram.errors import InvalidArgument, Unavailable
 from engram.grpc import wire
 from engram.grpc.clients import JOB_KINDS, RESOLUTIONS, contradiction_to_proto, job_to_proto
-from engram.grpc.rpc import translate_errors
 from engram.services.consolidation.jobs import DEFAULT_LIST_LIMIT, Jobs
 from engram.services.consolidation.maintenance import Maintenance
 from engram.v1 import consolidation_pb2, consolidation_pb2_grpc
@@ -34,7 +33,6 @@ class ConsolidationServicer(consolidation_pb2_grpc.ConsolidationServicer):
             )
         return maintenance
 
-    @translate_errors
     async def ListContradictions(
         self, request: consolidation_pb2.ListContradictionsRequest, context: grpc.aio.ServicerContext
     ) -> consolidation_pb2.ListContradictionsResponse:
@@ -43,7 +41,6 @@ class ConsolidationServicer(consolidation_pb2_grpc.ConsolidationServicer):
         )
         return consolidation_pb2.ListContradictionsResponse(contradictions=[contradiction_to_proto(c) for c in found])
 
-    @translate_errors
     async def ResolveContradiction(
         self, request: consolidation_pb2.ResolveContradictionRequest, context: grpc.aio.ServicerContext
     ) -> consolidation_pb2.ResolveContradictionResponse:
@@ -61,7 +58,6 @@ class ConsolidationServicer(consolidation_pb2_grpc.ConsolidationServicer):
             memories=[wire.memory_to_proto(m) for m in memories], summary=summary
         )
 
-    @translate_errors
     async def RunJob(
         self, request: consolidation_pb2.RunJobRequest, context: grpc.aio.ServicerContext
     ) -> consolidation_pb2.RunJobResponse:
@@ -71,14 +67,12 @@ class ConsolidationServicer(consolidation_pb2_grpc.ConsolidationServicer):
         )  # fmt: skip
         return consolidation_pb2.RunJobResponse(job=job_to_proto(job))
 
-    @translate_errors
     async def ListJobs(
         self, request: consolidation_pb2.ListJobsRequest, context: grpc.aio.ServicerContext
     ) -> consolidation_pb2.ListJobsResponse:
         jobs = await self._jobs.list(wire.caller_from_proto(request.caller), limit=request.limit or DEFAULT_LIST_LIMIT)
         return consolidation_pb2.ListJobsResponse(jobs=[job_to_proto(job) for job in jobs])
 
-    @translate_errors
     async def GetJob(
         self, request: consolidation_pb2.GetJobRequest, context: grpc.aio.ServicerContext
     ) -> consolidation_pb2.GetJobResponse:

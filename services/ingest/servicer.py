@@ -1,4 +1,4 @@
-"""Ingest gRPC servicer: proto <-> domain only; errors are translated by engram.grpc.rpc."""
+"""Ingest gRPC servicer: proto <-> domain only; its errors are translated by the server's ErrorInterceptor."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import grpc
 
 from engram.errors import InvalidArgument
 from engram.grpc import wire
-from engram.grpc.rpc import translate_errors
 from engram.results import ImportItem
 from engram.scrub import Redaction
 from engram.services.ingest.lifecycle import Lifecycle
@@ -25,7 +24,6 @@ class IngestServicer(ingest_pb2_grpc.IngestServicer):
         self._writer = writer
         self._lifecycle = lifecycle
 
-    @translate_errors
     async def SaveMemory(
         self, request: ingest_pb2.SaveMemoryRequest, context: grpc.aio.ServicerContext
     ) -> ingest_pb2.SaveMemoryResponse:
@@ -37,7 +35,6 @@ class IngestServicer(ingest_pb2_grpc.IngestServicer):
             redactions=_redactions(result.redactions),
         )
 
-    @translate_errors
     async def UpdateMemory(
         self, request: ingest_pb2.UpdateMemoryRequest, context: grpc.aio.ServicerContext
     ) -> ingest_pb2.UpdateMemoryResponse:
@@ -55,7 +52,6 @@ class IngestServicer(ingest_pb2_grpc.IngestServicer):
             redactions=_redactions(result.redactions),
         )
 
-    @translate_errors
     async def DeleteMemory(
         self, request: ingest_pb2.DeleteMemoryRequest, context: grpc.aio.ServicerContext
     ) -> ingest_pb2.DeleteMemoryResponse:
@@ -70,7 +66,6 @@ class IngestServicer(ingest_pb2_grpc.IngestServicer):
             response.version = result.memory.version
         return response
 
-    @translate_errors
     async def SupersedeMemory(
         self, request: ingest_pb2.SupersedeMemoryRequest, context: grpc.aio.ServicerContext
     ) -> ingest_pb2.SupersedeMemoryResponse:
@@ -88,7 +83,6 @@ class IngestServicer(ingest_pb2_grpc.IngestServicer):
             redactions=_redactions(result.redactions),
         )
 
-    @translate_errors
     async def ExpireMemory(
         self, request: ingest_pb2.ExpireMemoryRequest, context: grpc.aio.ServicerContext
     ) -> ingest_pb2.ExpireMemoryResponse:
@@ -102,7 +96,6 @@ class IngestServicer(ingest_pb2_grpc.IngestServicer):
             memory=wire.memory_to_proto(result.memory), seq=result.seq, expired=result.expired
         )
 
-    @translate_errors
     async def MergeMemories(
         self, request: ingest_pb2.MergeMemoriesRequest, context: grpc.aio.ServicerContext
     ) -> ingest_pb2.MergeMemoriesResponse:
@@ -116,7 +109,6 @@ class IngestServicer(ingest_pb2_grpc.IngestServicer):
             seq=result.seq, redactions=_redactions(result.redactions),
         )  # fmt: skip
 
-    @translate_errors
     async def RelateMemories(
         self, request: ingest_pb2.RelateMemoriesRequest, context: grpc.aio.ServicerContext
     ) -> ingest_pb2.RelateMemoriesResponse:
@@ -128,7 +120,6 @@ class IngestServicer(ingest_pb2_grpc.IngestServicer):
             memory=wire.memory_to_proto(result.memory), seq=result.seq, changed=result.changed
         )
 
-    @translate_errors
     async def DecayMemory(
         self, request: ingest_pb2.DecayMemoryRequest, context: grpc.aio.ServicerContext
     ) -> ingest_pb2.DecayMemoryResponse:
@@ -143,7 +134,6 @@ class IngestServicer(ingest_pb2_grpc.IngestServicer):
             memory=wire.memory_to_proto(result.memory), seq=result.seq, changed=result.changed
         )
 
-    @translate_errors
     async def UpdateHandoff(
         self, request: ingest_pb2.UpdateHandoffRequest, context: grpc.aio.ServicerContext
     ) -> ingest_pb2.UpdateHandoffResponse:
@@ -156,7 +146,6 @@ class IngestServicer(ingest_pb2_grpc.IngestServicer):
         )
         return ingest_pb2.UpdateHandoffResponse(memory=wire.memory_to_proto(result.memory), seq=result.seq)
 
-    @translate_errors
     async def ImportMemories(
         self, request_iterator: AsyncIterator[ingest_pb2.ImportMemoriesRequest], context: grpc.aio.ServicerContext
     ) -> ingest_pb2.ImportMemoriesResponse:
@@ -189,7 +178,6 @@ class IngestServicer(ingest_pb2_grpc.IngestServicer):
             stopped_code=summary.stopped.code if summary.stopped else "",
         )
 
-    @translate_errors
     async def EnrichMemory(
         self, request: ingest_pb2.EnrichMemoryRequest, context: grpc.aio.ServicerContext
     ) -> ingest_pb2.EnrichMemoryResponse:

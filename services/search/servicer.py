@@ -1,4 +1,4 @@
-"""Search gRPC servicer: proto <-> domain only; errors are translated by engram.grpc.rpc."""
+"""Search gRPC servicer: proto <-> domain only; its errors are translated by the server's ErrorInterceptor."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ import grpc
 
 from engram.errors import InvalidArgument
 from engram.grpc import wire
-from engram.grpc.rpc import translate_errors, translate_stream_errors
 from engram.ownership import require_admin
 from engram.services.search.reader import DAY_SECONDS, MemoryReader
 from engram.v1 import common_pb2, search_pb2, search_pb2_grpc
@@ -20,7 +19,6 @@ class SearchServicer(search_pb2_grpc.SearchServicer):
     def __init__(self, reader: MemoryReader) -> None:
         self._reader = reader
 
-    @translate_errors
     async def SearchMemories(
         self, request: search_pb2.SearchMemoriesRequest, context: grpc.aio.ServicerContext
     ) -> search_pb2.SearchMemoriesResponse:
@@ -51,7 +49,6 @@ class SearchServicer(search_pb2_grpc.SearchServicer):
             rerank_note=result.rerank_note,
         )
 
-    @translate_errors
     async def GetMemory(
         self, request: search_pb2.GetMemoryRequest, context: grpc.aio.ServicerContext
     ) -> search_pb2.GetMemoryResponse:
@@ -65,7 +62,6 @@ class SearchServicer(search_pb2_grpc.SearchServicer):
         )
         return search_pb2.GetMemoryResponse(memory=wire.memory_to_proto(memory))
 
-    @translate_errors
     async def ListMemories(
         self, request: search_pb2.ListMemoriesRequest, context: grpc.aio.ServicerContext
     ) -> search_pb2.ListMemoriesResponse:
@@ -81,7 +77,6 @@ class SearchServicer(search_pb2_grpc.SearchServicer):
             memories=[wire.memory_to_proto(m) for m in memories], next_page_token=token
         )
 
-    @translate_errors
     async def GetStats(
         self, request: search_pb2.GetStatsRequest, context: grpc.aio.ServicerContext
     ) -> search_pb2.GetStatsResponse:
@@ -105,7 +100,6 @@ class SearchServicer(search_pb2_grpc.SearchServicer):
             )
         return response
 
-    @translate_errors
     async def GetHistory(
         self, request: search_pb2.GetHistoryRequest, context: grpc.aio.ServicerContext
     ) -> search_pb2.GetHistoryResponse:
@@ -118,7 +112,6 @@ class SearchServicer(search_pb2_grpc.SearchServicer):
             seqs=history.seqs,
         )
 
-    @translate_errors
     async def GetMemoryAt(
         self, request: search_pb2.GetMemoryAtRequest, context: grpc.aio.ServicerContext
     ) -> search_pb2.GetMemoryAtResponse:
@@ -130,7 +123,6 @@ class SearchServicer(search_pb2_grpc.SearchServicer):
         )
         return search_pb2.GetMemoryAtResponse(memory=wire.memory_to_proto(memory))
 
-    @translate_errors
     async def ListExpiring(
         self, request: search_pb2.ListExpiringRequest, context: grpc.aio.ServicerContext
     ) -> search_pb2.ListExpiringResponse:
@@ -145,7 +137,6 @@ class SearchServicer(search_pb2_grpc.SearchServicer):
             wire.set_ts(entry, "expires_at", item.expires_at)
         return response
 
-    @translate_errors
     async def ListAgents(
         self, request: search_pb2.ListAgentsRequest, context: grpc.aio.ServicerContext
     ) -> search_pb2.ListAgentsResponse:
@@ -160,7 +151,6 @@ class SearchServicer(search_pb2_grpc.SearchServicer):
             wire.set_ts(entry, "last_seen", agent.last_seen)
         return response
 
-    @translate_errors
     async def ListTeams(
         self, request: search_pb2.ListTeamsRequest, context: grpc.aio.ServicerContext
     ) -> search_pb2.ListTeamsResponse:
@@ -173,7 +163,6 @@ class SearchServicer(search_pb2_grpc.SearchServicer):
             wire.set_ts(entry, "last_activity", team.last_activity)
         return response
 
-    @translate_errors
     async def ListNamespaces(
         self, request: search_pb2.ListNamespacesRequest, context: grpc.aio.ServicerContext
     ) -> search_pb2.ListNamespacesResponse:
@@ -183,7 +172,6 @@ class SearchServicer(search_pb2_grpc.SearchServicer):
             namespaces=[search_pb2.StatCount(key=k, count=v) for k, v in sorted(counts.items())]
         )
 
-    @translate_errors
     async def GetActivity(
         self, request: search_pb2.GetActivityRequest, context: grpc.aio.ServicerContext
     ) -> search_pb2.GetActivityResponse:
@@ -200,7 +188,6 @@ class SearchServicer(search_pb2_grpc.SearchServicer):
             wire.set_ts(day, "start", start + index * DAY_SECONDS)
         return response
 
-    @translate_stream_errors
     async def ScanMemories(
         self, request: search_pb2.ScanMemoriesRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[search_pb2.ScanMemoriesResponse]:

@@ -9,7 +9,6 @@ import grpc
 
 from engram.errors import Unavailable
 from engram.grpc import wire
-from engram.grpc.rpc import translate_errors
 from engram.results import SyncChange
 from engram.services.sync.inbox import Inbox
 from engram.v1 import sync_pb2, sync_pb2_grpc
@@ -29,14 +28,12 @@ class SyncServicer(sync_pb2_grpc.SyncServicer):
             raise Unavailable("The sync service has no search service to read from (set ENGRAM_SEARCH_ADDR).")
         return self._service.inbox
 
-    @translate_errors
     async def RegisterDevice(
         self, request: sync_pb2.RegisterDeviceRequest, context: grpc.aio.ServicerContext
     ) -> sync_pb2.RegisterDeviceResponse:
         device, last = await self._inbox().register(wire.caller_from_proto(request.caller), request.device)
         return sync_pb2.RegisterDeviceResponse(device=device, cursor=last)
 
-    @translate_errors
     async def PushChanges(
         self, request: sync_pb2.PushChangesRequest, context: grpc.aio.ServicerContext
     ) -> sync_pb2.PushChangesResponse:
@@ -47,7 +44,6 @@ class SyncServicer(sync_pb2_grpc.SyncServicer):
         )  # fmt: skip
         return sync_pb2.PushChangesResponse(results=[sync_pb2.PushResult(**asdict(r)) for r in results])
 
-    @translate_errors
     async def PullChanges(
         self, request: sync_pb2.PullChangesRequest, context: grpc.aio.ServicerContext
     ) -> sync_pb2.PullChangesResponse:

@@ -8,7 +8,7 @@ import grpc
 import pytest
 
 from engram import errors
-from engram.grpc.rpc import error_from_rpc, translate_errors
+from engram.grpc.rpc import ErrorInterceptor, error_from_rpc
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -35,7 +35,6 @@ class _Raiser:
     def __init__(self) -> None:
         self.error: Exception = RuntimeError("unset")
 
-    @translate_errors
     async def Call(self, request: bytes, context: grpc.aio.ServicerContext) -> bytes:
         raise self.error
 
@@ -43,7 +42,7 @@ class _Raiser:
 async def test_kernel_errors_arrive_as_the_same_class_with_the_same_data() -> None:
     # One event loop for every call: grpc.aio binds its poller to the loop it first ran on.
     raiser = _Raiser()
-    server = grpc.aio.server()
+    server = grpc.aio.server(interceptors=[ErrorInterceptor()])  # as every Engram server has it
     handler = grpc.method_handlers_generic_handler(
         "test.Raiser", {"Call": grpc.unary_unary_rpc_method_handler(raiser.Call)}
     )

@@ -17,7 +17,7 @@ from prometheus_client import REGISTRY
 from prometheus_client.parser import text_string_to_metric_families
 
 from engram import errors
-from engram.grpc.rpc import MetricsInterceptor, translate_errors, translate_stream_errors
+from engram.grpc.rpc import ErrorInterceptor, MetricsInterceptor
 from engram.process import metrics
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -39,7 +39,7 @@ def timed(service: str, method: str) -> float:
 
 
 class _Servicer:
-    """Methods that end every way a call can: OK, aborted, a kernel error, a bug, an untranslated exception."""
+    """Methods that end every way a call can: OK, aborted, a kernel error, a bug, a kernel error mid-stream."""
 
     async def Ok(self, request: bytes, context: grpc.aio.ServicerContext) -> bytes:
         return b"ok"
@@ -48,18 +48,12 @@ class _Servicer:
         await context.abort(grpc.StatusCode.NOT_FOUND, "no such thing")
         raise AssertionError("abort returned")
 
-    @translate_errors
     async def Refuse(self, request: bytes, context: grpc.aio.ServicerContext) -> bytes:
         raise errors.PermissionDenied("This API key may not write.")
 
-    @translate_errors
     async def Bug(self, request: bytes, context: grpc.aio.ServicerContext) -> bytes:
         raise ValueError("a bug")
 
-    async def Untranslated(self, request: bytes, context: grpc.aio.ServicerContext) -> bytes:
-        raise RuntimeError("nobody translated me")
-
-    @translate_stream_errors
     async def Stream(self, request: bytes, context: grpc.aio.ServicerContext) -> AsyncIterator[bytes]:
         yield b"first"
         raise errors.InvalidArgument("limit", "must be positive.")
@@ -71,9 +65,9 @@ async def test_the_interceptor_counts_each_call_under_the_status_code_its_client
     service = f"test.Metrics{uuid.uuid4().hex[:8]}"
     servicer = _Servicer()
     unary = {name: grpc.unary_unary_rpc_method_handler(getattr(servicer, name))
-             for name in ("Ok", "Abort", "Refuse", "Bug", "Untranslated")}  # fmt: skip
+             for name in ("Ok", "Abort", "Refuse", "Bug")}  # fmt: skip
     handlers = {**unary, "Stream": grpc.unary_stream_rpc_method_handler(servicer.Stream)}
-    server = grpc.aio.server(interceptors=[MetricsInterceptor()])
+    server = grpc.aio.server(interceptors=[MetricsInterceptor(), ErrorInterceptor()])  # as engram.process.runtime has
     server.add_generic_rpc_handlers((grpc.method_handlers_generic_handler(service, handlers),))
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
@@ -97,9 +91,7 @@ async def test_the_interceptor_counts_each_call_under_the_status_code_its_client
         await channel.close()
         await server.stop(0)
 
-    expected = {
-        "Ok": "OK", "Abort": "NOT_FOUND", "Refuse": "PERMISSION_DENIED", "Bug": "INTERNAL", "Untranslated": "UNKNOWN",
-    }  # fmt: skip
+    expected = {"Ok": "OK", "Abort": "NOT_FOUND", "Refuse": "PERMISSION_DENIED", "Bug": "INTERNAL"}
     assert {method: code.name for method, code in got.items()} == expected  # what the clients saw
     for method, code in expected.items():
         assert calls(service, method, code) == 1, method

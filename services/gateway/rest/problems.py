@@ -13,36 +13,17 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
-from engram.errors import DEFAULT_RETRY_AFTER_SECONDS, EngramError, ImportStopped, VersionConflict
+from engram.errors import DEFAULT_RETRY_AFTER_SECONDS, KINDS, EngramError, ImportStopped, VersionConflict, kind_of
 from engram.services.gateway.schemas.validation import describe_validation
 
 PROBLEM_MEDIA_TYPE = "application/problem+json"
 
 PROBLEM_TYPE_PREFIX = "urn:engram:problem:"
 
-# EngramError.code -> HTTP status. Codes the kernel may add later ("already_exists", "aborted") are mapped
-# ahead of time so a new service error never turns into a 500.
-STATUS_BY_CODE: dict[str, int] = {
-    "invalid_argument": 400,
-    "unauthenticated": 401,
-    "permission_denied": 403,
-    "not_found": 404,
-    "already_exists": 409,
-    "aborted": 409,
-    "failed_precondition": 409,  # a stale expected_version: the answer names the current version
-    "payload_too_large": 413,
-    "unsupported_media_type": 415,
-    "internal": 500,
-    "unimplemented": 501,
-    "unavailable": 503,
-    "resource_exhausted": 507,
-}
-
+# The problem code of an HTTP error that is not Engram's (FastAPI's, Starlette's): the kind whose status it is, for
+# the statuses one kind alone answers with (400, 401, 403, 404); any other is "http_error", or "internal" from 500.
 _CODE_BY_STATUS = {
-    400: "invalid_argument",
-    401: "unauthenticated",
-    403: "permission_denied",
-    404: "not_found",
+    KINDS[code].http_status: code for code in ("invalid_argument", "unauthenticated", "permission_denied", "not_found")
 }
 
 
@@ -100,8 +81,8 @@ def error_response(error: EngramError) -> Response:
         extensions = error.result
     elif isinstance(error, VersionConflict):
         extensions = {"expected_version": error.expected, "current_version": error.actual}
-    status = STATUS_BY_CODE.get(error.code, 500)
-    return problem(status, str(error), code=error.code, headers=headers, extensions=extensions)
+    # The HTTP status of its kind (errors.KINDS, the table gRPC answers from too); the problem code is the kind.
+    return problem(kind_of(error).http_status, str(error), code=error.code, headers=headers, extensions=extensions)
 
 
 def add_error_handlers(app: FastAPI) -> None:
