@@ -36,8 +36,8 @@ REBUILD_TIMEOUT = 1800.0  # a damaged index of 50k memories is rebuilt in about 
 DIAGNOSTIC_SHARE = 4  # each single-retriever series is a quarter of the main one (no warm-up: the node is warm)
 # The indexer builds the vector graph of new points in its first idle second (services/search/indexer.py). With
 # qdrant-edge-py 0.9 that build holds the GIL: the whole process stops answering meanwhile (seconds per 10k new
-# points with the segment cap of engram/index/edge.py; 17-27 s at 50k before it), and a request that was sent just
-# before it ends can lose its connection (uvicorn's keep-alive timer fires first). A settle waits longer than the
+# points with the segment cap of engram/index/qdrant_edge.py; 17-27 s at 50k before it), and a request that was sent
+# just before it ends can lose its connection (uvicorn's keep-alive timer fires first). A settle waits longer than the
 # idle second, then asks /healthz on fresh connections until it answers within SETTLE_RESPONSIVE_SECONDS, then sends
 # one untimed search. Its time is recorded: how long the node stopped.
 SETTLE_SECONDS = 1.5

@@ -233,12 +233,12 @@ async def _start_device_sync(settings: Settings, resources: Resources, grpc_addr
 
 def _require_start_space(home: Path, settings: Settings) -> None:
     """Refuses to start with too little free space: loading the search indexes fills in parts of their memory-mapped
-    files (engram.index.edge.load_room), and a mapped file that cannot grow on a full disk kills the process
+    files (engram.index.qdrant_edge.load_room), and a mapped file that cannot grow on a full disk kills the process
     (SIGBUS) instead of failing cleanly; after that the reserve must still be free for writes."""
     if settings.qdrant_url:
         load = 0  # the indexes live in a Qdrant server, not in the data dir
     else:
-        from engram.index.edge import load_room
+        from engram.index.qdrant_edge import load_room
 
         load = sum(load_room(home / name) for name in INDEXES)
     reserve = max(settings.disk_reserve_mb * MIB, MIN_WRITE_ROOM)

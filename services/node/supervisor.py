@@ -193,7 +193,7 @@ def _die_with_parent() -> None:
 
 def _set_indexes_aside(home: Path) -> None:
     """Moves the search indexes aside (to <name>.damaged): the restarted node rebuilds them from the log."""
-    from engram.index.edge import move_aside  # only after a crash: the supervisor stays small
+    from engram.index.qdrant_edge import move_aside  # only after a crash: the supervisor stays small
 
     for name in INDEXES:
         move_aside(home / name)

@@ -13,7 +13,7 @@ from engram.config import Settings
 from engram.embed.cache import CachedEmbedder
 from engram.errors import DiskFull
 from engram.index import DENSE, QUESTIONS, SPARSE, IndexDamaged, MemoryIndex
-from engram.index.edge import EdgeIndex, move_aside
+from engram.index.qdrant_edge import EdgeIndex, move_aside
 from engram.process.health import MIB, disk_space
 from engram.process.runtime import Resources, RunningServer, serve
 from engram.rerank import Reranker, load_reranker
@@ -88,7 +88,7 @@ def open_index(settings: Settings, dim: int, *, versions: bool = False) -> Memor
     """
     suffix = VERSIONS_SUFFIX if versions else ""
     if settings.qdrant_url:
-        from engram.index.server import QdrantServerIndex
+        from engram.index.qdrant_server import QdrantServerIndex
 
         return QdrantServerIndex.from_url(
             settings.qdrant_url,

@@ -21,8 +21,8 @@ from qdrant_client import QdrantClient
 from engram.embed.sparse import Bm25Encoder
 from engram.ids import uuid7
 from engram.index import EXPIRES_TS, HANDOFF_STATUS, HANDOFF_TO, MemoryIndex
-from engram.index.edge import EdgeIndex
-from engram.index.server import QdrantServerIndex
+from engram.index.qdrant_edge import EdgeIndex
+from engram.index.qdrant_server import QdrantServerIndex
 from engram.log.events import (
     HANDOFF_ACCEPTED,
     HANDOFF_COMPLETED,

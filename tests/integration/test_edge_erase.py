@@ -13,8 +13,8 @@ import pytest
 from engram.embed.sparse import Bm25Encoder
 from engram.ids import uuid7
 from engram.index import DENSE, QUESTIONS, SPARSE, IndexPoint, SearchRequest
-from engram.index import edge as edge_module
-from engram.index.edge import ERASE_PENDING, ERASING, REWRITING, EdgeIndex, move_aside
+from engram.index import qdrant_edge as edge_module
+from engram.index.qdrant_edge import ERASE_PENDING, ERASING, REWRITING, EdgeIndex, move_aside
 from engram.model import SearchFilter
 
 pytestmark = pytest.mark.integration

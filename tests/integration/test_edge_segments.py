@@ -11,8 +11,8 @@ import pytest
 from engram.embed.sparse import Bm25Encoder
 from engram.ids import uuid7
 from engram.index import IndexPoint, SearchRequest
-from engram.index import edge as edge_module
-from engram.index.edge import EdgeIndex
+from engram.index import qdrant_edge as edge_module
+from engram.index.qdrant_edge import EdgeIndex
 from engram.model import SearchFilter
 
 pytestmark = pytest.mark.integration

@@ -41,8 +41,8 @@ from engram.index import (
     point_id,
     version_point_id,
 )
-from engram.index.edge import EdgeIndex
-from engram.index.server import QdrantServerIndex
+from engram.index.qdrant_edge import EdgeIndex
+from engram.index.qdrant_server import QdrantServerIndex
 from engram.model import PACK_FILE, STATUSES, SearchFilter
 from tests.helpers.tools import free_port
 

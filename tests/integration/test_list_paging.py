@@ -13,9 +13,9 @@ from qdrant_client import QdrantClient
 
 from engram.embed.sparse import Bm25Encoder
 from engram.index import CREATED_TS, POINT, VALID_FROM, IndexPoint, MemoryIndex, Position, point_id
-from engram.index.edge import EdgeIndex
 from engram.index.listing import order_key
-from engram.index.server import QdrantServerIndex
+from engram.index.qdrant_edge import EdgeIndex
+from engram.index.qdrant_server import QdrantServerIndex
 from engram.model import SearchFilter
 
 pytestmark = pytest.mark.integration

@@ -11,7 +11,7 @@ import pytest
 from engram.embed.sparse import Bm25Encoder
 from engram.ids import uuid7
 from engram.index import IndexPoint, SearchRequest
-from engram.index.edge import EdgeIndex
+from engram.index.qdrant_edge import EdgeIndex
 from engram.log.events import MEMORY_SAVED, event_body
 from engram.log.nats import NatsLog
 from engram.model import Caller, Memory, SearchFilter

@@ -17,7 +17,7 @@ import qdrant_edge as qe
 from engram.errors import DiskFull, InvalidArgument, Unavailable
 from engram.ids import uuid7
 from engram.index import point_id
-from engram.index.edge import EdgeIndex
+from engram.index.qdrant_edge import EdgeIndex
 from engram.log import LogEntry, subject
 from engram.log.events import MEMORY_SAVED, event_body
 from engram.log.nats import NatsLog
