@@ -149,7 +149,7 @@ class Inbox:
         body = _parse(change)
         memory = _memory(caller, body)
         actor = device.actor(caller, body)
-        redactions = _scrub(memory)  # before the vectors: a device's vectors of a scrubbed text are not used
+        memory, redactions = _scrub(memory)  # before the vectors: a device's vectors of scrubbed text are not used
         validate(input_of(memory), self._limits)  # the same limits as a save here
         based_on = await self._log.last_seq()
         current = await self._current(caller, memory.id, based_on)
@@ -342,26 +342,14 @@ class Device:
         )
 
 
-def _scrub(memory: Memory) -> tuple[Redaction, ...]:
-    """Scrubs a pushed memory's text in place, like a save's (its labels and metadata included)."""
-    found: list[Redaction] = []
-
-    def text(value: str) -> str:
-        result = scrub_text(value)
-        found.extend(result.redactions)
-        return result.text
-
-    for name in ("content", "summary", "context", "team", "project", "conversation_id", "source", "updated_by"):
-        setattr(memory, name, text(getattr(memory, name)))
-    memory.topics = [text(topic) for topic in memory.topics]
-    memory.tags = [text(tag) for tag in memory.tags]
-    memory.questions = [text(question) for question in memory.questions]
-    for relation in memory.relations:
-        relation.note = text(relation.note)
-    metadata, in_metadata = scrub_value(memory.metadata)
-    memory.metadata = metadata if isinstance(metadata, dict) else {}
-    found.extend(in_metadata)
-    return merge(found)
+def _scrub(memory: Memory) -> tuple[Memory, tuple[Redaction, ...]]:
+    """The pushed memory with every text scrubbed (its labels, metadata and notes too), as the log's scrubbing step
+    would, and what was found: the answer says it."""
+    clean, found = scrub_value(memory.to_dict())
+    if not found:
+        return memory, ()
+    assert isinstance(clean, dict)
+    return Memory.from_dict(clean), merge(found)
 
 
 def _already_here(event: str, memory: Memory, current: Memory, *, restore: bool) -> bool:
