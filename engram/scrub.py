@@ -653,6 +653,18 @@ _SECRET_KEYS: tuple[tuple[str, re.Pattern[str]], ...] = (
 # --- API ---------------------------------------------------------------------------------------------------
 
 
+# Texts that hold no secret by their shape, answered without running the rules: most strings of a log entry are
+# one of them (ids, times, names of choices), and the log scrubs every entry whole (engram.log.scrubbing). A secret
+# needs more than 7 characters; a bare value under a secret-naming key is caught by its key (scrub_value).
+_PLAIN = re.compile(
+    r".{0,7}"  # too short for any rule
+    r"|[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}"  # a UUID
+    r"|\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?(?:Z|[+-]\d{2}:\d{2})"  # an RFC 3339 time
+    r"|[a-z]+(?:[_-][a-z]+){0,3}",  # a lowercase word or name of a choice (memory_saved, action-item)
+    re.DOTALL,
+)
+
+
 def scrub_text(text: str) -> ScrubResult:
     """Replace every secret found in ``text`` by ``[REDACTED:<kind>]``, keeping the text around it.
 
@@ -660,6 +672,8 @@ def scrub_text(text: str) -> ScrubResult:
     """
     if not isinstance(text, str):
         raise TypeError(f"scrub_text expects str, got {type(text).__name__}")
+    if _PLAIN.fullmatch(text):
+        return ScrubResult(text, ())
     counts: dict[str, int] = {}
     # Keywords are looked up in the original text: a replacement only ever removes evidence, and the markers
     # it adds name no keyword a rule waits for except "aws", which the AWS secret rule wants to see.

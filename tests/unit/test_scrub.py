@@ -325,3 +325,17 @@ def test_linear_time_on_adversarial_input(text: str) -> None:
     start = time.perf_counter()
     scrub_text(text)
     assert time.perf_counter() - start < 2.0
+
+
+@pytest.mark.parametrize(
+    "text", ["", "mcp", "memory_saved", "action-item", "01a21510-0088-7229-aafe-9c74576bcc6b", "2026-03-02T10:00:00Z"]
+)
+def test_texts_plain_by_their_shape_pass_unchanged(text: str) -> None:
+    """The log scrubs every string of every entry: ids, times and names of choices skip the rules."""
+    assert scrub_text(text).text == text and not scrub_text(text).redactions
+
+
+def test_a_plain_looking_value_under_a_secret_key_is_still_caught_by_its_key() -> None:
+    clean, found = scrub_value({"password": "correcthorsebatterystaple", "token": "abcdefgh"})
+    assert isinstance(clean, dict) and all(str(value).startswith("[REDACTED:") for value in clean.values())
+    assert found
