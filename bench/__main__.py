@@ -9,6 +9,7 @@ from pathlib import Path
 from bench.console import DEFAULT_CONSOLE_LOADS, DEFAULT_CONSOLE_SIZE
 from bench.datasets import CONTEXT_MODES, DEFAULT_CONTEXT_MODE
 from bench.events import DEFAULT_EVENT_SAVES, DEFAULT_SLOW_CLIENTS
+from bench.facts import DEFAULT_FACTS
 from bench.report import table
 from bench.run import DEFAULT_BEIR, DEFAULT_CHUNK, DEFAULT_LOCOMO, DEFAULT_MODEL_CACHE, BenchConfig, run
 from bench.speed import DEFAULT_SAVES, DEFAULT_SEARCHES, DEFAULT_SIZES, DEFAULT_UPDATES, DEFAULT_WARMUP
@@ -53,6 +54,17 @@ def parse_args(argv: list[str] | None = None) -> BenchConfig:
         "start-up time with its index (default on)",
     )
     parser.add_argument(
+        "--facts",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="the discrete-facts dev set (issue 24): agents' unrelated saves through MCP, then top-1, recall@5 and "
+        "MRR per query kind on its tune and untouched halves (default on)",
+    )
+    parser.add_argument(
+        "--facts-data", type=Path, default=DEFAULT_FACTS,
+        help=f"the dev set's directory (default {DEFAULT_FACTS})",
+    )  # fmt: skip
+    parser.add_argument(
         "--console",
         action=argparse.BooleanOptionalAction,
         default=False,
@@ -92,7 +104,8 @@ def parse_args(argv: list[str] | None = None) -> BenchConfig:
     parser.add_argument(
         "--quick",
         action="store_true",
-        help="smoke run: one LoCoMo conversation, 500 SciFact docs, size 2000, 100 timed calls",
+        help="smoke run: one LoCoMo conversation, 500 SciFact docs, size 2000, 100 timed calls, 12 sessions of "
+        "the facts set",
     )
     parser.add_argument(
         "--context",
@@ -131,11 +144,15 @@ def parse_args(argv: list[str] | None = None) -> BenchConfig:
     )
     parser.add_argument("--keep", action="store_true", help="keep the nodes' data dirs (logs) after the run")
     args = parser.parse_args(argv)  # fmt: skip
-    if not any((args.quality, args.speed, args.events, args.sync, args.edge, args.console)):
-        parser.error("nothing to do: --no-quality, --no-speed, --no-events, --no-sync and --no-edge without --console")
+    if not any((args.quality, args.speed, args.events, args.sync, args.edge, args.console, args.facts)):
+        parser.error(
+            "nothing to do: --no-quality, --no-speed, --no-events, --no-sync, --no-edge and --no-facts without "
+            "--console"
+        )
     return BenchConfig(
         quality=args.quality, speed=args.speed, events=args.events, sync=args.sync, edge=args.edge,
         console=args.console, console_size=args.console_size, console_loads=args.console_loads,
+        facts=args.facts, facts_data=args.facts_data,
         offline_mutations=args.offline_mutations, sizes=args.sizes, locomo=args.locomo,
         beir=args.beir, out=args.out, env=dict(args.env), quick=args.quick, context=args.context,
         context_gain=args.context_gain, chunk=args.chunk,

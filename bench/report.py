@@ -58,6 +58,7 @@ def table(results: dict[str, Any]) -> str:
     rows += list(_sync_rows(results.get("sync") or {}, (results.get("speed") or {}).get("edge_backfill") or {}))
     rows += list(_edge_rows(results.get("edge") or {}))
     rows += list(_console_rows(results.get("console") or {}))
+    rows += list(_facts_rows(results.get("facts") or {}))
     for section, error in (results.get("errors") or {}).items():
         rows.append(Row(f"ERROR in {section}", "-", reference=_short(error, 100), status="FAIL"))
     if results.get("code_changed_during_run"):
@@ -339,6 +340,48 @@ def _console_rows(console: dict[str, Any]) -> Iterator[Row]:
         f"largest limit {console.get('largest_limit')}",
         _verdict(rows["median"], CONSOLE_FIRST_PAINT_TARGET_MS, higher=False) if rows["median"] is not None else "",
     )
+
+
+FACT_KINDS = ("paraphrase", "identifier", "who", "latest-version", "multi-hop")
+
+
+def _facts_rows(facts: dict[str, Any]) -> Iterator[Row]:
+    """The discrete-facts dev set (bench/facts.py): top-1 / recall@5 / MRR per half and kind, dense-only beside."""
+    modes = facts.get("modes") or {}
+    default, dense = modes.get("default") or {}, modes.get("dense") or {}
+    save = facts.get("save") or {}
+    if save:
+        yield Row(
+            "facts: memories saved through MCP",
+            str(save.get("saved", 0)),
+            reference=f"{save.get('superseded', 0)} superseded, {save.get('supersessions_refused', 0)} supersessions "
+            f"refused ({save.get('supersessions_refused_cross_agent', 0)} cross-agent), {save.get('errors', 0)} errors",
+            status="FAIL" if save.get("errors") else "",
+        )
+    for split in ("tune", "untouched"):
+        figures, reference = default.get(split) or {}, dense.get(split) or {}
+        for kind in (*FACT_KINDS, "overall"):
+            mine = figures.get("overall") if kind == "overall" else (figures.get("kinds") or {}).get(kind)
+            if not mine:
+                continue
+            theirs = reference.get("overall") if kind == "overall" else (reference.get("kinds") or {}).get(kind)
+            notes = [f"dense-only {_facts_triple(theirs)}"] if theirs else []
+            if "both@5" in mine:
+                notes.append(f"both facts in top 5: {_num(mine['both@5'], 3)}")
+            yield Row(f"facts [{split}] {kind} (n={mine['queries']}) top-1 / R@5 / MRR", _facts_triple(mine),
+                      reference="; ".join(notes))  # fmt: skip
+            if "outdated_above" in mine:
+                yield Row(f"facts [{split}] latest-version: outdated ranked above current",
+                          f"{mine['outdated_above']} of {mine['queries']}",
+                          reference=f"outdated first: {mine['outdated_first']}")  # fmt: skip
+    if default.get("errors"):
+        yield Row("facts: failed searches", str(default["errors"]), status="FAIL")
+    if facts.get("note"):
+        yield Row("facts note", "-", reference=_short(facts["note"]))
+
+
+def _facts_triple(figures: dict[str, Any]) -> str:
+    return " / ".join(_num(figures.get(key), 3) for key in ("top1", "recall@5", "mrr"))
 
 
 def _num(value: Any, digits: int) -> str:

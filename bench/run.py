@@ -30,6 +30,7 @@ from bench.datasets import (
 )
 from bench.edge import EdgeOptions, run_edge
 from bench.events import DEFAULT_EVENT_SAVES, DEFAULT_SLOW_CLIENTS, EventsOptions, run_events
+from bench.facts import DEFAULT_FACTS, QUICK_SESSIONS, FactsOptions, load_facts, run_facts
 from bench.node import node_env
 from bench.progress import Phases, note
 from bench.quality import QualityOptions, run_beir, run_locomo
@@ -71,6 +72,8 @@ class BenchConfig:
     sync: bool = True
     edge: bool = True
     console: bool = False  # a browser and its own node filled to console_size: only when asked for
+    facts: bool = True  # the discrete-facts dev set (issue 24)
+    facts_data: Path = DEFAULT_FACTS
     console_size: int = DEFAULT_CONSOLE_SIZE
     console_loads: int = DEFAULT_CONSOLE_LOADS
     offline_mutations: int = DEFAULT_OFFLINE_MUTATIONS
@@ -142,6 +145,7 @@ def run(config: BenchConfig) -> tuple[dict[str, Any], Path]:
             "offline_mutations": config.offline_mutations,
             "console_size": config.console_size,
             "console_loads": config.console_loads,
+            "facts": config.facts,
         },
         "data": {},
         "errors": {},
@@ -163,6 +167,7 @@ def run(config: BenchConfig) -> tuple[dict[str, Any], Path]:
                 ("edge", config.edge, lambda out: _edge(config, conversations, beir, home_root, settings, phases, out)),
                 ("console", config.console,
                  lambda out: _console(config, conversations, beir, home_root, settings, phases, out)),
+                ("facts", config.facts, lambda out: _facts(config, home_root, settings, phases, out)),
             ]  # fmt: skip
             for name, wanted, body in sections:
                 if wanted:
@@ -259,6 +264,13 @@ async def _console(config: BenchConfig, conversations: list[Conversation], beir:
                              loads=config.console_loads)  # fmt: skip
     corpus = speed_corpus(beir, conversations, needed=config.console_size)
     await run_console(corpus.texts, options, phases, out)
+
+
+async def _facts(
+    config: BenchConfig, home_root: Path, settings: dict[str, str], phases: Phases, out: dict[str, Any]
+) -> None:
+    facts = load_facts(config.facts_data, sessions=QUICK_SESSIONS if config.quick else None)
+    await run_facts(facts, FactsOptions(home_root=home_root, settings=settings), phases, out)
 
 
 def _section(results: dict[str, Any], name: str, body: Callable[[dict[str, Any]], Coroutine[Any, Any, None]]) -> None:
