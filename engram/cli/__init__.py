@@ -8,14 +8,15 @@ services under engram.services, the formats in the kernel)."""
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from collections.abc import Sequence
 from typing import Any
 
-from engram.cli import coordination, keys, memories, models, node, packs, sync, vault
+from engram.cli import coordination, find, keys, memories, models, node, packs, sync, vault
 from engram.config import Settings, SettingsError
 
-GROUPS = (node, sync, keys, vault, models, memories, coordination, packs)  # the order of `engram --help`
+GROUPS = (node, find, sync, keys, vault, models, memories, coordination, packs)  # the order of `engram --help`
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -41,11 +42,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         return 2
     try:
         code: int = args.func(args, settings)
+        sys.stdout.flush()  # a reader gone (`engram list | head`) shows here, not in the interpreter's last flush
         return code
     except KeyboardInterrupt:
         return 130
+    except BrokenPipeError:
+        return _reader_gone()
     except Exception as e:  # the top of the process: one clear line, details in the log
         return _failed(e)
+
+
+def _reader_gone() -> int:
+    """The reader of the output closed it (`engram list --json | head`): it took what it wanted, so exit 0 quietly;
+    what is still buffered goes nowhere, else the interpreter's last flush would fail again and say so."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    os.close(devnull)
+    return 0
 
 
 def _failed(error: Exception) -> int:

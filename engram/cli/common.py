@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import argparse
+import io
 import json
 import sys
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import IO, TYPE_CHECKING, Any
 
 from engram.config import Settings
@@ -137,6 +138,22 @@ def send(
         return EXIT_REFUSED
     print(json.dumps(answer, indent=2, ensure_ascii=False) if as_json else call.render(answer), file=out)
     return EXIT_OK
+
+
+def fetch(
+    call: Call, base_url: str, *, api_key: str | None, agent: str | None, err: IO[str]
+) -> tuple[int, dict[str, Any]]:
+    """One request whose answer the command uses itself: the exit code and the answer (``{}`` unless 0); a refusal
+    or an absent node is said on ``err`` as send says it."""
+    answers: list[dict[str, Any]] = []
+
+    def keep(answer: dict[str, Any]) -> str:
+        answers.append(answer)
+        return ""
+
+    code = send(replace(call, render=keep), base_url, api_key=api_key, agent=agent, as_json=False, out=io.StringIO(),
+                err=err)  # fmt: skip
+    return code, answers[0] if answers else {}
 
 
 def _json(response: httpx.Response) -> dict[str, Any]:

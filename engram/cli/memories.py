@@ -23,7 +23,7 @@ def register(subparsers: Any) -> None:
     update = node_options(sub(subparsers, "update", "change fields of one of your memories (a new version)"))
     update.add_argument("id")
     update.add_argument("--content", help="the new content")
-    _fields(update)
+    memory_fields(update)
     update.add_argument("--expected-version", type=int, metavar="N", help=_VERSION_HELP)
     update.epilog = "--tag and --topic replace the whole list. Only the agent that saved a memory may change it."
     update.set_defaults(func=call_node, build=_update)
@@ -40,7 +40,7 @@ def register(subparsers: Any) -> None:
     replacement = supersede.add_mutually_exclusive_group(required=True)
     replacement.add_argument("--content", help="content of the new memory that replaces it")
     replacement.add_argument("--new-id", help="an existing memory that replaces it")
-    _fields(supersede)
+    memory_fields(supersede)
     supersede.add_argument("--expected-version", type=int, metavar="N", help=_VERSION_HELP)
     supersede.set_defaults(func=call_node, build=_supersede)
 
@@ -70,8 +70,8 @@ def register(subparsers: Any) -> None:
     purge.set_defaults(func=_purge, build=_purge_call)
 
 
-def _fields(parser: argparse.ArgumentParser) -> None:
-    """The fields a new version may change (update, and supersede --content)."""
+def memory_fields(parser: argparse.ArgumentParser) -> None:
+    """The fields a new version may change (update, and supersede --content), and a save may give."""
     parser.add_argument("--summary", help="one-line summary")
     parser.add_argument("--tag", action="append", dest="tags", metavar="TAG", help="a tag (repeat for several)")
     parser.add_argument("--topic", action="append", dest="topics", metavar="TOPIC", help="a topic (repeatable)")
@@ -123,7 +123,7 @@ def _memory(args: argparse.Namespace) -> str:
 
 
 def _update(args: argparse.Namespace) -> Call:
-    body = _given(args, "content")
+    body = given_fields(args, "content")
     if not body:
         raise UsageError(
             "nothing to change: pass at least one of --content, --summary, --tag, --topic, --type, "
@@ -137,8 +137,8 @@ def _delete(args: argparse.Namespace) -> Call:
 
 
 def _supersede(args: argparse.Namespace) -> Call:
-    body = _given(args, "content") if args.content is not None else {"new_id": args.new_id}
-    if args.new_id is not None and len(_given(args)) > 0:
+    body = given_fields(args, "content") if args.content is not None else {"new_id": args.new_id}
+    if args.new_id is not None and len(given_fields(args)) > 0:
         raise UsageError("--new-id takes no other fields (the replacing memory exists already); drop them.")
     return Call("POST", f"{_memory(args)}:supersede", render_supersede, body=_versioned(body, args))
 
@@ -159,7 +159,8 @@ def _purge_call(args: argparse.Namespace) -> Call:
     return Call("DELETE", _memory(args), render_delete, params={"purge": "true"}, hint_403=_ADMIN_HINT)
 
 
-def _given(args: argparse.Namespace, *extra: str) -> dict[str, Any]:
+def given_fields(args: argparse.Namespace, *extra: str) -> dict[str, Any]:
+    """The memory fields the command line gives (memory_fields' and ``extra``), by their request names."""
     return {name: getattr(args, name) for name in (*extra, *_FIELDS) if getattr(args, name) is not None}
 
 

@@ -10,12 +10,22 @@ import json
 import sys
 import tempfile
 from collections.abc import Callable, Sequence
-from dataclasses import replace
 from pathlib import Path
 from typing import IO, Any
 from urllib.parse import quote
 
-from engram.cli.common import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, Call, node_options, node_url, preview, send, sub
+from engram.cli.common import (
+    EXIT_OK,
+    EXIT_REFUSED,
+    EXIT_USAGE,
+    Call,
+    fetch,
+    node_options,
+    node_url,
+    preview,
+    send,
+    sub,
+)
 from engram.config import Settings
 from engram.packs.format import Pack, read_pack_dir, write_pack_dir
 
@@ -73,16 +83,8 @@ class Node:
 
     def request(self, call: Call, *, quiet: bool = False) -> tuple[int, dict[str, Any]]:
         """The exit code and the answer (``{}`` unless 0); ``quiet`` keeps send's error line to itself."""
-        answers: list[dict[str, Any]] = []
-
-        def keep(answer: dict[str, Any]) -> str:
-            answers.append(answer)
-            return ""
-
         err = io.StringIO() if quiet else self.err
-        code = send(replace(call, render=keep), self.base_url, api_key=self.api_key, agent=self.args.agent,
-                    as_json=False, out=io.StringIO(), err=err)  # fmt: skip
-        return code, answers[0] if answers else {}
+        return fetch(call, self.base_url, api_key=self.api_key, agent=self.args.agent, err=err)
 
 
 Action = Callable[[argparse.Namespace, Node, IO[str], IO[str]], int]
