@@ -302,6 +302,10 @@ def memory_input(request: BaseModel) -> MemoryInput:
         if name.endswith(JSON_SUFFIX):
             value = encode_metadata(value)
         elif name == "expires_at":
+            if not value.strip():  # as for every time the schema publishes: empty is a mistake, not "no expiry"
+                raise InvalidArgument(
+                    name, "is empty; give an RFC 3339 time or a duration such as 30d, or leave it out."
+                )
             value = expiry_time(value, now=time.time())
         elif name in TIME_FIELDS:
             value = _time(name, value)
