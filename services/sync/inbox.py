@@ -294,11 +294,6 @@ class Device:
     name: str
     agents: frozenset[str]
 
-    @property
-    def named(self) -> bool:
-        """Whether its key names the agents it speaks for (or it is trusted to speak for any)."""
-        return bool(self.agents)
-
     def actor(self, caller: Caller, body: dict[str, Any]) -> Caller:
         """Who made the change on the device: one of its agents, on that device, through the device's key."""
         agent = str(body.get("agent") or "") or "anonymous"
@@ -325,7 +320,7 @@ class Device:
             require_handoff_target(current, actor)
         else:
             require_owner(current, actor)
-        if not self.named and ADMIN_SCOPE not in actor.scopes and current.origin.device != self.name:
+        if not self.agents and ADMIN_SCOPE not in actor.scopes and current.origin.device != self.name:
             raise PermissionDenied(
                 f"Memory '{current.id}' was made on '{current.origin.device or 'the cluster'}', not on device "
                 f"'{self.name}', whose key names no agent. Name the device's agents on its key: `engram keys "
