@@ -1,5 +1,5 @@
 """Agents working together through the gateway against a real node: identity in ping, the agent registry, teams
-and their summaries, handoffs, the similar-finding warning and MCP-session context, over MCP (the real SDK client),
+and their summaries, handoffs, the similar-finding warning, context only in conversations, over MCP (the SDK client),
 REST and the CLI."""
 
 from __future__ import annotations
@@ -354,50 +354,35 @@ async def test_mcp_shows_the_similar_finding_warning(node: NodeHandle, api: http
     assert [m["id"] for m in warning["memories"]] == [original["id"]]
 
 
-# --- context from the MCP session ----------------------------------------------------------------------------
+# --- context only where saves form a conversation -----------------------------------------------------------
 
 
-async def test_a_save_without_context_gets_the_previous_save_of_its_mcp_session(node: NodeHandle, space: str) -> None:
-    first, second, third = (f"{text} {unique()}" for text in ("Q: which port?", "A: 8443", "Deploys are Tuesdays"))
-    async with (
-        http_client(node.mcp_url, key=space, agent="claude-code", mode="legacy") as session,
-        http_client(node.mcp_url, key=space, agent="claude-code", mode="legacy") as other_session,
-    ):
-        opening = await call(session, "save_memory", content=first)
-        answer = await call(session, "save_memory", content=second)
-        given = await call(session, "save_memory", content=third, context="Given by the agent")
-        elsewhere = await call(other_session, "save_memory", content=f"Other session {unique()}")
-        in_conversation = await call(session, "save_memory", content=f"x {unique()}", conversation_id=unique("c"))
-        after = await call(session, "save_memory", content=f"After {unique()}")
-        await call(session, "save_memory", content=f"The VPN password hint is in 1Password {unique()}",
-                   sensitivity="private")  # fmt: skip
-        plain = await call(session, "save_memory", content=f"Lunch is at noon {unique()}")
-    assert opening["memory"]["context"] == "", "the session's first save has no previous memory"
-    assert answer["memory"]["context"] == first
-    assert given["memory"]["context"] == "Given by the agent"
-    assert elsewhere["memory"]["context"] == "", "another session's saves are not its context"
-    assert in_conversation["memory"]["context"] == "", "a conversation's first save: ingest derives the rest"
-    assert after["memory"]["context"] == in_conversation["memory"]["content"]
-    assert plain["memory"]["context"] == "", "a private memory never situates a normal one"
+async def test_unrelated_saves_of_one_mcp_session_get_no_derived_context(node: NodeHandle, space: str) -> None:
+    """Agents save unrelated facts one after another: the previous one is no context of the next (it would steal
+    its lookups). A conversation_id still derives, and an explicit context is kept."""
+    conversation = unique("c")
+    async with http_client(node.mcp_url, key=space, agent="claude-code", mode="legacy") as session:
+        await call(session, "save_memory", content=f"Prefers FastAPI over Flask {unique()}")
+        plain = await call(session, "save_memory", content=f"JIRA-4821 tracks the flaky login test {unique()}")
+        given = await call(session, "save_memory", content=f"Deploys are Tuesdays {unique()}", context="Given")
+        opening = await call(session, "save_memory", content=f"Q: which port? {unique()}",
+                             conversation_id=conversation)  # fmt: skip
+        reply = await call(session, "save_memory", content=f"A: 8443 {unique()}", conversation_id=conversation)
+    assert plain["memory"]["context"] == ""
+    assert given["memory"]["context"] == "Given"
+    assert opening["memory"]["context"] == "", "a conversation's first save has no previous memory"
+    assert reply["memory"]["context"] == opening["memory"]["content"], "ingest derives a conversation's context"
 
 
-async def test_a_stdio_server_is_one_session_whose_saves_situate_the_next(node: NodeHandle) -> None:
-    first = f"Q: where do the nightly backups go? {unique()}"
+async def test_a_stdio_servers_saves_get_no_derived_context(node: NodeHandle) -> None:
     env = {"ENGRAM_LOG_LEVEL": "WARNING", "ENGRAM_AGENT_ID": "robot-7", "ENGRAM_TEAM": "fleet"}
     async with stdio_client(node.home, env, name="robot-agent") as client:
         pong = await call(client, "ping")
-        await call(client, "save_memory", content=first)
+        await call(client, "save_memory", content=f"Q: where do the nightly backups go? {unique()}")
         answer = await call(client, "save_memory", content=f"A: to the NAS in rack 2 {unique()}")
     assert (pong["team"], pong["identity"].split("@")[0]) == ("fleet", "robot-agent")
-    assert answer["memory"]["context"] == first
+    assert answer["memory"]["context"] == ""
     assert answer["memory"]["team"] == "fleet" and "team:fleet" in answer["memory"]["tags"]
-
-
-async def test_requests_without_a_session_get_no_derived_context(node: NodeHandle, space: str) -> None:
-    async with http_client(node.mcp_url, key=space, agent="claude-code", mode="auto") as client:  # 2026-07-28
-        await call(client, "save_memory", content=f"One {unique()}")
-        later = await call(client, "save_memory", content=f"Two {unique()}")
-    assert later["memory"]["context"] == ""
 
 
 # --- the published surfaces ----------------------------------------------------------------------------------

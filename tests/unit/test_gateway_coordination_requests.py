@@ -13,7 +13,6 @@ from engram.cli import build_parser
 from engram.errors import InvalidArgument, PermissionDenied, Unavailable
 from engram.model import Caller
 from engram.services.gateway.backend import Backend
-from engram.services.gateway.mcp.sessions import MAX_REMEMBERED_CHARS, PreviousSaves
 from engram.services.gateway.operations import Operations
 from engram.services.gateway.operations.coordination import handoff_content, handoff_summary
 from engram.services.gateway.operations.cursors import CursorTracker
@@ -90,35 +89,6 @@ async def test_consolidate_and_handoff_moves_need_the_write_scope(ops: Operation
         await ops.consolidate_team(reader)
     with pytest.raises(PermissionDenied):
         await ops.create_handoff(reader, HandoffRequest(target_agent="x", context="y"))
-
-
-# --- the previous save of an MCP session ---------------------------------------------------------------------
-
-
-def test_previous_saves_are_kept_per_session_namespace_and_agent_and_bounded() -> None:
-    saves = PreviousSaves(capacity=2)
-    saves.remember(("s1", "ns", "a"), "first", "normal")
-    saves.remember(("s1", "ns", "a"), "second", "normal")
-    assert saves.context_for(("s1", "ns", "a"), None) == "second"
-    assert saves.context_for(("s1", "other-ns", "a"), None) is None, "never across namespaces"
-    assert saves.context_for(("s1", "ns", "b"), None) is None, "never across agents"
-    saves.remember(("s2", "ns", "a"), "two", "normal")
-    saves.remember(("s3", "ns", "a"), "three", "normal")
-    assert saves.context_for(("s1", "ns", "a"), None) is None, "the least recently used session is forgotten"
-    assert saves.context_for(("s3", "ns", "a"), None) == "three"
-    saves.remember(("s4", "ns", "a"), "x" * (MAX_REMEMBERED_CHARS + 10), "normal")
-    assert len(saves.context_for(("s4", "ns", "a"), None) or "") == MAX_REMEMBERED_CHARS
-
-
-@pytest.mark.parametrize(
-    ("previous", "new", "derived"),
-    [("normal", None, True), ("normal", "secret", True), ("private", "private", True), ("private", None, False),
-     ("secret", "private", False), ("secret", "secret", True)],
-)  # fmt: skip
-def test_a_previous_save_never_situates_a_less_sensitive_memory(previous: str, new: str | None, derived: bool) -> None:
-    saves = PreviousSaves()
-    saves.remember(("s", "ns", "a"), "The vault PIN is kept in 1Password", previous)
-    assert (saves.context_for(("s", "ns", "a"), new) is not None) is derived
 
 
 # --- REST and the edge ---------------------------------------------------------------------------------------

@@ -23,7 +23,6 @@ from engram.services.gateway.mcp import prompts, resources, subscriptions
 from engram.services.gateway.mcp.callers import caller_of
 from engram.services.gateway.mcp.errors import tool_error
 from engram.services.gateway.mcp.instructions import INSTRUCTIONS
-from engram.services.gateway.mcp.sessions import PreviousSaves
 from engram.services.gateway.mcp.tools import consolidation, coordination, handoffs, memories
 from engram.services.gateway.mcp.tools import context as session_context
 from engram.services.gateway.mcp.tools import packs as pack_tools
@@ -154,7 +153,7 @@ def build_mcp(
     packs = PackService(backend, cursors)
     context = SessionContext(backend, cursors, settings)
     caller = caller_of(resolver)
-    memories.register(server, ops, packs, caller, settings=settings, previous=PreviousSaves())
+    memories.register(server, ops, packs, caller)
     coordination.register(server, ops, caller)
     consolidation.register(server, ops, packs, caller)
     handoffs.register(server, ops, caller)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from mcp.server.mcpserver import Context, MCPServer
 
-from engram.config import DEFAULT_SEARCH_LIMIT, Settings
+from engram.config import DEFAULT_SEARCH_LIMIT
 from engram.errors import InvalidArgument
 from engram.services.gateway.mcp.callers import CallerOf
 from engram.services.gateway.mcp.descriptions import (
@@ -24,7 +24,6 @@ from engram.services.gateway.mcp.descriptions import (
     UPDATE_DESCRIPTION,
     WRITE,
 )
-from engram.services.gateway.mcp.sessions import PreviousSaves, session_key
 from engram.services.gateway.mcp.signatures import flat
 from engram.services.gateway.operations import Operations
 from engram.services.gateway.operations.packs import PackService
@@ -85,27 +84,17 @@ def register(
     ops: Operations,
     packs: PackService,
     caller: CallerOf,
-    *,
-    settings: Settings,
-    previous: PreviousSaves,
 ) -> None:
-    """Adds the memory tools to ``server``; ``previous`` keeps each session's latest save (the next one's context),
-    ``packs`` finds a pack's memory for delete_memory's pack form."""
+    """Adds the memory tools to ``server``; ``packs`` finds a pack's memory for delete_memory's pack form.
+
+    Contexts are derived only where saves form a conversation (a ``conversation_id``: ingest does it): agents save
+    unrelated facts one after another, and the previous one would only steal the next one's lookups."""
 
     # The tools that write a memory take their request's fields as arguments (engram.services.gateway.mcp.signatures).
     @server.tool(description=SAVE_DESCRIPTION, annotations=WRITE)
     @flat(SaveRequest)
     async def save_memory(ctx: Context, request: SaveRequest) -> SaveResult:
-        who = caller(ctx)
-        session = session_key(ctx, who)
-        if session and settings.derive_context and request.context is None and not request.conversation_id:
-            # Ingest derives the context of a conversation's saves; a session without one is derived here.
-            context = previous.context_for(session, request.sensitivity)
-            request = request.model_copy(update={"context": context})
-        result = await ops.save(who, request)
-        if session:
-            previous.remember(session, result.memory.content, result.memory.sensitivity)  # scrubbed content
-        return result
+        return await ops.save(caller(ctx), request)
 
     @server.tool(description=SEARCH_DESCRIPTION, annotations=READ)
     async def search_memory(
