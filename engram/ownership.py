@@ -1,4 +1,7 @@
-"""Read all, write own (DESIGN.md principle 4): who may change a memory, and who may act as an administrator."""
+"""Read all, write own (DESIGN.md principle 4): who may change a memory, and who may act as an administrator.
+
+Supersession is the exception (newest wins, issue 24): any agent of a namespace may mark another agent's memory
+superseded by a newer one, without touching its content or owner; the owner (or an admin) may undo it."""
 
 from __future__ import annotations
 
@@ -9,6 +12,8 @@ ADMIN_SCOPE = "admin"
 # Memories saved before agents were identified, or by unidentified callers in dev mode, belong to nobody:
 # any agent of the namespace may change them.
 UNOWNED = frozenset({"", "anonymous"})
+# A handoff in these states is still addressed to its target: only its owner (or an admin) supersedes it.
+OPEN_HANDOFF = frozenset({"pending", "accepted"})
 
 
 def is_admin(caller: Caller) -> bool:
@@ -26,7 +31,7 @@ def require_admin(caller: Caller, action: str = "do this") -> None:
 
 def require_owner(memory: Memory, caller: Caller) -> None:
     """Raises OwnershipError unless the caller owns the memory, it is unowned, or the caller is an admin."""
-    if memory.owner_agent in UNOWNED or memory.owner_agent == caller.agent_id or is_admin(caller):
+    if owns(memory, caller):
         return
     raise OwnershipError(memory.owner_agent, caller.agent_id)
 
@@ -46,4 +51,33 @@ def require_handoff_target(memory: Memory, caller: Caller) -> None:
     raise PermissionDenied(
         f"Handoff '{memory.id}' is addressed to '{handoff.target_agent}', you are '{caller.identity}'. Only "
         f"'{handoff.target_agent}' (or an admin) may accept or complete it; read it with get_memory."
+    )
+
+
+def owns(memory: Memory, caller: Caller) -> bool:
+    """True when the caller may write the memory as its own: its owner, anyone for an unowned one, an admin."""
+    return memory.owner_agent in UNOWNED or memory.owner_agent == caller.agent_id or is_admin(caller)
+
+
+def require_may_supersede(memory: Memory, caller: Caller) -> None:
+    """Any agent of the namespace supersedes a memory (newest wins), but a handoff still open (pending or accepted)
+    only its owner or an admin: another agent's replacement would take it from its target unseen."""
+    handoff = memory.handoff
+    if handoff is None or handoff.status not in OPEN_HANDOFF or owns(memory, caller):
+        return
+    raise PermissionDenied(
+        f"Handoff '{memory.id}' is {handoff.status} for '{handoff.target_agent}'; only its owner "
+        f"'{memory.owner_agent}' (or an admin) may supersede it. Save your own memory instead, or ask "
+        f"'{memory.owner_agent}' to update it."
+    )
+
+
+def require_may_unsupersede(memory: Memory, caller: Caller) -> None:
+    """Only the owner of a superseded memory (anyone for an unowned one, or an admin) undoes its supersession."""
+    if owns(memory, caller):
+        return
+    instead = f"; to replace its replacement, supersede '{memory.superseded_by}'" if memory.superseded_by else ""
+    raise PermissionDenied(
+        f"Memory '{memory.id}' is owned by '{memory.owner_agent}', you are '{caller.agent_id}'. Only its owner (or "
+        f"an admin) may undo its supersession{instead}."
     )

@@ -97,6 +97,16 @@ class ExpireResult:
     memory: Memory
     seq: int
     expired: bool  # False: nothing to do (not due, or not active)
+@dataclass(frozen=True, slots=True)
+class UnsupersedeResult:
+    """An undone supersession: the memory active again (at its new version) and its former replacement, which no
+    longer supersedes it (None when it is gone: purged)."""
+
+    memory: Memory
+    replacement: Memory | None
+    seq: int
+
+
 
 
 @dataclass(slots=True)

@@ -1,5 +1,5 @@
-"""`engram update|delete|supersede|history|at|stats` and `engram admin purge`: the memory lifecycle from a shell,
-through the node's REST API, for people (text) and scripts (--json)."""
+"""`engram update|delete|supersede|unsupersede|history|at|stats` and `engram admin purge`: the memory lifecycle from
+a shell, through the node's REST API, for people (text) and scripts (--json)."""
 
 from __future__ import annotations
 
@@ -43,6 +43,13 @@ def register(subparsers: Any) -> None:
     memory_fields(supersede)
     supersede.add_argument("--expected-version", type=int, metavar="N", help=_VERSION_HELP)
     supersede.set_defaults(func=call_node, build=_supersede)
+
+    unsupersede = node_options(
+        sub(subparsers, "unsupersede", "undo a memory's supersession: it is active again (its owner, or an admin)")
+    )
+    unsupersede.add_argument("id", help="the superseded memory")
+    unsupersede.add_argument("--expected-version", type=int, metavar="N", help=_VERSION_HELP)
+    unsupersede.set_defaults(func=call_node, build=_unsupersede)
 
     history = node_options(sub(subparsers, "history", "every version of a memory, oldest first"))
     history.add_argument("id")
@@ -143,6 +150,10 @@ def _supersede(args: argparse.Namespace) -> Call:
     return Call("POST", f"{_memory(args)}:supersede", render_supersede, body=_versioned(body, args))
 
 
+def _unsupersede(args: argparse.Namespace) -> Call:
+    return Call("POST", f"{_memory(args)}:unsupersede", render_unsupersede, body=_versioned({}, args))
+
+
 def _history(args: argparse.Namespace) -> Call:
     return Call("GET", f"{_memory(args)}/history", render_history)
 
@@ -192,6 +203,12 @@ def render_supersede(answer: dict[str, Any]) -> str:
     return f"Superseded {old} by {answer['id']} (version {answer['version']}, log seq {answer['seq']})." + _redacted(
         answer
     )
+
+
+def render_unsupersede(answer: dict[str, Any]) -> str:
+    replacement = answer.get("replacement") or {}
+    former = f"; {replacement['id']} no longer supersedes it" if replacement.get("id") else ""
+    return f"Restored {answer['id']}: active again at version {answer['version']} (log seq {answer['seq']}){former}."
 
 
 def render_history(answer: dict[str, Any]) -> str:

@@ -36,6 +36,7 @@ from engram.results import (
     SyncChange,
     SyncPage,
     TeamInfo,
+    UnsupersedeResult,
 )
 from engram.scrub import Redaction
 from engram.v1 import (
@@ -145,6 +146,15 @@ class IngestClient(_Client):
     async def expire(self, caller: Caller, memory_id: str, *, expected_version: int, at: float) -> ExpireResult:
         """Marks a due memory expired (consolidation's expiry job)."""
         request = ingest_pb2.ExpireMemoryRequest(
+    async def unsupersede(self, caller: Caller, memory_id: str, *, expected_version: int = 0) -> UnsupersedeResult:
+        """Undoes a supersession: the memory is active again, its replacement no longer supersedes it."""
+        request = ingest_pb2.UnsupersedeMemoryRequest(
+            caller=wire.caller_to_proto(caller), id=memory_id, expected_version=expected_version
+        )
+        response = await self._call(self._stub.UnsupersedeMemory, request)
+        replacement = wire.memory_from_proto(response.replacement) if response.HasField("replacement") else None
+        return UnsupersedeResult(wire.memory_from_proto(response.memory), replacement, response.seq)
+
             caller=wire.caller_to_proto(caller), id=memory_id, expected_version=expected_version
         )
         wire.set_ts(request, "at", at)

@@ -31,11 +31,12 @@ MEMORY_ACCESSED = "memory_accessed"  # read counts of a batch of memories (no ne
 MEMORY_MERGED = "memory_merged"  # a memory merged into another (archived, merged-into), or the survivor of a merge
 MEMORY_DECAYED = "memory_decayed"  # an idle memory of low importance moved to the cold tier, or archived
 MEMORY_CONFLICT = "memory_conflict"  # two devices changed a memory while apart: the later one became head
+MEMORY_UNSUPERSEDED = "memory_unsuperseded"  # a supersession undone: the old memory active again, the new one unlinked
 
 EVENTS = (
     MEMORY_SAVED, MEMORY_UPDATED, MEMORY_DELETED, MEMORY_SUPERSEDED, MEMORY_EXPIRED, CONSOLIDATION_COMPLETE,
     CONTRADICTION_DETECTED, HANDOFF_CREATED, HANDOFF_ACCEPTED, HANDOFF_COMPLETED, HANDOFF_EXPIRED, MEMORY_ENRICHED,
-    MEMORY_PURGED, MEMORY_ACCESSED, MEMORY_MERGED, MEMORY_DECAYED, MEMORY_CONFLICT,
+    MEMORY_PURGED, MEMORY_ACCESSED, MEMORY_MERGED, MEMORY_DECAYED, MEMORY_CONFLICT, MEMORY_UNSUPERSEDED,
 )  # fmt: skip
 # Events that create a memory (its version 1): a save, or the creation of a handoff (a memory of type handoff).
 MEMORY_CREATED_EVENTS = (MEMORY_SAVED, HANDOFF_CREATED)
@@ -43,16 +44,26 @@ MEMORY_CREATED_EVENTS = (MEMORY_SAVED, HANDOFF_CREATED)
 MEMORY_STATE_EVENTS = (
     MEMORY_SAVED, MEMORY_UPDATED, MEMORY_DELETED, MEMORY_SUPERSEDED, MEMORY_EXPIRED,
     HANDOFF_CREATED, HANDOFF_ACCEPTED, HANDOFF_COMPLETED, HANDOFF_EXPIRED, MEMORY_MERGED, MEMORY_DECAYED,
-    CONTRADICTION_DETECTED,
+    CONTRADICTION_DETECTED, MEMORY_UNSUPERSEDED,
 )  # fmt: skip
+# Events that may change another agent's memory (newest wins): their bodies name the memory's owner (owner_agent).
+OWNER_NAMED_EVENTS = (MEMORY_SUPERSEDED, MEMORY_UNSUPERSEDED)
 SCHEMA_VERSION = 1
 # Who writes consolidation's changes (expiry, merges, decay, ...): its agent id and source in every event body.
 CONSOLIDATION_AGENT = "engram-consolidation"
 CONSOLIDATION_SOURCE = "consolidation"
 
 
-def event_body(event: str, memory: Memory, caller: Caller, *, vectors: dict[str, Any] | None = None) -> dict[str, Any]:
-    """The JSON body of an event about one memory; the log adds `seq` when it appends."""
+def event_body(
+    event: str,
+    memory: Memory,
+    caller: Caller,
+    *,
+    vectors: dict[str, Any] | None = None,
+    pair: tuple[str, str] | None = None,
+) -> dict[str, Any]:
+    """The JSON body of an event about one memory; the log adds `seq` when it appends. A supersession's events name
+    its pair (superseded_id, superseding_id): ``pair`` for a memory_unsuperseded, which the memory no longer says."""
     body: dict[str, Any] = {
         "schema": SCHEMA_VERSION,
         "event": event,
@@ -70,6 +81,12 @@ def event_body(event: str, memory: Memory, caller: Caller, *, vectors: dict[str,
         "time": format_time(memory.updated_at),
         "memory": memory.to_dict(),
     }
+    if event in OWNER_NAMED_EVENTS:  # the owner is told when another agent's act changes its memory
+        body["owner_agent"] = memory.owner_agent
+    if event == MEMORY_SUPERSEDED:
+        pair = (memory.id, memory.superseded_by)
+    if pair is not None:
+        body["superseded_id"], body["superseding_id"] = pair
     if vectors is not None:
         body["vectors"] = vectors
     return body

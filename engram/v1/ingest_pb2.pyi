@@ -108,6 +108,26 @@ class SupersedeMemoryResponse(_message.Message):
     redactions: _containers.RepeatedCompositeFieldContainer[_common_pb2.Redaction]
     def __init__(self, old_memory: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ..., new_memory: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ..., seq: _Optional[int] = ..., redactions: _Optional[_Iterable[_Union[_common_pb2.Redaction, _Mapping]]] = ...) -> None: ...
 
+class UnsupersedeMemoryRequest(_message.Message):
+    __slots__ = ("caller", "id", "expected_version")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    EXPECTED_VERSION_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallContext
+    id: str
+    expected_version: int
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., id: _Optional[str] = ..., expected_version: _Optional[int] = ...) -> None: ...
+
+class UnsupersedeMemoryResponse(_message.Message):
+    __slots__ = ("memory", "replacement", "seq")
+    MEMORY_FIELD_NUMBER: _ClassVar[int]
+    REPLACEMENT_FIELD_NUMBER: _ClassVar[int]
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    memory: _common_pb2.Memory
+    replacement: _common_pb2.Memory
+    seq: int
+    def __init__(self, memory: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ..., replacement: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ..., seq: _Optional[int] = ...) -> None: ...
+
 class UpdateHandoffRequest(_message.Message):
     __slots__ = ("caller", "id", "status", "expected_version", "note")
     CALLER_FIELD_NUMBER: _ClassVar[int]

@@ -54,6 +54,11 @@ class IngestStub:
                 request_serializer=engram_dot_v1_dot_ingest__pb2.SupersedeMemoryRequest.SerializeToString,
                 response_deserializer=engram_dot_v1_dot_ingest__pb2.SupersedeMemoryResponse.FromString,
                 _registered_method=True)
+        self.UnsupersedeMemory = channel.unary_unary(
+                '/engram.v1.Ingest/UnsupersedeMemory',
+                request_serializer=engram_dot_v1_dot_ingest__pb2.UnsupersedeMemoryRequest.SerializeToString,
+                response_deserializer=engram_dot_v1_dot_ingest__pb2.UnsupersedeMemoryResponse.FromString,
+                _registered_method=True)
         self.UpdateHandoff = channel.unary_unary(
                 '/engram.v1.Ingest/UpdateHandoff',
                 request_serializer=engram_dot_v1_dot_ingest__pb2.UpdateHandoffRequest.SerializeToString,
@@ -114,6 +119,14 @@ class IngestServicer:
 
     def SupersedeMemory(self, request, context):
         """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def UnsupersedeMemory(self, request, context):
+        """Undoes a supersession (the superseded memory's owner, or an admin): the memory is active again and its
+        replacement no longer has a supersedes relation to it.
+        """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
@@ -193,6 +206,11 @@ def add_IngestServicer_to_server(servicer, server):
                     servicer.SupersedeMemory,
                     request_deserializer=engram_dot_v1_dot_ingest__pb2.SupersedeMemoryRequest.FromString,
                     response_serializer=engram_dot_v1_dot_ingest__pb2.SupersedeMemoryResponse.SerializeToString,
+            ),
+            'UnsupersedeMemory': grpc.unary_unary_rpc_method_handler(
+                    servicer.UnsupersedeMemory,
+                    request_deserializer=engram_dot_v1_dot_ingest__pb2.UnsupersedeMemoryRequest.FromString,
+                    response_serializer=engram_dot_v1_dot_ingest__pb2.UnsupersedeMemoryResponse.SerializeToString,
             ),
             'UpdateHandoff': grpc.unary_unary_rpc_method_handler(
                     servicer.UpdateHandoff,
@@ -338,6 +356,33 @@ class Ingest:
             '/engram.v1.Ingest/SupersedeMemory',
             engram_dot_v1_dot_ingest__pb2.SupersedeMemoryRequest.SerializeToString,
             engram_dot_v1_dot_ingest__pb2.SupersedeMemoryResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def UnsupersedeMemory(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/engram.v1.Ingest/UnsupersedeMemory',
+            engram_dot_v1_dot_ingest__pb2.UnsupersedeMemoryRequest.SerializeToString,
+            engram_dot_v1_dot_ingest__pb2.UnsupersedeMemoryResponse.FromString,
             options,
             channel_credentials,
             insecure,

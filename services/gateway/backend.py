@@ -33,6 +33,7 @@ from engram.results import (
     SearchResult,
     SupersedeResult,
     TeamInfo,
+    UnsupersedeResult,
 )
 from engram.scrub import Redaction
 from engram.v1 import readiness_pb2
@@ -112,6 +113,9 @@ class Backend:
         return await self.ingest.supersede(
             caller, memory_id, replacement=replacement, new_id=new_id, expected_version=expected_version
         )
+
+    async def unsupersede(self, caller: Caller, memory_id: str, *, expected_version: int = 0) -> UnsupersedeResult:
+        return await self.ingest.unsupersede(caller, memory_id, expected_version=expected_version)
 
     async def import_memories(self, caller: Caller, items: AsyncIterator[ImportItem]) -> ImportSummary:
         return await self.ingest.import_memories(caller, items)

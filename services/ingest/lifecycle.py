@@ -1,4 +1,5 @@
-"""Changes to existing memories: update, delete (archive), purge, supersede, expire, and moving handoffs on.
+"""Changes to existing memories: update, delete (archive), purge, supersede (and undo it), expire, and moving
+handoffs on.
 
 Each change is a new version appended to the log, never an overwrite. The write is based on the memory's
 current state as the search index has it at a known log position; the append is conditional on no newer
@@ -31,6 +32,7 @@ from engram.log.events import (
     MEMORY_MERGED,
     MEMORY_PURGED,
     MEMORY_SUPERSEDED,
+    MEMORY_UNSUPERSEDED,
     MEMORY_UPDATED,
     SCHEMA_VERSION,
     event_body,
@@ -38,8 +40,24 @@ from engram.log.events import (
     state_in,
 )
 from engram.model import COLD, UPDATABLE, Caller, Memory, MemoryInput, Relation, format_time, input_of, stored_name
-from engram.ownership import UNOWNED, require_admin, require_handoff_target, require_owner
-from engram.results import Changed, DeleteResult, ExpireResult, History, MergeResult, SaveResult, SupersedeResult
+from engram.ownership import (
+    UNOWNED,
+    require_admin,
+    require_handoff_target,
+    require_may_supersede,
+    require_may_unsupersede,
+    require_owner,
+)
+from engram.results import (
+    Changed,
+    DeleteResult,
+    ExpireResult,
+    History,
+    MergeResult,
+    SaveResult,
+    SupersedeResult,
+    UnsupersedeResult,
+)
 from engram.scrub import Redaction, scrub_text
 from engram.services.ingest.writer import MemoryWriter, counted
 from engram.validation import HANDOFF, with_team_tag
@@ -66,6 +84,8 @@ class CurrentState(Protocol):
     ) -> Memory: ...
 
     async def history(self, caller: Caller, memory_id: str, *, min_seq: int = 0) -> History: ...
+
+    async def memory_at(self, caller: Caller, memory_id: str, at: float, *, min_seq: int = 0) -> Memory: ...
 
 
 class _Moved(Exception):
@@ -180,7 +200,10 @@ class Lifecycle:
         new_id: str = "",
         expected_version: int = 0,
     ) -> SupersedeResult:
-        """Marks the head of ``memory_id``'s chain superseded by a new memory (saved here) or by ``new_id``."""
+        """Marks the head of ``memory_id``'s chain superseded by a new memory (saved here) or by ``new_id``.
+
+        Any agent of the namespace may (newest wins): the old memory keeps its content and owner, and its owner (or
+        an admin) may undo it (unsupersede). An open handoff only its owner supersedes (require_may_supersede)."""
         if (replacement is None or not replacement.content.strip()) == (not new_id):
             raise InvalidArgument(
                 "replacement", "give either the content of the new memory or new_id of an existing one (not both)."
@@ -190,7 +213,7 @@ class Lifecycle:
         # expected_version is about the memory named; once the chain has moved past it, there is nothing to compare.
         if expected_version and head.id == memory_id and head.version != expected_version:
             raise VersionConflict(expected_version, head.version)
-        require_owner(head, caller)  # before anything is written: a refused supersession leaves nothing behind
+        require_may_supersede(head, caller)  # before anything is written: a refused one leaves nothing behind
         redactions: tuple[Redaction, ...] = ()
         if new_id:
             new = await self._latest(caller, parse_memory_id(new_id, field="new_id"))
@@ -218,7 +241,9 @@ class Lifecycle:
 
         for _ in range(MAX_CHAIN):
             try:
-                old, seq, _ = await self._mutate(caller, head.id, MEMORY_SUPERSEDED, change, 0)
+                old, seq, _ = await self._mutate(
+                    caller, head.id, MEMORY_SUPERSEDED, change, 0, authorize=require_may_supersede
+                )
             except _Moved as moved:
                 if moved.head_id == new.id:
                     old = await self._latest(caller, head.id)
@@ -227,6 +252,64 @@ class Lifecycle:
                 continue
             return SupersedeResult(old, new, seq, redactions)
         raise InvalidArgument("id", f"the supersession chain of '{memory_id}' is longer than {MAX_CHAIN} memories.")
+
+    async def unsupersede(self, caller: Caller, memory_id: str, *, expected_version: int = 0) -> UnsupersedeResult:
+        """Undoes the supersession of ``memory_id`` (its owner, or an admin): its replacement first drops its
+        ``supersedes`` relation to it, then the memory is active again with superseded_by cleared and invalid_at as
+        it was before. In that order, so an undo cut short is completed by running it again. Both versions are
+        logged as memory_unsuperseded, naming the pair."""
+        memory_id = parse_memory_id(memory_id)
+        old = await self._latest(caller, memory_id)
+        if old.status != "superseded" or not old.superseded_by:  # first: it says what to undo instead
+            raise InvalidArgument("id", _not_superseded(old))
+        require_may_unsupersede(old, caller)
+        if expected_version and old.version != expected_version:
+            raise VersionConflict(expected_version, old.version)
+        pair = (old.id, old.superseded_by)
+        replacement = await self._unlink(caller, pair)
+        invalid_at = await self._invalid_at_before(caller, old)
+
+        def change(current: Memory) -> tuple[Memory, tuple[Redaction, ...]]:
+            if current.status != "superseded" or current.superseded_by != pair[1]:
+                raise InvalidArgument("id", _not_superseded(current))
+            return self._next(current, caller, status="active", superseded_by="", invalid_at=invalid_at), ()
+
+        memory, seq, _ = await self._mutate(
+            caller, memory_id, MEMORY_UNSUPERSEDED, change, expected_version, authorize=require_may_unsupersede,
+            pair=pair,
+        )  # fmt: skip
+        return UnsupersedeResult(memory, replacement, seq)
+
+    async def _unlink(self, caller: Caller, pair: tuple[str, str]) -> Memory | None:
+        """The replacement of ``pair`` without its supersedes relation to the old memory (a new version, written for
+        the old memory's owner: require_may_unsupersede checked it); None when the replacement is gone."""
+        old_id, new_id = pair
+
+        def change(current: Memory) -> tuple[Memory, tuple[Redaction, ...]] | None:
+            kept = [r for r in current.relations if not (r.kind == "supersedes" and r.memory_id == old_id)]
+            if len(kept) == len(current.relations):
+                return None  # it never claimed it (superseded by new_id), or an earlier undo dropped it
+            return self._next(current, caller, relations=kept), ()
+
+        try:
+            replacement, _, _ = await self._mutate(
+                caller, new_id, MEMORY_UNSUPERSEDED, change, 0, authorize=_anyone, pair=pair
+            )
+        except NotFound:
+            return None
+        return replacement
+
+    async def _invalid_at_before(self, caller: Caller, superseded: Memory) -> float | None:
+        """The memory's invalid_at as it was before its supersession set it (None when unknown)."""
+        versions = (await self._state.history(caller, superseded.id, min_seq=superseded.seq)).versions
+        before = [v for v in versions if v.version < superseded.version and v.status != "superseded"]
+        if not before or before[-1].updated_at is None:
+            return None
+        try:
+            earlier = await self._state.memory_at(caller, superseded.id, before[-1].updated_at)
+        except NotFound:
+            return None
+        return earlier.invalid_at if earlier.status != "superseded" else None
 
     async def expire(self, caller: Caller, memory_id: str, *, expected_version: int, at: float) -> ExpireResult:
         """Expires what is due at ``at`` (admin: the job): a pending handoff whose handoff.expires_at passed becomes a
@@ -472,6 +555,7 @@ class Lifecycle:
         expected_version: int,
         *,
         authorize: Authorize = require_owner,
+        pair: tuple[str, str] | None = None,
     ) -> tuple[Memory, int, tuple[Redaction, ...]]:
         """Appends change(current) as the memory's next version, as ``event`` (a name, or a function of the new
         version); returns it, its sequence and the redactions.
@@ -491,7 +575,7 @@ class Lifecycle:
             new, redactions = changed
             name = event if isinstance(event, str) else event(new)
             (vectors,) = await asyncio.to_thread(self._writer.vectors, [new])
-            body = event_body(name, new, caller, vectors=vectors)
+            body = event_body(name, new, caller, vectors=vectors, pair=pair)
             try:
                 appended = await self._writer.append_entry(
                     caller, name, body, msg_id=f"{memory_id}:{new.version}",
@@ -508,6 +592,21 @@ class Lifecycle:
             self._writer.forget(memory_id)
             return new, appended.seq, redactions
         raise Unavailable("The memory kept changing while this change was applied; retry.", retry_after=1.0)
+
+
+def _anyone(memory: Memory, caller: Caller) -> None:
+    """No check here: the caller was authorized on another memory of the same act."""
+
+
+def _not_superseded(memory: Memory) -> str:
+    """Why an undo does not apply, and what to do instead."""
+    claims = [r.memory_id for r in memory.relations if r.kind == "supersedes"]
+    if claims:
+        return (
+            f"memory '{memory.id}' is {memory.status}, not superseded; it supersedes '{claims[0]}': undo that one "
+            f"(unsupersede '{claims[0]}') to make it active again."
+        )
+    return f"memory '{memory.id}' is {memory.status}, not superseded: there is no supersession to undo."
 
 
 def _merge_ids(ids: list[str]) -> list[str]:

@@ -84,6 +84,17 @@ class IngestServicer(ingest_pb2_grpc.IngestServicer):
         )
 
     async def ExpireMemory(
+    async def UnsupersedeMemory(
+        self, request: ingest_pb2.UnsupersedeMemoryRequest, context: grpc.aio.ServicerContext
+    ) -> ingest_pb2.UnsupersedeMemoryResponse:
+        result = await self._lifecycle.unsupersede(
+            wire.caller_from_proto(request.caller), request.id, expected_version=request.expected_version
+        )
+        response = ingest_pb2.UnsupersedeMemoryResponse(memory=wire.memory_to_proto(result.memory), seq=result.seq)
+        if result.replacement is not None:
+            response.replacement.CopyFrom(wire.memory_to_proto(result.replacement))
+        return response
+
         self, request: ingest_pb2.ExpireMemoryRequest, context: grpc.aio.ServicerContext
     ) -> ingest_pb2.ExpireMemoryResponse:
         at = wire.ts_to_epoch(request, "at")

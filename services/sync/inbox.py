@@ -10,7 +10,9 @@ so a batch pushed twice (a device that crashed before storing the answer) change
 
 A device speaks only for the agents that work on it, as its sync key names them: it creates memories as those
 agents, and changes or moves only what they own (or what is unowned) and handoffs addressed to them, with the same
-answers as REST. A key that names no agent speaks for the device's agents only on what was made on the device.
+answers as REST. As on REST, newest wins: its agents supersede other agents' memories too (only the supersession is
+taken, on top of the cluster's version) and undo supersessions of their own memories. A key that names no agent
+speaks for the device's agents only on what was made on the device.
 A restore (`engram sync --full`) is checked the same way: it only fills in what the cluster lacks, never changes
 an owner, and its answers are kept like every other change's.
 """
@@ -18,6 +20,7 @@ an owner, and its answers are kept like every other change's.
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import time
 from collections.abc import Awaitable, Callable, Sequence
@@ -34,6 +37,8 @@ from engram.log.events import (
     MEMORY_CREATED_EVENTS,
     MEMORY_PURGED,
     MEMORY_STATE_EVENTS,
+    MEMORY_SUPERSEDED,
+    MEMORY_UNSUPERSEDED,
     SCHEMA_VERSION,
     decode_dense,
     decode_sparse,
@@ -44,7 +49,15 @@ from engram.log.events import (
 from engram.log.syncstore import SyncStore
 from engram.model import Caller, Memory, Origin, format_time, input_of
 from engram.names import validate_agent, validate_device, validate_team
-from engram.ownership import ADMIN_SCOPE, UNOWNED, require_handoff_target, require_owner
+from engram.ownership import (
+    ADMIN_SCOPE,
+    UNOWNED,
+    owns,
+    require_handoff_target,
+    require_may_supersede,
+    require_may_unsupersede,
+    require_owner,
+)
 from engram.process import metrics
 from engram.results import Pushed, SyncChange, SyncPage
 from engram.scrub import Redaction, merge, scrub_text, scrub_value
@@ -153,24 +166,28 @@ class Inbox:
         validate(input_of(memory), self._limits)  # the same limits as a save here
         based_on = await self._log.last_seq()
         current = await self._current(caller, memory.id, based_on)
+        pushed = memory
         for _ in range(MAX_ATTEMPTS):
-            if current is not None and _already_here(body["event"], memory, current, restore=restore):
+            if current is not None and _already_here(body["event"], pushed, current, restore=restore):
                 return Pushed(change.source_id, True, current.seq, current.version, duplicate=True)
-            conflict = False
+            conflict, pair = False, None
             if current is not None:
-                device.authorize(current, actor, body["event"])
+                unlinked = await self._unlinked(caller, current, pushed, actor, body["event"], based_on)
+                memory, pair = device.authorize(current, actor, body["event"], pushed, unlinked=unlinked)
                 if restore:  # a version the cluster lacks, on top of the one it has: its owner and origin stay
                     _continue(memory, current, version=memory.version)
                 else:
                     conflict = await self._base(caller, change.parent) != current.version
                     _continue(memory, current, version=current.version + 1)
             else:
+                memory = pushed
                 device.may_create(memory, actor)
                 memory.origin = memory.origin if restore else Origin(device.name, change.source_id)
             memory.updated_by = actor.agent_id
             memory.updated_at = _clamp(memory.updated_at, current, self._clock())
-            vectors = await self._vectors(body, memory, rescrubbed=bool(redactions))
-            out = event_body(body["event"], memory, actor, vectors=vectors)
+            retext = bool(redactions) or memory.search_text() != pushed.search_text()  # the cluster's text was kept
+            vectors = await self._vectors(body, memory, rescrubbed=retext)
+            out = event_body(body["event"], memory, actor, vectors=vectors, pair=pair)
             out["source_id"] = change.source_id
             if conflict and current is not None:
                 out["conflict"] = {"version": current.version, "agent": current.updated_by or current.owner_agent}
@@ -205,6 +222,18 @@ class Inbox:
             return await self._state.get(caller, memory_id, min_seq=based_on, for_update=True, for_create=True)
         except NotFound:
             return None
+
+    async def _unlinked(
+        self, caller: Caller, current: Memory, pushed: Memory, actor: Caller, event: str, based_on: int
+    ) -> list[Memory]:
+        """The memories whose supersession another agent's pushed undo unlinks from ``current`` (their owner, the
+        actor, undid it): read here, to check the actor owns them. Empty for any other change."""
+        if event != MEMORY_UNSUPERSEDED or current.status == "superseded" or owns(current, actor):
+            return []
+        return [
+            await self._state.get(caller, memory_id, min_seq=based_on, for_update=True)
+            for memory_id in _dropped_claims(current, pushed)
+        ]
 
     async def _base(self, caller: Caller, parent: str) -> int:
         """The cluster version a change was made on: the one the device pulled, or the one its own earlier change
@@ -314,10 +343,26 @@ class Device:
             team=validate_team(team) if team else "",
         )
 
-    def authorize(self, current: Memory, actor: Caller, event: str) -> None:
-        """What REST checks (write-own, a handoff's target), and for a key naming no agent: made on this device."""
+    def authorize(
+        self, current: Memory, actor: Caller, event: str, pushed: Memory, *, unlinked: Sequence[Memory] = ()
+    ) -> tuple[Memory, tuple[str, str] | None]:
+        """What REST checks (write-own, a handoff's target, newest wins), and for a key naming no agent: made on this
+        device. Answers the memory to append (of another agent's memory, only the supersession or its undo is
+        taken, on top of the cluster's version) and the supersession pair an undo names."""
+        memory, pair = pushed, None
         if event in (HANDOFF_ACCEPTED, HANDOFF_COMPLETED):
             require_handoff_target(current, actor)
+        elif event == MEMORY_SUPERSEDED and not owns(current, actor) and _supersedes(pushed):
+            require_may_supersede(current, actor)
+            memory = _supersession_of(current, pushed)
+        elif event == MEMORY_UNSUPERSEDED and current.status == "superseded":
+            require_may_unsupersede(current, actor)
+            pair = (current.id, current.superseded_by)
+        elif event == MEMORY_UNSUPERSEDED and (dropped := _dropped_claims(current, pushed)):
+            for old in unlinked:
+                require_may_unsupersede(old, actor)
+            memory = memory if owns(current, actor) else _without_claims(current, pushed, dropped)
+            pair = (dropped[0], current.id)
         else:
             require_owner(current, actor)
         if not self.agents and ADMIN_SCOPE not in actor.scopes and current.origin.device != self.name:
@@ -326,6 +371,7 @@ class Device:
                 f"'{self.name}', whose key names no agent. Name the device's agents on its key: `engram keys "
                 f"create --device {self.name} --agent {actor.agent_id} --scopes sync`."
             )
+        return memory, pair
 
     def may_create(self, memory: Memory, actor: Caller) -> None:
         """A new memory is owned by the agent that saves it (or by nobody), as on every other path."""
@@ -335,6 +381,34 @@ class Device:
             f"A new memory belongs to the agent that saves it: '{actor.agent_id}' cannot save one owned by "
             f"'{memory.owner_agent}'."
         )
+
+
+def _supersedes(memory: Memory) -> bool:
+    """The pushed version is a supersession: superseded, naming its replacement."""
+    return memory.status == "superseded" and bool(memory.superseded_by)
+
+
+def _supersession_of(current: Memory, pushed: Memory) -> Memory:
+    """Another agent's supersession: the cluster's version with only status, superseded_by and invalid_at taken
+    (newest wins never changes what the memory says)."""
+    return dataclasses.replace(
+        current, status=pushed.status, superseded_by=pushed.superseded_by, invalid_at=pushed.invalid_at,
+        version=pushed.version, updated_at=pushed.updated_at, history=[], seq=0,
+    )  # fmt: skip
+
+
+def _dropped_claims(current: Memory, pushed: Memory) -> list[str]:
+    """The memories ``current`` supersedes (its supersedes relations) that the pushed version no longer names."""
+    kept = {r.memory_id for r in pushed.relations if r.kind == "supersedes"}
+    return [r.memory_id for r in current.relations if r.kind == "supersedes" and r.memory_id not in kept]
+
+
+def _without_claims(current: Memory, pushed: Memory, dropped: list[str]) -> Memory:
+    """Another agent's undo on a replacement: the cluster's version with only those supersedes relations dropped."""
+    relations = [r for r in current.relations if not (r.kind == "supersedes" and r.memory_id in dropped)]
+    return dataclasses.replace(
+        current, relations=relations, version=pushed.version, updated_at=pushed.updated_at, history=[], seq=0
+    )
 
 
 def _scrub(memory: Memory) -> tuple[Memory, tuple[Redaction, ...]]:

@@ -48,6 +48,11 @@ async def _mutate(node: NodeHandle, namespace: str) -> tuple[list[str], list[flo
         chain = await ingest.supersede(a, ids[3], replacement=MemoryInput(content="Fact three, replaced"))
         await ingest.supersede(a, ids[3], replacement=MemoryInput(content="Fact three, replaced again"))
         ids += [chain.new.id]
+        # Newest wins: another agent's supersession, one undone by the owner and one kept.
+        undone = await ingest.supersede(b, ids[5], replacement=MemoryInput(content="Fact five, by another agent"))
+        await ingest.unsupersede(a, ids[5])
+        kept = await ingest.supersede(b, ids[1], replacement=MemoryInput(content="Fact one, by another agent"))
+        ids += [undone.new.id, kept.new.id]
         soon = await ingest.save(b, MemoryInput(content="Short-lived fact", expires_at=time.time() + 60))
         ids.append(soon.memory.id)
         await search.get(b, soon.memory.id, min_seq=soon.seq)  # the job finds what the index has applied
@@ -108,9 +113,13 @@ async def test_deleting_the_indexes_rebuilds_every_version_status_and_chain_exac
         before = await _snapshot(node, namespace, ids, moments, last)
     finally:
         assert node.stop() == 0
-    assert len(ids) == 9 and before["as_of"]  # 6 saved, 2 replacements, 1 expired; the purged one is gone
+    assert len(ids) == 11 and before["as_of"]  # 6 saved, 4 replacements, 1 expired; the purged one is gone
     statuses = sorted(m.status for m in before["memories"].values())
-    assert statuses == ["active"] * 5 + ["archived", "expired", "superseded", "superseded"]
+    assert statuses == ["active"] * 6 + ["archived", "expired"] + ["superseded"] * 3
+    undone = before["memories"][ids[5]]  # ids are sorted: the six saves come first
+    [former] = [m for m in before["memories"].values() if m.content == "Fact five, by another agent"]
+    assert (undone.status, undone.superseded_by, undone.version, former.relations) == ("active", "", 3, [])
+    assert [v.event for v in before["histories"][ids[5]].versions][-1] == "memory_unsuperseded"
     assert max(m.version for m in before["memories"].values()) == 4
     shutil.rmtree(home / "index")
     shutil.rmtree(home / "index-versions")

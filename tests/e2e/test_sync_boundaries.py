@@ -246,3 +246,31 @@ def test_a_restore_fills_only_what_the_cluster_lacks_and_keeps_its_answers(
     again = push(http, sync, device, [takeover, change(lost, device, 2, "memory_saved", "alice")], restore=True)
     assert [(a["accepted"], a["reason"]) for a in again] == [(a["accepted"], a["reason"]) for a in answers]
     assert again[1]["duplicate"] and again[1]["seq"] == answers[1]["seq"]
+
+
+def test_a_device_undoes_a_supersession_of_its_agents_memory_as_rest_would(
+    cluster: NodeHandle, http: httpx.Client
+) -> None:
+    """Newest wins (issue 24) through sync: bob supersedes alice's memory on the cluster; alice's device undoes it
+    (the replacement first drops its supersedes relation, then her memory is active again), and the cluster takes
+    from bob's replacement only the relation dropped, as REST's unsupersede writes it."""
+    namespace, device = unique("ns"), unique("dev")
+    sync = key(cluster, namespace, agent="alice", device=device, scopes=["sync"])
+    alice, bob = key(cluster, namespace, agent="alice"), key(cluster, namespace, agent="bob")
+    old = save(http, alice, "The robot's home position is bay 3")
+    replaced = http.post(f"/v1/memories/{old['id']}:supersede", json={"content": "Home is bay 4"}, headers=bearer(bob))
+    assert replaced.status_code == 200, replaced.text
+    old_now, new_now = replaced.json()["superseded"], replaced.json()["memory"]
+
+    answers = push(http, sync, device, [
+        change(new_now, device, 1, "memory_unsuperseded", "alice", relations=[], content="bob's words, changed",
+               version=new_now["version"] + 1),
+        change(old_now, device, 2, "memory_unsuperseded", "alice", status="active", superseded_by="",
+               invalid_at=None, version=old_now["version"] + 1),
+    ])  # fmt: skip
+
+    assert [a["accepted"] for a in answers] == [True, True], answers
+    new_after = get(http, bob, new_now["id"], answers[-1]["seq"]).json()
+    assert (new_after["relations"], new_after["content"], new_after["owner_agent"]) == ([], "Home is bay 4", "bob")
+    old_after = get(http, bob, old["id"], answers[-1]["seq"]).json()
+    assert (old_after["status"], old_after["superseded_by"], old_after["owner_agent"]) == ("active", "", "alice")

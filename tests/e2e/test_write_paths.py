@@ -154,7 +154,39 @@ async def rest_supersede_foreign(w: World) -> None:
 
 
 async def rest_supersede_other(w: World) -> None:
-    refused(w.rest("POST", f"/v1/memories/{w.bobs['id']}:supersede", json={"content": "x"}), 403)
+    """Newest wins: another agent's memory is superseded without its content or owner changing; an open handoff
+    only by its owner."""
+    theirs = w.save("bob", "Bob's artifacts go to the S3 bucket builds-1")
+    replaced = w.rest("POST", f"/v1/memories/{theirs['id']}:supersede", json={"content": "Artifacts go to builds-2"})
+    assert replaced.status_code == 200, replaced.text
+    now = w.get(theirs["id"], "bob", replaced.json()["seq"])
+    assert (now["content"], now["owner_agent"], now["status"]) == (theirs["content"], "bob", "superseded")
+    refused(w.rest("POST", f"/v1/memories/{w.handoff_to_bob}:supersede", json={"content": "x"}), 403)
+
+
+async def rest_unsupersede_foreign(w: World) -> None:
+    refused(w.rest("POST", f"/v1/memories/{w.beta_memory['id']}:unsupersede"), 404)
+
+
+def superseded_by_alice(w: World) -> tuple[dict[str, Any], str]:
+    """A memory of bob's that alice superseded: (the memory, its replacement's id)."""
+    theirs = w.save("bob", f"Bob's runner pool is pool-{secrets.randbelow(10**6)}")
+    replaced = w.rest("POST", f"/v1/memories/{theirs['id']}:supersede", json={"content": "The runner pool is pool-b"})
+    assert replaced.status_code == 200, replaced.text
+    return theirs, replaced.json()["id"]
+
+
+async def rest_unsupersede_other(w: World) -> None:
+    """Only the owner or an admin undoes a supersession: not the agent that superseded, nor a third one."""
+    theirs, _ = superseded_by_alice(w)
+    path = f"/v1/memories/{theirs['id']}:unsupersede"
+    refused(w.rest("POST", path), 403)
+    refused(w.rest("POST", path, "dave"), 403)
+    assert w.rest("POST", path, "admin").status_code == 200
+    again, _ = superseded_by_alice(w)  # and the owner
+    undone = w.rest("POST", f"/v1/memories/{again['id']}:unsupersede", "bob")
+    assert undone.status_code == 200, undone.text
+    assert w.get(again["id"], "bob", undone.json()["seq"])["status"] == "active"
 
 
 async def rest_supersede_secret(w: World) -> None:
@@ -284,6 +316,21 @@ def sync_probes(restore: bool) -> tuple[Callable[[World], Awaitable[None]], ...]
         on_bobs = pushed(w, bobs, "memory_updated", "alice", restore)
         assert not as_bob["accepted"] and "does not work on it" in as_bob["reason"]
         assert not on_bobs["accepted"] and "owned by 'bob'" in on_bobs["reason"]
+        # Newest wins on a device too: only the supersession is taken; its undo is the owner's, as on REST.
+        theirs = w.save("bob", f"Bob's lidar firmware is 2.{secrets.randbelow(10**6)}")
+        replacement = {**new("The lidar firmware is 3.0"), "namespace": w.alpha}
+        assert pushed(w, replacement, "memory_saved", "alice", restore)["accepted"]
+        superseded = {**theirs, "content": "hijacked", "status": "superseded", "superseded_by": replacement["id"],
+                      "version": theirs["version"] + 1}  # fmt: skip
+        taken = pushed(w, superseded, "memory_superseded", "alice", restore)
+        assert taken["accepted"], taken
+        now = w.get(theirs["id"], "bob", taken["seq"])
+        assert (now["content"], now["owner_agent"], now["status"]) == (theirs["content"], "bob", "superseded")
+        undo = {**superseded, "content": theirs["content"], "status": "active", "superseded_by": "",
+                "version": theirs["version"] + 2}  # fmt: skip
+        undone = pushed(w, undo, "memory_unsuperseded", "alice", restore)
+        rest = w.rest("POST", f"/v1/memories/{theirs['id']}:unsupersede")
+        assert not undone["accepted"] and undone["reason"] == rest.json()["detail"], (undone, rest.text)
 
     async def secret(w: World) -> None:
         token, memory = w.token(), new("")
@@ -338,6 +385,24 @@ def mcp_id_probes(tool: str, id_arg: str = "id", **extra: Any) -> tuple[Callable
         tool_refused(await mcp_call(w, tool, **{id_arg: w.bobs["id"]}, **extra), "'bob'")
 
     return foreign, other
+
+
+async def mcp_supersede_other(w: World) -> None:
+    theirs = w.save("bob", "Bob's cache TTL is 60s")
+    async with http_client(w.node.mcp_url, key=w.keys["alice"]) as client:
+        replaced = await call(client, "supersede_memory", old_id=theirs["id"], content="The cache TTL is 120s")
+    now = w.get(theirs["id"], "bob", replaced["seq"])
+    assert (now["content"], now["owner_agent"], now["status"]) == (theirs["content"], "bob", "superseded")
+    tool_refused(await mcp_call(w, "supersede_memory", old_id=w.handoff_to_bob, content="x"), "only its owner 'dave'")
+
+
+async def mcp_unsupersede_other(w: World) -> None:
+    theirs, _ = superseded_by_alice(w)
+    for who in ("alice", "dave"):
+        tool_refused(await mcp_call(w, "unsupersede_memory", who, id=theirs["id"]), "owned by 'bob'")
+    async with http_client(w.node.mcp_url, key=w.keys["bob"]) as client:
+        undone = await call(client, "unsupersede_memory", id=theirs["id"])
+    assert w.get(theirs["id"], "bob", undone["seq"])["status"] == "active"
 
 
 async def mcp_update_secret(w: World) -> None:
@@ -436,6 +501,7 @@ sync_push, sync_restore = sync_probes(False), sync_probes(True)
 mcp_update = mcp_id_probes("update_memory", content="x")
 mcp_delete = mcp_id_probes("delete_memory")
 mcp_supersede = mcp_id_probes("supersede_memory", id_arg="old_id", content="x")
+mcp_unsupersede_foreign, _ = mcp_id_probes("unsupersede_memory")
 
 PATHS: dict[str, tuple[Probe, Probe, Probe]] = {
     # path: (another namespace's id, another agent, a secret)
@@ -443,6 +509,7 @@ PATHS: dict[str, tuple[Probe, Probe, Probe]] = {
     "PATCH /v1/memories/{memory_id}": (rest_update_foreign, rest_update_other, rest_update_secret),
     "DELETE /v1/memories/{memory_id}": (rest_delete_foreign, rest_delete_other, NO_TEXT),
     "POST /v1/memories/{memory_id}:supersede": (rest_supersede_foreign, rest_supersede_other, rest_supersede_secret),
+    "POST /v1/memories/{memory_id}:unsupersede": (rest_unsupersede_foreign, rest_unsupersede_other, NO_TEXT),
     "POST /v1/memories:import": (NO_ID, rest_import_claim, rest_import_secret),
     "POST /v1/handoffs": (NO_ID, rest_handoff_claim, rest_handoff_secret),
     "POST /v1/handoffs/{memory_id}/accept": rest_accept,
@@ -460,7 +527,8 @@ PATHS: dict[str, tuple[Probe, Probe, Probe]] = {
     "mcp save_memory": (NO_ID, mcp_claim("save_memory", content="x"), mcp_save_secret),
     "mcp update_memory": (*mcp_update, mcp_update_secret),
     "mcp delete_memory": (*mcp_delete, NO_TEXT),
-    "mcp supersede_memory": (*mcp_supersede, mcp_supersede_secret),
+    "mcp supersede_memory": (mcp_supersede[0], mcp_supersede_other, mcp_supersede_secret),
+    "mcp unsupersede_memory": (mcp_unsupersede_foreign, mcp_unsupersede_other, NO_TEXT),
     "mcp create_handoff": (NO_ID, mcp_claim("create_handoff", target_agent="dave", context="x"), mcp_handoff_secret),
     "mcp accept_handoff": mcp_accept,
     "mcp complete_handoff": mcp_complete,

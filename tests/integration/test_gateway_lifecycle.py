@@ -133,8 +133,6 @@ async def test_update_by_non_owner_is_rejected_with_owner_named(node: NodeHandle
     refused = api.patch(path, json={"content": "The staging DB is MySQL"}, params={"agent_id": "intruder"})
     assert assert_problem(refused, 403)["detail"] == expected
     assert assert_problem(api.delete(path, headers=as_agent("intruder")), 403)["detail"] == expected
-    supersede = api.post(f"{path}:supersede", json={"content": "MySQL now"}, headers=as_agent("intruder"))
-    assert assert_problem(supersede, 403)["detail"] == expected
     async with http_client(node.mcp_url, agent="intruder") as client:
         assert expected in await tool_error(client, "update_memory", id=saved["id"], tags=["mine"])
         assert expected in await tool_error(client, "delete_memory", id=saved["id"])

@@ -20,7 +20,8 @@ READ_TOOLS = {
     "list_agents", "list_teams", "list_handoffs", "session_context", "detect_contradictions",
     "list_engrams", "get_engram_info", "load_engram", "read_engram_file", "search_engram_knowledge",
 }  # fmt: skip
-WRITE_TOOLS = {"save_memory", "update_memory", "delete_memory", "supersede_memory", "consolidate_team",
+WRITE_TOOLS = {"save_memory", "update_memory", "delete_memory", "supersede_memory", "unsupersede_memory",
+               "consolidate_team",
                "create_handoff", "accept_handoff", "complete_handoff", "pin_memory", "unpin_memory",
                "consolidate_memory", "write_engram_file", "capture_memory", "correct_memory", "add_knowledge",
                "install_engram"}  # fmt: skip

@@ -156,8 +156,7 @@ async def test_update_by_non_owner_is_rejected_with_owner_named(clients: tuple[I
     for attempt in (
         ingest.update(caller(ns, "claude-code"), saved.memory.id, MemoryInput(content="Use npm"), ["content"]),
         ingest.delete(caller(ns, "claude-code"), saved.memory.id),
-        ingest.supersede(caller(ns, "claude-code"), saved.memory.id, replacement=MemoryInput(content="Use yarn")),
-    ):
+    ):  # supersede is not among them: newest wins (tests/integration/test_newest_wins.py)
         with pytest.raises(errors.OwnershipError) as refused:
             await attempt
         assert (refused.value.owner, refused.value.caller) == ("gemini-cli", "claude-code")

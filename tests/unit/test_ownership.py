@@ -1,12 +1,14 @@
-"""Read all, write own: who may change a memory, and which fields an update may name."""
+"""Read all, write own: who may change a memory, and which fields an update may name; newest wins: who may
+supersede a memory and undo it, and what their events say."""
 
 from __future__ import annotations
 
 import pytest
 
 from engram.errors import InvalidArgument, OwnershipError, PermissionDenied
-from engram.model import Caller, Memory
-from engram.ownership import require_admin, require_owner
+from engram.log.events import MEMORY_SUPERSEDED, MEMORY_UNSUPERSEDED, MEMORY_UPDATED, event_body
+from engram.model import Caller, Handoff, Memory
+from engram.ownership import require_admin, require_may_supersede, require_may_unsupersede, require_owner
 from engram.services.ingest.lifecycle import UPDATABLE, _mask
 
 
@@ -45,3 +47,44 @@ def test_an_update_mask_names_updatable_fields_and_metadata_by_its_public_name()
         _mask(["owner_agent"])
     with pytest.raises(InvalidArgument, match="at least one field"):
         _mask([])
+
+
+def test_any_agent_may_supersede_a_memory_but_an_open_handoff_only_its_owner_or_an_admin() -> None:
+    require_may_supersede(_memory("gemini-cli"), _caller("claude-code"))
+    handoff = _memory("dave")
+    handoff.memory_type, handoff.handoff = "handoff", Handoff(target_agent="bob")
+    require_may_supersede(handoff, _caller("dave"))
+    require_may_supersede(handoff, _caller("ops", "admin"))
+    with pytest.raises(PermissionDenied) as refused:
+        require_may_supersede(handoff, _caller("alice"))
+    assert str(refused.value) == (
+        f"Handoff '{handoff.id}' is pending for 'bob'; only its owner 'dave' (or an admin) may supersede it. Save "
+        "your own memory instead, or ask 'dave' to update it."
+    )
+    handoff.handoff = Handoff(target_agent="bob", status="completed")
+    require_may_supersede(handoff, _caller("alice"))  # done: a record like any other
+
+
+def test_only_the_owner_or_an_admin_undoes_a_supersession_and_the_refusal_says_what_to_do() -> None:
+    superseded = _memory("gemini-cli")
+    superseded.status, superseded.superseded_by = "superseded", "0190a0b0-0000-7000-8000-000000000002"
+    require_may_unsupersede(superseded, _caller("gemini-cli"))
+    require_may_unsupersede(superseded, _caller("ops", "admin"))
+    with pytest.raises(PermissionDenied) as refused:
+        require_may_unsupersede(superseded, _caller("claude-code"))
+    assert str(refused.value) == (
+        f"Memory '{superseded.id}' is owned by 'gemini-cli', you are 'claude-code'. Only its owner (or an admin) may "
+        f"undo its supersession; to replace its replacement, supersede '{superseded.superseded_by}'."
+    )
+
+
+def test_supersession_events_name_the_owner_and_the_pair() -> None:
+    old = _memory("gemini-cli")
+    old.status, old.superseded_by = "superseded", "0190a0b0-0000-7000-8000-000000000002"
+    body = event_body(MEMORY_SUPERSEDED, old, _caller("claude-code"))
+    assert (body["agent"], body["owner_agent"]) == ("claude-code", "gemini-cli")
+    assert (body["superseded_id"], body["superseding_id"]) == (old.id, old.superseded_by)
+    old.status, old.superseded_by = "active", ""
+    undone = event_body(MEMORY_UNSUPERSEDED, old, _caller("gemini-cli"), pair=(old.id, "x"))
+    assert (undone["owner_agent"], undone["superseded_id"], undone["superseding_id"]) == ("gemini-cli", old.id, "x")
+    assert "owner_agent" not in event_body(MEMORY_UPDATED, old, _caller("gemini-cli"))

@@ -56,12 +56,16 @@ pack's memory, as the pack tools' seed does) by name (the pack), category and su
 it."""
 
 SUPERSEDE_DESCRIPTION = """\
-Replace an outdated memory of yours (a fact that changed, a decision that was revised) with a new one: pass \
-old_id and either content (plus any save_memory field) for a new memory, or new_id of an existing memory that \
-replaces it. The old memory is marked superseded and names its replacement (superseded_by); it leaves search \
-but stays on record, so memory_at and search with as_of still show what was known before. If the old memory was \
-superseded already, the head of its chain (the memory that currently replaces it) is the one replaced. Returns \
-the replacing memory and the superseded one."""
+Replace an outdated memory, yours or another agent's (a fact that changed, a decision that was revised), with \
+a new one: pass old_id and either content (plus any save_memory field) for a new memory, or new_id of an \
+existing memory that replaces it. The old memory is marked superseded and names its replacement (superseded_by); \
+it leaves search but stays on record, so memory_at and search with as_of still show what was known before. If \
+the old memory was superseded already, the head of its chain (the memory that currently replaces it) is the one \
+replaced. Returns the replacing memory and the superseded one. Its owner may undo it (unsupersede_memory)."""
+
+UNSUPERSEDE_DESCRIPTION = """\
+Undo the supersession of one of your memories (id): it is active again, and its replacement no longer supersedes \
+it. Only the superseded memory's owner (or an admin) may."""
 
 HISTORY_DESCRIPTION = """\
 Every version of a memory, oldest first (the last is the current one): its content then, who changed it \

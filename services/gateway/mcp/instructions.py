@@ -10,10 +10,10 @@ preferences, the project, or decisions made in the past. Prior agents may alread
 reason, a finding, a blocker, an action item, or a handoff for another agent. Save one self-contained \
 statement per memory, written so that a reader without this conversation understands it.
 - Read all, write own: every agent of the namespace reads every memory, but only the agent that saved a \
-memory changes it. When a memory of yours is out of date, call update_memory to correct it in place, \
+memory updates or deletes it. When a memory of yours is out of date, call update_memory to correct it in place, \
 supersede_memory when a new fact or decision replaces it (the old one stays in the record, marked \
-superseded), and delete_memory when it was wrong or is no longer wanted (it is archived, not erased). To \
-change another agent's memory, save your own version instead.
+superseded), and delete_memory when it was wrong or is no longer wanted (it is archived, not erased). When \
+another agent's memory is out of date, supersede it (newest wins; its owner may undo it with unsupersede_memory).
 - Never save secrets: API keys, tokens and passwords are redacted before storage.
 - Use get_memory for one memory by id (with its earlier versions), memory_history for who changed it and when, \
 memory_at for a memory as it was at a past time, list_memories for the most recent ones, get_memory_stats for \

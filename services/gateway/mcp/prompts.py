@@ -31,7 +31,7 @@ reason), finding, hypothesis, blocker or action-item. Never save secrets.
 3. Tag your memories with your name and the project (tags=["{agent}"], project="{project}"), so others can find \
 them and know who recorded them.
 4. Read every memory, change only your own: correct yours with update_memory, replace an outdated one with \
-supersede_memory. For another agent's memory, save your own version instead.
+supersede_memory. Another agent's outdated memory you supersede too (its owner may undo it).
 5. When you stop before the work is done, create_handoff for the agent that continues (where it stands, the \
 active files, the decisions made, the next steps). Accept a handoff left for you with accept_handoff, and \
 complete_handoff when it is done.

@@ -1,5 +1,5 @@
-"""The memory operations: save, update, delete, supersede, get, list, search, history, a memory at a time and the
-namespace's stats; and how their requests become the services' calls."""
+"""The memory operations: save, update, delete, supersede (and undo it), get, list, search, history, a memory at a
+time and the namespace's stats; and how their requests become the services' calls."""
 
 from __future__ import annotations
 
@@ -40,6 +40,7 @@ from engram.services.gateway.schemas.requests import (
     SaveRequest,
     SearchRequest,
     SupersedeRequest,
+    UnsupersedeRequest,
     UpdateRequest,
 )
 from engram.services.gateway.schemas.results import (
@@ -56,6 +57,7 @@ from engram.services.gateway.schemas.results import (
     SimilarMemoryOut,
     StageRank,
     SupersedeResult,
+    UnsupersedeResult,
     WarningOut,
 )
 from engram.validation import check_time
@@ -178,6 +180,20 @@ class MemoryOperations:
     async def history(self, caller: Caller, memory_id: str, *, min_seq: int | None = None) -> HistoryResult:
         require_scope(caller, "read")
         outcome = await self._backend.history(
+    async def unsupersede(self, caller: Caller, memory_id: str, request: UnsupersedeRequest) -> UnsupersedeResult:
+        """Undoes a supersession (the superseded memory's owner, or an admin): the memory is active again."""
+        require_scope(caller, "write")
+        outcome = await self._backend.unsupersede(caller, memory_id, expected_version=request.expected_version or 0)
+        self._cursors.observe(caller.namespace, outcome.seq)
+        replacement = outcome.replacement
+        return UnsupersedeResult(
+            id=outcome.memory.id,
+            version=outcome.memory.version,
+            seq=outcome.seq,
+            memory=MemoryOut.of(outcome.memory),
+            replacement=MemoryOut.of(replacement) if replacement is not None else None,
+        )
+
             caller, memory_id, min_seq=self._cursors.min_seq(caller.namespace, min_seq)
         )
         versions = [

@@ -1,5 +1,5 @@
-"""REST for memories: /v1/memories (save, list, get, update, delete; history, at, :supersede, :search, :import)
-and /v1/stats."""
+"""REST for memories: /v1/memories (save, list, get, update, delete; history, at, :supersede, :unsupersede, :search,
+:import) and /v1/stats."""
 
 # No `from __future__ import annotations`: FastAPI resolves route annotations against module globals, and the
 # routes below use a dependency alias local to build_router.
@@ -44,6 +44,7 @@ from engram.services.gateway.schemas.requests import (
     SaveRequest,
     SearchRequest,
     SupersedeRequest,
+    UnsupersedeRequest,
     UpdateRequest,
 )
 from engram.services.gateway.schemas.results import (
@@ -56,6 +57,7 @@ from engram.services.gateway.schemas.results import (
     SaveResult,
     SearchResult,
     SupersedeResult,
+    UnsupersedeResult,
 )
 
 # A change to a memory: 403 also when another agent owns it, 409 when expected_version is stale.
@@ -73,10 +75,17 @@ _CHANGE: dict[int | str, dict[str, Any]] = {
     },
 }
 
+# Undoing a supersession: 403 unless the caller owns the superseded memory (or is an admin).
+_UNDO: dict[int | str, dict[str, Any]] = {
+    **_CHANGE,
+    403: {**_CHANGE[403], "description": "Missing scope, or the memory is owned by another agent (only its owner "
+          "or an admin undoes its supersession)"},
+}  # fmt: skip
+
 
 def build_router(ops: Operations, resolver: Resolver, settings: Settings) -> APIRouter:
-    """Routes /v1/memories (save, list), /v1/memories/{id} (get, update, delete; history, at, :supersede),
-    /v1/memories:search, /v1/memories:import and /v1/stats."""
+    """Routes /v1/memories (save, list), /v1/memories/{id} (get, update, delete; history, at, :supersede,
+    :unsupersede), /v1/memories:search, /v1/memories:import and /v1/stats."""
     router = APIRouter(prefix="/v1", tags=["memories"], responses=ERROR_RESPONSES)
     CurrentCaller = Annotated[Caller, Depends(caller_dependency(resolver))]
 
@@ -130,7 +139,8 @@ def build_router(ops: Operations, resolver: Resolver, settings: Settings) -> API
         memory_id: Annotated[str, path_of(MemoryId)], body: SupersedeRequest, caller: CurrentCaller
     ) -> SupersedeResult:
         """Marks the memory superseded by a new memory (`content` and save fields) or by an existing one
-        (`new_id`). A memory superseded already is replaced at the head of its chain."""
+        (`new_id`); any agent of the namespace may (its owner may undo it), an open handoff only its owner. A memory
+        superseded already is replaced at the head of its chain."""
         return await ops.supersede(caller, memory_id, body)
 
     @router.get(
@@ -141,6 +151,19 @@ def build_router(ops: Operations, resolver: Resolver, settings: Settings) -> API
     )
     async def memory_history(
         memory_id: Annotated[str, path_of(MemoryId)],
+    @router.post(
+        "/memories/{memory_id}:unsupersede",
+        response_model=UnsupersedeResult,
+        responses=_UNDO,
+        summary="Undo a memory's supersession",
+    )
+    async def unsupersede_memory(
+        memory_id: Annotated[str, path_of(MemoryId)], caller: CurrentCaller, body: UnsupersedeRequest | None = None
+    ) -> UnsupersedeResult:
+        """Makes a superseded memory active again and drops its replacement's `supersedes` relation to it (only
+        the memory's owner, or an admin, may). 400 when the memory is not superseded. The body is optional."""
+        return await ops.unsupersede(caller, memory_id, body or UnsupersedeRequest())
+
         caller: CurrentCaller,
         min_seq: Annotated[int | None, Query(ge=0, le=MAX_SEQ, description=description_of(MinSeq))] = None,
     ) -> HistoryResult:

@@ -153,6 +153,14 @@ class SupersedeRequest(SaveRequest):
 
 
 class ImportLineIn(SaveRequest):
+class UnsupersedeRequest(BaseModel):
+    """Undoing a supersession: optionally the version of the superseded memory you read."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    expected_version: ExpectedVersion = None
+
+
     """One line of a bulk import: a save_memory object, plus an optional idempotency key."""
 
     source_id: Annotated[str | None, Field(max_length=256, description="Stored once per key (dedup window).")] = None

@@ -1,5 +1,5 @@
-"""The memory tools: save, search, get, list, update, delete and supersede memories, their history, a memory at a
-point in time, the namespace's stats, and ping."""
+"""The memory tools: save, search, get, list, update, delete and supersede memories (and undo a supersession), their
+history, a memory at a point in time, the namespace's stats, and ping."""
 
 from __future__ import annotations
 
@@ -21,6 +21,7 @@ from engram.services.gateway.mcp.descriptions import (
     SEARCH_DESCRIPTION,
     STATS_DESCRIPTION,
     SUPERSEDE_DESCRIPTION,
+    UNSUPERSEDE_DESCRIPTION,
     UPDATE_DESCRIPTION,
     WRITE,
 )
@@ -65,6 +66,7 @@ from engram.services.gateway.schemas.requests import (
     SupersedeRequest,
     UpdateRequest,
 )
+    UnsupersedeRequest,
 from engram.services.gateway.schemas.results import (
     ENGRAM_VERSION,
     DeleteResult,
@@ -78,6 +80,7 @@ from engram.services.gateway.schemas.results import (
     SupersedeResult,
 )
 
+    UnsupersedeResult,
 
 def register(
     server: MCPServer,
@@ -189,6 +192,12 @@ def register(
         return await ops.history(caller(ctx), id)
 
     @server.tool(description=MEMORY_AT_DESCRIPTION, annotations=READ)
+    @server.tool(description=UNSUPERSEDE_DESCRIPTION, annotations=WRITE)
+    async def unsupersede_memory(
+        id: MemoryId, ctx: Context, expected_version: ExpectedVersion = None
+    ) -> UnsupersedeResult:
+        return await ops.unsupersede(caller(ctx), id, UnsupersedeRequest(expected_version=expected_version))
+
     async def memory_at(id: MemoryId, time: PointInTime, ctx: Context) -> MemoryOut:
         return await ops.memory_at(caller(ctx), id, time)
 
