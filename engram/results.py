@@ -93,11 +93,6 @@ class SupersedeResult:
 
 
 @dataclass(frozen=True, slots=True)
-class ExpireResult:
-    memory: Memory
-    seq: int
-    expired: bool  # False: nothing to do (not due, or not active)
-@dataclass(frozen=True, slots=True)
 class UnsupersedeResult:
     """An undone supersession: the memory active again (at its new version) and its former replacement, which no
     longer supersedes it (None when it is gone: purged)."""
@@ -107,6 +102,11 @@ class UnsupersedeResult:
     seq: int
 
 
+@dataclass(frozen=True, slots=True)
+class ExpireResult:
+    memory: Memory
+    seq: int
+    expired: bool  # False: nothing to do (not due, or not active)
 
 
 @dataclass(slots=True)

@@ -143,9 +143,6 @@ class IngestClient(_Client):
             _redactions(response.redactions),
         )
 
-    async def expire(self, caller: Caller, memory_id: str, *, expected_version: int, at: float) -> ExpireResult:
-        """Marks a due memory expired (consolidation's expiry job)."""
-        request = ingest_pb2.ExpireMemoryRequest(
     async def unsupersede(self, caller: Caller, memory_id: str, *, expected_version: int = 0) -> UnsupersedeResult:
         """Undoes a supersession: the memory is active again, its replacement no longer supersedes it."""
         request = ingest_pb2.UnsupersedeMemoryRequest(
@@ -155,6 +152,9 @@ class IngestClient(_Client):
         replacement = wire.memory_from_proto(response.replacement) if response.HasField("replacement") else None
         return UnsupersedeResult(wire.memory_from_proto(response.memory), replacement, response.seq)
 
+    async def expire(self, caller: Caller, memory_id: str, *, expected_version: int, at: float) -> ExpireResult:
+        """Marks a due memory expired (consolidation's expiry job)."""
+        request = ingest_pb2.ExpireMemoryRequest(
             caller=wire.caller_to_proto(caller), id=memory_id, expected_version=expected_version
         )
         wire.set_ts(request, "at", at)

@@ -83,7 +83,6 @@ class IngestServicer(ingest_pb2_grpc.IngestServicer):
             redactions=_redactions(result.redactions),
         )
 
-    async def ExpireMemory(
     async def UnsupersedeMemory(
         self, request: ingest_pb2.UnsupersedeMemoryRequest, context: grpc.aio.ServicerContext
     ) -> ingest_pb2.UnsupersedeMemoryResponse:
@@ -95,6 +94,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServicer):
             response.replacement.CopyFrom(wire.memory_to_proto(result.replacement))
         return response
 
+    async def ExpireMemory(
         self, request: ingest_pb2.ExpireMemoryRequest, context: grpc.aio.ServicerContext
     ) -> ingest_pb2.ExpireMemoryResponse:
         at = wire.ts_to_epoch(request, "at")

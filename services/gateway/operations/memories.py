@@ -177,9 +177,6 @@ class MemoryOperations:
             redactions=[RedactionOut(**r) for r in redactions_json(list(outcome.redactions))],
         )
 
-    async def history(self, caller: Caller, memory_id: str, *, min_seq: int | None = None) -> HistoryResult:
-        require_scope(caller, "read")
-        outcome = await self._backend.history(
     async def unsupersede(self, caller: Caller, memory_id: str, request: UnsupersedeRequest) -> UnsupersedeResult:
         """Undoes a supersession (the superseded memory's owner, or an admin): the memory is active again."""
         require_scope(caller, "write")
@@ -194,6 +191,9 @@ class MemoryOperations:
             replacement=MemoryOut.of(replacement) if replacement is not None else None,
         )
 
+    async def history(self, caller: Caller, memory_id: str, *, min_seq: int | None = None) -> HistoryResult:
+        require_scope(caller, "read")
+        outcome = await self._backend.history(
             caller, memory_id, min_seq=self._cursors.min_seq(caller.namespace, min_seq)
         )
         versions = [

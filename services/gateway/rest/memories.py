@@ -143,14 +143,6 @@ def build_router(ops: Operations, resolver: Resolver, settings: Settings) -> API
         superseded already is replaced at the head of its chain."""
         return await ops.supersede(caller, memory_id, body)
 
-    @router.get(
-        "/memories/{memory_id}/history",
-        response_model=HistoryResult,
-        responses=NOT_FOUND,
-        summary="Every version of a memory",
-    )
-    async def memory_history(
-        memory_id: Annotated[str, path_of(MemoryId)],
     @router.post(
         "/memories/{memory_id}:unsupersede",
         response_model=UnsupersedeResult,
@@ -164,6 +156,14 @@ def build_router(ops: Operations, resolver: Resolver, settings: Settings) -> API
         the memory's owner, or an admin, may). 400 when the memory is not superseded. The body is optional."""
         return await ops.unsupersede(caller, memory_id, body or UnsupersedeRequest())
 
+    @router.get(
+        "/memories/{memory_id}/history",
+        response_model=HistoryResult,
+        responses=NOT_FOUND,
+        summary="Every version of a memory",
+    )
+    async def memory_history(
+        memory_id: Annotated[str, path_of(MemoryId)],
         caller: CurrentCaller,
         min_seq: Annotated[int | None, Query(ge=0, le=MAX_SEQ, description=description_of(MinSeq))] = None,
     ) -> HistoryResult:

@@ -152,7 +152,6 @@ class SupersedeRequest(SaveRequest):
     expected_version: ExpectedVersion = None
 
 
-class ImportLineIn(SaveRequest):
 class UnsupersedeRequest(BaseModel):
     """Undoing a supersession: optionally the version of the superseded memory you read."""
 
@@ -161,6 +160,7 @@ class UnsupersedeRequest(BaseModel):
     expected_version: ExpectedVersion = None
 
 
+class ImportLineIn(SaveRequest):
     """One line of a bulk import: a save_memory object, plus an optional idempotency key."""
 
     source_id: Annotated[str | None, Field(max_length=256, description="Stored once per key (dedup window).")] = None

@@ -183,6 +183,16 @@ class SupersedeResult(BaseModel):
     redactions: list[RedactionOut] = Field(description="Secrets removed from the new memory; empty if none.")
 
 
+class UnsupersedeResult(BaseModel):
+    """What unsupersede answers: the memory, active again, and its former replacement."""
+
+    id: str = Field(description="The id of the memory, active again.")
+    version: int
+    seq: int = Field(description="Log sequence of the write; pass it as min_seq to read it back anywhere.")
+    memory: MemoryOut = Field(description="The memory, active again (superseded_by cleared).")
+    replacement: MemoryOut | None = Field(description="Its former replacement, without the supersedes relation.")
+
+
 class HistoryResult(BaseModel):
     memory_id: str
     versions: list[MemoryVersionOut] = Field(
@@ -198,16 +208,6 @@ class MemoryStatsOut(BaseModel):
     memories: int = Field(description="Active memories.")
     total: int = Field(description="Every memory, whatever its status.")
     by_agent: dict[str, int] = Field(description="Memories per owning agent (every status).")
-class UnsupersedeResult(BaseModel):
-    """What unsupersede answers: the memory, active again, and its former replacement."""
-
-    id: str = Field(description="The id of the memory, active again.")
-    version: int
-    seq: int = Field(description="Log sequence of the write; pass it as min_seq to read it back anywhere.")
-    memory: MemoryOut = Field(description="The memory, active again (superseded_by cleared).")
-    replacement: MemoryOut | None = Field(description="Its former replacement, without the supersedes relation.")
-
-
     by_type: dict[str, int] = Field(description="Memories per memory_type (every status).")
     by_status: dict[str, int] = Field(description="Memories per status: active, archived, expired, superseded.")
     by_team: dict[str, int] = Field(description="Memories per team (every status; memories without a team are not "

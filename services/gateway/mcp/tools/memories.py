@@ -64,9 +64,9 @@ from engram.services.gateway.schemas.requests import (
     SaveRequest,
     SearchRequest,
     SupersedeRequest,
+    UnsupersedeRequest,
     UpdateRequest,
 )
-    UnsupersedeRequest,
 from engram.services.gateway.schemas.results import (
     ENGRAM_VERSION,
     DeleteResult,
@@ -78,9 +78,9 @@ from engram.services.gateway.schemas.results import (
     SaveResult,
     SearchResult,
     SupersedeResult,
+    UnsupersedeResult,
 )
 
-    UnsupersedeResult,
 
 def register(
     server: MCPServer,
@@ -187,17 +187,17 @@ def register(
     async def supersede_memory(old_id: MemoryId, ctx: Context, request: SupersedeRequest) -> SupersedeResult:
         return await ops.supersede(caller(ctx), old_id, request)
 
-    @server.tool(description=HISTORY_DESCRIPTION, annotations=READ)
-    async def memory_history(id: MemoryId, ctx: Context) -> HistoryResult:
-        return await ops.history(caller(ctx), id)
-
-    @server.tool(description=MEMORY_AT_DESCRIPTION, annotations=READ)
     @server.tool(description=UNSUPERSEDE_DESCRIPTION, annotations=WRITE)
     async def unsupersede_memory(
         id: MemoryId, ctx: Context, expected_version: ExpectedVersion = None
     ) -> UnsupersedeResult:
         return await ops.unsupersede(caller(ctx), id, UnsupersedeRequest(expected_version=expected_version))
 
+    @server.tool(description=HISTORY_DESCRIPTION, annotations=READ)
+    async def memory_history(id: MemoryId, ctx: Context) -> HistoryResult:
+        return await ops.history(caller(ctx), id)
+
+    @server.tool(description=MEMORY_AT_DESCRIPTION, annotations=READ)
     async def memory_at(id: MemoryId, time: PointInTime, ctx: Context) -> MemoryOut:
         return await ops.memory_at(caller(ctx), id, time)
 
