@@ -18,7 +18,7 @@ STATE_SUFFIX = ".engram-import.json"
 @dataclass(slots=True)
 class ImportReport:
     imported: int = 0  # newly stored
-    already_present: int = 0  # stored by an earlier import (same source_id): nothing new written
+    already_present: int = 0  # already stored (same content, or same source_id): nothing new written
     rejected: list[tuple[int, str]] = field(default_factory=list)
     last_line: int = 0
     last_seq: int = 0

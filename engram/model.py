@@ -305,6 +305,7 @@ class SearchFilter:
     handoff_statuses: list[str] = field(default_factory=list)  # handoffs in any of these states
     relation_kinds: list[str] = field(default_factory=list)  # memories with a relation of any of these kinds
     pack: str = ""  # the memories of this expert pack (files and captures); "": pack files are left out
+    content_keys: list[str] = field(default_factory=list)  # any of (engram.sameness: a save's duplicate lookup)
 
 
 @dataclass(frozen=True, slots=True)

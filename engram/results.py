@@ -14,11 +14,14 @@ from engram.scrub import Redaction
 
 @dataclass(frozen=True, slots=True)
 class SaveResult:
-    """A stored memory, the log sequence of the write, and the secrets removed first."""
+    """A stored memory, the log sequence of the write, and the secrets removed first. A save that repeated an active
+    memory of its caller (engram.sameness) stored nothing: ``duplicate_of`` names that memory, which memory and seq
+    are."""
 
     memory: Memory
     seq: int
     redactions: tuple[Redaction, ...]
+    duplicate_of: str = ""
 
 
 @dataclass(slots=True)
@@ -58,7 +61,8 @@ class ImportSummary:
     """What a bulk import did, line by line."""
 
     imported: list[tuple[int, str, int]] = field(default_factory=list)  # (line, id, seq), newly stored
-    present: list[tuple[int, str, int]] = field(default_factory=list)  # (line, id, seq), stored by an earlier import
+    # (line, id, seq): already stored, as an active memory the item repeats or under the item's source_id
+    present: list[tuple[int, str, int]] = field(default_factory=list)
     rejected: list[tuple[int, str]] = field(default_factory=list)  # (line, reason)
     redactions: list[Redaction] = field(default_factory=list)
     last_line: int = 0

@@ -84,6 +84,10 @@ def register(subparsers: Any) -> None:
     search.add_argument(
         "--rerank", action=argparse.BooleanOptionalAction, help="the cross-encoder on or off (default: the node's)"
     )
+    search.add_argument(
+        "--min-relevance", type=_relevance, metavar="X",
+        help="leave out hits less close in meaning than X (0-1; default the node's, 0: keep everything)",
+    )  # fmt: skip
     _full_ids(search)
     search.epilog = _SEARCH_EPILOG
     search.set_defaults(func=call_node, build=_search)
@@ -175,6 +179,16 @@ def _read_stdin(stdin: IO[str]) -> str:
     return stdin.read().rstrip("\n")
 
 
+def _relevance(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number; give 0 to 1, e.g. 0.3") from None
+    if not 0.0 <= value <= 1.0:
+        raise argparse.ArgumentTypeError(f"{text} is out of range; give 0 (keep everything) to 1")
+    return value
+
+
 def _search(args: argparse.Namespace) -> Call:
     body: dict[str, Any] = {"query": args.query, "filters": filters(args)}
     if args.limit is not None:
@@ -185,6 +199,8 @@ def _search(args: argparse.Namespace) -> Call:
         body["explain"] = True
     if args.rerank is not None:
         body["rerank"] = args.rerank
+    if args.min_relevance is not None:
+        body["min_relevance"] = args.min_relevance
     render = partial(
         render_search, width=columns(), full_ids=args.full_ids, query=args.query, narrowed=bool(body["filters"])
     )
@@ -292,7 +308,10 @@ def columns() -> int:
 
 
 def render_saved(answer: dict[str, Any]) -> str:
-    lines = [f"Saved {answer['id']} (version {answer['version']}, seq {answer['seq']})"]
+    if answer.get("duplicate_of"):  # nothing was written: the caller's active memory says the same
+        lines = [f"Already saved as {answer['duplicate_of']} (version {answer['version']}, seq {answer['seq']})"]
+    else:
+        lines = [f"Saved {answer['id']} (version {answer['version']}, seq {answer['seq']})"]
     redactions = answer.get("redactions") or []
     if redactions:
         lines.append("redacted: " + ", ".join(f"{r['count']} {r['kind']}" for r in redactions))
@@ -321,7 +340,8 @@ def render_search(
         shown += [line, f"     {_stages(hit.get('explain') or {})}"]
     reranked = "yes" if answer.get("reranked") else "no"
     note = f" ({answer['rerank_note']})" if answer.get("rerank_note") else ""
-    return "\n".join([*shown, f"reranked: {reranked}{note}; index at log seq {answer.get('applied_seq', '?')}"])
+    how = [answer["explain_note"]] if answer.get("explain_note") else []
+    return "\n".join([*shown, *how, f"reranked: {reranked}{note}; index at log seq {answer.get('applied_seq', '?')}"])
 
 
 def _stages(explain: dict[str, Any]) -> str:
@@ -334,7 +354,7 @@ def _stages(explain: dict[str, Any]) -> str:
 
 
 def _no_hits(query: str, narrowed: bool) -> str:
-    tries = ["other or fewer words"]
+    tries = ["other or fewer words", "--min-relevance 0 for weaker matches"]
     if narrowed:
         tries.append("fewer filters")
     tries += ["--include-archived or --status to look beyond active memories", "`engram list` for the newest"]

@@ -97,7 +97,10 @@ class IngestClient(_Client):
     async def save(self, caller: Caller, draft: MemoryInput) -> SaveResult:
         request = ingest_pb2.SaveMemoryRequest(caller=wire.caller_to_proto(caller), memory=wire.input_to_proto(draft))
         response = await self._call(self._stub.SaveMemory, request)
-        return SaveResult(wire.memory_from_proto(response.memory), response.seq, _redactions(response.redactions))
+        return SaveResult(
+            wire.memory_from_proto(response.memory), response.seq, _redactions(response.redactions),
+            duplicate_of=response.duplicate_of,
+        )  # fmt: skip
 
     async def update(
         self, caller: Caller, memory_id: str, draft: MemoryInput, fields: list[str], *, expected_version: int = 0

@@ -29,9 +29,10 @@ FAR = 1e15
 HANDOFF_TO = "_handoff_to"  # a handoff's target, and its agent part for an agent@device target (handoff filters)
 HANDOFF_STATUS = "_handoff_status"  # a handoff's status ("" for other memories)
 RELATION_KIND = "relations[].kind"  # the kinds of a memory's relations (the relation filter)
+CONTENT_KEY = "_content_key"  # engram.sameness.content_key: a save that repeats a memory finds it by this
 KEYWORD_FIELDS = (
     "id", "tags", "owner_agent", "memory_type", "status", "topics", "conversation_id", "project", "team",
-    HANDOFF_TO, HANDOFF_STATUS,
+    HANDOFF_TO, HANDOFF_STATUS, CONTENT_KEY,
 )  # fmt: skip
 FLOAT_FIELDS = (CREATED_TS, VALID_FROM, VALID_TO, WORLD_FROM, WORLD_TO, EXPIRES_TS)
 INDEXED_FIELDS = ("namespace", *KEYWORD_FIELDS, *FLOAT_FIELDS)  # every payload index the queries rely on

@@ -11,6 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from engram.index import (
+    CONTENT_KEY,
     CREATED_TS,
     EXPIRES_TS,
     HANDOFF_STATUS,
@@ -69,9 +70,9 @@ class Filter:
 
 
 def conditions(namespace: str, flt: SearchFilter | None) -> Filter:
-    """The namespace boundary plus the caller's filters. Tags are all-of; types, topics, statuses, handoff statuses
-    and relation kinds any-of; statuses default to active. Pack files are left out unless the filter names their
-    pack (then only that pack's memories) or their type. Created: [after, before).
+    """The namespace boundary plus the caller's filters. Tags are all-of; types, topics, statuses, handoff statuses,
+    relation kinds and content keys any-of; statuses default to active. Pack files are left out unless the filter
+    names their pack (then only that pack's memories) or their type. Created: [after, before).
 
     With ``as_of``: only versions that were the current one then ([VALID_FROM, VALID_TO)), and valid in the world
     then ([WORLD_FROM, WORLD_TO))."""
@@ -86,7 +87,7 @@ def conditions(namespace: str, flt: SearchFilter | None) -> Filter:
             must.append(Match(key, value))
     for key, values in (
         ("memory_type", flt.memory_types), ("topics", flt.topics), (HANDOFF_STATUS, flt.handoff_statuses),
-        (RELATION_KIND, flt.relation_kinds),
+        (RELATION_KIND, flt.relation_kinds), (CONTENT_KEY, flt.content_keys),
     ):  # fmt: skip
         if values:
             must.append(MatchAny(key, tuple(values)))

@@ -19,16 +19,18 @@ class SaveMemoryRequest(_message.Message):
     def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., memory: _Optional[_Union[_common_pb2.MemoryInput, _Mapping]] = ...) -> None: ...
 
 class SaveMemoryResponse(_message.Message):
-    __slots__ = ("memory", "version", "seq", "redactions")
+    __slots__ = ("memory", "version", "seq", "redactions", "duplicate_of")
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     VERSION_FIELD_NUMBER: _ClassVar[int]
     SEQ_FIELD_NUMBER: _ClassVar[int]
     REDACTIONS_FIELD_NUMBER: _ClassVar[int]
+    DUPLICATE_OF_FIELD_NUMBER: _ClassVar[int]
     memory: _common_pb2.Memory
     version: int
     seq: int
     redactions: _containers.RepeatedCompositeFieldContainer[_common_pb2.Redaction]
-    def __init__(self, memory: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ..., version: _Optional[int] = ..., seq: _Optional[int] = ..., redactions: _Optional[_Iterable[_Union[_common_pb2.Redaction, _Mapping]]] = ...) -> None: ...
+    duplicate_of: str
+    def __init__(self, memory: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ..., version: _Optional[int] = ..., seq: _Optional[int] = ..., redactions: _Optional[_Iterable[_Union[_common_pb2.Redaction, _Mapping]]] = ..., duplicate_of: _Optional[str] = ...) -> None: ...
 
 class UpdateMemoryRequest(_message.Message):
     __slots__ = ("caller", "id", "memory", "update_mask", "expected_version")

@@ -21,7 +21,7 @@ RERANK_MODE_ON: RerankMode
 RERANK_MODE_OFF: RerankMode
 
 class SearchFilter(_message.Message):
-    __slots__ = ("tags", "owner_agent", "memory_types", "created_after", "created_before", "topics", "statuses", "conversation_id", "project", "as_of", "team", "handoff_target", "handoff_statuses", "relation_kinds", "pack")
+    __slots__ = ("tags", "owner_agent", "memory_types", "created_after", "created_before", "topics", "statuses", "conversation_id", "project", "as_of", "team", "handoff_target", "handoff_statuses", "relation_kinds", "pack", "content_keys")
     TAGS_FIELD_NUMBER: _ClassVar[int]
     OWNER_AGENT_FIELD_NUMBER: _ClassVar[int]
     MEMORY_TYPES_FIELD_NUMBER: _ClassVar[int]
@@ -37,6 +37,7 @@ class SearchFilter(_message.Message):
     HANDOFF_STATUSES_FIELD_NUMBER: _ClassVar[int]
     RELATION_KINDS_FIELD_NUMBER: _ClassVar[int]
     PACK_FIELD_NUMBER: _ClassVar[int]
+    CONTENT_KEYS_FIELD_NUMBER: _ClassVar[int]
     tags: _containers.RepeatedScalarFieldContainer[str]
     owner_agent: str
     memory_types: _containers.RepeatedScalarFieldContainer[_common_pb2.MemoryType]
@@ -52,7 +53,8 @@ class SearchFilter(_message.Message):
     handoff_statuses: _containers.RepeatedScalarFieldContainer[_common_pb2.HandoffStatus]
     relation_kinds: _containers.RepeatedScalarFieldContainer[str]
     pack: str
-    def __init__(self, tags: _Optional[_Iterable[str]] = ..., owner_agent: _Optional[str] = ..., memory_types: _Optional[_Iterable[_Union[_common_pb2.MemoryType, str]]] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., topics: _Optional[_Iterable[str]] = ..., statuses: _Optional[_Iterable[_Union[_common_pb2.Status, str]]] = ..., conversation_id: _Optional[str] = ..., project: _Optional[str] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., team: _Optional[str] = ..., handoff_target: _Optional[str] = ..., handoff_statuses: _Optional[_Iterable[_Union[_common_pb2.HandoffStatus, str]]] = ..., relation_kinds: _Optional[_Iterable[str]] = ..., pack: _Optional[str] = ...) -> None: ...
+    content_keys: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, tags: _Optional[_Iterable[str]] = ..., owner_agent: _Optional[str] = ..., memory_types: _Optional[_Iterable[_Union[_common_pb2.MemoryType, str]]] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., topics: _Optional[_Iterable[str]] = ..., statuses: _Optional[_Iterable[_Union[_common_pb2.Status, str]]] = ..., conversation_id: _Optional[str] = ..., project: _Optional[str] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., team: _Optional[str] = ..., handoff_target: _Optional[str] = ..., handoff_statuses: _Optional[_Iterable[_Union[_common_pb2.HandoffStatus, str]]] = ..., relation_kinds: _Optional[_Iterable[str]] = ..., pack: _Optional[str] = ..., content_keys: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SearchMemoriesRequest(_message.Message):
     __slots__ = ("caller", "query", "limit", "filter", "min_seq", "explain", "rerank", "sources")

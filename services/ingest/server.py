@@ -10,6 +10,7 @@ from engram.config import Settings
 from engram.grpc.clients import SearchClient
 from engram.process.runtime import Resources, RunningServer, serve
 from engram.services.ingest.conversations import Conversations
+from engram.services.ingest.duplicates import Duplicates
 from engram.services.ingest.lifecycle import Lifecycle
 from engram.services.ingest.servicer import IngestServicer
 from engram.services.ingest.writer import MemoryWriter
@@ -37,6 +38,8 @@ class IngestService:
             self.lifecycle.state = self._search
             if self.writer.conversations is not None:  # a conversation's earlier turns are read there too
                 self.writer.conversations.source = self._search
+            if self.writer.duplicates is not None:  # and the memories a save repeats
+                self.writer.duplicates.source = self._search
 
     async def stop(self) -> None:
         search, self._search = self._search, None
@@ -57,6 +60,7 @@ async def build_service(settings: Settings, resources: Resources) -> IngestServi
         disk=resources.disk if resources.local_store else None,
         handoff_ttl=settings.handoff_ttl_seconds,
         conversations=Conversations() if settings.derive_context else None,
+        duplicates=Duplicates(),
     )
     return IngestService(writer, Lifecycle(writer, event_log), search_addr=settings.search_addr)
 

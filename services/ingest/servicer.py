@@ -33,6 +33,7 @@ class IngestServicer(ingest_pb2_grpc.IngestServicer):
             version=result.memory.version,
             seq=result.seq,
             redactions=_redactions(result.redactions),
+            duplicate_of=result.duplicate_of,
         )
 
     async def UpdateMemory(

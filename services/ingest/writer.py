@@ -14,7 +14,7 @@ from engram.embed import Embedder
 from engram.embed.sparse import Bm25Encoder
 from engram.errors import DiskFull, EngramError, InvalidArgument, Unavailable
 from engram.ids import is_uuid, uuid7
-from engram.log import Appended, Log, Stale
+from engram.log import Appended, Log, Overtaken, Stale
 from engram.log.events import HANDOFF_CREATED, MEMORY_ENRICHED, MEMORY_SAVED, encode_dense, event_body, memory_vectors
 from engram.model import (
     SENSITIVITIES,
@@ -29,8 +29,10 @@ from engram.model import (
 )
 from engram.process import metrics
 from engram.results import ImportItem, ImportSummary, SaveResult
+from engram.sameness import key_of
 from engram.scrub import Redaction, merge, scrub_text, scrub_value
 from engram.services.ingest.conversations import Conversations
+from engram.services.ingest.duplicates import Duplicates, memory_of, repeated_by
 from engram.validation import HANDOFF, Limits, capped_context, check_handoff, validate, with_team_tag
 
 __all__ = ["MemoryWriter"]
@@ -57,6 +59,16 @@ def counted(event: str, appended: Appended) -> Appended:
     return appended
 
 
+@dataclasses.dataclass(slots=True)
+class _Line:
+    """An import item on its way: its memory, and the active memory it repeats when the index has one."""
+
+    item: ImportItem
+    memory: Memory
+    key: str  # engram.sameness.key_of(memory); "" when it is not checked
+    existing: Memory | None = None
+
+
 class SpaceCheck(Protocol):
     def require_space(self) -> None:
         """Raises DiskFull when there is no room for another write."""
@@ -77,6 +89,7 @@ class MemoryWriter:
         disk: SpaceCheck | None = None,
         handoff_ttl: float = DEFAULT_HANDOFF_TTL_SECONDS,
         conversations: Conversations | None = None,
+        duplicates: Duplicates | None = None,
     ) -> None:
         self._device = device  # where a memory was written when its caller does not say
         self._disk = disk
@@ -86,13 +99,34 @@ class MemoryWriter:
         self.limits = limits
         self._handoff_ttl = handoff_ttl
         self.conversations = conversations  # None: contexts are not derived (ENGRAM_DERIVE_CONTEXT=false)
+        self.duplicates = duplicates  # None: every save is stored, repeated or not
 
     async def save(self, caller: Caller, draft: MemoryInput) -> SaveResult:
-        """Saves a new memory (a handoff when it names a handoff_target); answers once the log has stored it."""
+        """Saves a new memory (a handoff when it names a handoff_target); answers once the log has stored it.
+
+        A save that repeats an active memory of the caller (engram.sameness) stores nothing and answers with that
+        memory (duplicate_of); services/ingest/duplicates.py says how a racing repeat is caught."""
         memory, redactions = self.prepare(caller, draft)
+        key = key_of(memory) if self.duplicates is not None else ""
+        based_on: int | None = None  # the log position the duplicate check read at; None: no check
+        # Not while the log is away: the append below refuses the save at once, which a lookup would only delay.
+        if key and self.duplicates is not None and self._log.connected:
+            based_on = await self._log.last_seq()
+            found = await self.duplicates.existing(caller, [key], min_seq=based_on)
+            if found is None:
+                based_on = None
+            elif key in found:
+                return SaveResult(found[key], found[key].seq, redactions, duplicate_of=found[key].id)
         await self._situate(caller, memory)
         (vectors,) = await asyncio.to_thread(self.vectors, [memory])
-        seq, _ = await self._append(caller, memory, vectors, msg_id=f"{memory.id}:{memory.version}")
+        try:
+            seq, _ = await self._append(
+                caller, memory, vectors, msg_id=f"{memory.id}:{memory.version}",
+                based_on=based_on or 0, stale=None if based_on is None else repeated_by(caller, key),
+            )  # fmt: skip
+        except Overtaken as e:  # the same memory was saved meanwhile (a racing repeat): that one is the answer
+            existing = memory_of(e.entry)
+            return SaveResult(existing, existing.seq, redactions, duplicate_of=existing.id)
         memory.seq = seq
         self._remember(memory)
         return SaveResult(memory, seq, redactions)
@@ -105,19 +139,27 @@ class MemoryWriter:
         The next batch is embedded while the previous one is appended, so the log and the embedder overlap.
         Every memory of one import is created at the request's arrival time (like a transaction's timestamp):
         listings order them by id within that time, so they come out the same however fast the import ran.
+
+        An item that repeats an active memory of the caller (engram.sameness), one the index had when the import
+        began or an earlier item of this import, is not stored (nor embedded): it is already present, under that
+        memory's id. So a finished import run again adds nothing, whether its lines have a source_id or not.
         """
         arrived = time.time()
         summary = ImportSummary()
-        pending: list[tuple[ImportItem, Memory]] = []
-        embedding: tuple[list[tuple[ImportItem, Memory]], asyncio.Task[list[dict[str, Any]]]] | None = None
+        stored: dict[str, tuple[str, int]] = {}  # content key -> (id, seq) of the memory an earlier item is
+        lookup_at = await self._lookup_position()
+        pending: list[_Line] = []
+        embedding: tuple[list[_Line], asyncio.Task[list[dict[str, Any]]]] | None = None
 
-        async def flush(current: list[tuple[ImportItem, Memory]]) -> None:
-            nonlocal embedding
-            vectors = asyncio.to_thread(self.vectors, [memory for _, memory in current])
-            task = asyncio.create_task(vectors)  # held in `embedding` until awaited (or cancelled on a stop)
+        async def flush(current: list[_Line]) -> None:
+            nonlocal embedding, lookup_at
+            if lookup_at is not None and not await self._find_existing(caller, current, lookup_at):
+                lookup_at = None  # the index cannot say now: the rest of the import goes unchecked, without waiting
+            fresh = [line.memory for line in current if line.existing is None]
+            task = asyncio.create_task(asyncio.to_thread(self.vectors, fresh))  # awaited, or cancelled on a stop
             previous, embedding = embedding, (current, task)
             if previous is not None:
-                await self._append_batch(caller, previous[0], await previous[1], summary)
+                await self._append_batch(caller, previous[0], await previous[1], summary, stored)
 
         try:
             async for item in items:
@@ -130,7 +172,7 @@ class MemoryWriter:
                 await self._situate(caller, memory)
                 self._remember(memory)  # now: the next item of its conversation follows it (forgotten if not stored)
                 summary.redactions.extend(redactions)
-                pending.append((item, memory))
+                pending.append(_Line(item, memory, key_of(memory) if lookup_at is not None else ""))
                 if len(pending) >= batch:
                     await flush(pending)
                     pending = []
@@ -138,14 +180,14 @@ class MemoryWriter:
                 await flush(pending)
             if embedding is not None:
                 current, embedding = embedding, None
-                await self._append_batch(caller, current[0], await current[1], summary)
+                await self._append_batch(caller, current[0], await current[1], summary, stored)
         except _Stop:
             if embedding is not None:  # vectors of a batch that will not be stored
                 embedding[1].cancel()
                 with contextlib.suppress(asyncio.CancelledError, Exception):
                     await embedding[1]
-                self._forget(memory for _, memory in embedding[0])
-            self._forget(memory for _, memory in pending)
+                self._forget(line.memory for line in embedding[0])
+            self._forget(line.memory for line in pending)
         summary.redactions = list(merge(summary.redactions))
         return summary
 
@@ -178,20 +220,49 @@ class MemoryWriter:
         )
         return counted(MEMORY_ENRICHED, appended).seq
 
+    async def _lookup_position(self) -> int | None:
+        """Where an import's duplicate lookups read: the log's end as it begins (None: no lookups)."""
+        if self.duplicates is None or self.duplicates.source is None or not self._log.connected:
+            return None
+        try:
+            return await self._log.last_seq()
+        except EngramError:  # the first append will say what is wrong with the log
+            return None
+
+    async def _find_existing(self, caller: Caller, lines: list[_Line], min_seq: int) -> bool:
+        """Sets the existing memory of each line that repeats an active memory of the caller in the index; False
+        when the index could not be asked."""
+        assert self.duplicates is not None
+        found = await self.duplicates.existing(caller, [line.key for line in lines], min_seq=min_seq)
+        for line in lines:
+            line.existing = (found or {}).get(line.key) if line.key else None
+        return found is not None
+
     async def _append_batch(
         self,
         caller: Caller,
-        batch: list[tuple[ImportItem, Memory]],
+        batch: list[_Line],
         vectors: list[dict[str, Any]],
         summary: ImportSummary,
+        stored: dict[str, tuple[str, int]],
     ) -> None:
-        for position, ((item, memory), vector) in enumerate(zip(batch, vectors, strict=True)):
+        """Appends a batch's lines in order; ``vectors`` are those of its lines without an existing memory."""
+        fresh = iter(vectors)
+        for position, line in enumerate(batch):
+            item, memory = line.item, line.memory
+            vector = next(fresh) if line.existing is None else {}
+            earlier = (line.existing.id, line.existing.seq) if line.existing else stored.get(line.key)
+            if line.key and earlier is not None:
+                self._renamed(memory.id, earlier[0])
+                summary.present.append((item.line, *earlier))
+                summary.last_seq = max(summary.last_seq, earlier[1])
+                continue
             msg_id = f"import:{caller.namespace}:{item.source_id}" if item.source_id else f"{memory.id}:1"
             try:
                 seq, duplicate = await self._append(caller, memory, vector, msg_id=msg_id, resolve_duplicate=True)
             except STOPS_AN_IMPORT as e:
                 summary.stop(item.line, e)
-                self._forget(unstored for _, unstored in batch[position:])
+                self._forget(unstored.memory for unstored in batch[position:])
                 raise _Stop from e
             except EngramError as e:
                 summary.rejected.append((item.line, str(e)))
@@ -199,6 +270,8 @@ class MemoryWriter:
                 continue
             (summary.present if duplicate else summary.imported).append((item.line, memory.id, seq))
             summary.last_seq = max(summary.last_seq, seq)
+            if line.key:
+                stored.setdefault(line.key, (memory.id, seq))
 
     async def append_new(self, caller: Caller, memory: Memory) -> int:
         """Embeds and appends a memory prepared by prepare() (memory_saved or handoff_created); returns its log
@@ -227,14 +300,24 @@ class MemoryWriter:
         return scrub_text(caller.source).text
 
     async def _append(
-        self, caller: Caller, memory: Memory, vectors: dict[str, Any], *, msg_id: str, resolve_duplicate: bool = False
+        self,
+        caller: Caller,
+        memory: Memory,
+        vectors: dict[str, Any],
+        *,
+        msg_id: str,
+        resolve_duplicate: bool = False,
+        based_on: int = 0,
+        stale: Stale | None = None,
     ) -> tuple[int, bool]:
-        """Appends a memory; returns its log sequence and whether the log already had it (same msg_id)."""
+        """Appends a memory (conditionally with ``stale``: Log.append); returns its log sequence and whether the log
+        already had it (same msg_id)."""
         if self._disk is not None:
             self._disk.require_space()
         event = _created_event(memory)
         body = event_body(event, memory, caller, vectors=vectors)
-        appended = counted(event, await self._log.append(caller.namespace, event, body, msg_id=msg_id))
+        appended = await self._log.append(caller.namespace, event, body, msg_id=msg_id, based_on=based_on, stale=stale)
+        counted(event, appended)
         if appended.duplicate and resolve_duplicate:
             # A retried import item: JetStream kept the first copy; answer with that memory's id.
             original = await self._log.read(appended.seq)
@@ -328,6 +411,11 @@ class MemoryWriter:
     def _remember(self, memory: Memory) -> None:
         if self.conversations is not None:
             self.conversations.remember(memory)
+
+    def _renamed(self, memory_id: str, existing_id: str) -> None:
+        """An item's memory turned out to be ``existing_id``, stored before."""
+        if self.conversations is not None:
+            self.conversations.renamed(memory_id, existing_id)
 
     def _forget(self, memories: Iterable[Memory]) -> None:
         for memory in memories:

@@ -24,6 +24,7 @@ from typing import Any, Protocol
 
 from engram.errors import DiskFull, InvalidArgument, Unavailable
 from engram.index import (
+    CONTENT_KEY,
     CREATED_TS,
     EXPIRES_TS,
     FAR,
@@ -51,6 +52,7 @@ from engram.log.events import (
 from engram.model import parse_time, servable_problem
 from engram.process import metrics
 from engram.process.health import INDEX, Health
+from engram.sameness import content_key
 from engram.services.search.agents import AgentRegistry
 
 log = logging.getLogger(__name__)
@@ -71,7 +73,8 @@ VERIFY_ATTEMPTS = 3  # writes arriving while the counts are compared make a mism
 # What the indexer derives from an entry (payload fields, the agent registry). An index built by another layout
 # is rebuilt from the log. 2: handoff fields and expiry, the agent registry (issue 8). 3: point ids from
 # (namespace, id) (engram.index.point_id): a memory's identity is (namespace, id), in the index as everywhere.
-LAYOUT = 3
+# 4: every current version's content key (engram.sameness), which a save that repeats a memory finds it by.
+LAYOUT = 4
 REGISTRY_SAVE_SECONDS = 2.0  # how often the agent registry is stored while entries keep coming
 
 
@@ -623,6 +626,7 @@ def _point(entry: LogEntry) -> IndexPoint | None:
     payload[HANDOFF_TO] = _handoff_targets(str(handoff.get("target_agent") or ""))
     payload[HANDOFF_STATUS] = str(handoff.get("status") or "")
     payload[EXPIRES_TS] = _expires_ts(payload, handoff)
+    payload[CONTENT_KEY] = content_key(payload)
     vectors = body["vectors"]
     return IndexPoint(id=payload["id"], payload=payload, dense=decode_dense(vectors), sparse=decode_sparse(vectors))
 

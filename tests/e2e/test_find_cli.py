@@ -74,11 +74,17 @@ def test_save_list_search_get_from_a_shell(node: NodeHandle) -> None:
     first = by_meaning.stdout.splitlines()[1].split()
     assert (first[0], first[2]) == ("1", "…" + billing_id[-8:]), by_meaning.stdout
     assert "dense #" in by_meaning.stdout.splitlines()[2]
+    assert "meaning (dense) leads" in by_meaning.stdout, "explain says how the query's lists were fused"
+    unrelated = engram(node, "search", "how do volcanoes form under the ocean?")
+    assert unrelated.stdout.startswith("No memories match"), "nothing is close enough in meaning"
+    everything = engram(node, "search", "how do volcanoes form under the ocean?", "--min-relevance", "0", "--json")
+    assert len(json.loads(everything.stdout)["hits"]) == 2
+    assert "out of range" in engram(node, "search", "x", "--min-relevance", "2").stderr
     nothing = engram(node, "search", "kubernetes", "--tag", "no-such-tag")
     assert nothing.returncode == 0
     assert nothing.stdout == (
-        "No memories match 'kubernetes'. Try other or fewer words, fewer filters, --include-archived or --status "
-        "to look beyond active memories, or `engram list` for the newest.\n"
+        "No memories match 'kubernetes'. Try other or fewer words, --min-relevance 0 for weaker matches, fewer "
+        "filters, --include-archived or --status to look beyond active memories, or `engram list` for the newest.\n"
     )
 
     assert engram(node, "update", billing_id, "--content", BILLING.replace("five", "seven")).returncode == 0
@@ -89,6 +95,16 @@ def test_save_list_search_get_from_a_shell(node: NodeHandle) -> None:
     assert f"Memory {billing_id}: 2 versions, oldest first" in got.stdout
     assert "saved by claude-code" in got.stdout and "updated by claude-code" in got.stdout
     assert json.loads(engram(node, "get", billing_id, "--json").stdout)["version"] == 2
+
+
+def test_saving_the_same_note_again_says_it_was_already_saved(node: NodeHandle) -> None:
+    note = f"The release train leaves every second Thursday ({secrets.token_hex(4)})."
+    first_id = saved_id(engram(node, "save", note))
+    again = engram(node, "save", f"  the release train leaves every second thursday ({note.split('(')[1][:-1]}  ")
+    assert again.returncode == 0 and again.stderr == "", again.stderr
+    assert again.stdout.startswith(f"Already saved as {first_id} (version 1, seq "), again.stdout
+    as_json = json.loads(engram(node, "save", note, "--json").stdout)
+    assert as_json["duplicate_of"] == as_json["id"] == first_id
 
 
 def test_a_reader_that_stops_early_ends_the_listing_quietly(node: NodeHandle) -> None:

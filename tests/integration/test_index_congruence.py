@@ -20,6 +20,7 @@ from engram.embed.sparse import Bm25Encoder
 from engram.errors import Unavailable
 from engram.ids import uuid7
 from engram.index import (
+    CONTENT_KEY,
     CREATED_TS,
     DENSE,
     EXPIRES_TS,
@@ -556,6 +557,7 @@ TARGETS = {"gemini@laptop": ["gemini@laptop", "gemini"], "cursor": ["cursor"]}  
 HANDOFF_STATES = ("pending", "accepted", "completed")
 PACKS = ("p1", "p2")
 KINDS = ("supersedes", "contradicts", "context-dependent", "merged-into")
+CONTENT_KEYS = ("k1", "k2", "k3")
 FACET_KEYS = ("tags", "owner_agent", "memory_type", "status", "topics", "project", "team", "conversation_id",
               HANDOFF_TO, HANDOFF_STATUS)  # fmt: skip
 ADAPTERS = ("Qdrant Edge", "Qdrant server")
@@ -587,6 +589,8 @@ def random_payload(rng: random.Random, namespace: str, memory_id: str, n: int) -
         payload |= {HANDOFF_TO: [], HANDOFF_STATUS: ""}
     if rng.random() < 0.6:
         payload["relations"] = [{"kind": k, "memory_id": memory_id, "note": ""} for k in _some(rng, KINDS, 2)]
+    if rng.random() < 0.8:  # absent in an index the indexer wrote before content keys (or "": no key)
+        payload[CONTENT_KEY] = rng.choice((*CONTENT_KEYS, ""))
     if kind == PACK_FILE or rng.random() < 0.3:
         payload["metadata"] = {"pack": rng.choice(PACKS)}
     elif rng.random() < 0.5:
@@ -623,7 +627,7 @@ def random_filter(rng: random.Random) -> SearchFilter:
         "team": lambda: rng.choice(TEAMS), "as_of": lambda: rng.choice((2.5, *TIMES)),
         "handoff_target": lambda: rng.choice(("gemini@laptop", "gemini", "cursor", "nobody")),
         "handoff_statuses": lambda: some(HANDOFF_STATES), "relation_kinds": lambda: some(KINDS, 3),
-        "pack": lambda: rng.choice(PACKS),
+        "pack": lambda: rng.choice(PACKS), "content_keys": lambda: some(CONTENT_KEYS),
     }  # fmt: skip
     fields = rng.sample(sorted(choices), rng.choice((0, 1, 1, 1, 2, 2, 2, 3, 3, 4, 5)))
     return SearchFilter(**{name: choices[name]() for name in fields})
@@ -636,8 +640,8 @@ def _values(payload: dict[str, Any], key: str) -> list[Any]:
 
 def reference_matches(payload: dict[str, Any], namespace: str, flt: SearchFilter) -> bool:
     """SearchFilter's meaning, read off one payload: tags all-of; types, topics, statuses (default: active),
-    handoff statuses and relation kinds any-of; created in [after, before); as_of within both validity windows;
-    pack files only for their pack or their type."""
+    handoff statuses, relation kinds and content keys any-of; created in [after, before); as_of within both validity
+    windows; pack files only for their pack or their type."""
     kind, created, at = payload["memory_type"], payload[CREATED_TS], flt.as_of
     pack = (payload.get("metadata") or {}).get("pack")
     equal = (("owner_agent", flt.owner_agent), ("conversation_id", flt.conversation_id), ("project", flt.project),
@@ -651,6 +655,7 @@ def reference_matches(payload: dict[str, Any], namespace: str, flt: SearchFilter
         and (not flt.topics or bool(set(flt.topics) & set(payload["topics"])))
         and (not flt.handoff_statuses or payload.get(HANDOFF_STATUS) in flt.handoff_statuses)
         and (not flt.relation_kinds or any(r["kind"] in flt.relation_kinds for r in payload.get("relations", [])))
+        and (not flt.content_keys or payload.get(CONTENT_KEY) in flt.content_keys)
         and (pack == flt.pack if flt.pack else kind != PACK_FILE or PACK_FILE in flt.memory_types)
         and (flt.created_after is None or created >= flt.created_after)
         and (flt.created_before is None or created < flt.created_before)

@@ -90,12 +90,15 @@ class MemoryOperations:
         self._similar_threshold = (settings or Settings()).similar_finding_threshold
 
     async def save(self, caller: Caller, request: SaveRequest) -> SaveResult:
-        """Saves a memory; a finding also answers with the very similar findings of other agents, if any."""
+        """Saves a memory; a finding also answers with the very similar findings of other agents, if any. A save
+        that repeats an active memory of the caller answers with that memory (duplicate_of)."""
         require_scope(caller, "write")
         outcome = await self._backend.save(caller, memory_input(request))
         self._cursors.observe(caller.namespace, outcome.seq)
         result = save_result(outcome.memory, outcome.seq, outcome.redactions)
-        if outcome.memory.memory_type == "finding":
+        if outcome.duplicate_of:  # nothing new: the memory was checked for similar findings when it was saved
+            result.duplicate_of = outcome.duplicate_of
+        elif outcome.memory.memory_type == "finding":
             result.warnings = await self._similar_findings(caller, outcome.memory, outcome.seq)
         return result
 

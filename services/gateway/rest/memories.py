@@ -89,11 +89,19 @@ def build_router(ops: Operations, resolver: Resolver, settings: Settings) -> API
     router = APIRouter(prefix="/v1", tags=["memories"], responses=ERROR_RESPONSES)
     CurrentCaller = Annotated[Caller, Depends(caller_dependency(resolver))]
 
-    @router.post("/memories", status_code=201, response_model=SaveResult, summary="Save a memory")
+    @router.post(
+        "/memories", status_code=201, response_model=SaveResult, summary="Save a memory",
+        responses={200: {"model": SaveResult, "description": "Already saved: your active memory with the same "
+                         "content (`duplicate_of`); nothing new was stored"}},
+    )  # fmt: skip
     async def save_memory(body: SaveRequest, caller: CurrentCaller, response: Response) -> SaveResult:
-        """Saves a memory; secrets are redacted first and listed in `redactions`."""
+        """Saves a memory; secrets are redacted first and listed in `redactions`. Saving the same content again
+        (normalized: case, whitespace, trailing punctuation) in the same scope answers 200 with your existing
+        memory and `duplicate_of`, and stores nothing."""
         result = await ops.save(caller, body)
         response.headers["Location"] = f"/v1/memories/{result.id}"
+        if result.duplicate_of:
+            response.status_code = 200
         return result
 
     @router.get("/memories/{memory_id}", response_model=MemoryOut, responses=NOT_FOUND, summary="Get a memory")

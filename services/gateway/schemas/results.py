@@ -87,13 +87,19 @@ class ImportRejectionOut(BaseModel):
 class ImportedOut(BaseModel):
     line: int
     id: str
-    already_present: bool = Field(default=False, description="An earlier import stored it (same source_id).")
+    already_present: bool = Field(
+        default=False,
+        description="Already stored: it repeats your active memory `id` (same content, normalized, and scope), or an "
+        "import stored its source_id.",
+    )
 
 
 class ImportResult(BaseModel):
     imported: int = Field(description="How many memories were newly stored.")
     already_present: int = Field(
-        default=0, description="Lines an earlier import already stored (same source_id): nothing new was written."
+        default=0,
+        description="Lines already stored (your active memory with the same content, an earlier line of this "
+        "import, or an import with the same source_id): nothing new was written.",
     )
     rejected: list[ImportRejectionOut] = Field(description="Lines that were not stored, and why.")
     last_line: int = Field(description="The last line the server processed; resume after it.")
@@ -134,6 +140,12 @@ class SaveResult(BaseModel):
     redactions: list[RedactionOut] = Field(description="Secrets removed before storing; empty if none.")
     warnings: list[WarningOut] = Field(
         default_factory=list, description="Non-blocking: e.g. similar findings of other agents; empty if none."
+    )
+    duplicate_of: str | None = Field(
+        default=None,
+        exclude_if=lambda v: v is None,
+        description="Set when this save repeated your active memory (same content, normalized, and scope): its id. "
+        "Nothing new was stored; id, version, seq and memory are that memory's. Absent otherwise.",
     )
 
 
