@@ -155,6 +155,10 @@ class EngramClient:
         return content
 
     async def search(self, query: str, **arguments: Any) -> dict[str, Any]:
+        """search_memory's full answer (hits as {score, memory}): the benches read fields a compact hit leaves out
+        (metadata, reranked), and nodes without the ``detail`` argument answer this shape anyway."""
+        if self.accepts("search_memory", "detail"):
+            arguments.setdefault("detail", "full")
         return await self.tool("search_memory", query=query, **arguments)
 
     async def save(self, content: str, **arguments: Any) -> dict[str, Any]:

@@ -70,7 +70,7 @@ async def test_two_agents_share_findings_hand_work_over_and_a_third_starts_with_
 
         # B reads them (search and get), cannot edit them, and saves its own finding.
         hits = (await call(b, "search_memory", query="why is a rotated JWT signing key rejected?"))["hits"]
-        assert hits[0]["memory"]["id"] == f1["id"]
+        assert hits[0]["id"] == f1["id"]
         assert (await call(b, "get_memory", id=f2["id"]))["owner_agent"] == "claude-code"
         refusal = await tool_error(b, "update_memory", id=f1["id"], content="The cache is 1 hour.")
         assert "owned by 'claude-code'" in refusal

@@ -54,9 +54,9 @@ async def test_separate_processes_save_and_search_through_mcp(tmp_path: Path, mo
         async with http_client(f"{url.group(1)}/mcp", name="cluster-test") as client:
             saved = await call(client, "save_memory", content="The staging cluster runs in eu-west-3", tags=["ops"])
             found = await call(client, "search_memory", query="where does staging run?", tags=["ops"])
-        assert found["hits"][0]["memory"]["id"] == saved["id"]
-        assert found["hits"][0]["memory"]["owner_agent"]
-        who = Caller(namespace="default", agent_id=found["hits"][0]["memory"]["owner_agent"], source="test")
+        assert found["hits"][0]["id"] == saved["id"]
+        assert found["hits"][0]["owner_agent"]
+        who = Caller(namespace="default", agent_id=found["hits"][0]["owner_agent"], source="test")
         ingest_client, search_client = IngestClient(ingest_addr), SearchClient(search_addr)
         try:
             updated = await ingest_client.update(

@@ -62,7 +62,7 @@ async def test_saved_memories_gain_questions_and_search_ranks_them_by_question(
             await wait_for_questions(client, other["id"], node)
             question = memory["questions"][0]
             result = await call(client, "search_memory", query=question, explain=True)
-        hits = {hit["memory"]["id"]: hit for hit in result["hits"]}
+        hits = {hit["id"]: hit for hit in result["hits"]}
         assert target["id"] in hits, result
         assert "questions" in hits[target["id"]]["explain"], hits[target["id"]]
         assert hits[target["id"]]["explain"]["questions"]["rank"] == 1
@@ -89,7 +89,7 @@ async def test_a_hanging_llm_never_slows_saves_or_blocks_shutdown(
             elapsed = time.monotonic() - started
             found = await call(client, "search_memory", query="saved while the LLM hangs", min_seq=saved["seq"])
         assert elapsed < FAST_SAVE_SECONDS
-        assert saved["id"] in [hit["memory"]["id"] for hit in found["hits"]]
+        assert saved["id"] in [hit["id"] for hit in found["hits"]]
         started = time.monotonic()
     finally:
         assert node.stop() == 0

@@ -63,7 +63,7 @@ async def test_acknowledged_memories_survive_sigkill(tmp_path: Path, model_cache
                 got = await call(client, "get_memory", id=memory_id)
                 assert token in got["content"]
                 found = await call(client, "search_memory", query=token, limit=5, tags=["s"])
-                matching = [h for h in found["hits"] if token in h["memory"]["content"]]
-                assert [h["memory"]["id"] for h in matching] == [memory_id]
+                matching = [h for h in found["hits"] if token in h["content"]]
+                assert [h["id"] for h in matching] == [memory_id]
     finally:
         assert restarted.stop() == 0

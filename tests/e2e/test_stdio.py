@@ -52,6 +52,6 @@ async def test_concurrent_stdio_clients_share_one_node_and_leave_nothing_running
     memory_id = results["saved"]["id"]
     assert results["saved"]["memory"]["owner_agent"] == "writer"  # clientInfo.name comes before ENGRAM_AGENT_ID
     for reader in ("reader-1", "reader-2"):
-        assert results[reader]["hits"][0]["memory"]["id"] == memory_id
+        assert results[reader]["hits"][0]["id"] == memory_id
     assert await asyncio.to_thread(wait_gone, node_pid, 30), "the node outlived its last stdio client"
     assert await asyncio.to_thread(wait_gone, nats_pid, 10), "the nats-server outlived the node"

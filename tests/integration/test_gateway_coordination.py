@@ -112,7 +112,10 @@ async def test_list_agents_shows_each_agent_with_its_devices_clients_teams_and_m
 
     rest = api.get("/v1/agents", headers={"Authorization": f"Bearer {space}"})
     assert rest.status_code == 200, rest.text
-    assert rest.json() == listed
+    # MCP answers leave out the empty fields REST shows.
+    assert [{k: v for k, v in agent.items() if v not in ("", [], None)} for agent in rest.json()["agents"]] == (
+        listed["agents"]
+    )
 
 
 # --- teams ---------------------------------------------------------------------------------------------------
@@ -149,7 +152,7 @@ async def test_teams_are_listed_with_counts_and_consolidate_writes_a_searchable_
     assert api.get(f"/v1/memories/{summary['id']}", headers=alice).json()["superseded_by"] == again["summary"]["id"]
     [listed] = found["teams"]
     assert listed["summary_id"] == again["summary"]["id"]
-    assert [hit["memory"]["id"] for hit in found["summaries"]] == [again["summary"]["id"]], "one current summary"
+    assert [hit["id"] for hit in found["summaries"]] == [again["summary"]["id"]], "one current summary"
 
     searched = api.get("/v1/teams", params={"search": "token format"}, headers=alice)
     assert [hit["memory"]["id"] for hit in searched.json()["summaries"]] == [again["summary"]["id"]]
@@ -217,7 +220,8 @@ async def test_a_handoff_is_created_found_by_its_target_accepted_and_completed(n
             decisions_made=["Sliding expiry of 12h, because users complained about daily logins"],
             next_steps=["Write the expiry tests", "Remove the old cookie"], tags=["auth"],
         )  # fmt: skip
-        memory = created["memory"]
+        assert created["memory"]["handoff"]["status"] == "pending"  # the compact answer shows it
+        memory = await call(alice, "get_memory", id=created["id"])  # every field
         assert memory["memory_type"] == "handoff" and memory["tags"] == ["auth"]
         assert memory["summary"] == "Handoff to gemini-cli: Session refresh is half done."
         assert memory["content"] == (
@@ -368,10 +372,13 @@ async def test_unrelated_saves_of_one_mcp_session_get_no_derived_context(node: N
         opening = await call(session, "save_memory", content=f"Q: which port? {unique()}",
                              conversation_id=conversation)  # fmt: skip
         reply = await call(session, "save_memory", content=f"A: 8443 {unique()}", conversation_id=conversation)
-    assert plain["memory"]["context"] == ""
-    assert given["memory"]["context"] == "Given"
-    assert opening["memory"]["context"] == "", "a conversation's first save has no previous memory"
-    assert reply["memory"]["context"] == opening["memory"]["content"], "ingest derives a conversation's context"
+        plain, given, opening, reply = [
+            await call(session, "get_memory", id=saved["id"]) for saved in (plain, given, opening, reply)
+        ]
+    assert plain["context"] == ""
+    assert given["context"] == "Given"
+    assert opening["context"] == "", "a conversation's first save has no previous memory"
+    assert reply["context"] == opening["content"], "ingest derives a conversation's context"
 
 
 async def test_a_stdio_servers_saves_get_no_derived_context(node: NodeHandle) -> None:
@@ -379,10 +386,11 @@ async def test_a_stdio_servers_saves_get_no_derived_context(node: NodeHandle) ->
     async with stdio_client(node.home, env, name="robot-agent") as client:
         pong = await call(client, "ping")
         await call(client, "save_memory", content=f"Q: where do the nightly backups go? {unique()}")
-        answer = await call(client, "save_memory", content=f"A: to the NAS in rack 2 {unique()}")
+        saved = await call(client, "save_memory", content=f"A: to the NAS in rack 2 {unique()}")
+        answer = await call(client, "get_memory", id=saved["id"])
     assert (pong["team"], pong["identity"].split("@")[0]) == ("fleet", "robot-agent")
-    assert answer["memory"]["context"] == ""
-    assert answer["memory"]["team"] == "fleet" and "team:fleet" in answer["memory"]["tags"]
+    assert answer["context"] == ""
+    assert answer["team"] == "fleet" and "team:fleet" in answer["tags"]
 
 
 # --- the published surfaces ----------------------------------------------------------------------------------
@@ -394,8 +402,7 @@ async def test_mcp_lists_the_coordination_tools_with_when_to_use_descriptions(no
         instructions = client.instructions or ""
     for name in ("list_agents", "list_teams", "consolidate_team", "create_handoff", "list_handoffs",
                  "accept_handoff", "complete_handoff"):  # fmt: skip
-        assert len(tools[name].description or "") > 150, name
-        assert tools[name].output_schema is not None, name
+        assert len(tools[name].description or "") > 100, name
     assert "start of a session" in (tools["list_handoffs"].description or "")
     assert "stop before the work is done" in (tools["create_handoff"].description or "")
     assert tools["create_handoff"].input_schema["required"] == ["target_agent", "context"]

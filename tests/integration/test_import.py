@@ -83,8 +83,8 @@ async def test_grpc_client_streaming_import_answers_once_for_the_stream(node: No
     async with http_client(node.mcp_url) as client:
         found = await call(client, "search_memory", query="streamed memory 123 widgets", tags=[tag],
                            min_seq=reply.last_seq, limit=3)  # fmt: skip
-    assert found["hits"][0]["memory"]["content"] == "streamed memory 123 about widgets"
-    assert found["hits"][0]["memory"]["owner_agent"] == "importer@test"
+    assert found["hits"][0]["content"] == "streamed memory 123 about widgets"
+    assert found["hits"][0]["owner_agent"] == "importer@test"
 
 
 def test_cli_import_resumes_after_the_last_acknowledged_line(node: NodeHandle, tmp_path: Path) -> None:

@@ -52,13 +52,13 @@ async def test_each_retriever_can_be_chosen_and_explain_shows_every_stage(node: 
         dense = await call(client, "search_memory", query="which database do we use?", tags=["pipeline-sources"],
                            sources=["dense"], explain=True)  # fmt: skip
     staging = ids[FACTS[1]]
-    assert full["hits"][0]["memory"]["id"] == staging
+    assert full["hits"][0]["id"] == staging
     assert set(full["hits"][0]["explain"]) == {"dense", "bm25", "questions", "fused"}
     assert full["hits"][0]["explain"]["fused"]["rank"] == 1
     assert all(h["explain"]["bm25"]["rank"] > 0 for h in bm25["hits"])  # only BM25 matches come back
     assert all(h["explain"]["dense"]["rank"] == 0 for h in bm25["hits"])
     assert len(bm25["hits"]) == 1
-    assert dense["hits"][0]["memory"]["id"] == staging
+    assert dense["hits"][0]["id"] == staging
     assert len(dense["hits"]) == len(FACTS)
 
 
@@ -84,7 +84,7 @@ async def test_question_vectors_find_a_memory_by_the_questions_it_answers(node: 
         found = await call(client, "search_memory", query="how often do we ship?", tags=["pipeline-questions"],
                            sources=["questions"], explain=True, min_seq=reply.seq)  # fmt: skip
         memory = await call(client, "get_memory", id=target)
-    assert [h["memory"]["id"] for h in found["hits"]] == [target]  # only enriched memories have question vectors
+    assert [h["id"] for h in found["hits"]] == [target]  # only enriched memories have question vectors
     assert found["hits"][0]["explain"]["questions"]["rank"] == 1
     assert memory["questions"] == ["How often do we ship a release?", "When is the next deployment window?"]
 
@@ -92,7 +92,7 @@ async def test_question_vectors_find_a_memory_by_the_questions_it_answers(node: 
 async def test_without_a_reranker_rerank_is_off_and_says_so(node: NodeHandle) -> None:
     assert httpx.get(f"{node.http_url}/readyz").json()["rerank"] == "off"
     async with http_client(node.mcp_url) as client:
-        result = await call(client, "search_memory", query="dark mode", rerank=True)
+        result = await call(client, "search_memory", query="dark mode", rerank=True, detail="full")
     assert result["reranked"] is False
     assert "no reranker installed" in result["rerank_note"]
 
@@ -103,8 +103,10 @@ async def test_reranker_reorders_the_top_hits_by_cross_encoder_score(rerank_node
     await _seed(rerank_node.mcp_url, "pipeline-rerank")
     query = "what does Alice prefer?"
     async with http_client(rerank_node.mcp_url) as client:
-        on = await call(client, "search_memory", query=query, tags=["pipeline-rerank"], rerank=True, explain=True)
-        off = await call(client, "search_memory", query=query, tags=["pipeline-rerank"], rerank=False, explain=True)
+        on = await call(client, "search_memory", query=query, tags=["pipeline-rerank"], rerank=True, explain=True,
+                        detail="full")  # fmt: skip
+        off = await call(client, "search_memory", query=query, tags=["pipeline-rerank"], rerank=False, explain=True,
+                         detail="full")  # fmt: skip
     assert on["reranked"] is True and off["reranked"] is False
     assert all("rerank" in h["explain"] for h in on["hits"])
     assert all("rerank" not in h["explain"] for h in off["hits"])

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections.abc import Callable
 from typing import Any, Literal, get_args
 
 from mcp.server.mcpserver import Context, MCPServer
@@ -20,9 +21,11 @@ from engram.process import metrics
 from engram.services.gateway.backend import Backend
 from engram.services.gateway.identity import Resolver
 from engram.services.gateway.mcp import prompts, resources, subscriptions
+from engram.services.gateway.mcp.answers import answering
 from engram.services.gateway.mcp.callers import caller_of
 from engram.services.gateway.mcp.errors import tool_error
 from engram.services.gateway.mcp.instructions import INSTRUCTIONS
+from engram.services.gateway.mcp.listing import lean_annotations, lean_schema
 from engram.services.gateway.mcp.tools import consolidation, coordination, handoffs, memories
 from engram.services.gateway.mcp.tools import context as session_context
 from engram.services.gateway.mcp.tools import packs as pack_tools
@@ -62,9 +65,15 @@ class EngramMCPServer(MCPServer):
 
     _arguments: dict[str, frozenset[str]] | None = None
 
+    def add_tool(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
+        """Adds a tool that answers compactly (engram.services.gateway.mcp.answers)."""
+        super().add_tool(answering(fn), *args, **kwargs)
+
     async def list_tools(self) -> list[MCPTool]:
+        """The tools as tools/list publishes them: closed, lean input schemas; no output schemas
+        (engram.services.gateway.mcp.listing)."""
         tools = await super().list_tools()
-        return [tool.model_copy(update={"input_schema": _closed(tool.name, tool.input_schema)}) for tool in tools]
+        return [_published(tool) for tool in tools]
 
     async def call_tool(
         self, name: str, arguments: dict[str, Any], context: Context[Any, Any] | None = None
@@ -127,6 +136,17 @@ def tool_outcome(error: ToolError) -> str:
             return cause.code
         cause = cause.__cause__
     return "invalid_argument"  # unknown tools and arguments, values that fail validation
+
+
+def _published(tool: MCPTool) -> MCPTool:
+    schema = lean_schema(_closed(tool.name, tool.input_schema))
+    description = " ".join((tool.description or "").split())  # a docstring's indentation costs as much as words
+    return tool.model_copy(
+        update={
+            "description": description, "input_schema": schema, "output_schema": None,
+            "annotations": lean_annotations(tool.annotations),
+        }
+    )  # fmt: skip
 
 
 def _closed(tool: str, schema: dict[str, Any]) -> dict[str, Any]:

@@ -40,76 +40,65 @@ Content = Annotated[
     Field(
         min_length=1,
         pattern=r"\S",
-        description="The memory: one self-contained statement, e.g. 'The user prefers tabs over spaces.'",
+        description="One self-contained statement, e.g. 'The user prefers tabs.'",
     ),
 ]
 # The limits ingest enforces are published in the schemas too, so clients (and fuzzers) know them up front.
 Label = Annotated[str, Field(max_length=MAX_LABEL_CHARS)]
 Tags = Annotated[
     list[Label] | None,
-    Field(max_length=MAX_LIST_ITEMS, description="Short labels for filtering, e.g. ['billing', 'api']."),
+    Field(max_length=MAX_LIST_ITEMS, description="Labels, e.g. ['billing']."),
 ]
 Topics = Annotated[
     list[Label] | None,
-    Field(max_length=MAX_LIST_ITEMS, description="Subjects the memory is about, e.g. ['authentication']."),
+    Field(max_length=MAX_LIST_ITEMS, description="Subjects, e.g. ['auth']."),
 ]
-MemoryTypeArg = Annotated[MemoryTypeName | None, Field(description="Kind of memory; default 'general'.")]
-ImportanceArg = Annotated[ImportanceName | None, Field(description="How much it matters; default 'normal'.")]
+MemoryTypeArg = Annotated[MemoryTypeName | None, Field(description="Default general.")]
+ImportanceArg = Annotated[ImportanceName | None, Field(description="Default normal.")]
 SensitivityArg = Annotated[
     SensitivityName | None,
-    Field(description="'private' stays in the namespace; 'secret' never leaves this device. Default 'normal'."),
+    Field(description="private: stays in the namespace; secret: on this device. Default normal."),
 ]
 ConfidenceArg = Annotated[
     ConfidenceName | None,
-    Field(description="'stated' (the user said so, the default) or 'inferred' (your conclusion)."),
+    Field(description="stated (the user said so; default) or inferred (your conclusion)."),
 ]
-Summary = Annotated[
-    str | None, Field(max_length=MAX_SUMMARY_CHARS, description="Optional one-line summary of a long memory.")
-]
+Summary = Annotated[str | None, Field(max_length=MAX_SUMMARY_CHARS, description="One line for a long memory.")]
 Metadata = Annotated[
     dict[str, Any] | None,
-    Field(description="Free key-value data, returned exactly as given (any JSON object)."),
+    Field(description="Any JSON object, returned as given."),
 ]
-Team = Annotated[str | None, Field(max_length=MAX_FIELD_CHARS, description="Team the memory belongs to.")]
-Project = Annotated[str | None, Field(max_length=MAX_FIELD_CHARS, description="Project the memory belongs to.")]
-ConversationId = Annotated[
-    str | None, Field(max_length=MAX_FIELD_CHARS, description="Conversation or session the memory came from.")
-]
+Team = Annotated[str | None, Field(max_length=MAX_FIELD_CHARS, description="Its team.")]
+Project = Annotated[str | None, Field(max_length=MAX_FIELD_CHARS, description="Its project.")]
+ConversationId = Annotated[str | None, Field(max_length=MAX_FIELD_CHARS, description="The conversation it came from.")]
 _TIME = {"format": "date-time"}
-ValidAt = Annotated[
-    str | None, Field(json_schema_extra=_TIME, description="RFC 3339 time from which the memory is true.")
-]
-InvalidAt = Annotated[
-    str | None, Field(json_schema_extra=_TIME, description="RFC 3339 time from which the memory is no longer true.")
-]
+ValidAt = Annotated[str | None, Field(json_schema_extra=_TIME, description="True from this time.")]
+InvalidAt = Annotated[str | None, Field(json_schema_extra=_TIME, description="False from this time.")]
 # Either form is published, so clients (and fuzzers) know both are accepted; the gateway parses them.
 _EXPIRY = {"anyOf": [{"type": "string", "format": "date-time"}, {"type": "string", "pattern": DURATION_PATTERN}]}
 ExpiresAt = Annotated[
     Annotated[str, WithJsonSchema(_EXPIRY)] | None,
     Field(
-        description="When the memory expires: an RFC 3339 time, or a duration from now such as 30d, 12h, 45m, "
-        "90s or 2w. An expired memory leaves search and lists but stays readable by id and in its history."
+        description="A time or a duration (30d, 12h, 45m, 90s, 2w) after which it leaves search; still readable by id."
     ),
 ]
 HandoffTarget = Annotated[
     str | None,
     Field(
         pattern=f"^{AGENT_PATTERN}$",
-        description="Agent id this memory hands work over to (makes it a pending handoff).",
+        description="Hand the work over to this agent (a pending handoff).",
     ),
 ]
 ContextArg = Annotated[
     str | None,
-    Field(description="Text that situates the memory (e.g. the preceding turn); searched with it, not part of it."),
+    Field(description="Text that situates it (e.g. the preceding turn); searched, not shown."),
 ]
 SourceName = Literal["dense", "bm25", "questions"]
 Sources = Annotated[
     list[SourceName] | None,
-    Field(description="Retrievers to use: dense (meaning), bm25 (exact words), questions; default all."),
+    Field(description="Retrievers; default all."),
 ]
-Query = Annotated[
-    str, Field(min_length=1, pattern=r"\S", description="What to look for, in natural language or keywords.")
-]
+Query = Annotated[str, Field(min_length=1, pattern=r"\S", description="Natural language or keywords.")]
 
 
 def not_a_bool(value: object) -> object:
@@ -120,85 +109,68 @@ def not_a_bool(value: object) -> object:
 
 
 # Counts: whole numbers (1 or 1.0, as JSON Schema's integer), never a boolean.
-SearchLimit = Annotated[
-    int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Number of hits (1-100)."), BeforeValidator(not_a_bool)
-]
+SearchLimit = Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Hits."), BeforeValidator(not_a_bool)]
 ListLimit = Annotated[
-    int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Number of memories (1-100)."), BeforeValidator(not_a_bool)
+    int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Memories per page."), BeforeValidator(not_a_bool)
 ]
-FilterTags = Annotated[list[str] | None, Field(description="Only memories that have all of these tags.")]
-FilterTopics = Annotated[list[str] | None, Field(description="Only memories about any of these topics.")]
-OwnerAgent = Annotated[
-    str | None, Field(max_length=MAX_FIELD_CHARS, description="Only memories saved by this agent id.")
-]
+FilterTags = Annotated[list[str] | None, Field(description="Only with all these tags.")]
+FilterTopics = Annotated[list[str] | None, Field(description="Only about any of these.")]
+OwnerAgent = Annotated[str | None, Field(max_length=MAX_FIELD_CHARS, description="Only this agent's.")]
 TypeFilter = Annotated[
     MemoryTypeName | list[MemoryTypeName] | None,
-    Field(description="Only memories of this type (or any of these)."),
+    Field(description="Only of these types."),
 ]
-CreatedAfter = Annotated[
-    str | None, Field(json_schema_extra=_TIME, description="Only memories created after this RFC 3339 time.")
-]
-CreatedBefore = Annotated[
-    str | None, Field(json_schema_extra=_TIME, description="Only memories created before this RFC 3339 time.")
-]
+CreatedAfter = Annotated[str | None, Field(json_schema_extra=_TIME, description="Only created after.")]
+CreatedBefore = Annotated[str | None, Field(json_schema_extra=_TIME, description="Only created before.")]
 # Booleans are strict (true or false, not 0.0 or "yes"), as the published schemas say; REST query parameters
 # declare their own (text) booleans.
-IncludeArchived = Annotated[
-    bool, Field(strict=True, description="Also return archived (deleted) memories; by default only active ones are.")
-]
+IncludeArchived = Annotated[bool, Field(strict=True, description="Also archived (deleted) ones.")]
 StatusFilter = Annotated[
     StatusName | list[StatusName] | None,
-    Field(description="Only memories in this status (or any of these): active, archived, expired, superseded. "
-          "Default: active only."),
+    Field(description="Only in these statuses; default active."),
 ]  # fmt: skip
-TeamFilter = Annotated[str | None, Field(max_length=MAX_FIELD_CHARS, description="Only memories of this team.")]
-PackArg = Annotated[
-    str | None, Field(max_length=64, description="An expert pack's name: the pack form (with category and summary).")
-]
-PackCategoryArg = Annotated[
-    str | None, Field(max_length=64, description="The pack memory's category, e.g. 'preferences' (pack form).")
-]
-PackSummaryArg = Annotated[
-    str | None, Field(max_length=500, description="The summary as memory/_index.md shows it (pack form).")
-]
+TeamFilter = Annotated[str | None, Field(max_length=MAX_FIELD_CHARS, description="Only this team's.")]
+PackArg = Annotated[str | None, Field(max_length=64, description="Pack form: the pack.")]
+PackCategoryArg = Annotated[str | None, Field(max_length=64, description="Pack form: its category.")]
+PackSummaryArg = Annotated[str | None, Field(max_length=500, description="Pack form: its summary in memory/_index.md.")]
 PackFilter = Annotated[
     str | None,
     Field(
         max_length=64,
-        description="Only the memories of this expert pack (see list_engrams): its knowledge, examples and what it "
-        "remembered. Without it, pack files are left out (captured pack memories are not).",
+        description="Only this expert pack's memories (list_engrams); else its files are left out.",
     ),
 ]
 AsOf = Annotated[
     str | None,
     Field(
         json_schema_extra=_TIME,
-        description="Search the memories as they were at this RFC 3339 time: their content then, the ones "
-        "active then and valid in the world then (valid_at <= time < invalid_at). Omit for now.",
+        description="The memories as they were then: content, status, validity.",
     ),
 ]
-Explain = Annotated[bool, Field(strict=True, description="Add each ranking stage's rank and score to every hit.")]
+Explain = Annotated[bool, Field(strict=True, description="Each ranking stage's rank and score per hit.")]
+Detail = Annotated[
+    Literal["compact", "full"],
+    Field(description="full: every field."),
+]
 Rerank = Annotated[
     bool | None,
-    Field(strict=True, description="Force the cross-encoder reranker on or off; omit for the server default."),
+    Field(strict=True, description="Force the reranker on or off."),
 ]
 MinSeq = Annotated[
     int | None,
     Field(
         ge=0,
         le=MAX_SEQ,
-        description="Wait until the index has applied this log sequence (a `seq` from save_memory).",
+        description="Wait for this seq (from a write) to be searchable.",
     ),
 ]
-PageToken = Annotated[
-    str | None, Field(description="next_page_token of the previous page, passed back unchanged; omit for the first.")
-]
+PageToken = Annotated[str | None, Field(description="The previous page's next_page_token.")]
 MemoryId = Annotated[
     str,
     Field(
         min_length=1,
         json_schema_extra={"format": "uuid"},
-        description="The memory's id (a UUID), as returned by save or search.",
+        description="The memory's id.",
     ),
 ]
 ExpectedVersion = Annotated[
@@ -206,9 +178,7 @@ ExpectedVersion = Annotated[
     Field(
         ge=1,
         le=MAX_VERSION,
-        description="Change it only if it is still at this version (the `version` you last read); otherwise "
-        "the call fails naming the current version, so you can read it again and retry. Omit to change it "
-        "whatever its version.",
+        description="Fail unless it is still at this version (the one you read).",
     ),
 ]
 NewId = Annotated[
@@ -216,21 +186,21 @@ NewId = Annotated[
     Field(
         min_length=1,
         json_schema_extra={"format": "uuid"},
-        description="An existing memory that replaces the old one (instead of content for a new one).",
+        description="An existing memory that replaces it (instead of content).",
     ),
 ]
 PointInTime = Annotated[
     str,
     Field(
         json_schema_extra=_TIME,
-        description="The RFC 3339 time to look at, e.g. 2026-01-31T12:00:00Z.",
+        description="e.g. 2026-01-31T12:00:00Z",
     ),
 ]
 TeamName = Annotated[
     str | None,
     Field(
         pattern=f"^{TEAM_PATTERN}$",
-        description="The team; omit for your own (the X-Engram-Team header, the key's team, or ENGRAM_TEAM).",
+        description="Default: yours.",
     ),
 ]
 TeamSearch = Annotated[
@@ -238,7 +208,7 @@ TeamSearch = Annotated[
     Field(
         min_length=1,
         pattern=r"\S",
-        description="Also search the teams' summaries for this (natural language or keywords).",
+        description="Also search the team summaries for this.",
     ),
 ]
 TargetAgent = Annotated[
@@ -246,7 +216,7 @@ TargetAgent = Annotated[
     Field(
         pattern=f"^{IDENTITY_PATTERN}$",
         max_length=MAX_IDENTITY_CHARS,
-        description="The agent id that takes the work over, e.g. 'gemini-cli'.",
+        description="The agent taking over, e.g. 'gemini-cli'.",
     ),
 ]
 HandoffContext = Annotated[
@@ -254,8 +224,7 @@ HandoffContext = Annotated[
     Field(
         min_length=1,
         pattern=r"\S",
-        description="Where the work stands and what the next agent must know to continue it; the first line "
-        "becomes the handoff's summary.",
+        description="Where the work stands, what the next agent must know; the first line is its summary.",
     ),
 ]
 # A handoff lists more than a memory's labels (a change touches many files), each item a line of text.
@@ -263,11 +232,11 @@ MAX_HANDOFF_ITEMS = 100
 HandoffItem = Annotated[str, Field(min_length=1, max_length=MAX_SUMMARY_CHARS)]
 ActiveFiles = Annotated[
     list[HandoffItem] | None,
-    Field(max_length=MAX_HANDOFF_ITEMS, description="Files being worked on, e.g. ['src/auth/session.py']."),
+    Field(max_length=MAX_HANDOFF_ITEMS, description="Files being worked on."),
 ]
 DecisionsMade = Annotated[
     list[HandoffItem] | None,
-    Field(max_length=MAX_HANDOFF_ITEMS, description="Decisions taken so far, each with its reason."),
+    Field(max_length=MAX_HANDOFF_ITEMS, description="Decisions so far, with reasons."),
 ]
 NextSteps = Annotated[
     list[HandoffItem] | None,
@@ -277,27 +246,23 @@ HandoffStatusChoice = HandoffStatusName | Literal["all"]
 HandoffRoleName = Literal["to_me", "from_me", "all"]
 HandoffStatusArg = Annotated[
     HandoffStatusChoice,
-    Field(description="Only handoffs in this state: pending (default), accepted, completed, expired, or all."),
+    Field(description="Default pending."),
 ]
 HandoffRole = Annotated[
     HandoffRoleName,
-    Field(description="to_me (default): handed to you; from_me: created by you; all: every handoff here."),
+    Field(description="to_me (default), from_me or all."),
 ]
 HandoffNote = Annotated[
     str | None,
-    Field(max_length=MAX_SUMMARY_CHARS, description="Optional: what you say about it (e.g. the outcome)."),
+    Field(max_length=MAX_SUMMARY_CHARS, description="e.g. the outcome."),
 ]
 # Consolidation: the memories one summary replaces at most (ingest's limit on one merge).
 MAX_CONSOLIDATED = 100
 JOB_KIND_HELP = (
-    "Run this maintenance job on your namespace: expire (past expires_at), dedupe (merge near-duplicates), "
-    "contradictions (flag pairs that disagree), team_summary (your team's), decay (idle memories to the cold tier), "
-    "enrich_backfill (search questions, needs an LLM) or all of them."
+    "A maintenance job: dedupe merges near-duplicates, contradictions flags pairs that disagree, decay moves idle "
+    "memories to the cold tier, enrich_backfill needs an LLM."
 )
-CONSOLIDATED_HELP = (
-    "Your summary of the memories named by memory_ids (or selected by memory_type, tag or topic): saved as a new "
-    "memory that replaces them; they are archived with a merged-into relation to it."
-)
+CONSOLIDATED_HELP = "Your summary: a new memory replacing those of memory_ids or the selector."
 JobKindArg = Annotated[JobKindName | None, Field(description=JOB_KIND_HELP)]
 ConsolidatedContent = Annotated[str | None, Field(min_length=1, pattern=r"\S", description=CONSOLIDATED_HELP)]
 MemoryIds = Annotated[
@@ -305,22 +270,19 @@ MemoryIds = Annotated[
     Field(
         min_length=1,
         max_length=MAX_CONSOLIDATED,
-        description=f"The memories your summary replaces (at most {MAX_CONSOLIDATED}).",
+        description="The memories it replaces.",
     ),
 ]
 CategoryArg = Annotated[
     MemoryTypeName | None,
-    Field(
-        description="Without memory_ids: replace every active memory of this type (with tag and topic: that match "
-        "them too). The summary gets this type (default 'general')."
-    ),
+    Field(description="Selector: every active memory of this type; the summary's type."),
 ]
 SelectorTag = Annotated[
     str | None,
     Field(
         min_length=1,
         max_length=MAX_LABEL_CHARS,
-        description="Without memory_ids: replace every active memory with this tag. The summary gets the tag.",
+        description="Selector: every active memory with this tag.",
     ),
 ]
 SelectorTopic = Annotated[
@@ -328,23 +290,21 @@ SelectorTopic = Annotated[
     Field(
         min_length=1,
         max_length=MAX_LABEL_CHARS,
-        description="Without memory_ids: replace every active memory about this topic. The summary gets the topic. "
-        "With kind contradictions: only look for contradictions about it.",
+        description="Selector: every active memory about it (kind contradictions: only about it).",
     ),
 ]
 ForceArg = Annotated[
     bool,
     Field(
         strict=True,
-        description="Also merge memories of other agents (needs an admin key); with kind dedupe, the same for "
-        "near-duplicates.",
+        description="Also other agents' memories (admin key).",
     ),
 ]
 JobOptions = Annotated[
     dict[str, str] | None,
     Field(
-        description="Options of the job, as text: dedupe takes force ('true', admin); contradictions takes topics "
-        "(comma separated) and judge ('off'); team_summary takes team. The other kinds take none."
+        description="dedupe: force ('true'); contradictions: topics (comma separated), judge ('off'); "
+        "team_summary: team."
     ),
 ]
 JobId = Annotated[
@@ -353,14 +313,12 @@ JobId = Annotated[
         min_length=1,
         max_length=MAX_LABEL_CHARS,
         json_schema_extra={"format": "uuid"},
-        description="The job's id, as starting it answered.",
+        description="The job's id.",
     ),
 ]
 ContradictionTopics = Annotated[
     list[Label] | None,
-    Field(max_length=MAX_LIST_ITEMS, description="Only contradictions about any of these topics."),
+    Field(max_length=MAX_LIST_ITEMS, description="Only about any of these."),
 ]
-ContradictionLimit = Annotated[
-    int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Number of pairs (1-100)."), BeforeValidator(not_a_bool)
-]
+ContradictionLimit = Annotated[int, Field(ge=1, le=MAX_SEARCH_LIMIT, description="Pairs."), BeforeValidator(not_a_bool)]
 DEFAULT_CONTRADICTIONS = 20

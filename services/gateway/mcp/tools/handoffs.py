@@ -18,6 +18,7 @@ from engram.services.gateway.schemas.arguments import (
     DEFAULT_LIST_LIMIT,
     ActiveFiles,
     DecisionsMade,
+    Detail,
     ExpectedVersion,
     HandoffContext,
     HandoffNote,
@@ -66,6 +67,7 @@ def register(server: MCPServer, ops: Operations, caller: CallerOf) -> None:
         role: HandoffRole = "to_me",
         limit: ListLimit = DEFAULT_LIST_LIMIT,
         page_token: PageToken = None,
+        detail: Detail = "compact",  # read by the MCP edge (engram.services.gateway.mcp.answers)
     ) -> ListResult:
         request = HandoffListRequest(status=status, role=role, limit=limit, page_token=page_token)
         return await ops.handoffs(caller(ctx), request)

@@ -34,6 +34,7 @@ from engram.services.gateway.schemas.arguments import (
     ConversationId,
     CreatedAfter,
     CreatedBefore,
+    Detail,
     ExpectedVersion,
     Explain,
     FilterTags,
@@ -121,6 +122,7 @@ def register(
         min_seq: MinSeq = None,
         sources: Sources = None,
         pack: PackFilter = None,
+        detail: Detail = "compact",  # read by the MCP edge (engram.services.gateway.mcp.answers)
     ) -> SearchResult:
         filters = Filters(
             tags=tags, topics=topics, owner_agent=owner_agent, memory_type=memory_type, project=project,
@@ -151,6 +153,7 @@ def register(
         include_archived: IncludeArchived = False,
         page_token: PageToken = None,
         pack: PackFilter = None,
+        detail: Detail = "compact",  # read by the MCP edge (engram.services.gateway.mcp.answers)
     ) -> ListResult:
         filters = Filters(
             tags=tags, memory_type=memory_type, owner_agent=owner_agent, topics=topics, project=project, team=team,
