@@ -99,13 +99,14 @@ class Settings:
     llm_timeout_seconds: float = 30.0
     enrich_retry_base_seconds: float = 2.0  # first retry delay of a failed enrichment; doubles each time
     enrich_max_attempts: int = 6
-    fusion: str = "relative"  # relative (min-max normalised weighted scores) or rrf
+    fusion: str = "adaptive"  # adaptive (by the query's kind), relative (min-max normalised weighted scores) or rrf
     rrf_k: float = 10.0
     weight_dense: float = 1.0
     weight_bm25: float = 1.5
     weight_questions: float = 1.0
     rerank: bool = True  # rerank by default when a reranker is installed
     rerank_top_n: int = 20
+    min_relevance: float = 0.15  # the relevance floor (dense cosine) of a search that names none; 0: none
     hf_endpoint: str = "https://huggingface.co"
     hf_token: str | None = None
     log_level: str = "INFO"
@@ -149,8 +150,10 @@ class Settings:
             raise SettingsError(f"ENGRAM_INDEX_VECTORS must be 'ram' or 'disk', got {self.index_vectors!r}")
         if self.embed_precision not in ("fp32", "int8"):
             raise SettingsError(f"ENGRAM_EMBED_PRECISION must be 'fp32' or 'int8', got {self.embed_precision!r}")
-        if self.fusion not in ("relative", "rrf"):
-            raise SettingsError(f"ENGRAM_FUSION must be 'relative' or 'rrf', got {self.fusion!r}")
+        if self.fusion not in ("adaptive", "relative", "rrf"):
+            raise SettingsError(f"ENGRAM_FUSION must be 'adaptive', 'relative' or 'rrf', got {self.fusion!r}")
+        if not 0.0 <= self.min_relevance <= 1.0:
+            raise SettingsError(f"ENGRAM_MIN_RELEVANCE must be between 0 and 1 (0: no floor), got {self.min_relevance}")
         if self.max_content_bytes <= 0 or self.read_wait_seconds < 0:
             raise SettingsError("ENGRAM_MAX_CONTENT_BYTES must be > 0 and ENGRAM_READ_WAIT_SECONDS >= 0")
         if self.max_request_bytes < 4096 or self.max_import_line_bytes < 4096:

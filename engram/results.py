@@ -37,6 +37,7 @@ class SearchResult:
     applied_seq: int  # the index had applied the log up to here when it answered
     reranked: bool = False
     rerank_note: str = ""
+    explain_note: str = ""  # with explain: how the lists were fused, ordered and cut for this query
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,6 +10,7 @@ import qdrant_edge as qe
 DEFAULT_K = 0.9  # the BEIR/Anserini BM25 parameters
 DEFAULT_B = 0.4
 DEFAULT_AVG_LEN = 48.0  # memories are a sentence or a paragraph, not a 256-token page
+CONTEXT_WEIGHT = 0.7  # a term only the context holds counts this much of one of the content (LoCoMo's tune half)
 
 
 @dataclass(frozen=True, slots=True)
@@ -30,6 +31,17 @@ class Bm25Encoder:
         with self._lock:
             vector = self._bm25.embed_document(text)
         return SparseVector(list(vector.indices), list(vector.values))
+
+    def fields(self, content: str, context: str = "", *, context_weight: float = CONTEXT_WEIGHT) -> SparseVector:
+        """A memory's document vector: the context and the content as one text (one length, as BM25 expects), with
+        the terms that only the context holds scaled by ``context_weight``, so that a memory whose content matches
+        a query outranks one that matches only through its context."""
+        if not context.strip():
+            return self.document(content)
+        joined = self.document(f"{context}\n{content}")
+        own = set(self.document(content).indices)
+        values = [v if i in own else v * context_weight for i, v in zip(joined.indices, joined.values, strict=True)]
+        return SparseVector(joined.indices, values)
 
     def query(self, text: str) -> SparseVector:
         with self._lock:

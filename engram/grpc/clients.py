@@ -284,6 +284,7 @@ class SearchClient(_Client):
         explain: bool = False,
         rerank: bool | None = None,
         sources: list[str] | None = None,
+        min_relevance: float | None = None,
     ) -> SearchResult:
         mode = (
             search_pb2.RERANK_MODE_UNSPECIFIED
@@ -292,14 +293,14 @@ class SearchClient(_Client):
         )
         request = search_pb2.SearchMemoriesRequest(
             caller=wire.caller_to_proto(caller), query=query, limit=limit, filter=wire.filter_to_proto(flt),
-            min_seq=min_seq, explain=explain, rerank=mode, sources=sources or [],
+            min_seq=min_seq, explain=explain, rerank=mode, sources=sources or [], min_relevance=min_relevance,
         )  # fmt: skip
         response = await self._call(self._stub.SearchMemories, request)
         hits = [
             Hit(wire.memory_from_proto(h.memory), h.score, {s.stage: (s.rank, s.score) for s in h.explain})
             for h in response.hits
         ]
-        return SearchResult(hits, response.applied_seq, response.reranked, response.rerank_note)
+        return SearchResult(hits, response.applied_seq, response.reranked, response.rerank_note, response.explain_note)
 
     async def get(
         self,

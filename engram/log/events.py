@@ -94,12 +94,12 @@ def event_body(
 
 def memory_vectors(embedder: Embedder, sparse: Bm25Encoder, memories: list[Memory]) -> list[dict[str, Any]]:
     """The "vectors" of each memory's event body: its dense and BM25 vectors, with their model ids."""
-    # Dense embeds the content alone: context dilutes its meaning. BM25 also indexes the context,
-    # whose exact words often name what the content only refers to (measured in docs/search.md).
+    # Dense embeds the content alone: context dilutes its meaning. BM25 also indexes the context, whose exact words
+    # often name what the content only refers to, but as a weaker field than the content (measured in docs/search.md).
     dense = embedder.embed([memory.content for memory in memories])
     out = []
     for memory, row in zip(memories, dense, strict=True):
-        terms = sparse.document(memory.search_text())
+        terms = sparse.fields(memory.content, memory.context)
         out.append(
             {
                 "model": embedder.model_id,

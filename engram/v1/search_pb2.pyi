@@ -57,7 +57,7 @@ class SearchFilter(_message.Message):
     def __init__(self, tags: _Optional[_Iterable[str]] = ..., owner_agent: _Optional[str] = ..., memory_types: _Optional[_Iterable[_Union[_common_pb2.MemoryType, str]]] = ..., created_after: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., created_before: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., topics: _Optional[_Iterable[str]] = ..., statuses: _Optional[_Iterable[_Union[_common_pb2.Status, str]]] = ..., conversation_id: _Optional[str] = ..., project: _Optional[str] = ..., as_of: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., team: _Optional[str] = ..., handoff_target: _Optional[str] = ..., handoff_statuses: _Optional[_Iterable[_Union[_common_pb2.HandoffStatus, str]]] = ..., relation_kinds: _Optional[_Iterable[str]] = ..., pack: _Optional[str] = ..., content_keys: _Optional[_Iterable[str]] = ...) -> None: ...
 
 class SearchMemoriesRequest(_message.Message):
-    __slots__ = ("caller", "query", "limit", "filter", "min_seq", "explain", "rerank", "sources")
+    __slots__ = ("caller", "query", "limit", "filter", "min_seq", "explain", "rerank", "sources", "min_relevance")
     CALLER_FIELD_NUMBER: _ClassVar[int]
     QUERY_FIELD_NUMBER: _ClassVar[int]
     LIMIT_FIELD_NUMBER: _ClassVar[int]
@@ -66,6 +66,7 @@ class SearchMemoriesRequest(_message.Message):
     EXPLAIN_FIELD_NUMBER: _ClassVar[int]
     RERANK_FIELD_NUMBER: _ClassVar[int]
     SOURCES_FIELD_NUMBER: _ClassVar[int]
+    MIN_RELEVANCE_FIELD_NUMBER: _ClassVar[int]
     caller: _common_pb2.CallContext
     query: str
     limit: int
@@ -74,7 +75,8 @@ class SearchMemoriesRequest(_message.Message):
     explain: bool
     rerank: RerankMode
     sources: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., filter: _Optional[_Union[SearchFilter, _Mapping]] = ..., min_seq: _Optional[int] = ..., explain: _Optional[bool] = ..., rerank: _Optional[_Union[RerankMode, str]] = ..., sources: _Optional[_Iterable[str]] = ...) -> None: ...
+    min_relevance: float
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., query: _Optional[str] = ..., limit: _Optional[int] = ..., filter: _Optional[_Union[SearchFilter, _Mapping]] = ..., min_seq: _Optional[int] = ..., explain: _Optional[bool] = ..., rerank: _Optional[_Union[RerankMode, str]] = ..., sources: _Optional[_Iterable[str]] = ..., min_relevance: _Optional[float] = ...) -> None: ...
 
 class StageRank(_message.Message):
     __slots__ = ("stage", "rank", "score")
@@ -97,16 +99,18 @@ class SearchHit(_message.Message):
     def __init__(self, memory: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ..., score: _Optional[float] = ..., explain: _Optional[_Iterable[_Union[StageRank, _Mapping]]] = ...) -> None: ...
 
 class SearchMemoriesResponse(_message.Message):
-    __slots__ = ("hits", "applied_seq", "reranked", "rerank_note")
+    __slots__ = ("hits", "applied_seq", "reranked", "rerank_note", "explain_note")
     HITS_FIELD_NUMBER: _ClassVar[int]
     APPLIED_SEQ_FIELD_NUMBER: _ClassVar[int]
     RERANKED_FIELD_NUMBER: _ClassVar[int]
     RERANK_NOTE_FIELD_NUMBER: _ClassVar[int]
+    EXPLAIN_NOTE_FIELD_NUMBER: _ClassVar[int]
     hits: _containers.RepeatedCompositeFieldContainer[SearchHit]
     applied_seq: int
     reranked: bool
     rerank_note: str
-    def __init__(self, hits: _Optional[_Iterable[_Union[SearchHit, _Mapping]]] = ..., applied_seq: _Optional[int] = ..., reranked: _Optional[bool] = ..., rerank_note: _Optional[str] = ...) -> None: ...
+    explain_note: str
+    def __init__(self, hits: _Optional[_Iterable[_Union[SearchHit, _Mapping]]] = ..., applied_seq: _Optional[int] = ..., reranked: _Optional[bool] = ..., rerank_note: _Optional[str] = ..., explain_note: _Optional[str] = ...) -> None: ...
 
 class GetMemoryRequest(_message.Message):
     __slots__ = ("caller", "id", "min_seq", "with_history", "for_update", "for_create")

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import AsyncIterator, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -38,8 +39,10 @@ from engram.results import AgentInfo, Expiring, History, Hit, MemoryStats, Searc
 from engram.services.search import page_token as page_token_codec
 from engram.services.search.access import AccessRecorder
 from engram.services.search.agents import AgentRecord, time_or_never
-from engram.services.search.fusion import DEFAULT_RRF_K, relative, rrf
+from engram.services.search.fusion import DEFAULT_RRF_K, Adaptive, Fused, adaptive, reach, relative, rrf
 from engram.services.search.indexer import ENRICHED_SEQS, Indexer
+from engram.services.search.queries import query_kind
+from engram.updates import is_fact_sized, states_a_change
 
 if TYPE_CHECKING:
     from engram.rerank import Reranker
@@ -59,18 +62,50 @@ TEAM_SUMMARY = "team-summary"  # the memory type of a team's summary (consolidat
 SOURCES = (DENSE, SPARSE, QUESTIONS)
 FUSED = "fused"
 RERANK = "rerank"
+NEWER = "newer"  # explain: (the rank it held before it passed an older version of itself, their similarity)
+FLOOR = "floor"  # explain: (1 passed by meaning, 2 passed by exact match; the memory's cosine to the query)
+DEFAULT_MIN_RELEVANCE = 0.15  # dense cosine; calibrated in docs/search.md ("Only relevant hits")
+EXACT_MATCH = 0.5  # a hit whose BM25 score is this share of the query's reach passes the floor whatever its meaning
+POINTS_TTL = 10.0  # seconds the index's size (BM25's reach) is cached
 
 
 @dataclass(frozen=True, slots=True)
 class PipelineConfig:
     """The search knobs (see docs/search.md)."""
 
-    fusion: str = "relative"
+    fusion: str = "adaptive"
+    adaptive: Adaptive = field(default_factory=Adaptive)
     rrf_k: float = DEFAULT_RRF_K
     weights: dict[str, float] = field(default_factory=lambda: dict(DEFAULT_WEIGHTS))
     candidates: int = DEFAULT_CANDIDATES
     rerank_top_n: int = DEFAULT_RERANK_TOP_N
     rerank_by_default: bool = True
+    min_relevance: float = DEFAULT_MIN_RELEVANCE
+    # Newest first, among the first `newer_depth` hits: a fact-sized memory created later that is this close in
+    # meaning (dense cosine) to one ranked above it, and within `newer_margin` of its fused score, is its newer
+    # version and takes its place; one that states a change ("now", "moved to", ...) needs less of both.
+    newer_similarity: float = 0.6
+    newer_margin: float = 0.1
+    change_similarity: float = 0.5
+    change_margin: float = 0.3
+    newer_depth: int = 10
+
+
+@dataclass(slots=True)
+class _Candidate:
+    """A fused hit on its way to the answer: its memory, dense vector (when read) and explain stages."""
+
+    hit: Hit
+    vector: np.ndarray | None
+    sparse_score: float
+
+    @property
+    def created(self) -> float:
+        return self.hit.memory.created_at or 0.0
+
+    @property
+    def fact_sized(self) -> bool:
+        return self.vector is not None and is_fact_sized(self.hit.memory.content)
 
 
 class MemoryReader:
@@ -96,6 +131,7 @@ class MemoryReader:
         self._read_wait = read_wait
         self._config = config or PipelineConfig()
         self._reranker = reranker
+        self._points: tuple[float, int] = (-POINTS_TTL, 0)  # (when counted, the index's memories)
 
     @property
     def applied_seq(self) -> int:
@@ -120,12 +156,20 @@ class MemoryReader:
         explain: bool = False,
         rerank: bool | None = None,
         sources: Sequence[str] = (),
+        min_relevance: float | None = None,
     ) -> SearchResult:
+        """The hybrid pipeline: retrievers, fusion by the query's kind, newest first, the relevance floor, rerank.
+
+        ``min_relevance``: the floor a hit's meaning (dense cosine to the query) must reach unless it matched the
+        query's words strongly; None: the server's (ENGRAM_MIN_RELEVANCE), 0: none."""
         query = query.strip()
         if not query:
             raise InvalidArgument("query", "is required. To browse without a query, use list_memories.")
         if len(query) > MAX_QUERY_CHARS:
             raise InvalidArgument("query", f"is longer than {MAX_QUERY_CHARS} characters; shorten it.")
+        if min_relevance is not None and not 0.0 <= min_relevance <= 1.0:
+            raise InvalidArgument("min_relevance", f"must be between 0 and 1 (0: no floor), got {min_relevance}.")
+        floor = self._config.min_relevance if min_relevance is None else min_relevance
         limit = _limit(limit, DEFAULT_SEARCH_LIMIT)
         chosen = _sources(sources)
         use_rerank, note = self._rerank_decision(rerank)
@@ -134,13 +178,14 @@ class MemoryReader:
         dense = None
         if DENSE in chosen or QUESTIONS in chosen:
             dense = (await asyncio.to_thread(self._embedder.embed, [query]))[0].tolist()
+        terms = self._sparse.query(query)
         depth = max(self._config.candidates, limit, self._config.rerank_top_n if use_rerank else 0)
         request = SearchRequest(
             namespace=caller.namespace,
             filter=flt,
             limit=depth,
             dense=dense if DENSE in chosen else None,
-            sparse=self._sparse.query(query) if SPARSE in chosen else None,
+            sparse=terms if SPARSE in chosen else None,
             questions=dense if QUESTIONS in chosen else None,
             with_payload=False,  # converting 2 x 100 payloads costs more than fetching the few we keep
         )
@@ -149,19 +194,15 @@ class MemoryReader:
         else:
             lists = await asyncio.to_thread(self._search_as_of, request)
         ranked_lists = {name: [(s.id, s.score) for s in ranked] for name, ranked in lists.items()}
-        if self._config.fusion == "rrf":
-            fused = rrf(ranked_lists, k=self._config.rrf_k, weights=self._config.weights)
-        else:
-            fused = relative(ranked_lists, weights=self._config.weights)
-        keep = max(limit, self._config.rerank_top_n) if use_rerank else limit
-        top = fused[:keep]
-        payloads = await asyncio.to_thread(self._payloads, caller.namespace, [item.id for item in top], flt.as_of)
-        hits = [
-            Hit(memory, item.score, _stages(item.ranks, item.scores, rank, item.score))
-            for rank, item in enumerate(top, start=1)
-            # A memory archived between the two calls is simply left out, as is one that cannot be served.
-            if item.id in payloads and (memory := _memory(payloads[item.id])) is not None
-        ]
+        kind = query_kind(query)
+        reachable = reach(len(terms.indices), await asyncio.to_thread(self._point_count))
+        fused = self._fuse(ranked_lists, kind, reachable)
+        keep = max(limit, self._config.rerank_top_n, self._config.newer_depth) + limit  # the floor may drop some
+        candidates = await asyncio.to_thread(self._candidates, caller.namespace, fused[:keep], flt.as_of)
+        query_vector = np.asarray(dense, dtype=np.float32) if dense is not None else None
+        candidates = self._above_floor(candidates, query_vector, floor, reachable)
+        candidates = self._newest_first(candidates)
+        hits = [c.hit for c in candidates]
         if use_rerank and hits:
             hits = await asyncio.to_thread(self._rerank, query, hits)
         hits = _cold_last(hits)[:limit]
@@ -170,7 +211,116 @@ class MemoryReader:
                 hit.explain = {}
         if flt.as_of is None:
             self._note(caller, [hit.memory.id for hit in hits])
-        return SearchResult(hits, self._indexer.applied_seq, reranked=use_rerank and bool(hits), rerank_note=note)
+        how = self._how(kind, floor if query_vector is not None else 0.0) if explain else ""
+        reranked = use_rerank and bool(hits)
+        return SearchResult(hits, self._indexer.applied_seq, reranked=reranked, rerank_note=note, explain_note=how)
+
+    def _fuse(self, lists: dict[str, list[tuple[str, float]]], kind: str, reachable: float) -> list[Fused]:
+        if self._config.fusion == "rrf":
+            return rrf(lists, k=self._config.rrf_k, weights=self._config.weights)
+        if self._config.fusion == "relative":
+            return relative(lists, weights=self._config.weights)
+        return adaptive(lists, kind, reachable, sparse=SPARSE, dense=(DENSE, QUESTIONS), knobs=self._config.adaptive)
+
+    def _how(self, kind: str, floor: float) -> str:
+        """What explain says about the whole search: how its lists were fused, ordered and cut."""
+        fusion = self._config.fusion
+        if fusion == "adaptive":
+            fusion = {
+                "identifier": "an identifier: exact matching (BM25) leads",
+                "question": "a question that names nothing: meaning (dense) leads, BM25 adds only a strong match",
+                "named": "names or a statement: relative fusion of meaning and exact matching",
+            }[kind]
+        cut = f"hits below {floor:g} in meaning pass only by a strong exact match" if floor else "no relevance floor"
+        return (
+            f"{fusion}; a memory saved later that says nearly the same (cosine >= {self._config.newer_similarity:g}) "
+            f"ranks above the older one; {cut}."
+        )
+
+    def _point_count(self) -> int:
+        """The index's size (BM25's IDF counts every memory of the index), counted at most every POINTS_TTL s."""
+        counted_at, points = self._points
+        now = time.monotonic()
+        if now - counted_at >= POINTS_TTL:
+            points = self._index.point_count()
+            self._points = (now, points)
+        return points
+
+    def _candidates(self, namespace: str, top: list[Fused], as_of: float | None) -> list[_Candidate]:
+        """The fused hits with their memories and dense vectors; a memory archived meanwhile, or one that cannot be
+        served, is left out. A point-in-time search's earlier versions come without vectors."""
+        ids = [item.id for item in top]
+        found = {p.payload["id"]: p for p in self._index.retrieve_points(namespace, ids)}
+        payloads = {key: point.payload for key, point in found.items()}
+        if as_of is not None and self._versions is not None:
+            payloads |= self._payloads(namespace, [i for i in ids if i not in found], as_of)
+        out = []
+        for rank, item in enumerate(top, start=1):
+            if item.id not in payloads or (memory := _memory(payloads[item.id])) is None:
+                continue
+            point = found.get(item.id)
+            vector = np.asarray(point.dense, dtype=np.float32) if point is not None and point.dense else None
+            hit = Hit(memory, item.score, _stages(item.ranks, item.scores, rank, item.score))
+            out.append(_Candidate(hit, vector, item.scores.get(SPARSE, 0.0)))
+        return out
+
+    def _above_floor(
+        self, candidates: list[_Candidate], query: np.ndarray | None, floor: float, reachable: float
+    ) -> list[_Candidate]:
+        """Drops hits that are neither close in meaning to the query (dense cosine >= floor) nor a strong exact
+        match of its words; without a dense query (sources without dense) there is no floor."""
+        if query is None or floor <= 0:
+            return candidates
+        kept = []
+        for candidate in candidates:
+            stages = candidate.hit.explain
+            # Its meaning: the content's cosine to the query, or what its question vectors matched (an earlier
+            # version, as_of, has no vector read: its dense score when the dense list had it).
+            ranked = [score for source in (DENSE, QUESTIONS) if (stage := stages.get(source)) and (score := stage[1])]
+            if candidate.vector is not None:
+                ranked.append(float(candidate.vector @ query))
+            meaning = max(ranked, default=0.0)
+            exact = reachable > 0 and candidate.sparse_score / reachable >= EXACT_MATCH
+            if meaning >= floor or exact:
+                stages[FLOOR] = (1 if meaning >= floor else 2, meaning)
+                kept.append(candidate)
+        return kept
+
+    def _newest_first(self, candidates: list[_Candidate]) -> list[_Candidate]:
+        """Among the first ``newer_depth`` hits, a fact-sized memory created later that says nearly the same as one
+        ranked above it (its newer version, superseded or not) and scores close to it moves up to its place."""
+        depth = self._config.newer_depth
+        head, tail = candidates[:depth], candidates[depth:]
+        for _ in range(len(head) * len(head)):  # each move puts a newer memory first; this bounds the passes
+            moved = self._first_newer(head)
+            if moved is None:
+                break
+            above, newer, similarity = moved
+            head[newer].hit.explain.setdefault(NEWER, (newer + 1, similarity))
+            head[newer].hit.score = max(head[newer].hit.score, head[above].hit.score)  # scores stay in rank order
+            head.insert(above, head.pop(newer))
+        return head + tail
+
+    def _first_newer(self, head: list[_Candidate]) -> tuple[int, int, float] | None:
+        """The first (above, newer, similarity) where ``newer`` ranks below ``above``, was created later and is its
+        newer version: close in meaning and score, or a statement of a change somewhat close in both."""
+        config = self._config
+        for a, upper in enumerate(head):
+            if not upper.fact_sized:
+                continue
+            for b in range(a + 1, len(head)):
+                lower = head[b]
+                if not lower.fact_sized or lower.created <= upper.created:
+                    continue
+                similarity = float(_vector(upper) @ _vector(lower))
+                behind = upper.hit.score - lower.hit.score
+                if (similarity >= config.newer_similarity and behind <= config.newer_margin) or (
+                    similarity >= config.change_similarity
+                    and behind <= config.change_margin
+                    and states_a_change(lower.hit.memory.content)
+                ):
+                    return a, b, similarity
+        return None
 
     def _search_as_of(self, request: SearchRequest) -> dict[str, list[Scored]]:
         """Searches the current versions and the earlier ones, each filtered to what was current at ``as_of``.
@@ -359,7 +509,8 @@ class MemoryReader:
         after = page_token_codec.decode(page_token, order)
         await self._ready_for(min_seq)
         payloads = await asyncio.to_thread(lambda: self._index.recent(caller.namespace, flt, limit, after, by=by))
-        self._note(caller)
+        if not flt.content_keys:  # a listing by content key is ingest's duplicate check before a save, not a read
+            self._note(caller)
         memories = [memory for p in payloads if (memory := _memory(p)) is not None]
         if len(payloads) < limit:
             return memories, ""
@@ -469,6 +620,11 @@ def _cold_last(hits: list[Hit]) -> list[Hit]:
             hit.score *= COLD_WEIGHT
             demoted = True
     return sorted(hits, key=lambda h: h.score, reverse=True) if demoted else hits
+
+
+def _vector(candidate: _Candidate) -> np.ndarray:
+    assert candidate.vector is not None
+    return candidate.vector
 
 
 def _stages(ranks: dict[str, int], scores: dict[str, float], rank: int, score: float) -> dict[str, tuple[int, float]]:

@@ -118,6 +118,7 @@ def pipeline_config(settings: Settings) -> PipelineConfig:
         weights={DENSE: settings.weight_dense, SPARSE: settings.weight_bm25, QUESTIONS: settings.weight_questions},
         rerank_top_n=settings.rerank_top_n,
         rerank_by_default=settings.rerank,
+        min_relevance=settings.min_relevance,
     )
 
 

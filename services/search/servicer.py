@@ -31,6 +31,7 @@ class SearchServicer(search_pb2_grpc.SearchServicer):
             explain=request.explain,
             rerank=_RERANK.get(request.rerank),
             sources=list(request.sources),
+            min_relevance=request.min_relevance if request.HasField("min_relevance") else None,
         )
         return search_pb2.SearchMemoriesResponse(
             hits=[
@@ -47,6 +48,7 @@ class SearchServicer(search_pb2_grpc.SearchServicer):
             applied_seq=result.applied_seq,
             reranked=result.reranked,
             rerank_note=result.rerank_note,
+            explain_note=result.explain_note,
         )
 
     async def GetMemory(

@@ -37,7 +37,7 @@ def rerank_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[NodeHandle
 
 async def _seed(url: str, tag: str) -> dict[str, str]:
     ids = {}
-    async with http_client(url, name="seeder") as client:
+    async with http_client(url, agent=tag, name="seeder") as client:  # an agent per tag: its own memories
         for fact in FACTS:
             ids[fact] = (await call(client, "save_memory", content=fact, tags=[tag]))["id"]
     return ids
@@ -50,10 +50,10 @@ async def test_each_retriever_can_be_chosen_and_explain_shows_every_stage(node: 
         bm25 = await call(client, "search_memory", query="PostgreSQL port", tags=["pipeline-sources"],
                           sources=["bm25"], explain=True)  # fmt: skip
         dense = await call(client, "search_memory", query="which database do we use?", tags=["pipeline-sources"],
-                           sources=["dense"], explain=True)  # fmt: skip
+                           sources=["dense"], explain=True, min_relevance=0)  # fmt: skip
     staging = ids[FACTS[1]]
     assert full["hits"][0]["id"] == staging
-    assert set(full["hits"][0]["explain"]) == {"dense", "bm25", "questions", "fused"}
+    assert set(full["hits"][0]["explain"]) == {"dense", "bm25", "questions", "fused", "floor"}
     assert full["hits"][0]["explain"]["fused"]["rank"] == 1
     assert all(h["explain"]["bm25"]["rank"] > 0 for h in bm25["hits"])  # only BM25 matches come back
     assert all(h["explain"]["dense"]["rank"] == 0 for h in bm25["hits"])

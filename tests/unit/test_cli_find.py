@@ -206,8 +206,8 @@ def test_search_with_explain_shows_each_stages_rank_under_every_hit() -> None:
 def test_no_hits_says_so_and_what_to_try() -> None:
     empty = {"hits": [], "applied_seq": 3, "reranked": False}
     assert find.render_search(empty, width=80, query="kubernetes") == (
-        "No memories match 'kubernetes'. Try other or fewer words, --include-archived or --status to look beyond "
-        "active memories, or `engram list` for the newest."
+        "No memories match 'kubernetes'. Try other or fewer words, --min-relevance 0 for weaker matches, "
+        "--include-archived or --status to look beyond active memories, or `engram list` for the newest."
     )
     assert "fewer filters" in find.render_search(empty, width=80, query="k8s", narrowed=True)
 

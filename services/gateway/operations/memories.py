@@ -237,6 +237,7 @@ class MemoryOperations:
             explain=request.explain,
             rerank=request.rerank,
             sources=list(request.sources or []),
+            min_relevance=request.min_relevance,
         )
         hits = [
             HitOut(
@@ -253,6 +254,7 @@ class MemoryOperations:
             applied_seq=outcome.applied_seq,
             reranked=outcome.reranked,
             rerank_note=outcome.rerank_note,
+            explain_note=outcome.explain_note if request.explain else None,
         )
 
     async def get(self, caller: Caller, memory_id: str, *, min_seq: int | None = None) -> MemoryOut:

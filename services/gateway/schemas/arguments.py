@@ -98,6 +98,15 @@ Sources = Annotated[
     list[SourceName] | None,
     Field(description="Retrievers; default all."),
 ]
+MinRelevance = Annotated[
+    float | None,
+    Field(
+        ge=0,
+        le=1,
+        description="Relevance floor: hits less close in meaning than this (cosine, 0-1) are left out unless they "
+        "match the query's words strongly; default the server's (0.15), 0 keeps everything.",
+    ),
+]
 Query = Annotated[str, Field(min_length=1, pattern=r"\S", description="Natural language or keywords.")]
 
 

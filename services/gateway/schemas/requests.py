@@ -45,6 +45,7 @@ from engram.services.gateway.schemas.arguments import (
     MemoryIds,
     MemoryTypeArg,
     Metadata,
+    MinRelevance,
     MinSeq,
     NewId,
     NextSteps,
@@ -196,6 +197,7 @@ class SearchRequest(BaseModel):
     rerank: Rerank = None
     min_seq: MinSeq = None
     sources: Sources = None
+    min_relevance: MinRelevance = None
 
 
 class ListRequest(BaseModel):

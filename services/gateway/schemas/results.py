@@ -167,6 +167,9 @@ class SearchResult(BaseModel):
     applied_seq: int = Field(description="Log sequence the index had applied when it answered.")
     reranked: bool
     rerank_note: str | None = Field(default=None, exclude_if=lambda v: not v)
+    explain_note: str | None = Field(
+        default=None, exclude_if=lambda v: not v, description="With explain: how this query's lists were fused."
+    )
 
 
 class ListResult(BaseModel):

@@ -42,6 +42,7 @@ from engram.services.gateway.schemas.arguments import (
     IncludeArchived,
     ListLimit,
     MemoryId,
+    MinRelevance,
     MinSeq,
     OwnerAgent,
     PackArg,
@@ -121,6 +122,7 @@ def register(
         rerank: Rerank = None,
         min_seq: MinSeq = None,
         sources: Sources = None,
+        min_relevance: MinRelevance = None,
         pack: PackFilter = None,
         detail: Detail = "compact",  # read by the MCP edge (engram.services.gateway.mcp.answers)
     ) -> SearchResult:
@@ -131,7 +133,7 @@ def register(
         )  # fmt: skip
         request = SearchRequest(
             query=query, limit=limit, filters=filters, as_of=as_of, explain=explain, rerank=rerank, min_seq=min_seq,
-            sources=sources,
+            sources=sources, min_relevance=min_relevance,
         )  # fmt: skip
         return await ops.search(caller(ctx), request)
 
