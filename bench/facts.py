@@ -2,17 +2,19 @@
 
 The set (bench/data/facts/, built by bench/facts_build.py) is saved session by session into a fresh node with the
 server's defaults, each agent session through one MCP session of its own (the agent named by X-Engram-Agent-ID),
-in order; a change marked as a supersession goes through `supersede_memory` (refused today when the old fact is
-another agent's: then the new fact is saved plainly and the refusal counted). Every query then runs through MCP
+in order; a change marked as a supersession goes through `supersede_memory` (another agent's fact too; a node that
+refuses it gets the new fact saved plainly and the refusal counted). Every query then runs through MCP
 `search_memory` with limit 5 and nothing else, and again dense-only as a reference. Figures per kind and split
 (`tune`, `untouched`): top-1, recall@5 and MRR; for latest-version also how often an outdated version ranked above
-the current one.
+the current one. Also what an agent pays in context: the bytes of tools/list and of the default (compact) answers
+to save_memory and to search_memory with limit 5 (the text block an agent reads).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
+import statistics
 import time
 from collections import Counter
 from collections.abc import AsyncIterator, Iterator, Sequence
@@ -248,6 +250,7 @@ class _Saved:
     warnings: Counter[str] = field(default_factory=Counter)  # the save answers' warnings, by kind
     errors: list[str] = field(default_factory=list)
     durations: list[float] = field(default_factory=list)
+    answer_bytes: list[int] = field(default_factory=list)  # each save answer's text block
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -289,6 +292,7 @@ async def run_facts(facts: FactSet, options: FactsOptions, phases: Phases, out: 
         async with connect(node.http_url, node.mcp_url) as client:
             with phases("facts/index"):
                 out["index_catch_up_seconds"] = round(await client.wait_indexed(saved.last_seq), 3)
+            out["answer_bytes"] = await _answer_sizes(node.mcp_url, facts, saved)
             out["modes"] = {}
             for mode, arguments in MODES.items():
                 if "sources" in arguments and not client.accepts("search_memory", "sources"):
@@ -337,11 +341,31 @@ async def _save_one(client: Client, memory: FactMemory, owner: dict[str, str], s
             saved.errors.append(e.text[:300])
             return
     saved.durations.append(time.perf_counter() - began)
+    saved.answer_bytes.append(len(json.dumps(answer, separators=(",", ":")).encode()))
     saved.saves += 1
     for warning in answer.get("warnings") or ():
         saved.warnings[str(warning.get("kind") or "warning")] += 1
     saved.server_id[memory.id] = str(answer["id"])
     saved.last_seq = max(saved.last_seq, int(answer.get("seq") or 0))
+
+
+async def _answer_sizes(mcp_url: str, facts: FactSet, saved: _Saved) -> dict[str, Any]:
+    """What an agent pays in context with the server's defaults: tools/list as the server sends it, and the median
+    text block of save_memory and of search_memory(limit 5) answers."""
+    async with agent_session(mcp_url, facts.sessions[0].agent) as client:
+        listed = await client.list_tools()
+        tools_bytes = len(listed.model_dump_json(by_alias=True, exclude_none=True).encode())
+        searches = []
+        for query in facts.queries:
+            result = await client.call_tool("search_memory", {"query": query.text, "limit": SEARCH_LIMIT,
+                                                              "min_seq": saved.last_seq})  # fmt: skip
+            searches.append(sum(len(getattr(block, "text", "").encode()) for block in result.content))
+    return {
+        "tools_list": tools_bytes,
+        "tools": len(listed.tools),
+        "search_limit5_median": statistics.median(searches) if searches else None,
+        "save_median": statistics.median(saved.answer_bytes) if saved.answer_bytes else None,
+    }
 
 
 async def _search_all(client: Any, queries: Sequence[FactQuery], ids_of: dict[str, set[str]], min_seq: int,

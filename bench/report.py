@@ -343,6 +343,9 @@ def _console_rows(console: dict[str, Any]) -> Iterator[Row]:
 
 
 FACT_KINDS = ("paraphrase", "identifier", "who", "latest-version", "multi-hop")
+FACT_TOP1_TARGETS = {"overall": 0.85, "identifier": 0.95, "latest-version": 0.80}  # issue 24; paraphrase: >= dense
+TOOLS_LIST_TARGET_BYTES = 20480
+SEARCH_ANSWER_TARGET_BYTES = 1536
 
 
 def _facts_rows(facts: dict[str, Any]) -> Iterator[Row]:
@@ -358,6 +361,23 @@ def _facts_rows(facts: dict[str, Any]) -> Iterator[Row]:
             f"refused ({save.get('supersessions_refused_cross_agent', 0)} cross-agent), {save.get('errors', 0)} errors",
             status="FAIL" if save.get("errors") else "",
         )
+    sizes = facts.get("answer_bytes") or {}
+    if sizes:
+        yield Row(
+            "facts: tools/list (bytes)",
+            str(sizes.get("tools_list")),
+            f"<= {TOOLS_LIST_TARGET_BYTES}",
+            f"{sizes.get('tools')} tools",
+            _verdict(sizes.get("tools_list"), TOOLS_LIST_TARGET_BYTES, higher=False),
+        )
+        yield Row(
+            "facts: search answer, limit 5, median (bytes)",
+            _num(sizes.get("search_limit5_median"), 0),
+            f"<= {SEARCH_ANSWER_TARGET_BYTES}",
+            "the compact text block an agent reads",
+            _verdict(sizes.get("search_limit5_median"), SEARCH_ANSWER_TARGET_BYTES, higher=False),
+        )
+        yield Row("facts: save answer, median (bytes)", _num(sizes.get("save_median"), 0))
     for split in ("tune", "untouched"):
         figures, reference = default.get(split) or {}, dense.get(split) or {}
         for kind in (*FACT_KINDS, "overall"):
@@ -368,8 +388,15 @@ def _facts_rows(facts: dict[str, Any]) -> Iterator[Row]:
             notes = [f"dense-only {_facts_triple(theirs)}"] if theirs else []
             if "both@5" in mine:
                 notes.append(f"both facts in top 5: {_num(mine['both@5'], 3)}")
+            target = FACT_TOP1_TARGETS.get(kind)
+            if kind == "paraphrase" and theirs:
+                target = theirs.get("top1")
+            verdict = _verdict(mine.get("top1"), target, higher=True) if target is not None else ""
+            shown = (
+                "" if target is None else (f">= {target:.3f} top-1" if kind == "paraphrase" else f">= {target} top-1")
+            )
             yield Row(f"facts [{split}] {kind} (n={mine['queries']}) top-1 / R@5 / MRR", _facts_triple(mine),
-                      reference="; ".join(notes))  # fmt: skip
+                      shown, "; ".join(notes), verdict)  # fmt: skip
             if "outdated_above" in mine:
                 yield Row(f"facts [{split}] latest-version: outdated ranked above current",
                           f"{mine['outdated_above']} of {mine['queries']}",
