@@ -11,7 +11,7 @@ from urllib.parse import quote
 
 from engram.cli.common import EXIT_USAGE, Call, UsageError, call_node, node_options, preview, sub
 from engram.config import Settings
-from engram.model import IMPORTANCES, MEMORY_TYPES
+from engram.model import IMPORTANCES, SAVABLE_TYPES
 
 _EXPIRES_HELP = "expiry: an RFC 3339 time, or a duration from now: 30d, 12h, 45m, 90s, 2w"
 _VERSION_HELP = "change it only if it is still at version N (else nothing changes and the current version is named)"
@@ -82,7 +82,7 @@ def memory_fields(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--summary", help="one-line summary")
     parser.add_argument("--tag", action="append", dest="tags", metavar="TAG", help="a tag (repeat for several)")
     parser.add_argument("--topic", action="append", dest="topics", metavar="TOPIC", help="a topic (repeatable)")
-    parser.add_argument("--type", dest="memory_type", choices=MEMORY_TYPES, help="kind of memory")
+    parser.add_argument("--type", dest="memory_type", choices=SAVABLE_TYPES, help="kind of memory")
     parser.add_argument("--importance", choices=IMPORTANCES)
     parser.add_argument("--team")
     parser.add_argument("--project")

@@ -17,7 +17,7 @@ from mcp import Client, MCPError
 from mcp.client.streamable_http import streamable_http_client
 from mcp.client.subscriptions import ResourceUpdated, Subscription
 from mcp.shared.exceptions import MCPDeprecationWarning
-from mcp.types import Implementation, ResourceUpdatedNotification, TextResourceContents
+from mcp.types import INVALID_PARAMS, Implementation, ResourceUpdatedNotification, TextResourceContents
 
 from tests.conftest import NodeHandle
 from tests.helpers.mcp import call, http_client, stdio_client
@@ -160,6 +160,18 @@ async def test_the_memory_template_shows_one_memory_and_says_when_there_is_none(
                  "- **version**: 1 (0 earlier"):  # fmt: skip
         assert line in text, line
     assert "No memory with id" in missing.value.error.message
+
+
+async def test_a_malformed_memory_id_is_invalid_params_not_an_internal_error(
+    secured_node: NodeHandle, space: str
+) -> None:
+    async with http_client(secured_node.mcp_url, key=space, agent="claude-code@laptop") as client:
+        with pytest.raises(MCPError) as malformed:
+            await client.read_resource("engram://memory/not-a-uuid")
+        with pytest.raises(MCPError) as missing:
+            await client.read_resource(f"engram://memory/{uuid.uuid4()}")
+    assert malformed.value.error.code == INVALID_PARAMS and "is not a memory id" in malformed.value.error.message
+    assert missing.value.error.code == INVALID_PARAMS
 
 
 @pytest.mark.parametrize("mode", ["legacy", "auto"])  # the initialize handshake, and 2026-07-28

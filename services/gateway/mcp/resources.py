@@ -15,8 +15,10 @@ from typing import Any
 from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
+from mcp.shared.exceptions import MCPError
+from mcp.types import INVALID_PARAMS
 
-from engram.errors import EngramError, NotFound
+from engram.errors import EngramError, InvalidArgument, NotFound
 from engram.model import IMPORTANCES, Caller, Memory, SearchFilter, format_time
 from engram.services.gateway.identity import require_scope
 from engram.services.gateway.operations.context import SessionContext, listed, owner, title
@@ -75,11 +77,14 @@ async def _remember_request(ctx: ServerRequestContext[Any, Any], call_next: Call
 
 @contextlib.contextmanager
 def _resource_errors() -> Iterator[None]:
-    """Service errors become resource errors (a missing memory: "not found"), with their message."""
+    """Service errors become resource errors (a missing memory: "not found"), with their message; a malformed id is
+    the caller's mistake, so invalid params (-32602) as well, not an internal error."""
     try:
         yield
     except NotFound as e:
         raise ResourceNotFoundError(str(e)) from e
+    except InvalidArgument as e:
+        raise MCPError(code=INVALID_PARAMS, message=str(e)) from e
     except EngramError as e:
         raise ResourceError(str(e)) from e
 

@@ -9,7 +9,15 @@ from pydantic import BeforeValidator, Field, WithJsonSchema
 
 from engram.config import MAX_SEARCH_LIMIT
 from engram.grpc.clients import JOB_KINDS, RESOLUTIONS
-from engram.model import CONFIDENCES, HANDOFF_STATUSES, IMPORTANCES, MEMORY_TYPES, SENSITIVITIES, STATUSES
+from engram.model import (
+    CONFIDENCES,
+    HANDOFF_STATUSES,
+    IMPORTANCES,
+    MEMORY_TYPES,
+    SAVABLE_TYPES,
+    SENSITIVITIES,
+    STATUSES,
+)
 from engram.names import AGENT_PATTERN, IDENTITY_PATTERN, MAX_IDENTITY_CHARS, TEAM_PATTERN
 from engram.validation import MAX_FIELD_CHARS, MAX_LABEL_CHARS, MAX_LIST_ITEMS, MAX_SUMMARY_CHARS
 
@@ -22,6 +30,7 @@ MAX_VERSION = 2**53 - 1
 
 # Enum values come from the model, so the published schemas can never drift from what ingest accepts.
 MemoryTypeName = Literal[MEMORY_TYPES]  # type: ignore[valid-type]
+SavableTypeName = Literal[SAVABLE_TYPES]  # type: ignore[valid-type]  # what a save may set: no internal types
 ImportanceName = Literal[IMPORTANCES]  # type: ignore[valid-type]
 SensitivityName = Literal[SENSITIVITIES]  # type: ignore[valid-type]
 ConfidenceName = Literal[CONFIDENCES]  # type: ignore[valid-type]
@@ -53,7 +62,7 @@ Topics = Annotated[
     list[Label] | None,
     Field(max_length=MAX_LIST_ITEMS, description="Subjects, e.g. ['auth']."),
 ]
-MemoryTypeArg = Annotated[MemoryTypeName | None, Field(description="Default general.")]
+MemoryTypeArg = Annotated[SavableTypeName | None, Field(description="Default general.")]
 ImportanceArg = Annotated[ImportanceName | None, Field(description="Default normal.")]
 SensitivityArg = Annotated[
     SensitivityName | None,
