@@ -17,7 +17,7 @@ from typing import Any
 
 import yaml
 
-from engram import frontmatter
+from engram import frontmatter, plural
 from engram.importer import DEFAULT_CHUNK_BYTES
 
 CHUNK_FILES = 200  # files per bulk-import request
@@ -65,13 +65,12 @@ class ExportReport:
 
     def summary(self) -> str:
         skipped = (
-            f"; skipped {self.skipped_secret} secret memor{'y' if self.skipped_secret == 1 else 'ies'} "
-            "(--include-secret writes them)"
+            f"; skipped {plural.memories(self.skipped_secret, 'secret')} (--include-secret writes them)"
             if self.skipped_secret
             else ""
         )
         moved = f"; {self.moved} renamed since the last export" if self.moved else ""
-        return f"wrote {self.written} memories to {self.folder}{skipped}{moved}"
+        return f"wrote {plural.memories(self.written)} to {self.folder}{skipped}{moved}"
 
 
 class VaultWriter:
@@ -217,7 +216,7 @@ class VaultImportReport:
     def summary(self, folder: Path) -> str:
         archived = f" ({self.archived} archived, as in the vault)" if self.archived else ""
         lines = [
-            f"imported {self.imported} new memories{archived} from {folder} in {self.seconds:.1f}s; "
+            f"imported {plural.memories(self.imported, 'new')}{archived} from {folder} in {self.seconds:.1f}s; "
             f"{self.already_present} already present (not written again); rejected {len(self.rejected)}"
         ]
         lines += [f"  {path}: {reason}" for path, reason in self.rejected[:20]]

@@ -9,6 +9,7 @@ import sys
 from typing import Any
 from urllib.parse import quote
 
+from engram import plural
 from engram.cli.common import EXIT_USAGE, Call, UsageError, call_node, node_options, preview, sub
 from engram.config import Settings
 from engram.model import IMPORTANCES, SAVABLE_TYPES
@@ -242,7 +243,7 @@ def render_memory(memory: dict[str, Any]) -> str:
 def render_stats(stats: dict[str, Any]) -> str:
     active = stats["memories"]
     lines = [
-        f"Namespace {stats['namespace']}: {active:,} active memor{'y' if active == 1 else 'ies'}, "
+        f"Namespace {stats['namespace']}: {plural.memories(active, 'active')}, "
         f"{stats['total']:,} in all (index at log seq {stats['applied_seq']:,} of {stats['log_last_seq']:,})"
     ]
     for label, key in (("status", "by_status"), ("agent", "by_agent"), ("type", "by_type"), ("team", "by_team")):

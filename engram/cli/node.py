@@ -9,6 +9,7 @@ import logging
 import sys
 from typing import IO, Any
 
+from engram import plural
 from engram.cli.common import URL_HELP, add_home, no_node, node_url
 from engram.config import Settings
 from engram.progress import format_bytes
@@ -170,7 +171,7 @@ def render_status(status: dict[str, Any], url: str) -> str:
     if index:
         lines.append(
             f"  index     {index['applied_seq']:,} of {index['log_last_seq']:,} log entries applied "
-            f"(lag {index['lag']:,}) · {index['memories']:,} active memories in your namespace"
+            f"(lag {index['lag']:,}) · {plural.memories(index['memories'], 'active')} in your namespace"
         )
         rerank = index.get("reranker_model") or "off"
         lines.append(f"  models    embedding {index['embedding_model']} · rerank {rerank}")

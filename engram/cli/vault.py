@@ -11,6 +11,7 @@ from pathlib import Path
 from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from engram import plural
 from engram.cli.common import URL_HELP, add_home, no_node, node_url
 from engram.config import Settings
 from engram.importer import DEFAULT_CHUNK_LINES, ImportReport
@@ -168,7 +169,7 @@ def print_summary(report: ImportReport, out: IO[str] | None = None) -> None:
     out = out or sys.stderr
     rate = report.imported / report.seconds if report.seconds else 0.0
     present = f"{report.already_present} already present (not written again); " if report.already_present else ""
-    print(f"imported {report.imported} new memories in {report.seconds:.1f}s ({rate:.0f}/s); {present}"
+    print(f"imported {plural.memories(report.imported, 'new')} in {report.seconds:.1f}s ({rate:.0f}/s); {present}"
           f"rejected {len(report.rejected)}; log sequence {report.last_seq}", file=out)  # fmt: skip
     for line, reason in report.rejected[:20]:
         print(f"  line {line}: {reason}", file=out)

@@ -14,6 +14,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
+from engram import plural
 from engram.errors import InvalidArgument, NotFound, VersionConflict
 from engram.log.leases import Holder, Leases, lease_key
 from engram.model import Caller
@@ -88,7 +89,7 @@ class ExpiryJob:
 
         async def run(progress: Progress) -> Outcome:
             count = (await self.run_pass())[caller.namespace]
-            return Outcome(f"Expired {count} memories whose expiry time had passed.", {"expired": count})
+            return Outcome(f"Expired {plural.memories(count)} whose expiry time had passed.", {"expired": count})
 
         return Work("this namespace", run, lane=MAINTENANCE)
 

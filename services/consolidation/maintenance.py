@@ -19,6 +19,7 @@ from typing import Protocol
 
 import numpy as np
 
+from engram import plural
 from engram.errors import EngramError, InvalidArgument
 from engram.grpc.clients import IndexStats
 from engram.llm import Llm, LlmError
@@ -224,7 +225,7 @@ class Maintenance:
                 skipped += 1
                 continue
             merged += 1
-        summary = f"Merged {merged} near-duplicate memories ({checked} similar pairs checked)."
+        summary = f"Merged {plural.memories(merged, 'near-duplicate')} ({checked} similar pairs checked)."
         return summary, {"merged": merged, "pairs_checked": checked, "skipped": skipped}
 
     # -- contradictions
@@ -367,7 +368,7 @@ class Maintenance:
                     cold += int(done.changed)
             except EngramError as e:  # used or changed meanwhile
                 log.info("decay: %s left alone: %s", memory.id, e)
-        summary = f"Moved {cold} idle memories to the cold tier and archived {archived}."
+        summary = f"Moved {plural.memories(cold, 'idle')} to the cold tier and archived {archived}."
         return summary, {"cold": cold, "archived": archived, "checked": len(candidates)}
 
     # -- enrichment backfill
@@ -402,7 +403,8 @@ class Maintenance:
             except (EngramError, UnusableAnswer) as e:
                 log.info("enrich_backfill: %s failed: %s", memory.id, e)
                 failed += 1
-        return f"Added questions to {enriched} memories ({failed} failed).", {"enriched": enriched, "failed": failed}
+        summary = f"Added questions to {plural.memories(enriched)} ({failed} failed)."
+        return summary, {"enriched": enriched, "failed": failed}
 
 
 # -- helpers

@@ -109,4 +109,4 @@ def test_cli_import_prints_a_summary_and_exits_nonzero_on_rejections(node: NodeH
         env=engram_env(node.model_cache), capture_output=True, text=True, timeout=120,
     )  # fmt: skip
     assert result.returncode == 3
-    assert "imported 1 new memories" in result.stderr and "line 2: content" in result.stderr
+    assert "imported 1 new memory" in result.stderr and "line 2: content" in result.stderr

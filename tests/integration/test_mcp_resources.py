@@ -137,7 +137,7 @@ async def test_projects_show_counts_and_their_latest_decisions_and_facts(
         projects = await read(client, "engram://projects")
     sections = {part.split("\n", 1)[0]: part for part in projects.split("\n## ")[1:]}
     assert list(sections) == ["search", "payments"]  # the most recently active first
-    assert "6 memories." in sections["payments"] and "1 memories." in sections["search"]
+    assert "6 memories." in sections["payments"] and "1 memory." in sections["search"]
     assert all(d in sections["payments"] for d in decisions) and fact in sections["payments"]
     assert old not in projects  # only the latest 3 decisions
     assert search in sections["search"] and "No project here" not in projects

@@ -234,7 +234,7 @@ def test_a_yaml_alias_bomb_is_rejected_by_path_and_the_rest_of_the_vault_importe
 
     assert result.returncode == 3, result.stderr
     assert "MemoryError" not in result.stderr
-    assert "imported 1 new memories" in result.stderr and "rejected 2" in result.stderr
+    assert "imported 1 new memory" in result.stderr and "rejected 2" in result.stderr
     assert "bomb.md: its frontmatter repeats a value with a YAML alias (line 3): the alias *a0 is not allowed" in (
         result.stderr
     )

@@ -18,6 +18,7 @@ from mcp.server.mcpserver.exceptions import ResourceError, ResourceNotFoundError
 from mcp.shared.exceptions import MCPError
 from mcp.types import INVALID_PARAMS
 
+from engram import plural
 from engram.errors import EngramError, InvalidArgument, NotFound
 from engram.model import IMPORTANCES, Caller, Memory, SearchFilter, format_time
 from engram.services.gateway.identity import require_scope
@@ -186,7 +187,7 @@ async def projects_markdown(context: SessionContext, who: Caller) -> str:
     if len(scanned) >= PROJECT_SCAN:
         lines.append(f"_Counted over the {PROJECT_SCAN} most recently changed memories._")
     for project, memories in zip(shown, latest, strict=True):
-        lines += ["", f"## {project}", f"{counts[project]} memories."]
+        lines += ["", f"## {project}", f"{plural.memories(counts[project])}."]
         for kind, heading in (("decision", "Latest decisions"), ("fact", "Latest facts")):
             picked = [m for m in memories if m.memory_type == kind][:PROJECT_LATEST]
             if picked:

@@ -97,7 +97,7 @@ export async function browse(main, ctx) {
       const headers = ["Created", "Agent", "Type", "Memory", "Tags", "Status"];
       fill(rows, result.memories.length ? table("Memories", headers, result.memories.map(memoryRow)) : h("p", {}, "No memories match."));
       const page = tokens.length + 1;
-      fill(count, `Page ${page}: ${result.memories.length} memories${nextToken ? ", more on the next page" : ""}.`);
+      fill(count, `Page ${page}: ${result.memories.length} ${result.memories.length === 1 ? "memory" : "memories"}${nextToken ? ", more on the next page" : ""}.`);
       next.disabled = !nextToken;
       prev.disabled = tokens.length === 0;
     } catch (error) {

@@ -1,0 +1,14 @@
+"""How a count reads in a message: "1 memory", "2 new memories", "1,204 lines"."""
+
+from __future__ import annotations
+
+
+def counted(n: int, one: str, many: str | None = None) -> str:
+    """``n`` and the noun that fits it: ``one`` for exactly 1, else ``many`` (default ``one`` + "s")."""
+    return f"{n:,} {one if n == 1 else many or one + 's'}"
+
+
+def memories(n: int, kind: str = "") -> str:
+    """'1 memory', '0 memories', '2,000 active memories' (with ``kind="active"``)."""
+    words = f"{kind} " if kind else ""
+    return counted(n, f"{words}memory", f"{words}memories")
