@@ -72,6 +72,7 @@ class Settings:
     expiry_interval_seconds: float = 60.0  # how often consolidation expires memories whose expires_at passed
     job_lease_seconds: float = 30.0  # a consolidation job's lease in NATS KV outlives a dead runner this long
     consolidation_interval_seconds: float = 86400.0  # how often every namespace gets an `all` job (0: never)
+    consolidation_max_proposals: int = 20  # contradictions and updates one run proposes per namespace at most
     decay_cold_after_days: float = 30.0  # idle memories of a decaying importance move to the cold tier
     decay_archive_after_days: float = 0.0  # ... and are archived after this long idle (0: never archived)
     decay_importances: str = "low"  # comma separated: the importances that decay
@@ -173,6 +174,10 @@ class Settings:
         if not 0 < self.similar_finding_threshold <= 1:
             raise SettingsError(
                 f"ENGRAM_SIMILAR_FINDING_THRESHOLD must be in (0, 1], got {self.similar_finding_threshold}"
+            )
+        if self.consolidation_max_proposals < 1:
+            raise SettingsError(
+                f"ENGRAM_CONSOLIDATION_MAX_PROPOSALS must be >= 1, got {self.consolidation_max_proposals}"
             )
         if self.consolidation_interval_seconds < 0 or self.decay_cold_after_days <= 0:
             raise SettingsError(

@@ -135,12 +135,16 @@ class Changed:
 
 @dataclass(slots=True)
 class Contradiction:
-    """A flagged pair: the newer memory (carrying the contradicts relation), the older, a score and why."""
+    """A flagged pair: the newer memory (carrying the contradicts relation), the older, a score and why; its kind
+    (contradiction, or update: the newer states the change and accepting it supersedes the older) and the rule (or
+    model) that raised it."""
 
     memory: Memory
     other: Memory
     score: float
     why: str
+    kind: str = "contradiction"
+    rule: str = ""
 
 
 @dataclass(frozen=True, slots=True)

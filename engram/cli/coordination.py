@@ -18,7 +18,7 @@ HANDOFF_ROLES = ("to_me", "from_me", "all")
 JOB_KINDS = ("expire", "dedupe", "contradictions", "team_summary", "decay", "enrich_backfill", "all")
 # Each resolution, with what it needs besides the pair (the only options it takes).
 RESOLUTION_NEEDS = {"keep_both": ("context", "other_context"), "keep_newer": (), "merge": ("content",),
-                    "override": ("winner_id",)}  # fmt: skip
+                    "override": ("winner_id",), "supersede": ()}  # fmt: skip
 RESOLUTION_FLAGS = {"context": "--context", "other_context": "--other-context", "content": "--content",
                     "winner_id": "--winner"}  # fmt: skip
 DEFAULT_LIMIT = 20
@@ -57,7 +57,8 @@ def register(subparsers: Any) -> None:
     )
     consolidate.set_defaults(func=call_node, build=_consolidate)
 
-    contradictions = sub(subparsers, "contradictions", "memories that disagree: list the open ones, or resolve one")
+    contradictions = sub(subparsers, "contradictions", "memories that disagree or update one another: list the open "
+                         "ones, or resolve one")  # fmt: skip
     # `engram contradictions` alone lists
     contradictions.set_defaults(func=call_node, build=_contradictions, topics=None, limit=DEFAULT_LIMIT)
     node_options(contradictions)
@@ -78,6 +79,8 @@ def register(subparsers: Any) -> None:
                             help="a new memory (--content) replaces both")  # fmt: skip
     resolution.add_argument("--override", dest="resolution", action="store_const", const="override",
                             help="the memory --winner supersedes the other")  # fmt: skip
+    resolution.add_argument("--supersede", dest="resolution", action="store_const", const="supersede",
+                            help="accept a proposed update: the newer supersedes the older")  # fmt: skip
     resolve.add_argument("--context", help="--keep-both: when the first memory (ID) holds")
     resolve.add_argument("--other-context", help="--keep-both: when the other memory (OTHER_ID) holds")
     resolve.add_argument("--content", help="--merge: the content of the memory that reconciles both")
@@ -292,16 +295,21 @@ def render_contradictions(answer: dict[str, Any]) -> str:
     pairs = answer.get("contradictions") or []
     if not pairs:
         return "No open contradictions (run `engram consolidate contradictions` to look for some)."
-    lines = [f"{len(pairs)} open contradiction{'s' if len(pairs) != 1 else ''}, most likely first"]
+    updates = sum(pair.get("kind") == "update" for pair in pairs)
+    lines = [f"{len(pairs) - updates} open contradiction{'s' if len(pairs) - updates != 1 else ''} and {updates} "
+             f"proposed update{'s' if updates != 1 else ''}, most likely first"]  # fmt: skip
     for pair in pairs:
         newer, older = pair["memory"], pair["other"]
-        lines.append(f"{newer['id']}  {older['id']}  score {pair.get('score', 0.0):.2f}  {pair.get('why', '')}")
+        kind, rule = pair.get("kind") or "contradiction", pair.get("rule") or "-"
+        lines.append(f"{newer['id']}  {older['id']}  {kind}  rule {rule}  score {pair.get('score', 0.0):.2f}  "
+                     f"{pair.get('why', '')}")  # fmt: skip
         for label, memory in (("newer", newer), ("older", older)):
             lines.append(f"  {label}  {memory.get('owner_agent')}  {memory.get('created_at')}")
             lines.append(f"    {preview(memory.get('content', ''))}")
     lines.append(
         "Resolve one (admin key): engram contradictions resolve ID OTHER_ID --keep-both --context WHEN "
-        "--other-context WHEN | --keep-newer | --merge --content TEXT | --override --winner ID"
+        "--other-context WHEN | --keep-newer | --merge --content TEXT | --override --winner ID | --supersede (accept "
+        "an update)"
     )
     return "\n".join(lines)
 

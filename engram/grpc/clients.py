@@ -429,7 +429,7 @@ class SearchClient(_Client):
 
 
 JOB_KINDS = ("expire", "dedupe", "contradictions", "team_summary", "decay", "enrich_backfill", "all")
-RESOLUTIONS = ("keep_both", "keep_newer", "merge", "override")
+RESOLUTIONS = ("keep_both", "keep_newer", "merge", "override", "supersede")
 
 
 class ConsolidationClient(_Client):
@@ -493,14 +493,15 @@ class ConsolidationClient(_Client):
 
 def contradiction_from_proto(message: consolidation_pb2.Contradiction) -> Contradiction:
     return Contradiction(
-        wire.memory_from_proto(message.memory), wire.memory_from_proto(message.other), message.score, message.why
-    )
+        wire.memory_from_proto(message.memory), wire.memory_from_proto(message.other), message.score, message.why,
+        message.kind or "contradiction", message.rule,
+    )  # fmt: skip
 
 
 def contradiction_to_proto(item: Contradiction) -> consolidation_pb2.Contradiction:
     return consolidation_pb2.Contradiction(
         memory=wire.memory_to_proto(item.memory), other=wire.memory_to_proto(item.other), score=item.score,
-        why=item.why,
+        why=item.why, kind=item.kind, rule=item.rule,
     )  # fmt: skip
 
 

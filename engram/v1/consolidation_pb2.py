@@ -26,7 +26,7 @@ from engram.v1 import common_pb2 as engram_dot_v1_dot_common__pb2
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x65ngram/v1/consolidation.proto\x12\tengram.v1\x1a\x16\x65ngram/v1/common.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xad\x02\n\x03Job\x12\n\n\x02id\x18\x01 \x01(\t\x12 \n\x04kind\x18\x02 \x01(\x0e\x32\x12.engram.v1.JobKind\x12\"\n\x05state\x18\x03 \x01(\x0e\x32\x13.engram.v1.JobState\x12.\n\nstarted_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x66inished_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07summary\x18\x06 \x01(\t\x12\x13\n\x0bresult_json\x18\x07 \x01(\t\x12\x11\n\tnamespace\x18\x08 \x01(\t\x12\x0c\n\x04\x64one\x18\t \x01(\x04\x12\r\n\x05total\x18\n \x01(\x04\x12\r\n\x05phase\x18\x0b \x01(\t\x12\x0e\n\x06runner\x18\x0c \x01(\t\"\xc1\x01\n\rRunJobRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12 \n\x04kind\x18\x02 \x01(\x0e\x32\x12.engram.v1.JobKind\x12\x36\n\x07options\x18\x03 \x03(\x0b\x32%.engram.v1.RunJobRequest.OptionsEntry\x1a.\n\x0cOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"-\n\x0eRunJobResponse\x12\x1b\n\x03job\x18\x01 \x01(\x0b\x32\x0e.engram.v1.Job\"C\n\rGetJobRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\n\n\x02id\x18\x02 \x01(\t\"-\n\x0eGetJobResponse\x12\x1b\n\x03job\x18\x01 \x01(\x0b\x32\x0e.engram.v1.Job\"H\n\x0fListJobsRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\r\n\x05limit\x18\x02 \x01(\r\"0\n\x10ListJobsResponse\x12\x1c\n\x04jobs\x18\x01 \x03(\x0b\x32\x0e.engram.v1.Job\"p\n\rContradiction\x12!\n\x06memory\x18\x01 \x01(\x0b\x32\x11.engram.v1.Memory\x12 \n\x05other\x18\x02 \x01(\x0b\x32\x11.engram.v1.Memory\x12\r\n\x05score\x18\x03 \x01(\x01\x12\x0b\n\x03why\x18\x04 \x01(\t\"b\n\x19ListContradictionsRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\x0e\n\x06topics\x18\x02 \x03(\t\x12\r\n\x05limit\x18\x03 \x01(\r\"N\n\x1aListContradictionsResponse\x12\x30\n\x0e\x63ontradictions\x18\x01 \x03(\x0b\x32\x18.engram.v1.Contradiction\"\xda\x01\n\x1bResolveContradictionRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\n\n\x02id\x18\x02 \x01(\t\x12\x10\n\x08other_id\x18\x03 \x01(\t\x12)\n\nresolution\x18\x04 \x01(\x0e\x32\x15.engram.v1.Resolution\x12\x0f\n\x07\x63ontext\x18\x05 \x01(\t\x12\x15\n\rother_context\x18\x06 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x07 \x01(\t\x12\x11\n\twinner_id\x18\x08 \x01(\t\"T\n\x1cResolveContradictionResponse\x12#\n\x08memories\x18\x01 \x03(\x0b\x32\x11.engram.v1.Memory\x12\x0f\n\x07summary\x18\x02 \x01(\t*\xc9\x01\n\x07JobKind\x12\x18\n\x14JOB_KIND_UNSPECIFIED\x10\x00\x12\x13\n\x0fJOB_KIND_EXPIRE\x10\x01\x12\x13\n\x0fJOB_KIND_DEDUPE\x10\x02\x12\x12\n\x0eJOB_KIND_DECAY\x10\x03\x12\x1b\n\x17JOB_KIND_CONTRADICTIONS\x10\x04\x12\x19\n\x15JOB_KIND_TEAM_SUMMARY\x10\x05\x12\x1c\n\x18JOB_KIND_ENRICH_BACKFILL\x10\x06\x12\x10\n\x0cJOB_KIND_ALL\x10\x07*k\n\x08JobState\x12\x19\n\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x15\n\x11JOB_STATE_RUNNING\x10\x01\x12\x17\n\x13JOB_STATE_SUCCEEDED\x10\x02\x12\x14\n\x10JOB_STATE_FAILED\x10\x03*\x8c\x01\n\nResolution\x12\x1a\n\x16RESOLUTION_UNSPECIFIED\x10\x00\x12\x18\n\x14RESOLUTION_KEEP_BOTH\x10\x01\x12\x19\n\x15RESOLUTION_KEEP_NEWER\x10\x02\x12\x14\n\x10RESOLUTION_MERGE\x10\x03\x12\x17\n\x13RESOLUTION_OVERRIDE\x10\x04\x32\x9e\x03\n\rConsolidation\x12=\n\x06RunJob\x12\x18.engram.v1.RunJobRequest\x1a\x19.engram.v1.RunJobResponse\x12=\n\x06GetJob\x12\x18.engram.v1.GetJobRequest\x1a\x19.engram.v1.GetJobResponse\x12\x43\n\x08ListJobs\x12\x1a.engram.v1.ListJobsRequest\x1a\x1b.engram.v1.ListJobsResponse\x12\x61\n\x12ListContradictions\x12$.engram.v1.ListContradictionsRequest\x1a%.engram.v1.ListContradictionsResponse\x12g\n\x14ResolveContradiction\x12&.engram.v1.ResolveContradictionRequest\x1a\'.engram.v1.ResolveContradictionResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x1d\x65ngram/v1/consolidation.proto\x12\tengram.v1\x1a\x16\x65ngram/v1/common.proto\x1a\x1fgoogle/protobuf/timestamp.proto\"\xad\x02\n\x03Job\x12\n\n\x02id\x18\x01 \x01(\t\x12 \n\x04kind\x18\x02 \x01(\x0e\x32\x12.engram.v1.JobKind\x12\"\n\x05state\x18\x03 \x01(\x0e\x32\x13.engram.v1.JobState\x12.\n\nstarted_at\x18\x04 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12/\n\x0b\x66inished_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x0f\n\x07summary\x18\x06 \x01(\t\x12\x13\n\x0bresult_json\x18\x07 \x01(\t\x12\x11\n\tnamespace\x18\x08 \x01(\t\x12\x0c\n\x04\x64one\x18\t \x01(\x04\x12\r\n\x05total\x18\n \x01(\x04\x12\r\n\x05phase\x18\x0b \x01(\t\x12\x0e\n\x06runner\x18\x0c \x01(\t\"\xc1\x01\n\rRunJobRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12 \n\x04kind\x18\x02 \x01(\x0e\x32\x12.engram.v1.JobKind\x12\x36\n\x07options\x18\x03 \x03(\x0b\x32%.engram.v1.RunJobRequest.OptionsEntry\x1a.\n\x0cOptionsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\t:\x02\x38\x01\"-\n\x0eRunJobResponse\x12\x1b\n\x03job\x18\x01 \x01(\x0b\x32\x0e.engram.v1.Job\"C\n\rGetJobRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\n\n\x02id\x18\x02 \x01(\t\"-\n\x0eGetJobResponse\x12\x1b\n\x03job\x18\x01 \x01(\x0b\x32\x0e.engram.v1.Job\"H\n\x0fListJobsRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\r\n\x05limit\x18\x02 \x01(\r\"0\n\x10ListJobsResponse\x12\x1c\n\x04jobs\x18\x01 \x03(\x0b\x32\x0e.engram.v1.Job\"\x8c\x01\n\rContradiction\x12!\n\x06memory\x18\x01 \x01(\x0b\x32\x11.engram.v1.Memory\x12 \n\x05other\x18\x02 \x01(\x0b\x32\x11.engram.v1.Memory\x12\r\n\x05score\x18\x03 \x01(\x01\x12\x0b\n\x03why\x18\x04 \x01(\t\x12\x0c\n\x04kind\x18\x05 \x01(\t\x12\x0c\n\x04rule\x18\x06 \x01(\t\"b\n\x19ListContradictionsRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\x0e\n\x06topics\x18\x02 \x03(\t\x12\r\n\x05limit\x18\x03 \x01(\r\"N\n\x1aListContradictionsResponse\x12\x30\n\x0e\x63ontradictions\x18\x01 \x03(\x0b\x32\x18.engram.v1.Contradiction\"\xda\x01\n\x1bResolveContradictionRequest\x12&\n\x06\x63\x61ller\x18\x01 \x01(\x0b\x32\x16.engram.v1.CallContext\x12\n\n\x02id\x18\x02 \x01(\t\x12\x10\n\x08other_id\x18\x03 \x01(\t\x12)\n\nresolution\x18\x04 \x01(\x0e\x32\x15.engram.v1.Resolution\x12\x0f\n\x07\x63ontext\x18\x05 \x01(\t\x12\x15\n\rother_context\x18\x06 \x01(\t\x12\x0f\n\x07\x63ontent\x18\x07 \x01(\t\x12\x11\n\twinner_id\x18\x08 \x01(\t\"T\n\x1cResolveContradictionResponse\x12#\n\x08memories\x18\x01 \x03(\x0b\x32\x11.engram.v1.Memory\x12\x0f\n\x07summary\x18\x02 \x01(\t*\xc9\x01\n\x07JobKind\x12\x18\n\x14JOB_KIND_UNSPECIFIED\x10\x00\x12\x13\n\x0fJOB_KIND_EXPIRE\x10\x01\x12\x13\n\x0fJOB_KIND_DEDUPE\x10\x02\x12\x12\n\x0eJOB_KIND_DECAY\x10\x03\x12\x1b\n\x17JOB_KIND_CONTRADICTIONS\x10\x04\x12\x19\n\x15JOB_KIND_TEAM_SUMMARY\x10\x05\x12\x1c\n\x18JOB_KIND_ENRICH_BACKFILL\x10\x06\x12\x10\n\x0cJOB_KIND_ALL\x10\x07*k\n\x08JobState\x12\x19\n\x15JOB_STATE_UNSPECIFIED\x10\x00\x12\x15\n\x11JOB_STATE_RUNNING\x10\x01\x12\x17\n\x13JOB_STATE_SUCCEEDED\x10\x02\x12\x14\n\x10JOB_STATE_FAILED\x10\x03*\xa6\x01\n\nResolution\x12\x1a\n\x16RESOLUTION_UNSPECIFIED\x10\x00\x12\x18\n\x14RESOLUTION_KEEP_BOTH\x10\x01\x12\x19\n\x15RESOLUTION_KEEP_NEWER\x10\x02\x12\x14\n\x10RESOLUTION_MERGE\x10\x03\x12\x17\n\x13RESOLUTION_OVERRIDE\x10\x04\x12\x18\n\x14RESOLUTION_SUPERSEDE\x10\x05\x32\x9e\x03\n\rConsolidation\x12=\n\x06RunJob\x12\x18.engram.v1.RunJobRequest\x1a\x19.engram.v1.RunJobResponse\x12=\n\x06GetJob\x12\x18.engram.v1.GetJobRequest\x1a\x19.engram.v1.GetJobResponse\x12\x43\n\x08ListJobs\x12\x1a.engram.v1.ListJobsRequest\x1a\x1b.engram.v1.ListJobsResponse\x12\x61\n\x12ListContradictions\x12$.engram.v1.ListContradictionsRequest\x1a%.engram.v1.ListContradictionsResponse\x12g\n\x14ResolveContradiction\x12&.engram.v1.ResolveContradictionRequest\x1a\'.engram.v1.ResolveContradictionResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,12 +35,12 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_RUNJOBREQUEST_OPTIONSENTRY']._loaded_options = None
   _globals['_RUNJOBREQUEST_OPTIONSENTRY']._serialized_options = b'8\001'
-  _globals['_JOBKIND']._serialized_start=1490
-  _globals['_JOBKIND']._serialized_end=1691
-  _globals['_JOBSTATE']._serialized_start=1693
-  _globals['_JOBSTATE']._serialized_end=1800
-  _globals['_RESOLUTION']._serialized_start=1803
-  _globals['_RESOLUTION']._serialized_end=1943
+  _globals['_JOBKIND']._serialized_start=1519
+  _globals['_JOBKIND']._serialized_end=1720
+  _globals['_JOBSTATE']._serialized_start=1722
+  _globals['_JOBSTATE']._serialized_end=1829
+  _globals['_RESOLUTION']._serialized_start=1832
+  _globals['_RESOLUTION']._serialized_end=1998
   _globals['_JOB']._serialized_start=102
   _globals['_JOB']._serialized_end=403
   _globals['_RUNJOBREQUEST']._serialized_start=406
@@ -57,16 +57,16 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_LISTJOBSREQUEST']._serialized_end=836
   _globals['_LISTJOBSRESPONSE']._serialized_start=838
   _globals['_LISTJOBSRESPONSE']._serialized_end=886
-  _globals['_CONTRADICTION']._serialized_start=888
-  _globals['_CONTRADICTION']._serialized_end=1000
-  _globals['_LISTCONTRADICTIONSREQUEST']._serialized_start=1002
-  _globals['_LISTCONTRADICTIONSREQUEST']._serialized_end=1100
-  _globals['_LISTCONTRADICTIONSRESPONSE']._serialized_start=1102
-  _globals['_LISTCONTRADICTIONSRESPONSE']._serialized_end=1180
-  _globals['_RESOLVECONTRADICTIONREQUEST']._serialized_start=1183
-  _globals['_RESOLVECONTRADICTIONREQUEST']._serialized_end=1401
-  _globals['_RESOLVECONTRADICTIONRESPONSE']._serialized_start=1403
-  _globals['_RESOLVECONTRADICTIONRESPONSE']._serialized_end=1487
-  _globals['_CONSOLIDATION']._serialized_start=1946
-  _globals['_CONSOLIDATION']._serialized_end=2360
+  _globals['_CONTRADICTION']._serialized_start=889
+  _globals['_CONTRADICTION']._serialized_end=1029
+  _globals['_LISTCONTRADICTIONSREQUEST']._serialized_start=1031
+  _globals['_LISTCONTRADICTIONSREQUEST']._serialized_end=1129
+  _globals['_LISTCONTRADICTIONSRESPONSE']._serialized_start=1131
+  _globals['_LISTCONTRADICTIONSRESPONSE']._serialized_end=1209
+  _globals['_RESOLVECONTRADICTIONREQUEST']._serialized_start=1212
+  _globals['_RESOLVECONTRADICTIONREQUEST']._serialized_end=1430
+  _globals['_RESOLVECONTRADICTIONRESPONSE']._serialized_start=1432
+  _globals['_RESOLVECONTRADICTIONRESPONSE']._serialized_end=1516
+  _globals['_CONSOLIDATION']._serialized_start=2001
+  _globals['_CONSOLIDATION']._serialized_end=2415
 # @@protoc_insertion_point(module_scope)

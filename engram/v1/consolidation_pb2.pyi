@@ -36,6 +36,7 @@ class Resolution(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     RESOLUTION_KEEP_NEWER: _ClassVar[Resolution]
     RESOLUTION_MERGE: _ClassVar[Resolution]
     RESOLUTION_OVERRIDE: _ClassVar[Resolution]
+    RESOLUTION_SUPERSEDE: _ClassVar[Resolution]
 JOB_KIND_UNSPECIFIED: JobKind
 JOB_KIND_EXPIRE: JobKind
 JOB_KIND_DEDUPE: JobKind
@@ -53,6 +54,7 @@ RESOLUTION_KEEP_BOTH: Resolution
 RESOLUTION_KEEP_NEWER: Resolution
 RESOLUTION_MERGE: Resolution
 RESOLUTION_OVERRIDE: Resolution
+RESOLUTION_SUPERSEDE: Resolution
 
 class Job(_message.Message):
     __slots__ = ("id", "kind", "state", "started_at", "finished_at", "summary", "result_json", "namespace", "done", "total", "phase", "runner")
@@ -134,16 +136,20 @@ class ListJobsResponse(_message.Message):
     def __init__(self, jobs: _Optional[_Iterable[_Union[Job, _Mapping]]] = ...) -> None: ...
 
 class Contradiction(_message.Message):
-    __slots__ = ("memory", "other", "score", "why")
+    __slots__ = ("memory", "other", "score", "why", "kind", "rule")
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     OTHER_FIELD_NUMBER: _ClassVar[int]
     SCORE_FIELD_NUMBER: _ClassVar[int]
     WHY_FIELD_NUMBER: _ClassVar[int]
+    KIND_FIELD_NUMBER: _ClassVar[int]
+    RULE_FIELD_NUMBER: _ClassVar[int]
     memory: _common_pb2.Memory
     other: _common_pb2.Memory
     score: float
     why: str
-    def __init__(self, memory: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ..., other: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ..., score: _Optional[float] = ..., why: _Optional[str] = ...) -> None: ...
+    kind: str
+    rule: str
+    def __init__(self, memory: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ..., other: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ..., score: _Optional[float] = ..., why: _Optional[str] = ..., kind: _Optional[str] = ..., rule: _Optional[str] = ...) -> None: ...
 
 class ListContradictionsRequest(_message.Message):
     __slots__ = ("caller", "topics", "limit")

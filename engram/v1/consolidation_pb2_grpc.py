@@ -84,14 +84,16 @@ class ConsolidationServicer:
         raise NotImplementedError('Method not implemented!')
 
     def ListContradictions(self, request, context):
-        """Open contradictions of the caller's namespace (flagged by the contradictions job, not resolved yet).
+        """Open contradictions and proposed updates of the caller's namespace (flagged by the contradictions job, not
+        resolved yet), each with its kind and the rule that raised it.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
     def ResolveContradiction(self, request, context):
-        """The user's answer to a flagged contradiction (admin scope): keep both, keep newer, merge or override.
+        """The user's answer to a flagged contradiction or proposed update (admin scope): keep both, keep newer, merge,
+        override or supersede.
         """
         context.set_code(grpc.StatusCode.UNIMPLEMENTED)
         context.set_details('Method not implemented!')

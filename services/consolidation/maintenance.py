@@ -26,6 +26,7 @@ from engram.llm import Llm, LlmError
 from engram.model import IMPORTANCES, Caller, Memory, MemoryInput, SearchFilter
 from engram.ownership import UNOWNED, require_admin
 from engram.results import Changed, Contradiction, MergeResult, SupersedeResult, TeamInfo
+from engram.sameness import normalized
 from engram.services.consolidation import stance
 from engram.services.consolidation.enrichment import UnusableAnswer, ask_questions, skip_reason
 from engram.services.consolidation.expiry import ExpiryJob
@@ -41,6 +42,7 @@ CONTRADICTION_NEIGHBOURS = 16
 DAY = 86400.0
 RESOLVED = "resolved"
 DEFAULT_LISTED, MAX_LISTED = 20, 100  # open contradictions listed at once
+DEFAULT_MAX_PROPOSALS = 20  # contradictions and updates one run flags per namespace (the most confident first)
 
 
 @dataclass(frozen=True, slots=True)
@@ -148,6 +150,7 @@ class Maintenance:
         expiry: ExpiryJob | None = None,
         summarizer: TeamSummarizer | None = None,
         clock: Callable[[], float] = time.time,
+        max_proposals: int = DEFAULT_MAX_PROPOSALS,
     ) -> None:
         self._search = search
         self._ingest = ingest
@@ -156,6 +159,7 @@ class Maintenance:
         self._expiry = expiry
         self._summarizer = summarizer
         self._clock = clock
+        self._max_proposals = max_proposals
 
     # -- all
 
@@ -231,8 +235,10 @@ class Maintenance:
     # -- contradictions
 
     def contradictions(self, caller: Caller, options: Mapping[str, str]) -> Work:
-        """Flags pairs about the same thing that differ in stance (no LLM needed; an LLM, when configured,
-        confirms each candidate unless {"judge": "off"}). Options: topics (comma separated)."""
+        """Flags pairs about the same thing that differ in stance, and proposes an update (the newer supersedes the
+        older) where the newer states the change; at most max_proposals a run, the most confident first (no LLM
+        needed; an LLM, when configured, confirms each candidate unless {"judge": "off"}). Options: topics (comma
+        separated)."""
         require_writer(caller)
         _only(options, "topics", "judge")
         topics = _list(options.get("topics", ""))
@@ -246,11 +252,13 @@ class Maintenance:
         system = system_caller(namespace)
         corpus = await Corpus.load(self._search, system, SearchFilter(topics=topics or []))
         checked, candidates = await asyncio.to_thread(_conflicts, corpus)
-        progress.start("contradictions", len(candidates))
-        flagged = rejected = 0
+        progress.start("contradictions", min(len(candidates), self._max_proposals))
+        flagged = rejected = updates = 0
         for newer, older, found in candidates:
+            if flagged == self._max_proposals:
+                break  # the rest wait for the next run, once these are decided
             progress.advance()
-            why = found.why
+            why, rule = found.why, found.rule
             if judge and self._llm is not None:
                 verdict = await _judge(self._llm, newer, older)
                 if verdict is False:
@@ -258,37 +266,44 @@ class Maintenance:
                     continue
                 if verdict:
                     why += f"; confirmed by {self._llm.model}"
-            note = json.dumps({"score": found.score, "why": why})
+                    rule += f"+{self._llm.model}"
+            note = json.dumps({"score": found.score, "why": why, "kind": found.kind, "rule": rule})
             try:
                 await self._ingest.relate(system, newer.id, older.id, "contradicts", note=note)
             except EngramError as e:
                 log.info("contradictions: %s / %s not flagged: %s", newer.id, older.id, e)
                 continue
             flagged += 1
-        summary = f"Flagged {flagged} possible contradictions for the user to resolve ({checked} pairs checked)."
-        return summary, {"flagged": flagged, "pairs_checked": checked, "rejected_by_judge": rejected}
+            updates += found.kind == "update"
+        deferred = max(0, len(candidates) - flagged - rejected)
+        summary = (
+            f"Flagged {flagged - updates} possible contradictions and proposed {updates} updates for the user to "
+            f"decide ({checked} pairs checked" + (f", {deferred} left for the next run)." if deferred else ").")
+        )
+        result = {"flagged": flagged, "updates": updates, "deferred": deferred, "pairs_checked": checked,
+                  "rejected_by_judge": rejected}  # fmt: skip
+        return summary, result
 
     async def list_contradictions(self, caller: Caller, *, topics: list[str], limit: int) -> list[Contradiction]:
         """The open contradictions of the caller's namespace (both memories active), most likely first: the
         flags are read in one scan, and the other memory of the most likely ones fetched until ``limit`` are open."""
-        flags: list[tuple[float, str, Memory, str]] = []
+        flags: list[tuple[dict, Memory, str]] = []
         flt = SearchFilter(relation_kinds=["contradicts"], topics=topics)
         async for page, _ in self._search.scan(caller, flt, min_seq=await log_end(self._search)):
             for memory in page:
                 for relation in memory.relations:
                     if relation.kind == "contradicts":
-                        score, why = _note(relation.note)
-                        flags.append((score, why, memory, relation.memory_id))
-        flags.sort(key=lambda flag: -flag[0])
+                        flags.append((_note(relation.note), memory, relation.memory_id))
+        flags.sort(key=lambda flag: -flag[0]["score"])
         found: list[Contradiction] = []
         wanted = max(1, min(limit or DEFAULT_LISTED, MAX_LISTED))
-        for score, why, memory, other_id in flags:
+        for note, memory, other_id in flags:
             try:
                 other = await self._search.get(caller, other_id, for_update=True)
             except EngramError:
                 continue  # purged meanwhile
             if other.status == "active":
-                found.append(Contradiction(memory, other, score, why))
+                found.append(Contradiction(memory, other, note["score"], note["why"], note["kind"], note["rule"]))
                 if len(found) == wanted:
                     break
         return found
@@ -297,7 +312,8 @@ class Maintenance:
         self, caller: Caller, memory_id: str, other_id: str, resolution: str, *, context: str = "",
         other_context: str = "", content: str = "", winner_id: str = "",
     ) -> tuple[list[Memory], str]:  # fmt: skip
-        """The user's answer to a flagged pair (admin scope): keep_both, keep_newer, merge or override."""
+        """The user's answer to a flagged pair (admin scope): keep_both, keep_newer, merge, override, or supersede
+        (accept a proposed update: the newer supersedes the older, which keeps its content in its history)."""
         require_admin(caller, "resolve contradictions (the user's decision, not an agent's)")
         one = await self._search.get(caller, memory_id, for_update=True)
         two = await self._search.get(caller, other_id, for_update=True)
@@ -329,7 +345,10 @@ class Maintenance:
             winner, loser = (one, two) if winner_id == one.id else (two, one)
             result = await self._ingest.supersede(caller, loser.id, new_id=winner.id)
             return [result.new, result.old], f"{winner.id} supersedes {loser.id}."
-        raise InvalidArgument("resolution", "give keep_both, keep_newer, merge or override.")
+        if resolution == "supersede":
+            result = await self._ingest.supersede(caller, older.id, new_id=newer.id)
+            return [result.new, result.old], f"{newer.id} supersedes {older.id} (the update is accepted)."
+        raise InvalidArgument("resolution", "give keep_both, keep_newer, merge, override or supersede.")
 
     # -- decay
 
@@ -427,7 +446,7 @@ async def log_end(search: Reader) -> int:
 def _duplicates(corpus: Corpus, force: bool) -> tuple[int, list[tuple[Memory, Memory, str]]]:
     """How many similar pairs were compared, and the merges to make: (survivor, duplicate, why), most similar
     first; a memory merged away is not compared again."""
-    pairs = corpus.pairs(stance.DUPLICATE_SIMILARITY, DUPLICATE_NEIGHBOURS)
+    pairs = corpus.pairs(stance.CLOSE_DUPLICATE_SIMILARITY, DUPLICATE_NEIGHBOURS)
     merged: set[str] = set()
     found = []
     for i, j, similarity in pairs:
@@ -443,8 +462,9 @@ def _duplicates(corpus: Corpus, force: bool) -> tuple[int, list[tuple[Memory, Me
 
 
 def _conflicts(corpus: Corpus) -> tuple[int, list[tuple[Memory, Memory, stance.Conflict]]]:
-    """How many pairs about the same thing were compared, and those that may disagree: (newer, older, conflict).
-    Pairs already related (flagged, resolved, merged, superseded) are never flagged again."""
+    """How many pairs about the same thing were compared, and those that may disagree or update one another:
+    (newer, older, conflict), the most confident first. Pairs already related (flagged, resolved, merged,
+    superseded) are never flagged again."""
     pairs = corpus.pairs(stance.CONTRADICTION_SIMILARITY, CONTRADICTION_NEIGHBOURS)
     found = []
     for i, j, similarity in pairs:
@@ -452,10 +472,11 @@ def _conflicts(corpus: Corpus) -> tuple[int, list[tuple[Memory, Memory, stance.C
         if _related(a, b):
             continue
         shared = bool((set(a.topics) | set(a.tags)) & (set(b.topics) | set(b.tags)))
-        conflict = stance.conflict(a.content, b.content, similarity, shared_topics=shared)
+        newer, older = (b, a) if (b.created_at or 0) >= (a.created_at or 0) else (a, b)
+        conflict = stance.conflict(older.content, newer.content, similarity, shared_topics=shared)
         if conflict is not None and conflict.score >= stance.CONTRADICTION_THRESHOLD:
-            newer, older = (b, a) if (b.created_at or 0) >= (a.created_at or 0) else (a, b)
             found.append((newer, older, conflict))
+    found.sort(key=lambda item: -item[2].score)  # stable: equal scores keep the most similar first
     return len(pairs), found
 
 
@@ -467,7 +488,11 @@ def _mergeable(a: Memory, b: Memory, *, force: bool) -> bool:
 
 
 def _survivor(a: Memory, b: Memory) -> tuple[Memory, Memory]:
-    """The one kept: the more important, then the more read, then the older (the original statement)."""
+    """The one kept (survivor, merged): when their texts differ, the newer (what was said last; the merged one stays
+    in history, archived with a merged-into relation); when they say it in the same words, the more important, then
+    the more read, then the older (the original statement)."""
+    if normalized(a.content) != normalized(b.content):
+        return (a, b) if (a.created_at or 0.0) > (b.created_at or 0.0) else (b, a)
 
     def key(m: Memory) -> tuple[int, int, float]:
         rank = IMPORTANCES.index(m.importance) if m.importance in IMPORTANCES else 1
@@ -488,12 +513,15 @@ def _decays(memory: Memory, policy: DecayPolicy) -> bool:
     )
 
 
-def _note(text: str) -> tuple[float, str]:
+def _note(text: str) -> dict:
+    """A flag's note: score, why, kind (contradiction or update) and the rule that raised it; a flag written before
+    kinds and rules were noted is a contradiction of no named rule."""
     try:
         data = json.loads(text)
-        return float(data.get("score", 0.0)), str(data.get("why", ""))
+        return {"score": float(data.get("score", 0.0)), "why": str(data.get("why", "")),
+                "kind": str(data.get("kind") or "contradiction"), "rule": str(data.get("rule") or "")}  # fmt: skip
     except (ValueError, TypeError, AttributeError):
-        return 0.0, text
+        return {"score": 0.0, "why": text, "kind": "contradiction", "rule": ""}
 
 
 def _union(*lists: list[str]) -> list[str]:

@@ -167,8 +167,9 @@ class ConsolidationService:
             importances=_names(self.settings.decay_importances), keep_types=_names(self.settings.decay_keep_types),
         )  # fmt: skip
         self.maintenance = Maintenance(
-            search, ingest, llm=self._connections.llm, decay=policy, expiry=self._expiry, summarizer=summarizer
-        )
+            search, ingest, llm=self._connections.llm, decay=policy, expiry=self._expiry, summarizer=summarizer,
+            max_proposals=self.settings.consolidation_max_proposals,
+        )  # fmt: skip
         self.jobs.handle("team_summary", summarizer.job)
         self.jobs.handle("expire", self._expiry.on_demand)
         self.jobs.handle("dedupe", self.maintenance.dedupe)

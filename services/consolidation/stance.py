@@ -1,17 +1,26 @@
-"""Comparing two memories without an LLM: are they the same information (dedupe), or do they disagree (contradiction)?
+"""Comparing two memories without an LLM: the same information (dedupe), an update of it, or a disagreement?
 
-Both start from a pair the dense embedding already found close. What the embedding cannot tell apart is what this
-module looks at: the words one memory has and the other lacks. Restating a fact changes only small words; a
-contradiction changes a stance: a negation on one side only, an antonym ("verbose" against "short"), or another value
-for the same attribute ("port 8080" against "port 9090", "MySQL" against "Postgres" for the same choice).
+Every pair starts from the dense embedding finding the two close. What the embedding cannot tell apart is what this
+module reads, the way a person would: the words one memory has and the other lacks, once both are written alike
+(abbreviations and spelling variants folded: "k8s" is "kubernetes", "centre" is "center"). Restating a fact changes
+only small words. A change of information shows as a negation on one side only, a state antonym ("on" / "off"),
+another value of the same attribute ("port 8080" / "port 9090"), a reversed preference ("prefers" / "hates"),
+another person in a role held by one, or another choice in the same sentence ("MySQL" / "Postgres"). When the newer
+memory says it changed ("was lowered to", "replaced X with Y", "now", "no longer": engram.updates), the pair is an
+update, proposed as a supersession. When the two differ in a scope or time qualifier ("in summer", "last year",
+"on staging") or name different entities ("Daniel" / "Chidi", "db-main" / "db-replica"), both may hold: no flag.
+Each finding names the rule that raised it.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from engram.updates import states_a_change
 
 WORD = re.compile(r"[a-z0-9]+(?:['._:/-][a-z0-9]+)*")
+CASED_WORD = re.compile(r"[A-Za-z0-9]+(?:['._:/-][A-Za-z0-9]+)*")
 NEGATIONS = frozenset({
     "not", "no", "never", "none", "nobody", "nothing", "without", "cannot", "can't", "don't", "doesn't", "didn't",
     "isn't", "aren't", "wasn't", "weren't", "won't", "shouldn't", "mustn't", "avoid", "avoids", "stop", "stopped",
@@ -20,20 +29,88 @@ NEGATIONS = frozenset({
 STOPWORDS = frozenset({
     "a", "an", "the", "is", "are", "was", "were", "be", "been", "being", "to", "of", "in", "on", "at", "for", "by",
     "with", "and", "or", "as", "it", "its", "this", "that", "these", "those", "their", "there", "they", "we", "our",
-    "user", "users", "user's", "has", "have", "had", "do", "does", "did", "so", "from", "into", "via", "any",
+    "user", "users", "has", "have", "had", "do", "does", "did", "so", "from", "into", "via", "any",
     "each", "every", "very", "really", "also", "just", "should", "would", "will", "can", "may",
     "must", "which", "who", "whom", "when", "than", "then", "now", "uses", "use", "used", "using", "his", "her",
-    "he", "she", "i", "my", "me", "you", "your", "team", "team's", "s",
+    "he", "she", "i", "my", "me", "you", "your", "team", "s", "all", "what", "where", "here", "get", "gets", "got",
+    "done", "set", "kept", "keep", "keeps", "still", "currently", "only", "over",
 })  # fmt: skip
-# Pairs of words that state opposite stances; each side may hold several forms.
+# One spelling of a word for all: abbreviations, British and American spellings, number words. Applied to both
+# texts before anything is compared, so "k8s" and "Kubernetes" are one word and never "one word for another".
+CANONICAL = {
+    "k8s": "kubernetes", "kube": "kubernetes", "db": "database", "dbs": "databases", "env": "environment",
+    "envs": "environments", "repo": "repository", "repos": "repositories", "config": "configuration",
+    "cfg": "configuration", "configs": "configurations", "prod": "production", "pr": "pull-request",
+    "prs": "pull-requests", "js": "javascript", "ts": "typescript", "py": "python", "msg": "message",
+    "msgs": "messages", "docs": "documentation", "doc": "documentation", "info": "information", "auth": "auth",
+    "approx": "approximately", "dept": "department", "mgr": "manager", "eng": "engineering", "infra": "infrastructure",
+    "ops": "operations", "svc": "service", "svcs": "services", "dir": "directory", "dirs": "directories",
+    "min": "minutes", "mins": "minutes", "sec": "seconds", "secs": "seconds", "hr": "hours", "hrs": "hours",
+    "ms": "milliseconds", "wk": "week", "wks": "weeks", "mo": "months", "yr": "years", "yrs": "years",
+    "jan": "january", "feb": "february", "apr": "april", "jun": "june", "jul": "july", "aug": "august",
+    "sep": "september", "sept": "september", "oct": "october", "nov": "november", "dec": "december",
+    "tue": "tuesday", "tues": "tuesday", "thu": "thursday", "thur": "thursday", "thurs": "thursday", "fri": "friday",
+    "one": "1", "two": "2", "three": "3", "four": "4", "five": "5", "six": "6", "seven": "7", "eight": "8",
+    "nine": "9", "ten": "10", "eleven": "11", "twelve": "12", "twenty": "20", "thirty": "30", "fifty": "50",
+    "hundred": "100", "grey": "gray", "programme": "program", "programmes": "programs", "cancelled": "canceled",
+    "travelling": "traveling", "licence": "license", "catalogue": "catalog", "dialogue": "dialog", "cheque": "check",
+    "tyre": "tire", "tyres": "tires", "aluminium": "aluminum", "mum": "mom", "whilst": "while", "amongst": "among",
+    "okay": "ok", "e-mail": "email", "wi-fi": "wifi", "on-call": "oncall", "stand-up": "standup",
+    "set-up": "setup", "log-in": "login", "sign-in": "signin", "front-end": "frontend", "back-end": "backend",
+    "pm": "pm", "am": "am",
+}  # fmt: skip
+PHRASES = (  # several words written as one, before the words are split
+    (re.compile(r"\bpull requests?\b"), lambda m: "pull-requests" if m.group(0).endswith("s") else "pull-request"),
+    (re.compile(r"\bon[ -]call\b"), lambda m: "oncall"),
+    (re.compile(r"\bdata ?cent(?:er|re)s?\b"), lambda m: "datacenter"),
+    (re.compile(r"\b(\d+)(am|pm|ms|s|m|h|d|gb|mb|kb|tb|k)\b"), lambda m: f"{m.group(1)} {m.group(2)}"),
+    (re.compile(r"\b(\d+)\s*%"), lambda m: f"{m.group(1)} percent"),
+    (re.compile(r"\b(\d+)\s*°\s*([cf])\b"), lambda m: f"{m.group(1)} degrees"),
+    (re.compile(r"\b(?:do not|does not|did not|don't|doesn't|didn't)\s+(?:like|enjoy|love)\b"), lambda m: "dislike"),
+)
+# Word forms that say the same thing; each maps to the first of its group.
+SYNONYMS = (
+    ("start", "starts", "begin", "begins", "began", "started", "begun", "kicks", "kick"),
+    ("store", "stores", "stored", "live", "lives", "kept", "sit", "sits", "saved"),
+    ("instead", "rather"),
+    ("fire", "fires", "fired", "trigger", "triggers", "triggered", "alert", "alerts"),
+    ("vegan", "vegans"),
+    ("handle", "handles", "handled", "manage", "manages", "managed", "take", "takes", "taken", "care"),
+    ("large", "big", "huge"),
+    ("small", "little", "tiny"),
+    ("show", "shows", "shown", "display", "displays", "displayed"),
+    ("need", "needs", "needed", "require", "requires", "required"),
+    ("buy", "buys", "bought", "purchase", "purchases", "purchased"),
+    ("help", "helps", "assist", "assists"),
+    ("visit", "visits", "come", "comes"),
+    ("call", "calls"),
+    ("dislike", "dislikes"),
+    ("like", "likes", "enjoy", "enjoys", "love", "loves", "fond"),
+    ("prefer", "prefers", "preferred", "favor", "favors", "favour", "favours", "want", "wants", "wanted"),
+    ("run", "runs", "ran", "running", "execute", "executes", "executed"),
+    ("make", "makes", "made", "build", "builds", "built", "create", "creates", "created"),
+    ("pick", "picked", "chose", "chosen", "choose", "selected", "select", "decided", "went"),
+    ("host", "hosts", "hosted", "deploy", "deploys", "deployed", "deployment"),
+    ("locate", "located", "based", "lives", "situated"),
+    ("talk", "talks", "speak", "speaks", "spoke"),
+    ("say", "says", "said", "tell", "tells", "told"),
+    ("fix", "fixes", "fixed", "repair", "repaired", "resolved", "resolve"),
+)
+_SYNONYM = {form: group[0] for group in SYNONYMS for form in group}
+# Pairs of words that state opposite stances; each side may hold several forms. A pair that names a preference
+# (like / hate) raises the rule "preference"; the others "antonym".
+PREFERENCE = (
+    {"love", "loves", "like", "likes", "enjoy", "enjoys", "prefer", "prefers", "want", "wants", "favor", "favors",
+     "fond"},
+    {"hate", "hates", "dislike", "dislikes", "detest", "detests", "loathe", "loathes", "avoid", "avoids"},
+)  # fmt: skip
 ANTONYMS = (
     ({"verbose", "detailed", "long", "lengthy", "thorough", "elaborate", "wordy", "longer", "more"},
      {"short", "brief", "concise", "terse", "succinct", "minimal", "shorter", "less", "fewer"}),
     ({"dark"}, {"light", "bright"}),
-    ({"love", "loves", "like", "likes", "enjoy", "enjoys", "prefer", "prefers", "want", "wants", "favor", "favors"},
-     {"hate", "hates", "dislike", "dislikes", "detest", "detests", "loathe", "loathes"}),
-    ({"enable", "enabled", "enables", "on", "turn-on", "activate", "activated"},
-     {"disable", "disabled", "disables", "off", "deactivate", "deactivated"}),
+    PREFERENCE,
+    ({"enable", "enabled", "enables", "on", "turn-on", "activate", "activated", "active"},
+     {"disable", "disabled", "disables", "off", "deactivate", "deactivated", "inactive"}),
     ({"always"}, {"never", "rarely", "seldom"}),
     ({"allow", "allowed", "allows", "permit", "permitted", "accept", "accepted", "accepts"},
      {"forbid", "forbidden", "forbids", "ban", "banned", "bans", "prohibit", "prohibited", "block", "blocked",
@@ -48,36 +125,209 @@ ANTONYMS = (
     ({"early", "morning", "mornings"}, {"late", "evening", "evenings", "night", "nights"}),
     ({"sync", "synchronous", "synchronously"}, {"async", "asynchronous", "asynchronously"}),
     ({"true", "yes"}, {"false"}),
-    ({"pass", "passes", "passed", "succeeds", "works", "fixed"}, {"fail", "fails", "failed", "broken", "flaky"}),
-    ({"required", "mandatory"}, {"optional"}),
+    ({"pass", "passes", "passed", "succeeds", "works", "fixed", "fix"}, {"fail", "fails", "failed", "broken", "flaky"}),
+    ({"required", "mandatory", "need"}, {"optional"}),
     ({"hot", "warm"}, {"cold", "cool"}),
     ({"include", "includes", "included"}, {"exclude", "excludes", "excluded"}),
     ({"before"}, {"after"}),
-    ({"manual", "manually"}, {"automatic", "automatically", "automated"}),
+    ({"manual", "manually", "hand"}, {"automatic", "automatically", "automated"}),
     ({"online"}, {"offline"}),
     ({"remote"}, {"office", "onsite", "on-site"}),
-    ({"above", "over", "maximum", "max", "most"}, {"below", "under", "minimum", "min", "least"}),
+    ({"above", "maximum", "max", "most"}, {"below", "under", "minimum", "least"}),
+    ({"connected", "plugged"}, {"disconnected", "unplugged"}),
+    ({"locked"}, {"unlocked"}),
+    ({"visible", "shown"}, {"hidden"}),
+    ({"supported"}, {"unsupported", "deprecated"}),
 )  # fmt: skip
 # Words that name a value as much as digits do: counts, days, months, units of a schedule.
 VALUE_WORDS = frozenset({
-    "zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten", "eleven", "twelve",
-    "once", "twice", "single", "double", "half", "monday", "tuesday", "wednesday", "thursday", "friday",
+    "zero", "once", "twice", "single", "double", "half", "monday", "tuesday", "wednesday", "thursday", "friday",
     "saturday", "sunday", "mondays", "tuesdays", "wednesdays", "thursdays", "fridays", "saturdays", "sundays",
     "january", "february", "march", "april", "june", "july", "august", "september", "october", "november",
-    "december", "daily", "weekly", "monthly", "yearly", "nightly", "hourly", "second", "seconds", "minute",
-    "minutes", "hour", "hours", "day", "days", "week", "weeks", "month", "months", "year", "years", "utc", "cet",
-    "pst", "est", "gmt", "top", "bottom", "left", "right", "first", "last", "celsius", "fahrenheit",
+    "december", "daily", "weekly", "monthly", "yearly", "nightly", "hourly", "biweekly", "quarterly", "utc", "cet",
+    "pst", "est", "gmt", "top", "bottom", "left", "right", "first", "celsius", "fahrenheit", "noon", "midnight",
+    "am", "pm", "morning", "mornings", "afternoon", "afternoons", "evening", "evenings", "night", "nights",
 })  # fmt: skip
-DUPLICATE_SIMILARITY = 0.88  # dense cosine from which a pair may be the same information restated
-DUPLICATE_OVERLAP = 0.5  # and the share of content words both have (Jaccard)
+DAYS = frozenset(d for d in VALUE_WORDS if d.endswith(("day", "days")) and d not in ("daily",))
+MONTHS = frozenset({
+    "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november",
+    "december",
+})  # fmt: skip
+FREQUENCIES = frozenset({"once", "twice", "daily", "weekly", "monthly", "yearly", "nightly", "hourly", "biweekly",
+                         "quarterly"})  # fmt: skip
+DAYTIMES = frozenset({"morning", "mornings", "afternoon", "afternoons", "evening", "evenings", "night", "nights",
+                      "noon", "midnight", "am", "pm"})  # fmt: skip
+UNITS = frozenset({
+    "second", "seconds", "minute", "minutes", "hour", "hours", "day", "days", "week", "weeks", "month", "months",
+    "year", "years", "milliseconds", "percent", "degrees", "gb", "mb", "kb", "tb", "k", "m", "h", "d",
+})  # fmt: skip
+# Words that place a statement in a scope or a time: two statements that differ in one may both hold ("in summer" /
+# "outside summer", "last year" / "this year", "on staging" / "in production").
+QUALIFIERS = frozenset({
+    "summer", "winter", "spring", "autumn", "weekend", "weekends", "weekday", "weekdays", "weeknight", "weeknights",
+    "holiday", "holidays", "vacation", "outside", "except", "last", "next", "previous", "previously",
+    "formerly", "past", "future", "staging", "production", "development", "dev", "test", "testing", "qa", "sandbox",
+    "local", "locally", "ci", "ios", "android", "web", "desktop", "backend", "frontend", "internal", "external",
+    "school", "term", "semester", "season", "peak", "off-peak", "today", "tomorrow", "yesterday", "tonight",
+    "q1", "q2", "q3", "q4", "beta", "alpha", "canary", "preview", "legacy", "v1", "v2", "v3", "eu", "us", "emea",
+    "apac", "europe", "asia", "america", "americas", "unless", "until",
+})  # fmt: skip
+# Roles one person holds at a time: another name in one is another fact, not another scope.
+ROLES = frozenset({
+    "owner", "owns", "owned", "lead", "leads", "led", "manager", "manages", "oncall", "responsible", "maintainer",
+    "maintains", "maintained", "charge", "contact", "head", "heads", "assigned", "assignee", "ceo", "cto", "pm",
+    "driver", "drives", "approver", "approves", "reviewer", "captain", "chair", "chairs", "runs", "admin",
+    "administrator", "dri", "point", "took", "over", "handles", "handle", "coach", "teacher", "doctor", "dentist",
+    "pediatrician", "babysitter", "nanny", "tutor", "picks", "pick",
+})  # fmt: skip
+# Words a restatement of a choice uses to name what was not chosen ("pnpm, not npm", "Vitest instead of Jest").
+CONTRAST = re.compile(r"(?:,|;|\(|\u2014|-)\s*(?:and\s+)?not\s+|\binstead of\s+|\brather than\s+")
+RANKED_OVER = re.compile(r"\b(?:prefer|favou?r|like|chose|choose|pick)\w*\b[^,.;]*?\s(over)\s+\w", re.IGNORECASE)
+CHANGE_WORDS = frozenset({
+    "now", "longer", "anymore", "moved", "switched", "replaced", "replacing", "took", "taken", "upgraded",
+    "downgraded", "migrated", "changed", "instead", "raised", "lowered", "increased", "decreased", "reduced", "cut",
+    "bumped", "relaxed", "tightened", "resized", "renamed", "retired", "dropped", "updated", "rotated", "again",
+    "became", "become", "becomes", "promoted", "reassigned", "transferred", "handed", "new", "from", "went",
+})  # fmt: skip
+
+DUPLICATE_SIMILARITY = 0.86  # dense cosine from which a pair may be the same information restated
+CLOSE_DUPLICATE_SIMILARITY = 0.74  # ... when nearly all their words are the same once written alike
+DUPLICATE_OVERLAP = 0.5  # the share of content words both have (Jaccard) at DUPLICATE_SIMILARITY
+CLOSE_DUPLICATE_OVERLAP = 0.7  # ... and at CLOSE_DUPLICATE_SIMILARITY
 CONTRADICTION_SIMILARITY = 0.55  # dense cosine from which a pair is about the same thing
 CONTRADICTION_THRESHOLD = 0.5  # the score from which a pair is flagged
-SCOPE_PENALTY = 0.55  # what a conflict's score keeps when each side also names something the other does not
-SCOPE = " (but each names something the other does not: another scope?)"
+UPDATE_COVERAGE = 0.5  # an update repeats at least this share of the older memory's content words
+SCOPE_PENALTY = 0.55  # what a finding's score keeps when each side also names something the other does not
+
+
+@dataclass(frozen=True, slots=True)
+class Reading:
+    """A memory's text as this module compares it: its words written alike, and what they say about stance."""
+
+    text: str
+    all_words: tuple[str, ...]  # every word, canonical
+    content: frozenset[str]  # without stop words and negations
+    stems: frozenset[str]
+    names: frozenset[str]  # capitalized words inside a sentence: people, products, places (canonical, lower)
+    negated: bool
+    change: bool  # it says something changed (engram.updates.states_a_change)
+    rejected: frozenset[str] = field(default_factory=frozenset)  # what a choice restated names as not chosen
+
+    @classmethod
+    def of(cls, text: str) -> Reading:
+        plain, rejected = _split_contrast(text)
+        every = tuple(words(text))
+        content = frozenset(w for w in every if w not in STOPWORDS and w not in NEGATIONS)
+        return cls(
+            text=text, all_words=every, content=content, stems=frozenset(_stem(w) for w in content),
+            names=_names(text), negated=_negated(plain), change=states_a_change(plain),
+            rejected=frozenset(w for w in words(rejected) if w not in STOPWORDS),
+        )  # fmt: skip
+
+
+@dataclass(frozen=True, slots=True)
+class Conflict:
+    """A pair that may need a person's decision: a contradiction, or an update (the newer replaces the older)."""
+
+    score: float
+    why: str
+    rule: str = "negation"  # the rule that raised it: negation, antonym, preference, value, person, choice, order,
+    # update
+    kind: str = "contradiction"  # or "update": the newer states the change; accepting it supersedes the older
 
 
 def words(text: str) -> list[str]:
-    return WORD.findall(text.lower().replace("\u2019", "'"))
+    """The words of ``text``, lowercase and canonical ("k8s" -> "kubernetes", "colour" -> "color")."""
+    lowered = text.lower().replace("\u2019", "'")
+    for pattern, replace in PHRASES:
+        lowered = pattern.sub(replace, lowered)
+    return [_canonical(w) for w in WORD.findall(lowered)]
+
+
+def _canonical(word: str) -> str:
+    if word.endswith("'s") and len(word) > 3:
+        word = word[:-2]
+    elif word.endswith("s'") and len(word) > 3:
+        word = word[:-1]
+    if word in CANONICAL:
+        return CANONICAL[word]
+    if "-" in word:  # "two-space" -> "2-space"
+        head, _, tail = word.partition("-")
+        if head in CANONICAL and CANONICAL[head].isdigit():
+            return f"{CANONICAL[head]}-{tail}"
+    return _british(word)
+
+
+def _british(word: str) -> str:
+    """The American spelling of a British one: colour, centre, organise, analyse, behaviour."""
+    if len(word) < 5 or any(c.isdigit() for c in word):
+        return word
+    for british, american in (("iour", "ior"), ("lour", "lor"), ("vour", "vor"), ("nour", "nor"), ("bour", "bor"),
+                              ("mour", "mor"), ("gour", "gor")):  # fmt: skip
+        if word.endswith(british) or word.endswith(british + "s"):
+            return word.replace(british, american)
+    for british, american in (("tres", "ters"), ("tre", "ter")):
+        if word.endswith(british) and len(word) > 5:
+            return word[: -len(british)] + american
+    for british, american in (("isation", "ization"), ("isations", "izations"), ("ising", "izing"), ("ised", "ized"),
+                              ("ises", "izes"), ("yse", "yze"), ("ysed", "yzed"), ("ysing", "yzing")):  # fmt: skip
+        if word.endswith(british) and len(word) > len(british) + 2:
+            return word[: -len(british)] + american
+    if (
+        word.endswith("ise")
+        and len(word) > 6
+        and word
+        not in (
+            "exercise",
+            "otherwise",
+            "premise",
+            "promise",
+            "expertise",
+            "enterprise",
+            "compromise",
+            "advise",
+            "surprise",
+            "franchise",
+            "merchandise",
+            "precise",
+        )
+    ):
+        return word[:-3] + "ize"  # fmt: skip
+    return word
+
+
+def _split_contrast(text: str) -> tuple[str, str]:
+    """``text`` without what a restated choice names as not chosen, and that: "pnpm, not npm, for the portal" ->
+    ("pnpm for the portal", "npm")."""
+    match = CONTRAST.search(text)
+    ranked = RANKED_OVER.search(text)
+    if ranked is not None and (match is None or ranked.start(1) < match.start()):
+        start = ranked.start(1)
+        rest = text[ranked.end(1) :]
+        end = re.search(r"[,;.)\u2014]|\s(?:for|in|on|at|because|since|as|and|but|when)\s", rest)
+        cut = end.start() if end else len(rest)
+        return text[:start] + " " + rest[cut:], rest[:cut]
+    if match is None:
+        return text, ""
+    rest = text[match.end() :]
+    end = re.search(r"[,;.)\u2014]|\s(?:for|in|on|at|because|since|as|and|but)\s", rest)
+    cut = end.start() if end else len(rest)
+    return text[: match.start()] + " " + rest[cut:], rest[:cut]
+
+
+def _names(text: str) -> frozenset[str]:
+    """Capitalized words that do not start a sentence (Daniel, Postgres, BigQuery), canonical and lowercase."""
+    found = set()
+    starts = True
+    for match in re.finditer(r"[.!?:;]\s+|" + CASED_WORD.pattern, text):
+        token = match.group(0)
+        if not token[0].isalnum():
+            starts = True
+            continue
+        if token[0].isupper() and not starts and not token.isupper():
+            found.update(words(token))
+        starts = False
+    return frozenset(found)
 
 
 def content_words(text: str) -> set[str]:
@@ -85,15 +335,21 @@ def content_words(text: str) -> set[str]:
 
 
 def is_value(word: str) -> bool:
-    """A word that names a value: has a digit (8080, 3.11, v2, db-prod-1, 01:00), or is a count, a day, a month."""
+    """A word that names a value: has a digit (8080, 3.11, v2, db-prod-1, 01:00), or is a day, a month, a unit."""
     return word in VALUE_WORDS or any(c.isdigit() for c in word)
 
 
-def overlap(a: set[str], b: set[str]) -> float:
+def _is_identifier(word: str) -> bool:
+    """A name made for machines: db-main, ci_cache, eu-west-1, max_connections."""
+    return any(c in word for c in "-_/") and not word.endswith("-request") and not word.endswith("-requests")
+
+
+def overlap(a: set[str] | frozenset[str], b: set[str] | frozenset[str]) -> float:
     return len(a & b) / len(a | b) if a | b else 1.0
 
 
 def _stem(word: str) -> str:
+    word = _SYNONYM.get(word, word)
     for suffix in ("ing", "ed", "es", "s"):
         if len(word) > len(suffix) + 2 and word.endswith(suffix):
             return word[: -len(suffix)]
@@ -104,16 +360,17 @@ def _negated(text: str) -> bool:
     return any(w in NEGATIONS or w.endswith("n't") for w in words(text))
 
 
-def _antonyms(only_a: set[str], only_b: set[str]) -> tuple[str, str] | None:
+def _antonyms(only_a: set[str] | frozenset[str], only_b: set[str] | frozenset[str]) -> tuple[str, str, bool] | None:
+    """Words of opposite stance, one on each side: (a's, b's, whether they name a preference)."""
     for one, other in ANTONYMS:
         for x, y in ((one, other), (other, one)):
             left, right = only_a & x, only_b & y
             if left and right:
-                return sorted(left)[0], sorted(right)[0]
+                return sorted(left)[0], sorted(right)[0], (one, other) == PREFERENCE
     return None
 
 
-def _substitution(only_a: set[str], only_b: set[str]) -> str | None:
+def _substitution(only_a: set[str] | frozenset[str], only_b: set[str] | frozenset[str]) -> str | None:
     """A word of one replaced by another word of the other: "eu" for "us", "race" for "timeout". Restating adds or
     drops words, or writes one differently ("stand-up", "db" for "database", "chose" for "chosen"); replacing one
     usually changes the information."""
@@ -128,12 +385,16 @@ def _substitution(only_a: set[str], only_b: set[str]) -> str | None:
 
 
 def _flat(word: str) -> str:
-    return word.replace("-", "").replace("'", "").replace(".", "")
+    return word.replace("-", "").replace("'", "").replace(".", "").replace("_", "")
 
 
 def _same_word(x: str, y: str) -> bool:
     """Two spellings or forms of one word: "wi-fi"/"wifi", "manage"/"manag", "max"/"maximum", "db"/"database"."""
+    if x == y or _SYNONYM.get(x, x) == _SYNONYM.get(y, y):
+        return True
     if "-" in x and "-" in y:  # identifiers (ci-cache-eu, db-prod-1): alike only when equal
+        return _flat(x) == _flat(y)
+    if is_value(x) or is_value(y):
         return _flat(x) == _flat(y)
     x, y = _flat(x), _flat(y)
     if x == y or _abbreviates(x, y) or _abbreviates(y, x):
@@ -154,78 +415,223 @@ def _abbreviates(short: str, long: str) -> bool:
     return all(c in letters for c in short)
 
 
+def _qualifiers(reading: Reading) -> set[str]:
+    """The scope and time words of a memory, and its years (2023): where or when it holds."""
+    found = {w for w in reading.all_words if w in QUALIFIERS}
+    return found | {w for w in reading.all_words if re.fullmatch(r"(?:19|20)\d\d", w)}
+
+
+def _values(words_: set[str] | frozenset[str]) -> set[str]:
+    return {w for w in words_ if is_value(w) and w not in UNITS}
+
+
+def _value_kind(word: str) -> str:
+    """What a value measures, so "16" (a version) and "nightly" (a schedule) are not two values of one attribute."""
+    if word in DAYS:
+        return "day"
+    if word in MONTHS:
+        return "date"
+    if word in FREQUENCIES:
+        return "frequency"
+    if word in DAYTIMES or re.fullmatch(r"\d{1,2}:\d\d", word):
+        return "time"
+    return "number" if any(c.isdigit() for c in word) else word
+
+
+def _stance_word(word: str) -> bool:
+    return any(word in x or word in y for x, y in ANTONYMS) or word in CHANGE_WORDS or word in ROLES
+
+
+def _other_entities(a: Reading, b: Reading) -> str | None:
+    """What names different things on each side: another person, product or identifier (not a value)."""
+
+    def things(one: Reading, other: Reading) -> set[str]:
+        only = one.content - other.content
+        named = {w for w in only if (w in one.names or _is_identifier(w)) and not _stance_word(w) and not is_value(w)}
+        return {w for w in named if not any(_same_word(w, y) for y in other.content)}
+
+    left, right = things(a, b), things(b, a)
+    if left and right:
+        return f"{', '.join(sorted(left))} / {', '.join(sorted(right))}"
+    return None
+
+
+def _single_role(a: Reading, b: Reading) -> bool:
+    return bool((a.content | b.content) & ROLES)
+
+
 def is_duplicate(a: str, b: str, similarity: float) -> tuple[bool, str]:
-    """Whether ``b`` restates ``a``: close in meaning, mostly the same words, and no word of its own that changes
-    the information (a value, a negation, an antonym)."""
-    if similarity < DUPLICATE_SIMILARITY:
-        return False, f"similarity {similarity:.2f} < {DUPLICATE_SIMILARITY}"
-    wa, wb = content_words(a), content_words(b)
-    sa, sb = {_stem(w) for w in wa}, {_stem(w) for w in wb}
-    share = overlap(sa, sb)
-    if share < DUPLICATE_OVERLAP:
-        return False, f"word overlap {share:.2f} < {DUPLICATE_OVERLAP}"
-    if _negated(a) != _negated(b):
-        return False, "one of them is negated"
-    values = {w for w in wa ^ wb if is_value(w)}
-    if values:
-        return False, f"different values: {', '.join(sorted(values))}"
-    ra, rb = set(words(a)), set(words(b))
-    if (pair := _antonyms(ra - rb, rb - ra)) is not None:
-        return False, f"opposite words: {pair[0]} / {pair[1]}"
-    if (swap := _substitution(sa - sb, sb - sa)) is not None:
-        return False, f"one word for another: {swap}"
+    """Whether ``b`` restates ``a``: close in meaning, mostly the same words once written alike, and nothing that
+    changes the information: a value, a negation, an antonym, a person or thing, a scope or time, a stated change."""
+    if similarity < CLOSE_DUPLICATE_SIMILARITY:
+        return False, f"similarity {similarity:.2f} < {CLOSE_DUPLICATE_SIMILARITY}"
+    ra, rb = Reading.of(a), Reading.of(b)
+    share = overlap(ra.stems, rb.stems)
+    wanted = DUPLICATE_OVERLAP if similarity >= DUPLICATE_SIMILARITY else CLOSE_DUPLICATE_OVERLAP
+    if share < wanted:
+        return False, f"word overlap {share:.2f} < {wanted} at similarity {similarity:.2f}"
+    if (why := _differs(ra, rb)) is not None:
+        return False, why
     return True, f"similarity {similarity:.2f}, word overlap {share:.2f}"
 
 
-@dataclass(frozen=True, slots=True)
-class Conflict:
-    score: float
-    why: str
-
-
-def _other_scope(only_a: set[str], only_b: set[str]) -> bool:
-    """Both sides name something besides the stance words (values, antonyms, negations): "enabled in staging"
-    against "disabled in production" may both hold."""
-
-    def rest(only: set[str]) -> set[str]:
-        return {w for w in only if not is_value(w) and not any(w in x or w in y for x, y in ANTONYMS)}
-
-    return bool(rest(only_a)) and bool(rest(only_b))
+def _differs(ra: Reading, rb: Reading) -> str | None:
+    """What makes two close texts say different things, or None when they say the same."""
+    if ra.negated != rb.negated:
+        return "one of them is negated"
+    if ra.change != rb.change:
+        return "one of them states a change (an update, not a duplicate)"
+    values = _values(ra.content ^ rb.content)
+    if values:
+        return f"different values: {', '.join(sorted(values))}"
+    if _qualifiers(ra) != _qualifiers(rb):
+        return f"another scope or time: {', '.join(sorted(_qualifiers(ra) ^ _qualifiers(rb)))}"
+    every_a, every_b = set(ra.all_words), set(rb.all_words)
+    if (pair := _antonyms(every_a - every_b, every_b - every_a)) is not None:
+        return f"opposite words: {pair[0]} / {pair[1]}"
+    if ra.rejected and rb.rejected and ra.rejected != rb.rejected:
+        return "another alternative set aside"
+    if _set_aside(ra, rb):
+        return f"one sets aside what the other chose: {', '.join(sorted(_set_aside(ra, rb)))}"
+    if (things := _other_entities(ra, rb)) is not None:
+        return f"other people or things: {things}"
+    if (swap := _substitution(ra.stems - rb.stems, rb.stems - ra.stems)) is not None:
+        return f"one word for another: {swap}"
+    return None
 
 
 def conflict(a: str, b: str, similarity: float, *, shared_topics: bool = True) -> Conflict | None:
-    """Whether ``a`` and ``b`` may disagree, with a score in 0..1 and why; None when nothing points to it.
+    """Whether ``a`` (the older) and ``b`` (the newer) may disagree, with a score in 0..1, why, the rule that found it
+    and its kind ("update" when the newer states the change); None when nothing points to it.
 
-    The pair must be about the same thing (dense similarity, raised when they share no topic or tag) and differ in
-    stance: a negation on one side only, an antonym, or another value in the same sentence frame.
+    The pair must be about the same thing (dense similarity, raised when they share no topic or tag), not restate
+    each other, not differ in scope, time or entity, and differ in stance: a negation on one side only, an antonym,
+    a reversed preference, another value in the same frame, another person in a single-holder role, or another
+    choice in the same sentence.
     """
     floor = CONTRADICTION_SIMILARITY if shared_topics else CONTRADICTION_SIMILARITY + 0.15
     if similarity < floor:
         return None
-    wa, wb = content_words(a), content_words(b)
-    sa, sb = {_stem(w) for w in wa}, {_stem(w) for w in wb}
-    only_a, only_b = wa - wb, wb - wa
-    frame = overlap({w for w in sa if not is_value(w)}, {w for w in sb if not is_value(w)})
-    reasons: list[tuple[float, str]] = []
-    scoped = _other_scope(only_a, only_b)
-    if wa == wb and [w for w in words(a) if w in wa] != [w for w in words(b) if w in wb] and not _negated(a):
-        reasons.append((0.75, "the same words in another order (X over Y against Y over X)"))
-    if _negated(a) != _negated(b) and frame >= 0.4:
-        negated = "the second" if _negated(b) else "the first"
-        reasons.append((0.55 + 0.4 * frame, f"{negated} negates what the other states"))
-    if (pair := _antonyms(only_a, only_b)) is not None:
-        score = (0.5 + 0.4 * similarity) * (SCOPE_PENALTY if scoped else 1.0)
-        reasons.append((score, f"opposite words: '{pair[0]}' against '{pair[1]}'" + (SCOPE if scoped else "")))
-    values_a, values_b = {w for w in only_a if is_value(w)}, {w for w in only_b if is_value(w)}
-    if values_a and values_b and frame >= 0.3:
-        shown = f"{', '.join(sorted(values_a))} against {', '.join(sorted(values_b))}"
-        score = (0.45 + 0.5 * frame) * (SCOPE_PENALTY if scoped else 1.0)
-        reasons.append((score, f"different values in the same statement: {shown}" + (SCOPE if scoped else "")))
-    elif frame >= 0.5 and 1 <= len(sa - sb) <= 2 and 1 <= len(sb - sa) <= 2 and not reasons:
-        shown = f"{', '.join(sorted(only_a))} against {', '.join(sorted(only_b))}"
-        reasons.append((0.3 + 0.5 * frame, f"the same statement with another value: {shown}"))
-    if not reasons:
+    ra, rb = Reading.of(a), Reading.of(b)
+    if is_duplicate(a, b, similarity)[0]:
+        return None  # the same information: dedupe's, never a contradiction
+    if _qualifiers(ra) != _qualifiers(rb) and not {"only"} <= set(ra.all_words) & set(rb.all_words):
+        return None  # "in summer" / "outside summer", "on staging" / "in production": both may hold
+    found = _reasons(ra, rb, similarity)
+    if not found:
         return None
-    score = min(1.0, max(r[0] for r in reasons) * (0.7 + 0.3 * similarity))
-    why = "; ".join(r[1] for r in sorted(reasons, key=lambda r: -r[0]))
-    return Conflict(round(score, 3), f"{why} (similarity {similarity:.2f})")
+    score, rule, why = max(found, key=lambda r: r[0])
+    score = min(1.0, score * (0.7 + 0.3 * similarity))
+    kind = "update" if rb.change and not ra.change else "contradiction"
+    if kind == "update":
+        why = f"the newer states a change; {why}" if rule != "update" else why
+    return Conflict(round(score, 3), f"{why} (similarity {similarity:.2f})", rule, kind)
+
+
+def _reasons(ra: Reading, rb: Reading, similarity: float) -> list[tuple[float, str, str]]:
+    """Every rule that finds a disagreement: (score before similarity, rule, why)."""
+    only_a, only_b = ra.content - rb.content, rb.content - ra.content
+    frame = overlap({w for w in ra.stems if not is_value(w)}, {w for w in rb.stems if not is_value(w)})
+    entities = _other_entities(ra, rb)
+    subjects = entities is not None and _names_subject(ra, rb)
+    scoped = _other_scope(only_a, only_b)
+    found: list[tuple[float, str, str]] = []
+    every_a, every_b = set(ra.all_words), set(rb.all_words)
+    if (pair := _antonyms(every_a - every_b, every_b - every_a)) is not None and not subjects:
+        rule = "preference" if pair[2] else "antonym"
+        score = (0.55 + 0.4 * similarity) * (SCOPE_PENALTY if scoped or entities else 1.0)
+        found.append((score, rule, f"opposite words: '{pair[0]}' against '{pair[1]}'"))
+    if ra.negated != rb.negated and frame >= 0.4 and not subjects:
+        negated = "the newer" if rb.negated else "the older"
+        score = (0.55 + 0.4 * frame) * (SCOPE_PENALTY if entities else 1.0)
+        found.append((score, "negation", f"{negated} negates what the other states"))
+    elif (chosen := _set_aside(ra, rb)) and frame >= 0.3:
+        found.append((0.8, "choice", f"one sets aside what the other chose: {', '.join(sorted(chosen))}"))
+    if (values := _value_change(ra, rb, frame)) is not None and not subjects:
+        score = (0.45 + 0.5 * frame) * (SCOPE_PENALTY if scoped or entities else 1.0)
+        found.append((score, "value", f"another value of the same attribute: {values}"))
+    if (person := _person(ra, rb, frame)) is not None:
+        found.append((0.85, "person", f"another person in the same role: {person}"))
+    elif not found and frame >= 0.5 and not subjects:
+        swap = _substitution(ra.stems - rb.stems, rb.stems - ra.stems)
+        if swap is not None and _choice(ra, rb):
+            found.append((0.3 + 0.5 * frame, "choice", f"another choice in the same statement: {swap}"))
+    if _same_order_reversed(ra, rb):
+        found.append((0.75, "order", "the same words in another order (X over Y against Y over X)"))
+    if not found and rb.change and not subjects and _updates(ra, rb):
+        found.append((0.75, "update", "the newer states a change of what the older says"))
+    return found
+
+
+def _set_aside(ra: Reading, rb: Reading) -> set[str]:
+    """What one names as not chosen ("Vue, not React") and the other states ("written in React")."""
+    return set((ra.rejected & (rb.content - rb.rejected)) | (rb.rejected & (ra.content - ra.rejected)))
+
+
+def _value_change(ra: Reading, rb: Reading, frame: float) -> str | None:
+    """Another value of the same kind (a time for a time, a day for a day) in the same frame: "port 8080" / "port
+    9090"; or a value one side adds where the frame is the same ("every week" / "every 2 weeks")."""
+    values_a, values_b = _values(ra.content - rb.content), _values(rb.content - ra.content)
+    if values_a and values_b:
+        kinds_a, kinds_b = {_value_kind(w) for w in values_a}, {_value_kind(w) for w in values_b}
+        if frame >= 0.4 and kinds_a & kinds_b:
+            return f"{', '.join(sorted(values_a))} against {', '.join(sorted(values_b))}"
+        return None
+    if (values_a or values_b) and frame >= 0.6 and not _other_scope(ra.content - rb.content, rb.content - ra.content):
+        return f"{', '.join(sorted(values_a)) or 'none'} against {', '.join(sorted(values_b)) or 'none'}"
+    return None
+
+
+def _other_scope(only_a: set[str] | frozenset[str], only_b: set[str] | frozenset[str]) -> bool:
+    """Both sides name something besides the stance words (values, antonyms, negations, changes): "enabled for
+    feature branches" against "disabled for release branches" may both hold."""
+
+    def rest(only: set[str] | frozenset[str]) -> set[str]:
+        return {w for w in only if not is_value(w) and w not in UNITS and not _stance_word(w)}
+
+    left, right = rest(only_a), rest(only_b)
+    return bool(left) and bool(right) and not any(_same_word(x, y) for x in left for y in right)
+
+
+def _names_subject(ra: Reading, rb: Reading) -> bool:
+    """Whether what differs is what the statements are about (their first content word): "Daniel reviews ..." /
+    "Chidi reviews ...", unless the statement is a role one person holds."""
+    if _single_role(ra, rb):
+        return False
+    firsts = {next((w for w in r.all_words if w in r.content), "") for r in (ra, rb)}
+    return bool(firsts - (ra.content & rb.content))
+
+
+def _person(ra: Reading, rb: Reading, frame: float) -> str | None:
+    """Another name in a role one person holds: "Priya owns billing" / "Marco owns billing"."""
+    left, right = ra.names - rb.names - rb.content, rb.names - ra.names - ra.content
+    if not left or not right or len(left) > 2 or len(right) > 2 or not _single_role(ra, rb) or frame < 0.3:
+        return None
+    return f"{', '.join(sorted(left))} / {', '.join(sorted(right))}"
+
+
+def _choice(ra: Reading, rb: Reading) -> bool:
+    """Whether the words swapped name things chosen (capitalized, or a tool's lowercase name), not a rewording."""
+    swapped = (ra.content ^ rb.content) - CHANGE_WORDS
+    return any(w in ra.names or w in rb.names for w in swapped) or len(swapped) <= 2
+
+
+def _same_order_reversed(ra: Reading, rb: Reading) -> bool:
+    """ "X over Y" against "Y over X": the same words, another order, and a word that ranks."""
+    if ra.content != rb.content or ra.negated or ra.rejected or rb.rejected:
+        return False
+    ranks = {"over", "than", "before", "after", "rather", "instead", "vs", "versus", "above", "below", "then"}
+    if not (set(ra.all_words) & ranks):
+        return False
+    return [w for w in ra.all_words if w in ra.content] != [w for w in rb.all_words if w in rb.content]
+
+
+def _updates(ra: Reading, rb: Reading) -> bool:
+    """The newer repeats most of what the older says and adds what changed: "the frontend uses Jest" / "the
+    frontend replaced Jest with Vitest"."""
+    older = {w for w in ra.stems if w not in CHANGE_WORDS}
+    if not older:
+        return False
+    covered = sum(any(_same_word(w, y) for y in rb.stems) for w in older) / len(older)
+    added = {w for w in rb.stems - ra.stems if w not in CHANGE_WORDS and _stem(w) not in CHANGE_WORDS}
+    return covered >= UPDATE_COVERAGE and bool(added)

@@ -146,13 +146,14 @@ async def test_dedupe_merges_one_owners_near_duplicates_once_and_never_across_ow
     assert job.total >= 1 and job.done == job.total and job.phase == "dedupe"
     assert (await kit.jobs.get_job(alice, job.id)).result == job.result
     seq = await kit.settled()
-    survivor = await kit.search.get(alice, first.memory.id, min_seq=seq)
-    merged = await kit.search.get(alice, again.memory.id, min_seq=seq)
+    # Their texts differ: the newer one survives, the older stays readable, archived into it.
+    survivor = await kit.search.get(alice, again.memory.id, min_seq=seq)
+    merged = await kit.search.get(alice, first.memory.id, min_seq=seq)
     assert merged.status == "archived"
-    assert [(r.kind, r.memory_id) for r in merged.relations] == [("merged-into", first.memory.id)]
-    assert survivor.status == "active" and survivor.metadata["merged_from"] == [again.memory.id]
+    assert [(r.kind, r.memory_id) for r in merged.relations] == [("merged-into", again.memory.id)]
+    assert survivor.status == "active" and survivor.metadata["merged_from"] == [first.memory.id]
     assert set(survivor.tags) >= {"db", "staging"}
-    history = await kit.search.history(alice, first.memory.id, min_seq=seq)
+    history = await kit.search.history(alice, again.memory.id, min_seq=seq)
     assert [v.event for v in history.versions][-1] == "memory_merged"
     for other in (theirs, near_miss, secret):  # another owner, another value, a secret one
         assert (await kit.search.get(alice, other.memory.id, min_seq=seq)).status == "active"
@@ -160,10 +161,45 @@ async def test_dedupe_merges_one_owners_near_duplicates_once_and_never_across_ow
     assert again_job.result["merged"] == 0, "a second run finds nothing left to merge"
     with pytest.raises(errors.PermissionDenied, match="admin"):
         await kit.jobs.run_job(alice, "dedupe", {"force": "true"})
-    forced = await kit.jobs.run_job(agent(ns, "lead", admin=True), "dedupe", {"force": "true"})
-    assert forced.result["merged"] == 1  # bob's copy, by an admin
+    lead = agent(ns, "lead", admin=True)
+    forced = await kit.jobs.run_job(lead, "dedupe", {"force": "true"})
+    assert forced.result["merged"] == 1  # bob's copy, by an admin: the newer, it survives
+    seq = await kit.settled()
+    assert (await kit.search.get(alice, theirs.memory.id, min_seq=seq)).status == "active"
     with pytest.raises(errors.InvalidArgument, match="secret"):
-        await kit.ingest.merge(alice, [secret.memory.id], into_id=first.memory.id)
+        await kit.ingest.merge(lead, [secret.memory.id], into_id=theirs.memory.id, force=True)
+
+
+async def test_dedupe_merges_abbreviations_spellings_and_reorderings_into_the_newer_and_never_an_update(
+    kit: Kit,
+) -> None:
+    ns = unique("ns")
+    me = agent(ns, "alice")
+    pairs = [
+        ("Kubernetes runs the staging cluster of the web portal.", "k8s runs the staging cluster of the web portal."),
+        ("The backup data center is in Frankfurt.", "The backup data centre is in Frankfurt."),
+        ("Grandma visits every Sunday for lunch.", "Every Sunday Grandma visits for lunch."),
+    ]  # fmt: skip
+    saved = []
+    for older, newer in pairs:
+        a = await kit.ingest.save(me, MemoryInput(content=older))
+        b = await kit.ingest.save(me, MemoryInput(content=newer))
+        saved.append((a.memory.id, b.memory.id))
+    jest = await kit.ingest.save(me, MemoryInput(content="The mobile app's frontend tests use Jest."))
+    vitest = await kit.ingest.save(
+        me, MemoryInput(content="The mobile app's frontend tests replaced Jest with Vitest.")
+    )
+    pool = await kit.ingest.save(me, MemoryInput(content="max_connections on db-main is 200."))
+    lowered = await kit.ingest.save(me, MemoryInput(content="max_connections on db-main was lowered to 120."))
+    await kit.settled()
+    job = await kit.jobs.run_job(me, "dedupe")
+    assert job.result["merged"] == 3, job
+    seq = await kit.settled()
+    for older, newer in saved:
+        assert (await kit.search.get(me, newer, min_seq=seq)).status == "active", "the newer text survives"
+        assert (await kit.search.get(me, older, min_seq=seq, for_update=True)).status == "archived"
+    for update in (jest, vitest, pool, lowered):  # an update is proposed (contradictions), never merged
+        assert (await kit.search.get(me, update.memory.id, min_seq=seq)).status == "active"
 
 
 async def test_dedupe_never_reaches_into_another_namespace(kit: Kit) -> None:
@@ -236,6 +272,52 @@ async def test_contradictions_are_flagged_listed_and_resolved_by_the_user_four_w
     await kit.settled()
     assert await kit.jobs.contradictions(me) == []
     assert (await kit.jobs.run_job(me, "contradictions")).result["flagged"] == 0, "resolved pairs stay resolved"
+
+
+async def test_an_update_is_proposed_with_its_kind_and_rule_beside_contradictions_and_accepting_it_supersedes(
+    kit: Kit,
+) -> None:
+    ns = unique("ns")
+    me, user = agent(ns, "alice"), agent(ns, "owner", admin=True)
+    other = agent(ns, "bob")
+    older = await kit.ingest.save(me, MemoryInput(content="max_connections on db-main is 200.", topics=["db"]))
+    newer = await kit.ingest.save(other, MemoryInput(content="max_connections on db-main was lowered to 120.",
+                                                     topics=["db"]))  # fmt: skip
+    on = await kit.ingest.save(me, MemoryInput(content="Push notifications are turned on in the beta build.",
+                                               topics=["mobile"]))  # fmt: skip
+    off = await kit.ingest.save(me, MemoryInput(content="Push notifications are turned off in the beta build.",
+                                                topics=["mobile"]))  # fmt: skip
+    for text in ("In summer the clinic opens 8-14.", "Outside summer the clinic opens 8-18."):  # another scope
+        await kit.ingest.save(me, MemoryInput(content=text, topics=["clinic"]))
+    for text in ("Daniel reviews the backend pull requests.", "Chidi reviews the frontend pull requests."):
+        await kit.ingest.save(me, MemoryInput(content=text, topics=["reviews"]))
+    await kit.settled()
+    job = await kit.jobs.run_job(me, "contradictions")
+    assert (job.result["flagged"], job.result["updates"]) == (2, 1), job
+    found = {c.memory.id: c for c in await kit.jobs.contradictions(me)}
+    assert set(found) == {newer.memory.id, off.memory.id}
+    update, switch = found[newer.memory.id], found[off.memory.id]
+    assert (update.kind, update.rule, update.other.id) == ("update", "value", older.memory.id)
+    assert (switch.kind, switch.rule, switch.other.id) == ("contradiction", "antonym", on.memory.id)
+    memories, summary = await kit.jobs.resolve(user, older.memory.id, newer.memory.id, "supersede")
+    assert "supersedes" in summary
+    assert {m.id: m.status for m in memories} == {newer.memory.id: "active", older.memory.id: "superseded"}
+    await kit.settled()
+    assert [c.memory.id for c in await kit.jobs.contradictions(me)] == [off.memory.id]
+
+
+async def test_a_run_proposes_at_most_max_proposals_the_most_confident_first(kit: Kit) -> None:
+    ns = unique("ns")
+    me = agent(ns, "alice")
+    for i, name in enumerate(("Alpha", "Beta", "Gamma", "Delta")):  # another service: another entity, no flag
+        await kit.ingest.save(me, MemoryInput(content=f"The {name} service listens on port 80{i}0.", topics=["p"]))
+        await kit.ingest.save(me, MemoryInput(content=f"The {name} service listens on port 90{i}0.", topics=["p"]))
+    await kit.settled()
+    maintenance = Maintenance(kit.search, kit.ingest, max_proposals=3)
+    summary, result = await maintenance.run_contradictions(ns, Progress())
+    assert (result["flagged"], result["deferred"]) == (3, 1), summary
+    _, again = await maintenance.run_contradictions(ns, Progress())
+    assert (again["flagged"], again["deferred"]) == (1, 0), "the next run proposes the rest"
 
 
 # -- decay

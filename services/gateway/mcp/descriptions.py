@@ -89,8 +89,8 @@ Tidy the shared memory. (1) Replace memories with your summary: consolidated_con
 fact is lost. (2) Run a maintenance job: kind; answers when it ended."""
 
 DETECT_CONTRADICTIONS_DESCRIPTION = """\
-Open contradictions: pairs of active memories that seem to disagree, with score and why (found by \
-consolidate_memory kind=contradictions). Check before relying on a fact that may have changed and tell the user: \
+Open contradictions and proposed updates (kind), pairs of active memories that seem to disagree or where the newer \
+replaces the older, with score, why and the rule that raised it (found by consolidate_memory kind=contradictions). Check before relying on a fact that may have changed and tell the user: \
 only the user resolves them (REST or `engram contradictions resolve`, admin key)."""
 
 CREATE_HANDOFF_DESCRIPTION = """\

@@ -285,13 +285,14 @@ class ConsolidateRequest(BaseModel):
 
 class ResolveRequest(BaseModel):
     """The user's answer to a flagged contradiction: keep_both (with when each holds), keep_newer, merge (with the
-    content that reconciles both) or override (with the winner's id)."""
+    content that reconciles both), override (with the winner's id) or supersede (accept a proposed update: the newer
+    supersedes the older)."""
 
     model_config = ConfigDict(extra="forbid")
 
     id: MemoryId
     other_id: MemoryId
-    resolution: ResolutionName = Field(description="keep_both, keep_newer, merge or override.")
+    resolution: ResolutionName = Field(description="keep_both, keep_newer, merge, override or supersede.")
     context: str | None = Field(default=None, description="keep_both: when the first memory (id) holds.")
     other_context: str | None = Field(default=None, description="keep_both: when the other memory holds.")
     content: str | None = Field(default=None, description="merge: the content of the memory that reconciles both.")

@@ -325,7 +325,8 @@ class ConsolidateMemoryResult(BaseModel):
 
 
 class ContradictionOut(DerivedModel):
-    """Two active memories that seem to disagree, flagged by the contradictions job for the user to resolve."""
+    """Two active memories that seem to disagree, or a proposed update (the newer replaces the older), flagged by the
+    contradictions job for the user to decide."""
 
     __derived_from__ = Contradiction
 
@@ -333,18 +334,24 @@ class ContradictionOut(DerivedModel):
     other: MemoryOut = Field(description="The older memory.")
     score: float = Field(description="How likely they contradict each other (0 to 1).")
     why: str = Field(description="What differs, e.g. another value for the same attribute.")
+    kind: str = Field(
+        default="contradiction",
+        description="contradiction, or update: the newer states the change; resolution supersede accepts it.",
+    )
+    rule: str = Field(default="", description="The rule (or model) that raised it: value, antonym, person, update...")
 
     @classmethod
     def of(cls, contradiction: Contradiction) -> ContradictionOut:
         return cls(
             memory=MemoryOut.of(contradiction.memory), other=MemoryOut.of(contradiction.other),
-            score=round(contradiction.score, 4), why=contradiction.why,
+            score=round(contradiction.score, 4), why=contradiction.why, kind=contradiction.kind,
+            rule=contradiction.rule,
         )  # fmt: skip
 
 
 class ContradictionsResult(BaseModel):
     contradictions: list[ContradictionOut] = Field(
-        description="The open contradictions (both memories still active), most likely first."
+        description="The open contradictions and proposed updates (both memories still active), most likely first."
     )
 
 

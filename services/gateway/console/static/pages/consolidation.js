@@ -1,4 +1,4 @@
-// Contradictions with their four resolutions (#/contradictions) and consolidation jobs (#/jobs).
+// Contradictions and proposed updates with their resolutions (#/contradictions) and consolidation jobs (#/jobs).
 
 import { MAX_LIMIT, get, post } from "../api.js";
 import { field, fill, h, select, table, timeElement } from "../dom.js";
@@ -9,7 +9,9 @@ const RESOLUTIONS = [
   ["keep_newer", "Keep newer"],
   ["merge", "Merge"],
   ["override", "Override"],
+  ["supersede", "Accept update"],
 ];
+const ONE_CLICK = new Set(["keep_newer", "supersede"]);
 
 function side(label, memory) {
   return h(
@@ -70,7 +72,7 @@ function contradictionItem(pair, ctx) {
   const buttons = RESOLUTIONS.map(([kind, label]) => {
     const button = h("button", { type: "button", dataset: { resolve: kind } }, label);
     button.addEventListener("click", () => {
-      if (kind === "keep_newer") {
+      if (ONE_CLICK.has(kind)) {
         resolve(kind);
         return;
       }
@@ -80,8 +82,20 @@ function contradictionItem(pair, ctx) {
     });
     return button;
   });
+  const kind = pair.kind || "contradiction";
+  item.dataset.kind = kind;
+  // An update is settled by accepting it: its button comes first.
+  if (kind === "update") buttons.unshift(buttons.pop());
   item.append(
-    h("p", { class: "muted small" }, `Score ${pair.score.toFixed(2)}`, pair.why ? ` — ${pair.why}` : ""),
+    h(
+      "p",
+      { class: "muted small" },
+      h("span", { class: `status status-${kind}`, dataset: { testid: "kind" } }, kind === "update" ? "Proposed update" : "Contradiction"),
+      " · ",
+      h("span", { dataset: { testid: "rule" } }, `rule ${pair.rule || "-"}`),
+      ` · score ${pair.score.toFixed(2)}`,
+      pair.why ? ` — ${pair.why}` : "",
+    ),
     h("div", { class: "pair" }, side("Newer", pair.memory), side("Older", pair.other)),
     h("div", { class: "actions", role: "group", "aria-label": "Resolve" }, buttons),
     formBox,
@@ -92,10 +106,14 @@ function contradictionItem(pair, ctx) {
 export async function contradictions(main, ctx) {
   const result = await get("/v1/contradictions", { limit: 50 }, { signal: ctx.signal });
   main.append(
-    h("p", { class: "muted" }, "Pairs of active memories that seem to disagree. Resolving needs an admin key."),
+    h(
+      "p",
+      { class: "muted" },
+      "Pairs of active memories that seem to disagree, and proposed updates (the newer replaces the older; accepting one supersedes the older). Each names the rule that raised it. Resolving needs an admin key.",
+    ),
     result.contradictions.length
       ? h("ol", { class: "cards", id: "contradictions" }, result.contradictions.map((pair) => contradictionItem(pair, ctx)))
-      : h("p", {}, "No open contradictions."),
+      : h("p", {}, "No open contradictions or proposed updates."),
   );
 }
 
