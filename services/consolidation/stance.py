@@ -57,9 +57,14 @@ CANONICAL = {
     "tyre": "tire", "tyres": "tires", "aluminium": "aluminum", "mum": "mom", "whilst": "while", "amongst": "among",
     "okay": "ok", "e-mail": "email", "wi-fi": "wifi", "on-call": "oncall", "stand-up": "standup",
     "set-up": "setup", "log-in": "login", "sign-in": "signin", "front-end": "frontend", "back-end": "backend",
-    "pm": "pm", "am": "am",
+    "favourite": "favorite", "favourites": "favorites", "½": "half",
 }  # fmt: skip
 PHRASES = (  # several words written as one, before the words are split
+    (re.compile(r"\b(\d{1,2})(?::(\d\d))?\s*(am|pm)\b"), lambda m: _clock(m.group(1), m.group(2), m.group(3))),
+    (re.compile(r"\b0(\d):(\d\d)\b"), lambda m: f"{m.group(1)}:{m.group(2)}"),
+    (re.compile(r"\b(\d{1,3}),(\d{3})\b"), lambda m: f"{m.group(1)}{m.group(2)}"),
+    (re.compile(r"\bno\.\s*(?=\d)"), lambda m: "number "),
+    (re.compile(r"\bv(?=\d)"), lambda m: ""),
     (re.compile(r"\bpull requests?\b"), lambda m: "pull-requests" if m.group(0).endswith("s") else "pull-request"),
     (re.compile(r"\bon[ -]call\b"), lambda m: "oncall"),
     (re.compile(r"\bdata ?cent(?:er|re)s?\b"), lambda m: "datacenter"),
@@ -68,6 +73,14 @@ PHRASES = (  # several words written as one, before the words are split
     (re.compile(r"\b(\d+)\s*°\s*([cf])\b"), lambda m: f"{m.group(1)} degrees"),
     (re.compile(r"\b(?:do not|does not|did not|don't|doesn't|didn't)\s+(?:like|enjoy|love)\b"), lambda m: "dislike"),
 )
+
+
+def _clock(hours: str, minutes: str | None, half: str) -> str:
+    """ "5:30 pm" -> "17:30", "8 am" -> "8:00": one way to write a time of day."""
+    hour = int(hours) % 12 + (12 if half == "pm" else 0)
+    return f"{hour}:{minutes or '00'}"
+
+
 # Word forms that say the same thing; each maps to the first of its group.
 SYNONYMS = (
     ("start", "starts", "begin", "begins", "began", "started", "begun", "kicks", "kick"),
@@ -136,6 +149,7 @@ ANTONYMS = (
     ({"above", "maximum", "max", "most"}, {"below", "under", "minimum", "least"}),
     ({"connected", "plugged"}, {"disconnected", "unplugged"}),
     ({"locked"}, {"unlocked"}),
+    ({"front"}, {"back", "rear"}),
     ({"visible", "shown"}, {"hidden"}),
     ({"supported"}, {"unsupported", "deprecated"}),
 )  # fmt: skip
@@ -182,6 +196,7 @@ ROLES = frozenset({
 })  # fmt: skip
 # Words a restatement of a choice uses to name what was not chosen ("pnpm, not npm", "Vitest instead of Jest").
 CONTRAST = re.compile(r"(?:,|;|\(|\u2014|-)\s*(?:and\s+)?not\s+|\binstead of\s+|\brather than\s+")
+RATHER_THAN = re.compile(r"\brather\b[^,.;]*?\s(than)\s+\w", re.IGNORECASE)
 RANKED_OVER = re.compile(r"\b(?:prefer|favou?r|like|chose|choose|pick)\w*\b[^,.;]*?\s(over)\s+\w", re.IGNORECASE)
 CHANGE_WORDS = frozenset({
     "now", "longer", "anymore", "moved", "switched", "replaced", "replacing", "took", "taken", "upgraded",
@@ -194,9 +209,10 @@ DUPLICATE_SIMILARITY = 0.86  # dense cosine from which a pair may be the same in
 CLOSE_DUPLICATE_SIMILARITY = 0.74  # ... when nearly all their words are the same once written alike
 DUPLICATE_OVERLAP = 0.5  # the share of content words both have (Jaccard) at DUPLICATE_SIMILARITY
 CLOSE_DUPLICATE_OVERLAP = 0.7  # ... and at CLOSE_DUPLICATE_SIMILARITY
+REWORDED_SIMILARITY = 0.95  # dense cosine from which one plain word for another is a rewording
 CONTRADICTION_SIMILARITY = 0.55  # dense cosine from which a pair is about the same thing
 CONTRADICTION_THRESHOLD = 0.5  # the score from which a pair is flagged
-UPDATE_COVERAGE = 0.5  # an update repeats at least this share of the older memory's content words
+UPDATE_COVERAGE = 0.4  # an update repeats at least this share of the older memory's content words
 SCOPE_PENALTY = 0.55  # what a finding's score keeps when each side also names something the other does not
 
 
@@ -300,7 +316,7 @@ def _split_contrast(text: str) -> tuple[str, str]:
     """``text`` without what a restated choice names as not chosen, and that: "pnpm, not npm, for the portal" ->
     ("pnpm for the portal", "npm")."""
     match = CONTRAST.search(text)
-    ranked = RANKED_OVER.search(text)
+    ranked = RANKED_OVER.search(text) or RATHER_THAN.search(text)
     if ranked is not None and (match is None or ranked.start(1) < match.start()):
         start = ranked.start(1)
         rest = text[ranked.end(1) :]
@@ -324,7 +340,7 @@ def _names(text: str) -> frozenset[str]:
         if not token[0].isalnum():
             starts = True
             continue
-        if token[0].isupper() and not starts and not token.isupper():
+        if token[0].isupper() and not token.isupper() and (not starts or token.lower() not in STOPWORDS):
             found.update(words(token))
         starts = False
     return frozenset(found)
@@ -336,6 +352,8 @@ def content_words(text: str) -> set[str]:
 
 def is_value(word: str) -> bool:
     """A word that names a value: has a digit (8080, 3.11, v2, db-prod-1, 01:00), or is a day, a month, a unit."""
+    if any(c.isalpha() for c in word) and any(c in word for c in "-_/@"):
+        return False  # an identifier names a thing (cache-1, mob-812, db-main-r1), not a value of it
     return word in VALUE_WORDS or any(c.isdigit() for c in word)
 
 
@@ -470,18 +488,19 @@ def is_duplicate(a: str, b: str, similarity: float) -> tuple[bool, str]:
     wanted = DUPLICATE_OVERLAP if similarity >= DUPLICATE_SIMILARITY else CLOSE_DUPLICATE_OVERLAP
     if share < wanted:
         return False, f"word overlap {share:.2f} < {wanted} at similarity {similarity:.2f}"
-    if (why := _differs(ra, rb)) is not None:
+    if (why := _differs(ra, rb, reworded=similarity >= REWORDED_SIMILARITY)) is not None:
         return False, why
     return True, f"similarity {similarity:.2f}, word overlap {share:.2f}"
 
 
-def _differs(ra: Reading, rb: Reading) -> str | None:
-    """What makes two close texts say different things, or None when they say the same."""
+def _differs(ra: Reading, rb: Reading, *, reworded: bool = False) -> str | None:
+    """What makes two close texts say different things, or None when they say the same. ``reworded``: so close in
+    meaning that one plain word for another is a rewording ("real" / "physical"), unless it names a thing."""
     if ra.negated != rb.negated:
         return "one of them is negated"
     if ra.change != rb.change:
         return "one of them states a change (an update, not a duplicate)"
-    values = _values(ra.content ^ rb.content)
+    values = _values(ra.content ^ rb.content) | {w for w in ra.stems ^ rb.stems if w in UNITS}
     if values:
         return f"different values: {', '.join(sorted(values))}"
     if _qualifiers(ra) != _qualifiers(rb):
@@ -495,7 +514,8 @@ def _differs(ra: Reading, rb: Reading) -> str | None:
         return f"one sets aside what the other chose: {', '.join(sorted(_set_aside(ra, rb)))}"
     if (things := _other_entities(ra, rb)) is not None:
         return f"other people or things: {things}"
-    if (swap := _substitution(ra.stems - rb.stems, rb.stems - ra.stems)) is not None:
+    swap = _substitution(ra.stems - rb.stems, rb.stems - ra.stems)
+    if swap is not None and (not reworded or _choice(ra, rb)):
         return f"one word for another: {swap}"
     return None
 
@@ -543,7 +563,7 @@ def _reasons(ra: Reading, rb: Reading, similarity: float) -> list[tuple[float, s
         found.append((score, rule, f"opposite words: '{pair[0]}' against '{pair[1]}'"))
     if ra.negated != rb.negated and frame >= 0.4 and not subjects:
         negated = "the newer" if rb.negated else "the older"
-        score = (0.55 + 0.4 * frame) * (SCOPE_PENALTY if entities else 1.0)
+        score = (0.55 + 0.4 * frame) * (SCOPE_PENALTY if entities or scoped else 1.0)
         found.append((score, "negation", f"{negated} negates what the other states"))
     elif (chosen := _set_aside(ra, rb)) and frame >= 0.3:
         found.append((0.8, "choice", f"one sets aside what the other chose: {', '.join(sorted(chosen))}"))
@@ -554,7 +574,7 @@ def _reasons(ra: Reading, rb: Reading, similarity: float) -> list[tuple[float, s
         found.append((0.85, "person", f"another person in the same role: {person}"))
     elif not found and frame >= 0.5 and not subjects:
         swap = _substitution(ra.stems - rb.stems, rb.stems - ra.stems)
-        if swap is not None and _choice(ra, rb):
+        if swap is not None and _choice(ra, rb) and not (_values(only_a) or _values(only_b)):
             found.append((0.3 + 0.5 * frame, "choice", f"another choice in the same statement: {swap}"))
     if _same_order_reversed(ra, rb):
         found.append((0.75, "order", "the same words in another order (X over Y against Y over X)"))
@@ -590,7 +610,11 @@ def _other_scope(only_a: set[str] | frozenset[str], only_b: set[str] | frozenset
         return {w for w in only if not is_value(w) and w not in UNITS and not _stance_word(w)}
 
     left, right = rest(only_a), rest(only_b)
-    return bool(left) and bool(right) and not any(_same_word(x, y) for x in left for y in right)
+    left, right = (
+        {x for x in left if not any(_same_word(x, y) for y in right)},
+        {y for y in right if not any(_same_word(x, y) for x in left)},
+    )
+    return bool(left) and bool(right)
 
 
 def _names_subject(ra: Reading, rb: Reading) -> bool:
@@ -613,7 +637,7 @@ def _person(ra: Reading, rb: Reading, frame: float) -> str | None:
 def _choice(ra: Reading, rb: Reading) -> bool:
     """Whether the words swapped name things chosen (capitalized, or a tool's lowercase name), not a rewording."""
     swapped = (ra.content ^ rb.content) - CHANGE_WORDS
-    return any(w in ra.names or w in rb.names for w in swapped) or len(swapped) <= 2
+    return any(w in ra.names or w in rb.names or _is_identifier(w) for w in swapped)
 
 
 def _same_order_reversed(ra: Reading, rb: Reading) -> bool:

@@ -1,0 +1,58 @@
+"""The stance rules of consolidation, each on a pair a person reads at once (the dense similarity given)."""
+
+from __future__ import annotations
+
+import pytest
+
+from engram.services.consolidation import stance
+
+CLOSE = 0.85
+
+
+@pytest.mark.parametrize(
+    ("older", "newer", "rule", "kind"),
+    [
+        ("Push notifications are turned on in the beta build.", "Push notifications are turned off in the beta build.",
+         "antonym", "contradiction"),
+        ("Noor prefers squash merges.", "Noor hates squash merges and wants merge commits kept.", "preference",
+         "contradiction"),
+        ("The ingest worker owner is Priya.", "The ingest worker owner is Marco.", "person", "contradiction"),
+        ("The nightly ETL job runs at 02:00 UTC.", "The nightly ETL job runs at 04:00 UTC.", "value", "contradiction"),
+        ("max_connections on db-main is 200.", "max_connections on db-main was lowered to 120.", "value", "update"),
+        ("The frontend uses Jest.", "The frontend replaced Jest with Vitest.", "update", "update"),
+    ],
+)  # fmt: skip
+def test_each_rule_names_itself_and_an_update_is_its_own_kind(older: str, newer: str, rule: str, kind: str) -> None:
+    found = stance.conflict(older, newer, CLOSE)
+    assert found is not None and found.score >= stance.CONTRADICTION_THRESHOLD, found
+    assert (found.rule, found.kind) == (rule, kind)
+    assert not stance.is_duplicate(older, newer, 0.95)[0], "what differs in stance is never merged"
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("In summer the clinic opens 8-14.", "Outside summer the clinic opens 8-18."),
+        ("Last year four engineers worked on the mobile app.", "This year six engineers work on the mobile app."),
+        ("We use pnpm, not npm, for the web portal.", "The web portal installs packages with pnpm."),
+        ("Daniel reviews the backend pull requests.", "Chidi reviews the frontend pull requests."),
+        ("Feature flags are enabled on staging.", "Feature flags are disabled on production."),
+    ],
+)
+def test_scope_time_and_other_entities_raise_no_flag(a: str, b: str) -> None:
+    assert stance.conflict(a, b, CLOSE) is None
+
+
+@pytest.mark.parametrize(
+    ("a", "b"),
+    [
+        ("Kubernetes runs the staging cluster.", "k8s runs the staging cluster."),
+        ("The data center is in Frankfurt.", "The data centre is in Frankfurt."),
+        ("The primary brand colour is teal.", "The primary brand color is teal."),
+        ("Grandma visits every Sunday for lunch.", "Every Sunday Grandma visits for lunch."),
+        ("Family dinner is at 18:30 on weekdays.", "Family dinner is at 6:30 pm on weekdays."),
+    ],
+)
+def test_abbreviations_spellings_and_reorderings_are_duplicates_not_contradictions(a: str, b: str) -> None:
+    assert stance.is_duplicate(a, b, CLOSE)[0]
+    assert stance.conflict(a, b, CLOSE) is None
