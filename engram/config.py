@@ -26,6 +26,8 @@ DEFAULT_MAX_IMPORT_BYTES = 32 * 1024 * 1024
 DEFAULT_DISK_RESERVE_MB = 100  # writes stop (and readiness says why) when less is free in the data dir
 DEFAULT_SEARCH_LIMIT = 10
 MAX_SEARCH_LIMIT = 100
+# The MCP tool profiles (engram.services.gateway.mcp.profiles): full lists every tool, core the everyday ones.
+MCP_TOOL_PROFILES = ("full", "core")
 
 
 class SettingsError(ValueError):
@@ -59,6 +61,9 @@ class Settings:
     api_key: str | None = None  # stdio clients: the key to act with
     device: str = field(default_factory=socket.gethostname)  # stdio clients: the device the agent runs on
     team: str | None = None  # stdio clients: the agent's team (else CLAUDE_TEAM_NAME, else ~/.claude/teams)
+    # The MCP tools a connection lists unless it asks (?tools= or X-Engram-Tools over HTTP): full or core (the
+    # everyday ones, for clients with a small context); `engram mcp --tools` for a stdio server.
+    mcp_tools: str = "full"
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
     max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES
@@ -151,6 +156,11 @@ class Settings:
             raise SettingsError(f"ENGRAM_INDEX_VECTORS must be 'ram' or 'disk', got {self.index_vectors!r}")
         if self.embed_precision not in ("fp32", "int8"):
             raise SettingsError(f"ENGRAM_EMBED_PRECISION must be 'fp32' or 'int8', got {self.embed_precision!r}")
+        if self.mcp_tools not in MCP_TOOL_PROFILES:
+            raise SettingsError(
+                f"ENGRAM_MCP_TOOLS must be 'full' (every MCP tool) or 'core' (the everyday ones, for a small "
+                f"context), got {self.mcp_tools!r}"
+            )
         if self.fusion not in ("adaptive", "relative", "rrf"):
             raise SettingsError(f"ENGRAM_FUSION must be 'adaptive', 'relative' or 'rrf', got {self.fusion!r}")
         if not 0.0 <= self.min_relevance <= 1.0:

@@ -91,6 +91,7 @@ def _settings(args: argparse.Namespace) -> Settings:
         "sync_addr": getattr(args, "sync_addr", None),
         "upstream": getattr(args, "upstream", None),
         "upstream_key": getattr(args, "key", None),
+        "mcp_tools": getattr(args, "tools", None) if args.command == "mcp" else None,
         "device": getattr(args, "device", None) if args.command == "edge" else None,  # keys create --device: the key's
     }
     return Settings.from_env(**overrides)

@@ -40,6 +40,8 @@ FILTERS = (
     "tags", "topics", "memory_type", "owner_agent", "project", "team", "conversation_id", "created_after",
     "created_before", "status", "include_archived", "pack",
 )  # fmt: skip
+# The orders of `engram list` (the REST list's order; a unit test compares them).
+LIST_ORDERS = ("created", "updated")
 # A duration back from now, for the time options: the units of expires_at's durations (a unit test compares them).
 DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
 _DURATION = re.compile(r"([1-9][0-9]{0,5})([smhdw])")
@@ -50,9 +52,9 @@ _MAX_OWNER = 24
 _SHORT_ID = 8  # the last characters of an id a table shows: a UUIDv7 begins with its creation time (ms)
 
 _LIST_EPILOG = (
-    "Newest first by creation. Without --all one page of --limit memories (default 20); the last line says how to "
-    "see more. --all reads every page (of --limit, default 100). The ID column shows an id's last 8 characters; "
-    "--full-ids shows whole ids (for engram get, update, delete)."
+    "Newest first by creation (--order updated: by last change). Without --all one page of --limit memories "
+    "(default 20); the last line says how to see more. --all reads every page (of --limit, default 100). The ID "
+    "column shows an id's last 8 characters; --full-ids shows whole ids (for engram get, update, delete)."
 )
 _SEARCH_EPILOG = (
     "Hybrid search: meaning (dense vectors) and words (BM25), fused, reranked when a cross-encoder is installed. "
@@ -94,6 +96,9 @@ def register(subparsers: Any) -> None:
 
     listing = node_options(sub(subparsers, "list", "your namespace's memories, newest first"))
     listing.add_argument("--limit", type=_count, metavar="N", help="memories per page (1-100)")
+    listing.add_argument(
+        "--order", choices=LIST_ORDERS, help="newest first by creation (created, the default) or last change (updated)"
+    )
     filter_options(listing)
     listing.add_argument("--all", action="store_true", help="every page, not only the first")
     _full_ids(listing)
@@ -214,7 +219,11 @@ def _list_call(args: argparse.Namespace, page_token: str | None = None) -> Call:
         params["limit"] = args.limit or MAX_SEARCH_LIMIT
     if page_token:
         params["page_token"] = page_token
-    render = partial(render_list, width=columns(), full_ids=args.full_ids, narrowed=bool(given))
+    if args.order:
+        params["order"] = args.order
+    render = partial(
+        render_list, width=columns(), full_ids=args.full_ids, narrowed=bool(given), updated=args.order == "updated"
+    )
     return Call("GET", "/v1/memories", render, params=params)
 
 
@@ -361,14 +370,18 @@ def _no_hits(query: str, narrowed: bool) -> str:
     return f"No memories match {query!r}. Try " + ", ".join(tries[:-1]) + f", or {tries[-1]}."
 
 
-def render_list(answer: dict[str, Any], *, width: int, full_ids: bool = False, narrowed: bool = False) -> str:
+def render_list(
+    answer: dict[str, Any], *, width: int, full_ids: bool = False, narrowed: bool = False, updated: bool = False
+) -> str:
+    """The memories as a table; ``updated``: listed by last change, so the time column is that change's."""
     memories = answer.get("memories") or []
     if not memories:
         if narrowed:
             return "No memories match these filters. Try fewer, or --include-archived / --status."
         return 'No memories yet. Save one: engram save "what to remember" (or an agent does, with save_memory).'
-    rows = [_columns(memory, "created_at", full_ids) for memory in memories]
-    lines = table(("ID", "TYPE", "OWNER", "CREATED", "CONTENT"), rows, width)
+    when = "updated_at" if updated else "created_at"
+    rows = [_columns(memory, when, full_ids) for memory in memories]
+    lines = table(("ID", "TYPE", "OWNER", "UPDATED" if updated else "CREATED", "CONTENT"), rows, width)
     if answer.get("next_page_token"):
         count = len(memories)
         lines.append(

@@ -11,7 +11,7 @@ from typing import IO, Any
 
 from engram import plural
 from engram.cli.common import URL_HELP, add_home, no_node, node_url
-from engram.config import Settings
+from engram.config import MCP_TOOL_PROFILES, Settings
 from engram.progress import format_bytes
 from engram.services.node.standalone import SERVICES
 from engram.services.node.supervisor import SUPERVISED_FLAG
@@ -46,6 +46,11 @@ def register(subparsers: Any) -> None:
     edge.set_defaults(func=_edge)
 
     mcp = add_home(subparsers.add_parser("mcp", help="MCP over stdio, using (or starting) the node of the data dir"))
+    mcp.add_argument(
+        "--tools", choices=MCP_TOOL_PROFILES,
+        help="the tools to list: full (every tool) or core (the everyday ones, for a small context); default "
+        "ENGRAM_MCP_TOOLS, else full",
+    )  # fmt: skip
     mcp.set_defaults(func=_mcp)
 
     run = subparsers.add_parser("run", help="run one service alone (cluster topology)")

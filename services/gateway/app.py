@@ -19,6 +19,7 @@ from engram.services.gateway.http.authentication import RequireKey
 from engram.services.gateway.http.bodies import EdgeMiddleware, EdgePolicy
 from engram.services.gateway.http.hosts import HostGuard, HostGuardMiddleware
 from engram.services.gateway.http.metrics import HttpMetricsMiddleware, add_metrics
+from engram.services.gateway.http.profiles import RequireKnownProfile
 from engram.services.gateway.identity import Resolver
 from engram.services.gateway.mcp.server import build_mcp
 from engram.services.gateway.operations import Operations
@@ -78,7 +79,7 @@ def build_app(
     app.include_router(events)
     app.state.event_streams = events.streams  # the server ends open streams before it stops (server.py)
     # A Route whose endpoint is not a function is called as a raw ASGI app (all methods: POST, GET, DELETE).
-    mcp_endpoint: Any = RequireKey(StreamableHTTPASGIApp(sessions), resolver)
+    mcp_endpoint: Any = RequireKey(RequireKnownProfile(StreamableHTTPASGIApp(sessions)), resolver)
     app.add_route(MCP_PATH, mcp_endpoint, include_in_schema=False)
     status.add_probes(app, backend, resolver, event_log=event_log)
     add_metrics(app, resolver)

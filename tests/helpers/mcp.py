@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import contextlib
 import sys
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -41,9 +41,12 @@ async def http_client(
 
 
 @contextlib.asynccontextmanager
-async def stdio_client(home: Path, env: dict[str, str], *, name: str = "pytest-stdio") -> AsyncIterator[Client]:
+async def stdio_client(
+    home: Path, env: dict[str, str], *, name: str = "pytest-stdio", args: Sequence[str] = ()
+) -> AsyncIterator[Client]:
+    """`engram mcp --home HOME [args]` spawned by the SDK's stdio client."""
     params = StdioServerParameters(
-        command=sys.executable, args=["-m", "engram.services.node", "mcp", "--home", str(home)], env=env
+        command=sys.executable, args=["-m", "engram.services.node", "mcp", "--home", str(home), *args], env=env
     )
     async with Client(params, client_info=Implementation(name=name, version="1.0")) as client:
         yield client

@@ -13,7 +13,7 @@ import threading
 import time
 from collections.abc import Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, ClassVar
+from typing import Any, ClassVar, get_args
 from urllib.parse import parse_qs, urlsplit
 
 import pytest
@@ -21,8 +21,10 @@ import pytest
 from engram import cli
 from engram.cli import build_parser, find
 from engram.cli.common import UsageError, build_call
+from engram.index import DEFAULT_ORDER, ORDERS
 from engram.model import parse_time
 from engram.services.gateway.operations.memories import DURATION_UNITS
+from engram.services.gateway.schemas.arguments import DEFAULT_LIST_ORDER, ListOrderName
 from engram.services.gateway.schemas.requests import Filters
 
 ID_A = "0196a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
@@ -119,6 +121,27 @@ def test_list_sends_filters_as_query_parameters_and_the_nodes_default_page() -> 
 def test_list_all_reads_the_largest_pages() -> None:
     assert _call("list", "--all").params == {"limit": 100}
     assert _call("list", "--all", "--limit", "7").params == {"limit": 7}
+
+
+def test_list_orders_are_those_of_the_rest_list_and_the_index() -> None:
+    assert find.LIST_ORDERS == get_args(ListOrderName) == tuple(ORDERS)
+    assert DEFAULT_LIST_ORDER == DEFAULT_ORDER
+
+
+def test_list_order_updated_is_sent_and_the_table_shows_the_last_change() -> None:
+    args = _args("list", "--order", "updated")
+    call = build_call(args)
+    assert call.params == {"order": "updated"}
+    memory = _memory(updated_at="2026-12-01T10:30:00.000Z")
+    lines = call.render({"memories": [memory], "next_page_token": None}).splitlines()
+    assert lines[0].split()[3] == "UPDATED" and lines[1].split()[3:5] == ["2026-12-01", "10:30Z"]
+    assert "order" not in _call("list").params
+
+
+def test_an_unknown_list_order_is_refused_by_the_parser(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit):
+        _args("list", "--order", "oldest")
+    assert "created" in capsys.readouterr().err
 
 
 def test_save_sends_the_content_and_the_fields_given() -> None:

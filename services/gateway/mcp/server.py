@@ -26,6 +26,7 @@ from engram.services.gateway.mcp.callers import caller_of
 from engram.services.gateway.mcp.errors import tool_error
 from engram.services.gateway.mcp.instructions import INSTRUCTIONS
 from engram.services.gateway.mcp.listing import lean_annotations, lean_schema
+from engram.services.gateway.mcp.profiles import ToolProfiles
 from engram.services.gateway.mcp.tools import consolidation, coordination, handoffs, memories
 from engram.services.gateway.mcp.tools import context as session_context
 from engram.services.gateway.mcp.tools import packs as pack_tools
@@ -161,13 +162,17 @@ def build_mcp(
     """The Engram MCP server: save, search, get, list, update, delete and supersede memories, their history,
     a memory at a point in time, the namespace's stats, ping; the agents, teams and handoffs of the namespace; its
     consolidation (maintenance jobs, summaries that replace memories) and open contradictions; session context and
-    pins, the resources and their update notifications (with ``event_log``), the prompt, and the expert packs."""
+    pins, the resources and their update notifications (with ``event_log``), the prompt, and the expert packs.
+
+    A connection lists the tools of its profile: the one it asks for over HTTP, else ``settings.mcp_tools``
+    (engram.services.gateway.mcp.profiles)."""
     server: MCPServer = EngramMCPServer(
         name="engram",
         title="Engram shared memory",
         instructions=INSTRUCTIONS,
         version=ENGRAM_VERSION,
         log_level=_mcp_log_level(settings.log_level),
+        middleware=[ToolProfiles(settings.mcp_tools)],
     )
     ops = Operations(backend, cursors, settings)
     packs = PackService(backend, cursors)

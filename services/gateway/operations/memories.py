@@ -272,6 +272,7 @@ class MemoryOperations:
             flt=_filter(request.filters),
             page_token=request.page_token or "",
             min_seq=self._cursors.min_seq(caller.namespace, request.min_seq),
+            order=request.order,
         )
         return list_result(outcome)
 

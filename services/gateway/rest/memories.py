@@ -17,6 +17,7 @@ from engram.services.gateway.rest.dependencies import caller_dependency, descrip
 from engram.services.gateway.rest.problems import ERROR_RESPONSES, NOT_FOUND, PROBLEM_MEDIA_TYPE, Problem
 from engram.services.gateway.schemas.arguments import (
     DEFAULT_LIST_LIMIT,
+    DEFAULT_LIST_ORDER,
     MAX_SEQ,
     ConversationId,
     CreatedAfter,
@@ -25,6 +26,8 @@ from engram.services.gateway.schemas.arguments import (
     FilterTags,
     FilterTopics,
     IncludeArchived,
+    ListOrder,
+    ListOrderName,
     MemoryId,
     MemoryTypeName,
     MinSeq,
@@ -213,14 +216,16 @@ def build_router(ops: Operations, resolver: Resolver, settings: Settings) -> API
         page_token: Annotated[str | None, query_of(PageToken)] = None,
         min_seq: Annotated[int | None, Query(ge=0, le=MAX_SEQ, description=description_of(MinSeq))] = None,
         pack: Annotated[str | None, query_of(PackFilter)] = None,
+        order: Annotated[ListOrderName, query_of(ListOrder)] = DEFAULT_LIST_ORDER,
     ) -> ListResult:
-        """Recent memories of the caller's namespace, filtered; page with `next_page_token`."""
+        """Recent memories of the caller's namespace, filtered, newest first by creation or (order=updated) by last
+        change; page with `next_page_token`."""
         filters = Filters(
             tags=tags, topics=topics, memory_type=memory_type, owner_agent=owner_agent, project=project,
             conversation_id=conversation_id, created_after=created_after, created_before=created_before, team=team,
             status=status, include_archived=include_archived, pack=pack,
         )  # fmt: skip
-        request = ListRequest(limit=limit, filters=filters, page_token=page_token, min_seq=min_seq)
+        request = ListRequest(limit=limit, filters=filters, page_token=page_token, min_seq=min_seq, order=order)
         return await ops.list(caller, request)
 
     @router.post(

@@ -183,6 +183,10 @@ MinSeq = Annotated[
     ),
 ]
 PageToken = Annotated[str | None, Field(description="The previous page's next_page_token.")]
+# The orders of a listing: the search service's (engram.index.ORDERS, which a unit test compares).
+ListOrderName = Literal["created", "updated"]
+DEFAULT_LIST_ORDER = "created"
+ListOrder = Annotated[ListOrderName, Field(description="Newest first by created (default) or updated.")]
 MemoryId = Annotated[
     str,
     Field(

@@ -13,6 +13,7 @@ from engram.model import FIXED_INPUTS, stored_name
 from engram.services.gateway.schemas.arguments import (
     CONSOLIDATED_HELP,
     DEFAULT_LIST_LIMIT,
+    DEFAULT_LIST_ORDER,
     JOB_KIND_HELP,
     ActiveFiles,
     AsOf,
@@ -41,6 +42,7 @@ from engram.services.gateway.schemas.arguments import (
     JobKindName,
     JobOptions,
     ListLimit,
+    ListOrder,
     MemoryId,
     MemoryIds,
     MemoryTypeArg,
@@ -208,6 +210,7 @@ class ListRequest(BaseModel):
 
 
 class HandoffRequest(BaseModel):
+    order: ListOrder = DEFAULT_LIST_ORDER
     """Work handed over to another agent: where it stands, and optionally the files, decisions and next steps."""
 
     model_config = ConfigDict(extra="forbid")

@@ -30,6 +30,7 @@ from engram.services.gateway.operations import Operations
 from engram.services.gateway.operations.packs import PackService
 from engram.services.gateway.schemas.arguments import (
     DEFAULT_LIST_LIMIT,
+    DEFAULT_LIST_ORDER,
     AsOf,
     ConversationId,
     CreatedAfter,
@@ -41,6 +42,7 @@ from engram.services.gateway.schemas.arguments import (
     FilterTopics,
     IncludeArchived,
     ListLimit,
+    ListOrder,
     MemoryId,
     MinRelevance,
     MinSeq,
@@ -155,13 +157,15 @@ def register(
         include_archived: IncludeArchived = False,
         page_token: PageToken = None,
         pack: PackFilter = None,
+        order: ListOrder = DEFAULT_LIST_ORDER,
         detail: Detail = "compact",  # read by the MCP edge (engram.services.gateway.mcp.answers)
     ) -> ListResult:
         filters = Filters(
             tags=tags, memory_type=memory_type, owner_agent=owner_agent, topics=topics, project=project, team=team,
             status=status, include_archived=include_archived, pack=pack,
         )  # fmt: skip
-        return await ops.list(caller(ctx), ListRequest(limit=limit, filters=filters, page_token=page_token))
+        request = ListRequest(limit=limit, filters=filters, page_token=page_token, order=order)
+        return await ops.list(caller(ctx), request)
 
     @server.tool(description=UPDATE_DESCRIPTION, annotations=WRITE)
     @flat(UpdateRequest)

@@ -1,0 +1,116 @@
+"""Tool profiles: which tools a connection lists. ``full`` lists every tool (about 40 KB of tools/list); ``core``
+lists the everyday ones (under 20 KB), for clients whose context is small.
+
+A client picks a profile per connection: ``?tools=core`` on the MCP URL or the ``X-Engram-Tools: core`` header
+over streamable HTTP (the query parameter wins when both are given); otherwise the server's ENGRAM_MCP_TOOLS
+(``engram mcp --tools core`` over stdio) holds. A tool outside the profile is neither listed nor callable: calling
+it answers an error that names the full profile, so an agent never uses a tool whose schema it has not seen; the
+server's instructions, which name every tool, end by saying which ones the connection lists.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from mcp.server.context import CallNext, HandlerResult, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+from mcp_types import INVALID_PARAMS
+from starlette.requests import Request
+
+from engram.errors import InvalidArgument
+
+QUERY_PARAMETER = "tools"
+HEADER = "X-Engram-Tools"
+FULL = "full"
+# What an agent needs every day: its session's context, finding, reading and saving memories, replacing and
+# archiving its own, handing work over, and checking the connection. Their descriptions name the others (update,
+# history, pins, handoff acceptance, teams, consolidation, packs), which the full profile lists.
+CORE_TOOLS = frozenset({
+    "session_context", "search_memory", "get_memory", "list_memories", "save_memory", "supersede_memory",
+    "delete_memory", "create_handoff", "list_handoffs", "ping",
+})  # fmt: skip
+# The tools each profile lists (None: every tool); the names are ENGRAM_MCP_TOOLS' choices (engram.config).
+PROFILES: dict[str, frozenset[str] | None] = {FULL: None, "core": CORE_TOOLS}
+_CHOICES = f"{FULL} (every tool) or core (the everyday ones, for a small context)"
+# The requests a profile shapes: the two that hand out the server's instructions, and the two of tools.
+_SHAPED = ("initialize", "server/discover", "tools/list", "tools/call")
+# Added to the server's instructions for a connection that lists fewer tools than they name.
+_PROFILE_NOTE = (
+    "\nThis connection lists the {profile} tools: {tools}. The other tools named above are in the full tool profile "
+    f"(/mcp?{QUERY_PARAMETER}={FULL}, or engram mcp --tools {FULL}); ask the user to connect with it if you need one."
+)
+
+
+def requested_profile(query: str | None, header: str | None) -> str | None:
+    """The profile a request asks for (``?tools=``, else the header), or None; InvalidArgument for an unknown one."""
+    for where, value in ((f"?{QUERY_PARAMETER}", query), (HEADER, header)):
+        if value is None or not value.strip():
+            continue
+        profile = value.strip().lower()
+        if profile not in PROFILES:
+            raise InvalidArgument(where, f"{value[:40]!r} is not a tool profile; use {_CHOICES}, e.g. /mcp?tools=core.")
+        return profile
+    return None
+
+
+def profile_of(request: Request | None, default: str) -> str:
+    """The profile of an MCP request: what its HTTP request asks for, else ``default`` (always, over stdio)."""
+    if request is None:
+        return default
+    return requested_profile(request.query_params.get(QUERY_PARAMETER), request.headers.get(HEADER)) or default
+
+
+class ToolProfiles:
+    """MCP server middleware: tools/list lists the request's profile, tools/call refuses a tool outside it, and
+    the instructions (initialize, server/discover) say which tools the connection has.
+
+    A profile is a view of one server: the tools, their schemas and what they answer are the same in every
+    profile. An unknown profile never reaches here over HTTP (a 400 before the MCP layer: http/profiles.py).
+    """
+
+    def __init__(self, default: str) -> None:
+        self._default = default
+
+    async def __call__(self, ctx: ServerRequestContext[Any, Any], call_next: CallNext) -> HandlerResult:
+        if ctx.method not in _SHAPED:
+            return await call_next(ctx)
+        profile = _profile(ctx, self._default)
+        listed = PROFILES[profile]
+        if listed is None:
+            return await call_next(ctx)
+        if ctx.method == "tools/call":
+            name = (ctx.params or {}).get("name")
+            if isinstance(name, str) and name not in listed:
+                raise MCPError(code=INVALID_PARAMS, message=outside(name, profile))
+            return await call_next(ctx)
+        result = await call_next(ctx)
+        if not isinstance(result, dict):  # the SDK hands middleware the wire form of a result
+            return result
+        if ctx.method != "tools/list":
+            return _noted(result, profile, listed)
+        return {**result, "tools": [tool for tool in result.get("tools", []) if tool.get("name") in listed]}
+
+
+def outside(tool: str, profile: str) -> str:
+    """What a call of a tool outside the connection's profile answers."""
+    return (
+        f"{tool[:64]!r} is not among this connection's tools (the {profile} tool profile). Its tools are "
+        f"{', '.join(sorted(PROFILES[profile] or ()))}. The {FULL} profile has every tool: connect to "
+        f"/mcp?{QUERY_PARAMETER}={FULL} (or send {HEADER}: {FULL}), or run engram mcp --tools {FULL}."
+    )
+
+
+def _noted(result: dict[str, Any], profile: str, listed: frozenset[str]) -> dict[str, Any]:
+    """An initialize or server/discover result whose instructions (which name every tool) say which tools this
+    connection lists."""
+    if not result.get("instructions"):
+        return result
+    note = _PROFILE_NOTE.format(profile=profile, tools=", ".join(sorted(listed)))
+    return {**result, "instructions": result["instructions"] + note}
+
+
+def _profile(ctx: ServerRequestContext[Any, Any], default: str) -> str:
+    try:
+        return profile_of(ctx.request if isinstance(ctx.request, Request) else None, default)
+    except InvalidArgument as e:  # refused over HTTP before the MCP layer; kept as a protocol error if not
+        raise MCPError(code=INVALID_PARAMS, message=str(e)) from e

@@ -1,0 +1,115 @@
+"""Tool profiles (issue 24): a small-context client asks for the core tools (?tools=core, X-Engram-Tools, or
+`engram mcp --tools core`) and lists under 20 KB; the full profile lists every tool as before. A real node, the
+real SDK client over streamable HTTP and stdio."""
+
+from __future__ import annotations
+
+import httpx
+import pytest
+from mcp import Client
+from mcp.shared.exceptions import MCPError
+from mcp.types import ListToolsResult
+
+from engram.services.gateway.mcp.profiles import CORE_TOOLS
+from tests.conftest import NodeHandle
+from tests.helpers.mcp import call, http_client, stdio_client
+from tests.helpers.rest import assert_problem
+
+pytestmark = [pytest.mark.integration, pytest.mark.anyio]
+
+# What a small-context client pays before its first call: the core tools with their descriptions and schemas.
+MAX_CORE_TOOLS_LIST_BYTES = 20 * 1024  # about 18 KB today (the full profile: about 40 KB)
+INITIALIZE = {
+    "jsonrpc": "2.0", "id": 1, "method": "initialize",
+    "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "pytest", "version": "1"}},
+}  # fmt: skip
+MCP_HEADERS = {"Accept": "application/json, text/event-stream"}
+
+
+@pytest.fixture
+def anyio_backend() -> str:
+    return "asyncio"
+
+
+def size(listed: ListToolsResult) -> int:
+    return len(listed.model_dump_json(by_alias=True, exclude_none=True).encode())
+
+
+def assert_core(listed: ListToolsResult) -> None:
+    assert {tool.name for tool in listed.tools} == CORE_TOOLS
+    assert size(listed) <= MAX_CORE_TOOLS_LIST_BYTES, size(listed)
+    for tool in listed.tools:
+        assert tool.description and len(tool.description) > 60, tool.name
+        assert tool.input_schema["type"] == "object" and "properties" in tool.input_schema, tool.name
+        assert tool.input_schema.get("additionalProperties") is False, tool.name
+
+
+async def listed_and_pong(client: Client) -> tuple[ListToolsResult, dict[str, object]]:
+    return await client.list_tools(), await call(client, "ping")
+
+
+async def test_the_core_profile_of_the_mcp_url_lists_the_everyday_tools_in_under_20_kb(node: NodeHandle) -> None:
+    async with http_client(f"{node.mcp_url}?tools=core") as client:
+        listed, pong = await listed_and_pong(client)
+        found = await call(client, "search_memory", query="anything at all")
+        instructions = client.instructions or ""
+    assert_core(listed)
+    assert pong["ok"] is True and "hits" in found
+    assert "update_memory" in instructions  # the server's instructions name every tool, then say which are here
+    assert instructions.endswith("ask the user to connect with it if you need one.")
+    assert "This connection lists the core tools: create_handoff, delete_memory," in instructions
+
+
+async def test_the_core_profile_header_lists_the_same_tools_as_the_query_parameter(node: NodeHandle) -> None:
+    async with http_client(node.mcp_url, headers={"X-Engram-Tools": "core"}) as client:
+        by_header = await client.list_tools()
+    async with http_client(f"{node.mcp_url}?tools=core", headers={"X-Engram-Tools": "full"}) as client:
+        query_wins = await client.list_tools()
+    assert_core(by_header)
+    assert_core(query_wins)
+
+
+async def test_the_full_profile_is_the_default_and_lists_every_tool_as_before(node: NodeHandle) -> None:
+    async with http_client(node.mcp_url) as client:
+        default = await client.list_tools()
+        assert "This connection lists" not in (client.instructions or "")
+    async with http_client(f"{node.mcp_url}?tools=full") as client:
+        full = await client.list_tools()
+    assert default == full
+    names = {tool.name for tool in full.tools}
+    assert names > CORE_TOOLS and {"update_memory", "memory_history", "pin_memory", "load_engram"} <= names
+
+
+async def test_a_tool_outside_the_core_profile_is_refused_with_the_full_profile_named(node: NodeHandle) -> None:
+    async with http_client(f"{node.mcp_url}?tools=core") as client:
+        saved = await call(client, "save_memory", content="Profiles keep tools/list small for small contexts.")
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool("update_memory", {"id": saved["id"], "tags": ["mcp"]})
+    message = str(refused.value)
+    assert "'update_memory' is not among this connection's tools (the core tool profile)" in message
+    assert "/mcp?tools=full" in message and "engram mcp --tools full" in message
+
+
+@pytest.mark.parametrize(
+    ("url_tail", "headers", "named"),
+    [("?tools=everything", {}, "?tools"), ("", {"X-Engram-Tools": "minimal"}, "X-Engram-Tools")],
+)
+def test_an_unknown_profile_is_a_400_naming_the_profiles(
+    node: NodeHandle, url_tail: str, headers: dict[str, str], named: str
+) -> None:
+    answer = httpx.post(f"{node.mcp_url}{url_tail}", json=INITIALIZE, headers={**MCP_HEADERS, **headers}, timeout=30)
+    problem = assert_problem(answer, 400)
+    assert problem["code"] == "invalid_argument"
+    assert problem["detail"].startswith(f"{named}: ") and "full (every tool) or core" in problem["detail"]
+
+
+async def test_engram_mcp_tools_core_lists_the_core_profile_over_stdio(node: NodeHandle) -> None:
+    env = {"ENGRAM_LOG_LEVEL": "WARNING"}
+    async with stdio_client(node.home, env, name="small-model", args=["--tools", "core"]) as client:
+        listed, pong = await listed_and_pong(client)
+        with pytest.raises(MCPError, match="engram mcp --tools full"):
+            await client.call_tool("memory_history", {"id": "0196a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"})
+        instructions = client.instructions or ""
+    assert_core(listed)
+    assert pong["agent"] == "small-model"
+    assert "This connection lists the core tools" in instructions
