@@ -78,6 +78,10 @@ def _logging(settings: Settings) -> None:
     logging.basicConfig(
         level=settings.log_level.upper(), stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
+    if logging.getLogger().level > logging.DEBUG:
+        # httpx logs every request at INFO: an edge node's pull every 5 s alone would be 17,000 lines a day. The
+        # sync worker says what moved (INFO) and what failed (WARNING) itself.
+        logging.getLogger("httpx").setLevel(logging.WARNING)
 
 
 def _serve(args: argparse.Namespace, settings: Settings) -> int:
@@ -189,11 +193,30 @@ def render_status(status: dict[str, Any], url: str) -> str:
             f"(writes stop below {format_bytes(disk['reserve_bytes'])})"
         )
     lines.append(f"  sync      {status['sync']['state']}")
+    lines += _caller_lines(status.get("caller"))
     problems = status.get("problems") or []
     if problems:
         lines.append("  problems")
         lines.extend(f"    - {p['condition']}: {p['detail']}" for p in problems)
     return "\n".join(lines)
+
+
+def _caller_lines(caller: dict[str, Any] | None) -> list[str]:
+    """Who the status was asked as, and (dev mode) the namespaces holding memories this caller does not see."""
+    if not caller:
+        return []
+    anonymous = " (dev mode, no key)" if caller.get("dev") else ""
+    lines = [f"  you       {caller['identity']} in namespace {caller['namespace']}{anonymous}"]
+    others = caller.get("other_namespaces") or {}
+    if others:
+        held = " · ".join(f"{ns} {plural.memories(n)}" for ns, n in others.items())
+        first = next(iter(others))
+        lines.append(
+            f"  elsewhere {held}: not shown here, you read namespace {caller['namespace']}. To see them, create a "
+            f"key of that namespace (`engram keys create --namespace {first} --agent you`) and set ENGRAM_API_KEY "
+            "to it (the console asks for it at sign-in)"
+        )
+    return lines
 
 
 def _duration(seconds: float) -> str:

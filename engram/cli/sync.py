@@ -1,4 +1,4 @@
-"""`engram sync`: an edge node's sync, its status (the default) or a full re-push (--full)."""
+"""`engram sync`: an edge node's sync, its status (the default), a round at once (--now) or a full re-push (--full)."""
 
 from __future__ import annotations
 
@@ -18,14 +18,19 @@ if TYPE_CHECKING:
     from engram.services.sync.device import SyncState
 
 FULL_POLL_SECONDS = 0.5
+NOW_WAIT_SECONDS = 60.0  # a round pushes and pulls a page each; a slow cluster answers within its HTTP timeout
 
 
 def register(subparsers: Any) -> None:
     """Registers ``sync [--status | --full]`` on the ``engram`` sub-command parsers."""
-    sync = subparsers.add_parser("sync", help="an edge node's sync: its status (the default), or --full to re-push all")
+    text = "an edge node's sync: its status (the default), --now to sync at once, or --full to re-push all"
+    sync = subparsers.add_parser("sync", help=text, description=text[:1].upper() + text[1:] + ".")
     add_home(sync)
     group = sync.add_mutually_exclusive_group()
     group.add_argument("--status", action="store_true", help="outbox depth, last push and pull, cursor, errors")
+    group.add_argument(
+        "--now", action="store_true", help="push and pull at once, whatever the back-off after an outage holds back"
+    )
     group.add_argument(
         "--full", action="store_true", help="re-push every memory of this device (rebuilds a cluster restored empty)"
     )
@@ -39,6 +44,8 @@ def _sync(args: argparse.Namespace, settings: Settings) -> int:
     path = settings.home / "sync" / STATE_FILE
     if args.full:
         return _full(settings.home, path)
+    if args.now:
+        return _now(settings.home, path)
     if not path.exists():
         print(
             f"{settings.home} has never synced. Start it as an edge node: "
@@ -51,6 +58,30 @@ def _sync(args: argparse.Namespace, settings: Settings) -> int:
         print(json.dumps(asdict(state), indent=1))
         return 0
     print(render(state))
+    return 0
+
+
+def _now(home: Path, path: Path, *, timeout: float = NOW_WAIT_SECONDS) -> int:
+    """Asks the data dir's edge node for a sync round at once and waits (boundedly) for its outcome."""
+    from engram.process.nodeinfo import read_node_info
+    from engram.services.sync.device import SyncState, request_now
+
+    if read_node_info(home) is None:
+        print(f"engram: no node runs on {home}; start it as an edge node (`engram edge --upstream <cluster URL> "
+              "--key <sync key>`): it syncs as it starts.", file=sys.stderr)  # fmt: skip
+        return 1
+    asked = time.time()
+    request = request_now(home)
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if not request.exists():  # the worker took the request: its round has started
+            state = SyncState.load(path)
+            if max(state.last_pull or 0, (state.errors[-1]["time"] if state.errors else 0)) >= asked:
+                print(state.line())
+                return 1 if state.last_error else 0
+        time.sleep(FULL_POLL_SECONDS)
+    print(f"Sync requested; the edge node has not finished a round within {timeout:.0f}s "
+          "(see `engram sync --status`).")  # fmt: skip
     return 0
 
 

@@ -81,7 +81,7 @@ def build_app(
     # A Route whose endpoint is not a function is called as a raw ASGI app (all methods: POST, GET, DELETE).
     mcp_endpoint: Any = RequireKey(RequireKnownProfile(StreamableHTTPASGIApp(sessions)), resolver)
     app.add_route(MCP_PATH, mcp_endpoint, include_in_schema=False)
-    status.add_probes(app, backend, resolver, event_log=event_log)
+    status.add_probes(app, backend, resolver, event_log=event_log, settings=settings)
     add_metrics(app, resolver)
     edge = EdgePolicy(
         max_request_bytes=settings.max_request_bytes,

@@ -32,6 +32,7 @@ DEVICE_HEADER = "x-engram-device"
 TEAM_HEADER = "x-engram-team"
 
 CREATE_KEY_HINT = "engram keys create --namespace N --agent A"
+CREATE_SYNC_KEY_HINT = "engram keys create --namespace N --device D --scopes sync"  # an edge device's key
 # How a caller names itself when a shared key (created without --agent) does not: over HTTP, and over stdio.
 NAME_YOURSELF = (
     "send the X-Engram-Agent-ID header (e.g. claude-code@laptop) or the ?agent_id= query parameter, "
@@ -128,8 +129,9 @@ class Resolver:
         """True when callers without a key are let in (anonymous, namespace ``default``)."""
         return self._settings.dev
 
-    def authenticate(self, authorization: str | None) -> ApiKey | None:
-        """The key presented, or None for an anonymous dev-mode caller; raises Unauthenticated otherwise.
+    def authenticate(self, authorization: str | None, *, create_hint: str = CREATE_KEY_HINT) -> ApiKey | None:
+        """The key presented, or None for an anonymous dev-mode caller; raises Unauthenticated otherwise, naming
+        ``create_hint`` as the command that makes a key.
 
         A key that is present but wrong is refused even in dev mode: silently demoting it to anonymous
         would put the caller's memories in the wrong namespace.
@@ -141,14 +143,14 @@ class Resolver:
             raise Unauthenticated(
                 "An API key is required: send 'Authorization: Bearer <key>'"
                 + (" (or set ENGRAM_API_KEY)" if self._stdio else "")
-                + f". Create one with `{CREATE_KEY_HINT}`."
+                + f". Create one with `{create_hint}`."
             )
         key = self._keys.verify(secret)
         if key is None:
             where = "ENGRAM_API_KEY" if self._stdio else "The API key"
             raise Unauthenticated(
                 f"{where} is not valid (unknown, revoked or mistyped). "
-                f"Check it, or create a new one with `{CREATE_KEY_HINT}`."
+                f"Check it, or create a new one with `{create_hint}`."
             )
         return key
 
@@ -169,7 +171,7 @@ class Resolver:
     def key_caller(self, authorization: str | None, *, agent: str, source: str) -> Caller:
         """The caller a key alone makes (its namespace, scopes and device; "" when it names none), acting as
         ``agent``: for calls that speak for many agents at once, such as an edge device's sync."""
-        key = self.authenticate(authorization)
+        key = self.authenticate(authorization, create_hint=CREATE_SYNC_KEY_HINT)
         return Caller(
             namespace=key.namespace if key else DEV_NAMESPACE,
             agent_id=agent,

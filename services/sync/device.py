@@ -44,6 +44,7 @@ log = logging.getLogger("engram.sync")
 
 STATE_FILE = "state.json"
 FULL_REQUEST = "full.request"  # `engram sync --full` asks the running worker for a restore push
+NOW_REQUEST = "now.request"  # `engram sync --now` asks the running worker for a round at once, back-off or not
 PULLED = "pulled"  # the body key of an entry the worker appended from the cluster: {"seq": server sequence}
 MAX_PUSH_BYTES = 768 * 1024  # a push request stays under the gateway's default 1 MiB body limit
 KEEP_ERRORS = 20
@@ -98,6 +99,16 @@ class SyncState:
     def error(self, message: str, now: float) -> None:
         self.last_error = message
         self.errors = [*self.errors, {"time": now, "error": message}][-KEEP_ERRORS:]
+
+    def line(self, upstream: str = "", now: float | None = None) -> str:
+        """The sync in one line, as `engram status` and the console show it on an edge node."""
+        now = time.time() if now is None else now
+        where = f"edge of {self.upstream or upstream} as device {self.device or '?'}"
+        where += f" (cluster namespace {self.namespace})" if self.namespace else " (not registered yet)"
+        pull = f"last pull {_ago(self.last_pull, now)}, push {_ago(self.last_push, now)}"
+        counts = f"{self.outbox} to push, {self.pushed_total} pushed, {self.pulled_total} pulled"
+        error = f"; failing: {self.last_error} (`engram sync --now` retries at once)" if self.last_error else ""
+        return f"{where}: {pull}; {counts}{error}"
 
 
 class Upstream:
@@ -216,7 +227,11 @@ class DeviceSync:
             await self._wait(delay)
 
     async def round(self) -> bool:
-        """One push and one pull (or a restore push when asked); True when either has more to do."""
+        """One push and one pull (or a restore push when asked); True when either has more to do. Logged at INFO
+        when it moved something, at DEBUG when not (an idle device pulls every few seconds)."""
+        with contextlib.suppress(FileNotFoundError):
+            (self._dir / NOW_REQUEST).unlink()  # this round is the one asked for
+        before = (self.state.pushed_total, self.state.pulled_total, self.state.rejected_total)
         if not self.state.namespace:
             registered = await self._upstream.register(self._device)
             self.state.namespace = str(registered.get("namespace") or "")
@@ -227,8 +242,19 @@ class DeviceSync:
             return True
         more_push = await self.push_once()
         more_pull = await self.pull_once()
+        if self.state.last_error:
+            log.info("sync works again")
         self.state.last_error = ""
         self._save()
+        pushed, pulled, rejected = (
+            after - earlier
+            for after, earlier in zip(
+                (self.state.pushed_total, self.state.pulled_total, self.state.rejected_total), before, strict=True
+            )
+        )
+        level = logging.INFO if pushed or pulled or rejected else logging.DEBUG
+        log.log(level, "sync round: %d pushed, %d pulled, %d rejected; cluster at %d", pushed, pulled, rejected,
+                self.state.cluster_seq)  # fmt: skip
         return more_push or more_pull
 
     # -- push --------------------------------------------------------------------------------------------------
@@ -427,12 +453,20 @@ class DeviceSync:
     async def _wait(self, seconds: float) -> None:
         deadline = time.monotonic() + seconds
         while (left := deadline - time.monotonic()) > 0:
-            if (self._dir / FULL_REQUEST).exists():
+            if (self._dir / FULL_REQUEST).exists() or (self._dir / NOW_REQUEST).exists():
                 return
             await asyncio.sleep(min(left, WAKE_SECONDS))
 
     def _save(self) -> None:
         self.state.save(self._dir / STATE_FILE)
+
+
+def request_now(home: Path) -> Path:
+    """Asks the edge node of ``home`` for a sync round at once, whatever its back-off (`engram sync --now`)."""
+    path = home / "sync" / NOW_REQUEST
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(str(time.time()))
+    return path
 
 
 def request_full(home: Path) -> Path:
@@ -473,6 +507,10 @@ def _backoff(failures: int, first: float, most: float) -> float:
     """Exponential back-off with full jitter around it: between half and all of first * 2^(failures-1)."""
     ceiling = min(most, first * 2 ** min(failures - 1, 30))
     return random.uniform(ceiling / 2, ceiling)
+
+
+def _ago(epoch: float | None, now: float) -> str:
+    return "never" if not epoch else f"{max(0.0, now - epoch):.0f}s ago"
 
 
 def _detail(response: httpx.Response) -> str:

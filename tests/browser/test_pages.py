@@ -121,6 +121,9 @@ def test_health_shows_readiness_index_lag_and_sync_status(
     lag = page.locator("[data-testid=index-lag]").inner_text()
     assert re.match(rf"{status['index']['lag']}\b", lag), (lag, status["index"])
     assert page.locator("[data-testid=sync-status]").inner_text().strip() == status["sync"]["state"]
+    whoami = page.locator("[data-testid=whoami]")
+    whoami.wait_for()
+    assert whoami.inner_text().startswith(f"Dev mode, no key: {status['caller']['identity']} · namespace default")
 
 
 def test_activity_draws_memories_per_day_per_agent_and_search_latency(

@@ -14,6 +14,7 @@ from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
 from engram import errors
+from engram.config import Settings
 from engram.log import Log
 from engram.model import Caller, format_time
 from engram.process.health import LOG
@@ -63,6 +64,19 @@ class SyncOut(BaseModel):
     state: str
 
 
+class CallerOut(BaseModel):
+    """Who the status was asked as: what the console and `engram status` show as "signed in as"."""
+
+    identity: str = Field(description="agent@device, or the bare agent.")
+    namespace: str = Field(description="The namespace every read and write of this caller works in.")
+    dev: bool = Field(description="Dev mode: an anonymous caller on loopback, in namespace default.")
+    other_namespaces: dict[str, int] = Field(
+        default_factory=dict,
+        description="Dev mode only: the other namespaces holding active memories (e.g. synced in with a key's "
+        "namespace), which this caller does not see; read them with a key of that namespace.",
+    )
+
+
 class StatusOut(BaseModel):
     """Everything `engram status` shows. Log sequences are global to the node (every namespace's writes count)."""
 
@@ -73,6 +87,7 @@ class StatusOut(BaseModel):
     index: IndexOut | None = Field(description="Null while the search service does not answer.")
     disk: DiskOut | None = Field(default=None, description="Only for admin keys and dev mode.")
     sync: SyncOut
+    caller: CallerOut | None = None
 
 
 def _problems(readiness: Readiness) -> list[ProblemOut]:
@@ -124,10 +139,40 @@ async def _rerank_model(backend: Backend, timeout: float) -> str | None:
         return backend.known_rerank_model
 
 
-def add_probes(app: FastAPI, backend: Backend, resolver: Resolver, *, event_log: Log | None = None) -> None:
+async def _caller_out(backend: Backend, caller: Caller, *, dev: bool) -> CallerOut:
+    """Who asked; in dev mode also the namespaces it does not see (the node is its user's own: no tenant to hide)."""
+    out = CallerOut(identity=caller.identity, namespace=caller.namespace, dev=dev)
+    if dev:
+        everyone = Caller(namespace=caller.namespace, agent_id="engram-status", scopes=frozenset({"read", "admin"}))
+        try:
+            counts = await backend.search_client.namespaces(everyone)
+        except errors.EngramError:  # the search service is down: the status says so elsewhere
+            counts = {}
+        out.other_namespaces = {ns: n for ns, n in sorted(counts.items()) if ns != caller.namespace and n}
+    return out
+
+
+def _sync_state(backend: Backend, settings: Settings | None) -> str:
+    """An edge node: its sync with the cluster, in a line; else whether this gateway serves edge devices."""
+    if settings is not None and settings.upstream:
+        from engram.services.sync.device import STATE_FILE, SyncState
+
+        return SyncState.load(settings.home / "sync" / STATE_FILE).line(settings.upstream)
+    return SYNC_SERVED if backend.sync is not None else SYNC_NONE
+
+
+def add_probes(
+    app: FastAPI,
+    backend: Backend,
+    resolver: Resolver,
+    *,
+    event_log: Log | None = None,
+    settings: Settings | None = None,
+) -> None:
     """/healthz and /readyz (unauthenticated: orchestrators call them) and the authenticated /v1/status.
 
-    ``event_log``: the gateway's connection to the log, which /readyz asks whether it answers."""
+    ``event_log``: the gateway's connection to the log, which /readyz asks whether it answers; ``settings``: an
+    edge node's (its status shows its sync with the cluster)."""
 
     @app.get("/healthz", tags=["probes"], summary="Liveness: the process is up")
     async def healthz() -> dict[str, str]:
@@ -190,7 +235,8 @@ def add_probes(app: FastAPI, backend: Backend, resolver: Resolver, *, event_log:
             ),
             index=index,
             disk=DiskOut(**readiness.disk) if readiness.disk and show_disk else None,
-            sync=SyncOut(state=SYNC_SERVED if backend.sync is not None else SYNC_NONE),
+            sync=SyncOut(state=_sync_state(backend, settings)),
+            caller=await _caller_out(backend, caller, dev=resolver.dev),
         )
 
     app.include_router(router)

@@ -1,6 +1,6 @@
 // The console's shell: hash routing, the login form, and the page lifecycle (busy state, errors, leaving).
 
-import { storeKey, storedKey } from "./api.js";
+import { get, storeKey, storedKey } from "./api.js";
 import { fill, h } from "./dom.js";
 import * as coordination from "./pages/coordination.js";
 import * as consolidation from "./pages/consolidation.js";
@@ -24,6 +24,7 @@ const ROUTES = {
 const DEFAULT_ROUTE = "memories";
 
 let leaving = []; // what the current page stops when another one opens (streams, timers, requests)
+let whoamiKey = null; // the key the header's "signed in as" line was read with (asked again when it changes)
 let loginMessage = "";
 
 /** "#/memory/abc?x=1" -> {route: "memory", params: ["abc"], query: URLSearchParams("x=1")} */
@@ -66,6 +67,29 @@ export function clearError(main) {
   }
 }
 
+/** The header's "signed in as": identity and namespace (/v1/status), and in dev mode where else memories are. */
+async function showWhoami() {
+  const key = storedKey() || "";
+  if (whoamiKey === key) return;
+  const line = document.getElementById("whoami");
+  try {
+    const caller = (await get("/v1/status")).caller;
+    if (!caller) return;
+    whoamiKey = key;
+    const others = Object.entries(caller.other_namespaces || {});
+    const parts = [
+      `${caller.dev ? "Dev mode, no key: " : "Signed in as "}${caller.identity} · namespace ${caller.namespace}`,
+      ...(others.length
+        ? [`Also here, not shown: ${others.map(([ns, n]) => `${ns} (${n})`).join(", ")}; sign in with a key of that namespace to see them`]
+        : []),
+    ];
+    fill(line, parts.join(". "));
+    line.hidden = false;
+  } catch {
+    line.hidden = true; // a sign-in prompt or an error page says why
+  }
+}
+
 function newMain(page, title) {
   const main = h("main", { id: "main", tabindex: "-1", dataset: { page }, "aria-busy": "true" }, h("h1", {}, title));
   fill(document.getElementById("view"), main);
@@ -81,6 +105,7 @@ async function render() {
     else link.removeAttribute("aria-current");
   }
   document.getElementById("logout").hidden = !storedKey();
+  showWhoami();
   const page = ROUTES[route];
   const main = newMain(route, page.title);
   const controller = new AbortController();
@@ -108,6 +133,8 @@ function showLogin(message) {
   main.setAttribute("aria-busy", "false");
   for (const link of document.querySelectorAll("a[data-nav][aria-current]")) link.removeAttribute("aria-current");
   document.getElementById("logout").hidden = true;
+  document.getElementById("whoami").hidden = true;
+  whoamiKey = null;
   const input = h("input", { name: "key", type: "password", id: "key", autocomplete: "current-password", required: true });
   const form = h(
     "form",
