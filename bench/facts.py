@@ -13,6 +13,7 @@ to save_memory and to search_memory with limit 5 (the text block an agent reads)
 from __future__ import annotations
 
 import contextlib
+import itertools
 import json
 import statistics
 import time
@@ -75,6 +76,7 @@ class FactQuery:
     answers: tuple[str, ...]  # multi-hop: both facts, the first needed first
     split: str
     outdated: tuple[str, ...] = ()  # latest-version: older versions that must rank below the answer
+    next_saved: tuple[str, ...] = ()  # the memories saved right after an answer in its session (must rank below it)
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,8 +140,17 @@ def load_facts(path: Path = DEFAULT_FACTS, *, sessions: int | None = None) -> Fa
     ]  # fmt: skip
     memories.sort(key=lambda m: (position[m.session], m.order))
     present = {m.id for m in memories}
+    after = {m.id: n.id for m, n in itertools.pairwise(memories) if m.session == n.session}
     queries = [
-        FactQuery(q["id"], q["kind"], q["text"], tuple(q["answers"]), q["split"], _kept(q.get("outdated"), present))
+        FactQuery(
+            q["id"],
+            q["kind"],
+            q["text"],
+            tuple(q["answers"]),
+            q["split"],
+            _kept(q.get("outdated"), present),
+            tuple(after[a] for a in q["answers"] if a in after and after[a] not in q["answers"]),
+        )
         for q in _jsonl(path / "queries.jsonl")
         if all(a in present for a in q["answers"])
     ]
@@ -171,6 +182,7 @@ class Outcome:
     all_found: bool
     outdated_above: bool = False
     outdated_first: bool = False
+    next_saved_above: bool = False  # the memory saved right after the answer ranked above it (or came without it)
 
 
 def score(query: FactQuery, ranked: Sequence[frozenset[str]]) -> Outcome:
@@ -178,9 +190,10 @@ def score(query: FactQuery, ranked: Sequence[frozenset[str]]) -> Outcome:
 
     >>> q = FactQuery("q", "latest-version", "?", ("b",), "tune", outdated=("a",))
     >>> score(q, [frozenset({"a"}), frozenset({"x"}), frozenset({"b"})])
-    Outcome(rank=3, recall=1.0, all_found=True, outdated_above=True, outdated_first=True)
-    >>> score(FactQuery("h", "multi-hop", "?", ("a", "b"), "tune"), [frozenset({"x"}), frozenset({"b"})])
-    Outcome(rank=2, recall=0.5, all_found=False, outdated_above=False, outdated_first=False)
+    Outcome(rank=3, recall=1.0, all_found=True, outdated_above=True, outdated_first=True, next_saved_above=False)
+    >>> h = FactQuery("h", "multi-hop", "?", ("a", "b"), "tune", next_saved=("x",))
+    >>> score(h, [frozenset({"x"}), frozenset({"b"})])
+    Outcome(rank=2, recall=0.5, all_found=False, outdated_above=False, outdated_first=False, next_saved_above=True)
     """
     top = list(ranked[:SEARCH_LIMIT])
     wanted = set(query.answers)
@@ -188,12 +201,14 @@ def score(query: FactQuery, ranked: Sequence[frozenset[str]]) -> Outcome:
     found = set().union(*top) & wanted if top else set()
     outdated = set(query.outdated)
     first_outdated = next((i for i, ids in enumerate(top, start=1) if ids & outdated), 0)
+    first_next = next((i for i, ids in enumerate(top, start=1) if ids & set(query.next_saved)), 0)
     return Outcome(
         rank=rank,
         recall=len(found) / len(wanted),
         all_found=found == wanted,
         outdated_above=bool(first_outdated) and (rank == 0 or first_outdated < rank),
         outdated_first=first_outdated == 1,
+        next_saved_above=bool(first_next) and (rank == 0 or first_next < rank),
     )
 
 
@@ -204,6 +219,7 @@ def summarize(outcomes: Sequence[Outcome], kind: str | None = None) -> dict[str,
         "top1": mean(1.0 if o.rank == 1 else 0.0 for o in outcomes),
         "recall@5": mean(o.recall for o in outcomes),
         "mrr": mean(1.0 / o.rank if o.rank else 0.0 for o in outcomes),
+        "next_saved_above": sum(1 for o in outcomes if o.next_saved_above),
     }
     if kind == "multi-hop":
         figures["both@5"] = mean(1.0 if o.all_found else 0.0 for o in outcomes)
