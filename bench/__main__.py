@@ -7,6 +7,8 @@ import sys
 from pathlib import Path
 
 from bench.console import DEFAULT_CONSOLE_LOADS, DEFAULT_CONSOLE_SIZE
+from bench.consolidation import DEFAULT_CONCURRENCY as DEFAULT_CONSOLIDATION_CONCURRENCY
+from bench.consolidation import DEFAULT_DATA as DEFAULT_CONSOLIDATION_DATA
 from bench.datasets import CONTEXT_MODES, DEFAULT_CONTEXT_MODE
 from bench.events import DEFAULT_EVENT_SAVES, DEFAULT_SLOW_CLIENTS
 from bench.facts import DEFAULT_FACTS
@@ -63,6 +65,21 @@ def parse_args(argv: list[str] | None = None) -> BenchConfig:
     parser.add_argument(
         "--facts-data", type=Path, default=DEFAULT_FACTS,
         help=f"the dev set's directory (default {DEFAULT_FACTS})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--consolidation",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="consolidation (issue 25): the contradiction and dedupe jobs on labelled pairs, each pair in its own "
+        "namespace of a fresh node; precision and recall per split (tune, untouched) and on tests/data (default on)",
+    )
+    parser.add_argument(
+        "--consolidation-data", type=Path, default=DEFAULT_CONSOLIDATION_DATA,
+        help=f"the labelled pairs' directory (default {DEFAULT_CONSOLIDATION_DATA})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--consolidation-concurrency", type=_positive, default=DEFAULT_CONSOLIDATION_CONCURRENCY,
+        help=f"pairs asked at once (default {DEFAULT_CONSOLIDATION_CONCURRENCY})",
     )  # fmt: skip
     parser.add_argument(
         "--console",
@@ -144,15 +161,18 @@ def parse_args(argv: list[str] | None = None) -> BenchConfig:
     )
     parser.add_argument("--keep", action="store_true", help="keep the nodes' data dirs (logs) after the run")
     args = parser.parse_args(argv)  # fmt: skip
-    if not any((args.quality, args.speed, args.events, args.sync, args.edge, args.console, args.facts)):
+    if not any((args.quality, args.speed, args.events, args.sync, args.edge, args.console, args.facts,
+                args.consolidation)):  # fmt: skip
         parser.error(
-            "nothing to do: --no-quality, --no-speed, --no-events, --no-sync, --no-edge and --no-facts without "
-            "--console"
+            "nothing to do: --no-quality, --no-speed, --no-events, --no-sync, --no-edge, --no-facts and "
+            "--no-consolidation without --console"
         )
     return BenchConfig(
         quality=args.quality, speed=args.speed, events=args.events, sync=args.sync, edge=args.edge,
         console=args.console, console_size=args.console_size, console_loads=args.console_loads,
         facts=args.facts, facts_data=args.facts_data,
+        consolidation=args.consolidation, consolidation_data=args.consolidation_data,
+        consolidation_concurrency=args.consolidation_concurrency,
         offline_mutations=args.offline_mutations, sizes=args.sizes, locomo=args.locomo,
         beir=args.beir, out=args.out, env=dict(args.env), quick=args.quick, context=args.context,
         context_gain=args.context_gain, chunk=args.chunk,

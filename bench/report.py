@@ -59,6 +59,7 @@ def table(results: dict[str, Any]) -> str:
     rows += list(_edge_rows(results.get("edge") or {}))
     rows += list(_console_rows(results.get("console") or {}))
     rows += list(_facts_rows(results.get("facts") or {}))
+    rows += list(_consolidation_rows(results.get("consolidation") or {}))
     for section, error in (results.get("errors") or {}).items():
         rows.append(Row(f"ERROR in {section}", "-", reference=_short(error, 100), status="FAIL"))
     if results.get("code_changed_during_run"):
@@ -405,6 +406,66 @@ def _facts_rows(facts: dict[str, Any]) -> Iterator[Row]:
         yield Row("facts: failed searches", str(default["errors"]), status="FAIL")
     if facts.get("note"):
         yield Row("facts note", "-", reference=_short(facts["note"]))
+
+
+def _consolidation_rows(consolidation: dict[str, Any]) -> Iterator[Row]:
+    """The consolidation jobs on labelled pairs (bench/consolidation.py): each task and split against its targets."""
+    names = {"tune": "tune", "untouched": "untouched", "existing": "tests/data"}
+    for split, name in names.items():
+        figures = (consolidation.get("contradiction") or {}).get(split)
+        if figures:
+            yield from _contradiction_rows(name, figures)
+    for split, name in names.items():
+        figures = (consolidation.get("dedupe") or {}).get(split)
+        if figures:
+            yield from _dedupe_rows(name, figures)
+    if consolidation.get("seconds") is not None:
+        pace = f"{consolidation.get('pairs_per_second')} pairs/s"
+        yield Row("consolidation: pairs through the node (s)", f"{consolidation['seconds']:.0f}", reference=pace)
+    if consolidation.get("note"):
+        yield Row("consolidation note", "-", reference=_short(consolidation["note"]))
+
+
+def _contradiction_rows(name: str, figures: dict[str, Any]) -> Iterator[Row]:
+    proposed = f"{figures['proposed']} proposed, rules {_rules(figures)}"
+    label = f"contradictions [{name}] (n={figures['pairs']}) precision / recall"
+    yield _checked(label, figures, ("precision", "recall"), proposed)
+    if "updates" in figures:
+        found = f"{_num(figures['update_recall_as_update'], 3)} / {_num(figures['update_recall_any_kind'], 3)}"
+        yield Row(f"contradictions [{name}] updates proposed as update / at all (n={figures['updates']})", found)
+    related = f"related flagged: {figures['related_flagged']} of {figures['related']}"
+    yield _checked(f"contradictions [{name}] duplicates flagged (of {figures['duplicates']})", figures,
+                   ("duplicates_flagged",), related)  # fmt: skip
+
+
+def _dedupe_rows(name: str, figures: dict[str, Any]) -> Iterator[Row]:
+    merged = f"{figures['merged']} merged ({figures['merged_at_save']} at save)"
+    yield _checked(
+        f"dedupe [{name}] (n={figures['pairs']}) precision / recall", figures, ("precision", "recall"), merged
+    )
+    left = f"then flagged: {figures['duplicates_flagged']} duplicates, {figures['distinct_flagged']} distinct"
+    if "updates" in figures:
+        yield _checked(f"dedupe [{name}] updates merged (of {figures['updates']})", figures, ("updates_merged",), left)
+        left = ""
+    status = "ok" if figures["distinct_merged"] == 0 else "MISS"
+    yield Row(f"dedupe [{name}] distinct merged (of {figures['distinct']})", str(figures["distinct_merged"]), "0",
+              left, status)  # fmt: skip
+
+
+def _checked(figure: str, figures: dict[str, Any], names: tuple[str, ...], reference: str) -> Row:
+    """One row of figures with their targets (figures["checks"]); MISS when any misses."""
+    checked = [figures.get("checks", {}).get(name) or {} for name in names]
+    value = " / ".join(_num(figures.get(name), 3) if isinstance(figures.get(name), float) else str(figures.get(name))
+                       for name in names)  # fmt: skip
+    target = " / ".join(c.get("target", "") for c in checked)
+    verdicts = [c.get("ok") for c in checked]
+    status = "" if any(v is None for v in verdicts) else ("ok" if all(verdicts) else "MISS")
+    errors = f"; {figures['errors']} errors" if figures.get("errors") else ""
+    return Row(figure, value, target, reference + errors, status)
+
+
+def _rules(figures: dict[str, Any]) -> str:
+    return ", ".join(f"{rule} {n}" for rule, n in (figures.get("rules") or {}).items()) or "-"
 
 
 def _facts_triple(figures: dict[str, Any]) -> str:

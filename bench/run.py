@@ -18,6 +18,9 @@ from types import FrameType
 from typing import Any
 
 from bench.console import DEFAULT_CONSOLE_LOADS, DEFAULT_CONSOLE_SIZE, ConsoleOptions, run_console
+from bench.consolidation import DEFAULT_CONCURRENCY as DEFAULT_CONSOLIDATION_CONCURRENCY
+from bench.consolidation import DEFAULT_DATA as DEFAULT_CONSOLIDATION_DATA
+from bench.consolidation import ConsolidationOptions, run_consolidation
 from bench.datasets import (
     CONTEXT_MODES,
     DEFAULT_CONTEXT_MODE,
@@ -74,6 +77,9 @@ class BenchConfig:
     console: bool = False  # a browser and its own node filled to console_size: only when asked for
     facts: bool = True  # the discrete-facts dev set (issue 24)
     facts_data: Path = DEFAULT_FACTS
+    consolidation: bool = True  # the contradiction and dedupe jobs on labelled pairs (issue 25)
+    consolidation_data: Path = DEFAULT_CONSOLIDATION_DATA
+    consolidation_concurrency: int = DEFAULT_CONSOLIDATION_CONCURRENCY
     console_size: int = DEFAULT_CONSOLE_SIZE
     console_loads: int = DEFAULT_CONSOLE_LOADS
     offline_mutations: int = DEFAULT_OFFLINE_MUTATIONS
@@ -146,6 +152,7 @@ def run(config: BenchConfig) -> tuple[dict[str, Any], Path]:
             "console_size": config.console_size,
             "console_loads": config.console_loads,
             "facts": config.facts,
+            "consolidation": config.consolidation,
         },
         "data": {},
         "errors": {},
@@ -168,6 +175,8 @@ def run(config: BenchConfig) -> tuple[dict[str, Any], Path]:
                 ("console", config.console,
                  lambda out: _console(config, conversations, beir, home_root, settings, phases, out)),
                 ("facts", config.facts, lambda out: _facts(config, home_root, settings, phases, out)),
+                ("consolidation", config.consolidation,
+                 lambda out: _consolidation(config, home_root, settings, phases, out)),
             ]  # fmt: skip
             for name, wanted, body in sections:
                 if wanted:
@@ -271,6 +280,14 @@ async def _facts(
 ) -> None:
     facts = load_facts(config.facts_data, sessions=QUICK_SESSIONS if config.quick else None)
     await run_facts(facts, FactsOptions(home_root=home_root, settings=settings), phases, out)
+
+
+async def _consolidation(
+    config: BenchConfig, home_root: Path, settings: dict[str, str], phases: Phases, out: dict[str, Any]
+) -> None:
+    options = ConsolidationOptions(home_root=home_root, settings=settings, data=config.consolidation_data,
+                                   concurrency=config.consolidation_concurrency, quick=config.quick)  # fmt: skip
+    await run_consolidation(options, phases, out)
 
 
 def _section(results: dict[str, Any], name: str, body: Callable[[dict[str, Any]], Coroutine[Any, Any, None]]) -> None:
