@@ -376,9 +376,13 @@ async def _answer_sizes(mcp_url: str, facts: FactSet, saved: _Saved) -> dict[str
             result = await client.call_tool("search_memory", {"query": query.text, "limit": SEARCH_LIMIT,
                                                               "min_seq": saved.last_seq})  # fmt: skip
             searches.append(sum(len(getattr(block, "text", "").encode()) for block in result.content))
+    async with agent_session(f"{mcp_url}?tools=core", facts.sessions[0].agent) as client:  # small-context clients
+        core = await client.list_tools()
     return {
         "tools_list": tools_bytes,
         "tools": len(listed.tools),
+        "tools_list_core": len(core.model_dump_json(by_alias=True, exclude_none=True).encode()),
+        "tools_core": len(core.tools),
         "search_limit5_median": statistics.median(searches) if searches else None,
         "save_median": statistics.median(saved.answer_bytes) if saved.answer_bytes else None,
     }
