@@ -25,7 +25,8 @@ class ProgressBar:
     """Redraws one line (``\\r``) on ``stream``: label, bar, percentage and counts.
 
     With an unknown total it shows only the count. ``close`` draws the final state and ends the
-    line; it is also what leaving a ``with`` block does.
+    line; it is also what leaving a ``with`` block does. When the stream is not a terminal (a log file, a pipe),
+    where a carriage return does not redraw, only that final line is written.
     """
 
     def __init__(
@@ -37,8 +38,10 @@ class ProgressBar:
         stream: TextIO | None = None,
         width: int = DEFAULT_WIDTH,
         min_interval: float = DEFAULT_MIN_INTERVAL,
+        live: bool | None = None,
     ) -> None:
-        """``unit="B"`` formats counts as bytes (KB, MB, ...); any other unit is printed after the count."""
+        """``unit="B"`` formats counts as bytes (KB, MB, ...); any other unit is printed after the count. ``live``:
+        redraw while it runs (default: when the stream is a terminal)."""
         self.total = total
         self.label = label
         self.unit = unit
@@ -49,6 +52,7 @@ class ProgressBar:
         self._last_draw = float("-inf")
         self._last_len = 0
         self._closed = False
+        self._live = _is_terminal(self._stream) if live is None else live
 
     def update(self, done: int, total: int | None = None) -> None:
         """Set the count done so far (and the total, if it became known); redraws at most every min_interval."""
@@ -59,7 +63,7 @@ class ProgressBar:
             self.total = total
         now = time.monotonic()
         finished = self.total is not None and done >= self.total
-        if finished or now - self._last_draw >= self._min_interval:
+        if self._live and (finished or now - self._last_draw >= self._min_interval):
             self._draw()
             self._last_draw = now
 
@@ -102,6 +106,13 @@ class ProgressBar:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.close()
+
+
+def _is_terminal(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):  # no isatty, or a closed stream
+        return False
 
 
 def progress_bar(total: int | None, label: str, *, unit: str = "B", stream: TextIO | None = None) -> ProgressBar:

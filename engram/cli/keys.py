@@ -6,16 +6,19 @@ import argparse
 import sys
 from typing import TYPE_CHECKING, Any
 
-from engram.cli.common import add_home
+from engram.cli.common import add_home, sub
 from engram.config import Settings
 
 if TYPE_CHECKING:
     from engram.keys import KeyStore
 
 
+KEY_COLUMNS = ("KEY_ID", "NAMESPACE", "AGENT", "SCOPES", "DEVICE", "TEAM")  # `keys list`, its header first
+
+
 def register(subparsers: Any) -> None:
     """Registers ``keys create|list|revoke`` on the ``engram`` sub-command parsers."""
-    keys = subparsers.add_parser("keys", help="manage API keys")
+    keys = sub(subparsers, "keys", "manage API keys: create (shown once), list, revoke")
     keys_sub = keys.add_subparsers(dest="keys_command", required=True)
     create = add_home(keys_sub.add_parser("create", help="create a key (printed once)"))
     create.add_argument("--namespace", required=True)
@@ -72,6 +75,8 @@ def _list(args: argparse.Namespace, settings: Settings) -> int:
             "[--device DEVICE] [--team TEAM] [--scopes read,write]",
             file=sys.stderr,
         )
+    if records:
+        print("\t".join(KEY_COLUMNS))
     for record in records:
         # Tab-separated; the device and team columns came later, so they go last. "-": the key leaves it open.
         granted = ",".join(sorted(record.scopes))

@@ -10,7 +10,7 @@ import sys
 from typing import IO, Any
 
 from engram import plural
-from engram.cli.common import URL_HELP, add_home, no_node, node_url
+from engram.cli.common import URL_HELP, add_home, no_node, node_url, sub
 from engram.config import MCP_TOOL_PROFILES, Settings
 from engram.progress import format_bytes
 from engram.services.node.standalone import SERVICES
@@ -23,7 +23,7 @@ EXIT_UNREACHABLE = 2
 
 def register(subparsers: Any) -> None:
     """Registers the node's commands on the ``engram`` sub-command parsers."""
-    serve = add_home(subparsers.add_parser("serve", help="run the embedded node: NATS, all services, MCP/REST gateway"))
+    serve = add_home(sub(subparsers, "serve", "run the embedded node: NATS, all services, MCP/REST gateway"))
     serve.add_argument("--host", help="gateway bind address (ENGRAM_HOST, default 127.0.0.1)")
     serve.add_argument("--port", type=int, help="gateway port (ENGRAM_PORT, default 8765; 0 picks one)")
     serve.add_argument("--idle-exit", action="store_true", help=argparse.SUPPRESS)  # set by `engram mcp`
@@ -45,7 +45,7 @@ def register(subparsers: Any) -> None:
     edge.add_argument(SUPERVISED_FLAG, help=argparse.SUPPRESS)
     edge.set_defaults(func=_edge)
 
-    mcp = add_home(subparsers.add_parser("mcp", help="MCP over stdio, using (or starting) the node of the data dir"))
+    mcp = add_home(sub(subparsers, "mcp", "MCP over stdio, using (or starting) the node of the data dir"))
     mcp.add_argument(
         "--tools", choices=MCP_TOOL_PROFILES,
         help="the tools to list: full (every tool) or core (the everyday ones, for a small context); default "
@@ -68,7 +68,7 @@ def register(subparsers: Any) -> None:
     run.add_argument("--port", type=int, help="gateway: HTTP port (ENGRAM_PORT)")
     run.set_defaults(func=_run)
 
-    status = add_home(subparsers.add_parser("status", help="the node's readiness, index lag, counts, disk and sync"))
+    status = add_home(sub(subparsers, "status", "the node's readiness, index lag, counts, disk and sync"))
     status.add_argument("--url", help=URL_HELP)
     status.add_argument("--json", action="store_true", help="print the status as JSON (for scripts)")
     status.set_defaults(func=_status)

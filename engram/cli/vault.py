@@ -12,7 +12,7 @@ from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from engram import plural
-from engram.cli.common import URL_HELP, add_home, no_node, node_url
+from engram.cli.common import URL_HELP, add_home, no_node, node_url, sub
 from engram.config import Settings
 from engram.importer import DEFAULT_CHUNK_LINES, ImportReport
 
@@ -33,8 +33,10 @@ CONNECT_TIMEOUT = 30.0
 
 def register(subparsers: Any) -> None:
     """Registers ``import`` and ``export`` on the ``engram`` sub-command parsers."""
-    importing = subparsers.add_parser(
-        "import", help="bulk-import a JSON-lines file (one save_memory object per line) or a Markdown vault folder"
+    importing = sub(
+        subparsers,
+        "import",
+        "bulk-import a JSON-lines file (one save_memory object per line) or a Markdown vault folder",
     )
     add_home(importing)
     importing.add_argument("file", help="the .jsonl file, or a folder of Markdown notes (as `engram export` writes)")
@@ -43,8 +45,10 @@ def register(subparsers: Any) -> None:
     importing.add_argument("--chunk", type=int, default=DEFAULT_CHUNK_LINES, help="lines per request (default 1000)")
     importing.set_defaults(func=_import)
 
-    exporting = subparsers.add_parser(
-        "export", help="write every memory of your namespace to a folder: one Markdown file each, YAML frontmatter"
+    exporting = sub(
+        subparsers,
+        "export",
+        "write every memory of your namespace to a folder: one Markdown file each, YAML frontmatter",
     )
     add_home(exporting)
     exporting.add_argument("dir", help="the folder (created if missing; files of the same memories are overwritten)")

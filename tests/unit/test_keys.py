@@ -326,7 +326,8 @@ def test_cli_creates_a_shared_key_with_device_and_team_and_lists_it(
     assert main(["keys", "create", *home, "--namespace", "ns", "--agent", "claude@laptop", "--scopes", "read"]) == 0
     assert "agent 'claude@laptop', scopes read." in capsys.readouterr().err
     assert main(["keys", "list", *home]) == 0
-    rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    header, *rows = [line.split("\t") for line in capsys.readouterr().out.splitlines()]
+    assert header == ["KEY_ID", "NAMESPACE", "AGENT", "SCOPES", "DEVICE", "TEAM"]
     assert [row[1:] for row in rows] == [
         ["ns", "-", "read,write", "jetson-7", "auth"],
         ["ns", "claude@laptop", "read", "-", "-"],

@@ -442,7 +442,7 @@ def test_cli_pull_draws_a_progress_line_per_file(hub: Hub, tiny: Path, tmp_path:
 
 def test_progress_bar_redraws_one_line_and_ends_it_on_close() -> None:
     stream = io.StringIO()
-    with ProgressBar(2048, "weights", stream=stream, width=10, min_interval=0) as bar:
+    with ProgressBar(2048, "weights", stream=stream, width=10, min_interval=0, live=True) as bar:
         bar.update(512)
         bar.update(2048)
 
@@ -450,6 +450,15 @@ def test_progress_bar_redraws_one_line_and_ends_it_on_close() -> None:
     assert frames[0].startswith("weights [##........]  25% 512 B/2.0 KB")
     assert frames[-1].rstrip() == "weights [##########] 100% 2.0 KB/2.0 KB"
     assert stream.getvalue().endswith("\n") and stream.getvalue().count("\n") == 1
+
+
+def test_progress_bar_writes_only_its_final_line_when_the_stream_is_not_a_terminal() -> None:
+    stream = io.StringIO()  # a pipe or a log file: a carriage return would leave every frame in it
+    with ProgressBar(2048, "weights", stream=stream, width=10, min_interval=0) as bar:
+        for done in range(0, 2049, 256):
+            bar.update(done)
+
+    assert stream.getvalue() == "\rweights [##########] 100% 2.0 KB/2.0 KB\n"
 
 
 def test_progress_bar_without_total_counts_items() -> None:
