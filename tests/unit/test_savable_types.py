@@ -1,4 +1,5 @@
-"""The memory types Engram writes itself (team summaries, pack files) are never offered to a save, yet stay findable."""
+"""The memory types Engram writes itself (team summaries, pack files, hook captures) are never offered to a save, yet stay
+findable."""
 
 from __future__ import annotations
 
@@ -15,7 +16,7 @@ from engram.services.gateway.schemas.requests import SaveRequest
 
 
 def test_savable_types_are_every_type_but_the_internal_ones() -> None:
-    assert set(INTERNAL_TYPES) == {"team-summary", "pack-file"}
+    assert set(INTERNAL_TYPES) == {"team-summary", "pack-file", "observation", "session-summary"}
     assert set(SAVABLE_TYPES) == set(MEMORY_TYPES) - set(INTERNAL_TYPES)
 
 
