@@ -92,6 +92,11 @@ class Settings:
     session_quality_weight: float = 0.6  # session_context: how much quality (importance, confidence, use) counts
     session_recency_weight: float = 0.4  # session_context: how much recency counts
     similar_finding_threshold: float = 0.85  # dense similarity from which another agent's finding is "very similar"
+    # Capture through agents' hooks (engram hooks, docs/hooks.md): the session context a session start injects, the
+    # quality an observation needs to be kept, and the most characters one observation keeps.
+    hook_context_tokens: int = 800
+    hook_min_quality: float = 0.5
+    hook_max_chars: int = 1000
     qdrant_url: str | None = None
     model_cache: Path | None = None  # where built ONNX models are kept; default <home>/models
     # int8: per-channel int8 weights, about 1.7x faster embedding on CPU at cosine ~0.99 to fp32 and the same
@@ -181,6 +186,15 @@ class Settings:
             raise SettingsError("ENGRAM_SSE_QUEUE_EVENTS must be >= 1 and ENGRAM_SSE_HEARTBEAT_SECONDS > 0")
         if self.session_quality_weight < 0 or self.session_recency_weight < 0:
             raise SettingsError("ENGRAM_SESSION_QUALITY_WEIGHT and ENGRAM_SESSION_RECENCY_WEIGHT must be >= 0")
+        if (
+            not 50 <= self.hook_context_tokens <= 8000
+            or not 0 <= self.hook_min_quality <= 1
+            or self.hook_max_chars < 80
+        ):
+            raise SettingsError(
+                "ENGRAM_HOOK_CONTEXT_TOKENS must be 50-8000, ENGRAM_HOOK_MIN_QUALITY 0-1 and "
+                "ENGRAM_HOOK_MAX_CHARS >= 80"
+            )
         if not 0 < self.similar_finding_threshold <= 1:
             raise SettingsError(
                 f"ENGRAM_SIMILAR_FINDING_THRESHOLD must be in (0, 1], got {self.similar_finding_threshold}"

@@ -11,12 +11,12 @@ from typing import Any
 
 MEMORY_TYPES = (
     "general", "fact", "preference", "decision", "finding", "hypothesis",
-    "blocker", "action-item", "history", "handoff", "team-summary", "pack-file",
+    "blocker", "action-item", "history", "handoff", "team-summary", "pack-file", "observation", "session-summary",
 )  # fmt: skip
 PACK_FILE = "pack-file"  # a part of an expert pack's file: found only by a search or listing scoped to its pack
-# Written by Engram itself (consolidate_team, install_engram), never offered to a save: they can be searched and
-# listed by type, and kept by export/import, but a saved memory is one of the others.
-INTERNAL_TYPES = ("team-summary", PACK_FILE)
+# Written by Engram itself (consolidate_team, install_engram, agents' hooks: engram.hooks), never offered to a save:
+# they can be searched and listed by type, and kept by export/import, but a saved memory is one of the others.
+INTERNAL_TYPES = ("team-summary", PACK_FILE, "observation", "session-summary")
 SAVABLE_TYPES = tuple(t for t in MEMORY_TYPES if t not in INTERNAL_TYPES)
 PACK_KEY = "metadata.pack"  # the payload field naming the pack a memory belongs to
 CONFIDENCES = ("stated", "inferred")

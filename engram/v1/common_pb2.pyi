@@ -25,6 +25,8 @@ class MemoryType(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     MEMORY_TYPE_HANDOFF: _ClassVar[MemoryType]
     MEMORY_TYPE_TEAM_SUMMARY: _ClassVar[MemoryType]
     MEMORY_TYPE_PACK_FILE: _ClassVar[MemoryType]
+    MEMORY_TYPE_OBSERVATION: _ClassVar[MemoryType]
+    MEMORY_TYPE_SESSION_SUMMARY: _ClassVar[MemoryType]
 
 class Confidence(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
     __slots__ = ()
@@ -83,6 +85,8 @@ MEMORY_TYPE_HISTORY: MemoryType
 MEMORY_TYPE_HANDOFF: MemoryType
 MEMORY_TYPE_TEAM_SUMMARY: MemoryType
 MEMORY_TYPE_PACK_FILE: MemoryType
+MEMORY_TYPE_OBSERVATION: MemoryType
+MEMORY_TYPE_SESSION_SUMMARY: MemoryType
 CONFIDENCE_UNSPECIFIED: Confidence
 CONFIDENCE_STATED: Confidence
 CONFIDENCE_INFERRED: Confidence

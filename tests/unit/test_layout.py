@@ -118,11 +118,14 @@ HTTP_ADAPTERS = {
     "engram/modelstore.py",
     "engram/embed/model_wheel.py",
 }
+# engram/hooks/ is the other client process of the node: the command an agent's hook runs (python -m engram.hooks),
+# whose spool delivers captures to the node's bulk import after the hook has answered.
+NODE_CLIENTS = {"engram/hooks/spool.py"}
 
 
 def test_the_kernel_talks_to_the_nodes_rest_api_only_from_the_cli() -> None:
     users = {str(path.relative_to(ROOT)) for path in _kernel_files() if _uses_any(_imports(path), ("httpx",))}
-    assert users <= HTTP_ADAPTERS, users - HTTP_ADAPTERS
+    assert users <= HTTP_ADAPTERS | NODE_CLIENTS, users - HTTP_ADAPTERS - NODE_CLIENTS
     assert any(_uses_any(_imports(path), ("httpx",)) for path in CLI.rglob("*.py"))
 
 

@@ -1,5 +1,5 @@
-"""The memory types Engram writes itself (team summaries, pack files, hook captures) are never offered to a save, yet stay
-findable."""
+"""The memory types Engram writes itself (team summaries, pack files, hook captures) are never offered to a save, yet
+stay findable."""
 
 from __future__ import annotations
 

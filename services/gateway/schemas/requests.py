@@ -46,6 +46,7 @@ from engram.services.gateway.schemas.arguments import (
     MemoryId,
     MemoryIds,
     MemoryTypeArg,
+    MemoryTypeName,
     Metadata,
     MinRelevance,
     MinSeq,
@@ -166,6 +167,8 @@ class UnsupersedeRequest(BaseModel):
 class ImportLineIn(SaveRequest):
     """One line of a bulk import: a save_memory object, plus an optional idempotency key."""
 
+    # An import restores what an export wrote and delivers what agents' hooks captured: every type, internal ones too.
+    memory_type: Annotated[MemoryTypeName | None, Field(description="Default general.")] = None  # type: ignore[assignment]
     source_id: Annotated[str | None, Field(max_length=256, description="Stored once per key (dedup window).")] = None
 
 

@@ -1,0 +1,134 @@
+"""`python -m engram.hooks AGENT EVENT [--home DIR] [PAYLOAD]`: the command an agent's hook runs.
+
+It answers first and works after: the payload is read (stdin, or the last argument for Codex's notify), the answer
+printed (only a session start has one: the session context), and the process forks; the parent exits at once and
+the child, detached from the agent's pipes, extracts, scrubs, spools and delivers. Until the fork only the standard
+library is imported, so the agent waits about as long as the interpreter takes to start. The installed command
+runs this file by its path under `python -S` (no site-packages to set up: ~15 ms less); the work sets them up."""
+
+from __future__ import annotations
+
+import os
+import sys
+
+TYPE_CHECKING = False  # typing itself is not imported: it costs the hook ~2 ms
+if TYPE_CHECKING:
+    from typing import Any
+
+CODEX = "codex"
+
+if not __package__:  # run by its path: the folder that holds the engram package comes first
+    sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
+
+
+def main(argv: list[str] | None = None) -> int:
+    args = list(sys.argv[1:] if argv is None else argv)
+    home = None
+    if "--home" in args:
+        at = args.index("--home")
+        home = args[at + 1] if at + 1 < len(args) else None
+        del args[at : at + 2]
+    agent = args[0] if args else "claude-code"
+    name = args[1] if len(args) > 1 else ""
+    raw = args[2].encode() if len(args) > 2 else (sys.stdin.buffer.read() if agent != CODEX else b"")
+    if name == "SessionStart":
+        _answer(agent, name, payload(raw), home)
+    sys.stdout.flush()
+    if _detached():
+        code = 0
+        try:
+            work(agent, name, payload(raw), home)
+        except Exception:  # the top of the background process: note it where `engram hooks status` shows it
+            import traceback
+
+            code = 1
+            _note(home, traceback.format_exc())
+        finally:
+            os._exit(code)
+    return 0
+
+
+def payload(raw: bytes) -> dict[str, Any]:
+    """The hook's JSON object ({} for anything else); parsed after the fork (json imports re: milliseconds)."""
+    import json
+
+    try:
+        data = json.loads(raw) if raw.strip() else {}
+    except ValueError:
+        return {}
+    return data if isinstance(data, dict) else {}
+
+
+def _answer(agent: str, name: str, payload: dict[str, Any], home: str | None) -> None:
+    """Prints the session context for a session start (nothing when paused or no node answers)."""
+    from engram.hooks.capture import Paths, node_url
+    from engram.hooks.context import output, session_context
+    from engram.hooks.events import parse
+    from engram.hooks.privacy import paused
+
+    settings = _settings(home)
+    context = "" if paused(Paths.of(settings).hooks) else session_context(parse(agent, name, payload), settings,
+                                                                           node_url(settings))  # fmt: skip
+    text = output(agent, name, context)
+    if text:
+        sys.stdout.write(text + "\n")
+
+
+def _detached() -> bool:
+    """True in the background child; False in the parent, which returns. Where processes cannot fork, the work is
+    done before returning (the answer was already flushed)."""
+    if not hasattr(os, "fork"):
+        return True
+    try:
+        pid = os.fork()
+    except OSError:
+        return True
+    if pid:
+        return False
+    os.setsid()  # out of the agent's process group: a timeout that kills the hook does not kill the work
+    devnull = os.open(os.devnull, os.O_RDWR)
+    for fd in (0, 1, 2):
+        os.dup2(devnull, fd)  # the agent waits for its pipes to close: the child keeps none of them
+    return True
+
+
+def work(agent: str, name: str, payload: dict[str, Any], home: str | None) -> None:
+    """Captures the event, then delivers the spool (skipped when another hook process is delivering it)."""
+    from engram.hooks.capture import capture, deliver
+    from engram.hooks.events import parse
+
+    settings = _settings(home)
+    capture(parse(agent, name, payload), settings)
+    deliver(settings, wait=False)
+
+
+def _settings(home: str | None) -> Any:
+    _site()
+    from engram.config import Settings
+
+    return Settings.from_env(home=home)
+
+
+def _site() -> None:
+    """Sets up site-packages when the interpreter started without them (`python -S`)."""
+    if sys.flags.no_site and "site" not in sys.modules:
+        import site
+
+        site.main()
+
+
+def _note(home: str | None, text: str) -> None:
+    import time
+
+    try:
+        settings = _settings(home)
+        folder = settings.home / "hooks"
+        folder.mkdir(parents=True, exist_ok=True)
+        with open(folder / "errors.log", "a", encoding="utf-8") as log:
+            log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {text}\n")
+    except Exception:
+        pass
+
+
+if __name__ == "__main__":
+    sys.exit(main())
