@@ -365,12 +365,19 @@ def _facts_rows(facts: dict[str, Any]) -> Iterator[Row]:
     sizes = facts.get("answer_bytes") or {}
     if sizes:
         yield Row(
-            "facts: tools/list (bytes)",
+            "facts: tools/list, every tool (bytes)",
             str(sizes.get("tools_list")),
-            f"<= {TOOLS_LIST_TARGET_BYTES}",
-            f"{sizes.get('tools')} tools",
-            _verdict(sizes.get("tools_list"), TOOLS_LIST_TARGET_BYTES, higher=False),
+            reference=f"{sizes.get('tools')} tools",
         )
+        if sizes.get("tools_list_core") is not None:
+            core = sizes["tools_list_core"]
+            yield Row(
+                "facts: tools/list, core profile (bytes)",
+                str(core),
+                f"<= {TOOLS_LIST_TARGET_BYTES}",
+                f"{sizes.get('tools_core')} tools (?tools=core)",
+                _verdict(core, TOOLS_LIST_TARGET_BYTES, higher=False),
+            )
         yield Row(
             "facts: search answer, limit 5, median (bytes)",
             _num(sizes.get("search_limit5_median"), 0),
@@ -398,6 +405,10 @@ def _facts_rows(facts: dict[str, Any]) -> Iterator[Row]:
             )
             yield Row(f"facts [{split}] {kind} (n={mine['queries']}) top-1 / R@5 / MRR", _facts_triple(mine),
                       shown, "; ".join(notes), verdict)  # fmt: skip
+            if kind == "overall" and "next_saved_above" in mine:
+                yield Row(f"facts [{split}] the memory saved next ranked above the answer",
+                          f"{mine['next_saved_above']} of {mine['queries']}", "0",
+                          status=_verdict(mine["next_saved_above"], 0, higher=False))  # fmt: skip
             if "outdated_above" in mine:
                 yield Row(f"facts [{split}] latest-version: outdated ranked above current",
                           f"{mine['outdated_above']} of {mine['queries']}",
