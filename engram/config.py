@@ -98,7 +98,9 @@ class Settings:
     hook_min_quality: float = 0.5
     hook_max_chars: int = 1000
     qdrant_url: str | None = None
-    model_cache: Path | None = None  # where built ONNX models are kept; default <home>/models
+    # Where built ONNX models, installed rerankers and a fetched embedding model are kept: one per machine by default
+    # (every data dir on it shares them), $XDG_CACHE_HOME/engram/models or ~/.cache/engram/models.
+    model_cache: Path = field(default_factory=lambda: default_model_cache())
     # int8: per-channel int8 weights, about 1.7x faster embedding on CPU at cosine ~0.99 to fp32 and the same
     # retrieval quality within 0.002 (docs/search.md); fp32 is the exact network.
     embed_precision: str = "int8"
@@ -249,10 +251,18 @@ class Settings:
 
     @property
     def model_cache_dir(self) -> Path:
-        return self.model_cache or self.home / "models"
+        return self.model_cache
 
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **changes)
+
+
+def default_model_cache(env: Mapping[str, str] | None = None) -> Path:
+    """The machine's model cache: $XDG_CACHE_HOME/engram/models, else ~/.cache/engram/models."""
+    env = os.environ if env is None else env
+    cache_home = env.get("XDG_CACHE_HOME", "")
+    root = Path(cache_home).expanduser() if Path(cache_home).expanduser().is_absolute() else Path.home() / ".cache"
+    return root / "engram" / "models"
 
 
 def is_loopback(host: str) -> bool:

@@ -13,6 +13,29 @@ NOT_A_MAPPING = "not_a_mapping"  # YAML, but not key: value pairs
 ALIAS = "alias"  # repeats a value with *name: refused, see _NoAliasLoader
 
 
+# What YAML's complaints mean, for someone writing `key: value` lines by hand (PyYAML's problems start so).
+YAML_PROBLEMS = (
+    (
+        "mapping values are not allowed",
+        'a ": " inside a value, or a line indented under a key that has a value '
+        '(quote such a value: title: "Deploy: the steps")',
+    ),
+    ("found character '\\t'", "a tab (YAML indents with spaces only)"),
+    ("found character '@'", "a value starting with @ (put it in quotes)"),
+    ("found character '`'", "a value starting with ` (put it in quotes)"),
+    ("found unexpected end of stream", "a quoted value that is never closed"),
+    ("found unknown escape character", "a backslash in a \"double-quoted\" value (use 'single quotes' instead)"),
+    ("expected escape sequence", "a backslash in a \"double-quoted\" value (use 'single quotes' instead)"),
+    ("expected ',' or ']'", "a [list that is never closed with ]"),
+    ("expected ',' or '}'", "a {map that is never closed with }"),
+    ("could not find expected ':'", "a line that is not `key: value` (or a quoted value that spans lines)"),
+    ("did not find expected key", "a line indented unlike the keys around it"),
+    ("expected <block end>", "a line indented unlike the keys around it"),
+    ("expected '<document start>'", "a line indented unlike the keys around it"),
+    ("did not find expected '-' indicator", "a list item indented unlike the items around it"),
+)
+
+
 class FrontmatterError(ValueError):
     """What is wrong with a frontmatter: ``kind`` (one of the constants above), YAML's own ``problem`` and the
     file's 1-based ``line`` of it when YAML gives one."""
@@ -22,6 +45,12 @@ class FrontmatterError(ValueError):
         self.kind = kind
         self.problem = problem
         self.line = line
+
+    @property
+    def plain(self) -> str:
+        """The problem in plain words and where it is, e.g. "line 3: a tab (YAML indents with spaces only)"."""
+        meaning = next((text for start, text in YAML_PROBLEMS if self.problem.startswith(start)), self.problem)
+        return f"line {self.line}: {meaning}" if self.line is not None else meaning
 
 
 class _NoAliasLoader(yaml.SafeLoader):

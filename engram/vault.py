@@ -288,7 +288,7 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any] | None, str]:
             raise VaultError("its frontmatter is not a set of `key: value` lines") from e
         if e.kind == frontmatter.ALIAS:
             raise VaultError(f"its frontmatter repeats a value with a YAML alias (line {e.line}): {e.problem}") from e
-        raise VaultError(f"invalid YAML frontmatter: {' '.join(str(e.__cause__ or e.problem).split())}") from e
+        raise VaultError(f"its frontmatter is not valid YAML, {e.plain}") from e
 
 
 def note_of(relative: Path, frontmatter: dict[str, Any], body: str) -> Note:

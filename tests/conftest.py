@@ -28,6 +28,16 @@ def anyio_backend() -> str:
     return "asyncio"
 
 
+@pytest.fixture(scope="session", autouse=True)
+def machine_cache_home(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Path]:
+    """XDG_CACHE_HOME in a temp dir: a Settings that names no model cache (its default is the machine's) never
+    touches the user's ~/.cache, in this process or in the nodes it starts."""
+    with pytest.MonkeyPatch.context() as patch:
+        path = tmp_path_factory.mktemp("xdg-cache")
+        patch.setenv("XDG_CACHE_HOME", str(path))
+        yield path
+
+
 @pytest.fixture(scope="session")
 def model_cache(tmp_path_factory: pytest.TempPathFactory) -> Path:
     """One ONNX build per test session, shared by every node the tests start."""

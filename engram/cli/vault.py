@@ -4,6 +4,7 @@ node through its REST API, as JSON lines (engram/importer.py) or a Markdown vaul
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 import time
 from collections.abc import Iterator
@@ -29,6 +30,7 @@ PAGE_SIZE = 100  # the list endpoint's maximum
 NDJSON = {"Content-Type": "application/x-ndjson"}
 READ_TIMEOUT = 600.0  # a bulk import request may take this long to answer
 CONNECT_TIMEOUT = 30.0
+JSON_HELP = "print the outcome as JSON on stdout (for scripts), without the progress bar"
 
 
 def register(subparsers: Any) -> None:
@@ -43,6 +45,7 @@ def register(subparsers: Any) -> None:
     importing.add_argument("--url", help=URL_HELP)
     importing.add_argument("--restart", action="store_true", help="ignore saved progress and start at line 1")
     importing.add_argument("--chunk", type=int, default=DEFAULT_CHUNK_LINES, help="lines per request (default 1000)")
+    importing.add_argument("--json", action="store_true", help=JSON_HELP)
     importing.set_defaults(func=_import)
 
     exporting = sub(
@@ -55,24 +58,32 @@ def register(subparsers: Any) -> None:
     exporting.add_argument("--format", choices=("markdown",), default="markdown", help="the format (default: markdown)")
     exporting.add_argument("--include-secret", action="store_true", help="also write memories of sensitivity secret")
     exporting.add_argument("--url", help=URL_HELP)
+    exporting.add_argument("--json", action="store_true", help=JSON_HELP)
     exporting.set_defaults(func=_export)
 
 
 def _import(args: argparse.Namespace, settings: Settings) -> int:
     source = Path(args.file)
     if source.is_dir():  # a Markdown vault (`engram export --format markdown DIR`)
-        return run_vault_import(source, node_url(args.url, settings), api_key=settings.api_key)
+        return run_vault_import(source, node_url(args.url, settings), api_key=settings.api_key, as_json=args.json)
     if not source.is_file():
         print(f"engram: no such file: {source}", file=sys.stderr)
         return EXIT_USAGE
     return run_file_import(
-        source, node_url(args.url, settings), api_key=settings.api_key, restart=args.restart, chunk_lines=args.chunk
-    )
+        source, node_url(args.url, settings), api_key=settings.api_key, restart=args.restart, chunk_lines=args.chunk,
+        as_json=args.json,
+    )  # fmt: skip
 
 
 def _export(args: argparse.Namespace, settings: Settings) -> int:
     url = node_url(args.url, settings)
-    return run_export(Path(args.dir), url, api_key=settings.api_key, include_secret=args.include_secret)
+    return run_export(
+        Path(args.dir), url, api_key=settings.api_key, include_secret=args.include_secret, as_json=args.json
+    )
+
+
+def print_json(answer: dict[str, Any], out: IO[str] | None = None) -> None:
+    print(json.dumps(answer, indent=2, ensure_ascii=False), file=out or sys.stdout)
 
 
 def _client(base_url: str, api_key: str | None) -> httpx.Client:
@@ -111,22 +122,41 @@ class ImportFailed(RuntimeError):
 
 
 def run_file_import(
-    source: Path, base_url: str, *, api_key: str | None, restart: bool = False, chunk_lines: int = DEFAULT_CHUNK_LINES
-) -> int:
-    """`engram import FILE.jsonl`: exit 0 all imported (or present), 3 some lines rejected, 1 refused or unreachable."""
+    source: Path, base_url: str, *, api_key: str | None, restart: bool = False, chunk_lines: int = DEFAULT_CHUNK_LINES,
+    as_json: bool = False,
+) -> int:  # fmt: skip
+    """`engram import FILE.jsonl`: exit 0 all imported (or present), 3 some lines rejected, 1 refused or unreachable.
+    With ``as_json`` the outcome is JSON on stdout (file_import_json), the refusal included."""
     import httpx
 
     try:
-        report = import_file(source, base_url, api_key=api_key, restart=restart, chunk_lines=chunk_lines)
+        report = import_file(
+            source, base_url, api_key=api_key, restart=restart, chunk_lines=chunk_lines, progress=not as_json
+        )
     except ImportFailed as e:
-        print_summary(e.report)
+        if as_json:
+            print_json({**file_import_json(source, e.report), "error": str(e)})
+        else:
+            print_summary(e.report)
         print(f"engram: {e}", file=sys.stderr)
         return EXIT_FAILED
     except httpx.TransportError as e:
         print(f"engram: cannot reach Engram at {base_url}: {e}. Is the node running (engram serve)?", file=sys.stderr)
         return EXIT_FAILED
-    print_summary(report)
+    if as_json:
+        print_json(file_import_json(source, report))
+    else:
+        print_summary(report)
     return EXIT_OK if not report.rejected else EXIT_REJECTED
+
+
+def file_import_json(source: Path, report: ImportReport) -> dict[str, Any]:
+    """`engram import FILE.jsonl --json`: the counts, each rejected line with its reason, where a rerun resumes."""
+    return {
+        "source": str(source), "imported": report.imported, "already_present": report.already_present,
+        "rejected": [{"line": line, "reason": reason} for line, reason in report.rejected],
+        "last_line": report.last_line, "last_seq": report.last_seq, "seconds": round(report.seconds, 3),
+    }  # fmt: skip
 
 
 def import_file(
@@ -185,8 +215,9 @@ def print_summary(report: ImportReport, out: IO[str] | None = None) -> None:
 
 
 def run_export(
-    folder: Path, base_url: str, *, api_key: str | None, include_secret: bool = False, err: IO[str] | None = None
-) -> int:
+    folder: Path, base_url: str, *, api_key: str | None, include_secret: bool = False, err: IO[str] | None = None,
+    as_json: bool = False,
+) -> int:  # fmt: skip
     """`engram export --format markdown DIR`: exit 0 written, 1 refused or not writable, 2 no node answers."""
     import httpx
 
@@ -194,18 +225,24 @@ def run_export(
 
     err = err or sys.stderr
     try:
-        report = export_vault(folder, base_url, api_key=api_key, include_secret=include_secret)
+        report = export_vault(folder, base_url, api_key=api_key, include_secret=include_secret, progress=not as_json)
     except httpx.TransportError as e:
         print(no_node(base_url, e), file=err)
         return EXIT_USAGE
     except (VaultError, OSError) as e:
         print(f"engram: {e}", file=err)
         return EXIT_FAILED
-    print(report.summary(), file=err)
+    if as_json:
+        print_json({"folder": str(report.folder), "written": report.written,
+                    "skipped_secret": report.skipped_secret, "moved": report.moved})  # fmt: skip
+    else:
+        print(report.summary(), file=err)
     return EXIT_OK
 
 
-def run_vault_import(source: Path, base_url: str, *, api_key: str | None, err: IO[str] | None = None) -> int:
+def run_vault_import(
+    source: Path, base_url: str, *, api_key: str | None, err: IO[str] | None = None, as_json: bool = False
+) -> int:
     """`engram import DIR`: exit 0 all imported (or present), 3 some files rejected, 1 refused, 2 no node answers."""
     import httpx
 
@@ -222,16 +259,31 @@ def run_vault_import(source: Path, base_url: str, *, api_key: str | None, err: I
         return EXIT_USAGE
     report = VaultImportReport()
     try:
-        import_vault(source, base_url, api_key=api_key, report=report)
+        import_vault(source, base_url, api_key=api_key, report=report, progress=not as_json)
     except httpx.TransportError as e:
         print(no_node(base_url, e), file=err)
         return EXIT_USAGE
     except VaultError as e:
-        print(report.summary(source), file=err)
+        if as_json:
+            print_json({**vault_import_json(source, report), "error": str(e)})
+        else:
+            print(report.summary(source), file=err)
         print(f"engram: {e}", file=err)
         return EXIT_FAILED
-    print(report.summary(source), file=err)
+    if as_json:
+        print_json(vault_import_json(source, report))
+    else:
+        print(report.summary(source), file=err)
     return EXIT_REJECTED if report.rejected else EXIT_OK
+
+
+def vault_import_json(source: Path, report: VaultImportReport) -> dict[str, Any]:
+    """`engram import DIR --json`: the counts and each rejected file with its reason."""
+    return {
+        "source": str(source), "imported": report.imported, "already_present": report.already_present,
+        "archived": report.archived, "rejected": [{"file": path, "reason": reason} for path, reason in report.rejected],
+        "seconds": round(report.seconds, 3),
+    }  # fmt: skip
 
 
 def export_vault(

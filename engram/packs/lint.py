@@ -2,8 +2,9 @@
 entry leads to a file and every file is in an index, and the examples' `uses:` name knowledge that exists.
 
 Errors are what breaks a load (a missing role, a dangling index entry or `uses:` path, frontmatter that does not
-parse, a parent that is not installed); warnings are what makes it worse (a file no index lists, an example
-without `uses:`, an entry without a description).
+parse, a parent that is not installed) or makes it empty (the role and description `engram packs init` wrote, left
+as they were); warnings are what makes it worse (a file no index lists, an example without `uses:`, an entry without
+a description, another file still the template's).
 """
 
 from __future__ import annotations
@@ -51,8 +52,25 @@ def lint_pack(pack: Pack, *, parent: Pack | None = None, installed: Collection[s
         *_section(pack, EXAMPLES),
         *_examples(pack, parent, unchecked_parent=_parent_unseen(pack, parent, installed)),
         *_knowledge_frontmatter(pack),
+        *_placeholders(pack),
     ]
     return sorted(issues, key=lambda issue: (issue.severity != "error", issue.path))
+
+
+def _placeholders(pack: Pack) -> list[LintIssue]:
+    """Text `engram packs init` wrote and nobody replaced: an error where the expert would be nobody (role.md, the
+    description), a warning elsewhere (a generic workflow or rule may be meant)."""
+    from engram.packs.template import untouched
+
+    issues = []
+    description = pack.meta.get("description")
+    if isinstance(description, str) and untouched("description", description):
+        issues.append(LintIssue("error", META, "description is still the template's: say who this expert is."))
+    for path, text in sorted(pack.files.items()):
+        if untouched(path, text):
+            severity: Severity = "error" if path == "role.md" else "warning"
+            issues.append(LintIssue(severity, path, "is still the template's text: replace it with the expert's own."))
+    return issues
 
 
 def _parent_unseen(pack: Pack, parent: Pack | None, installed: Collection[str] | None) -> bool:
@@ -203,8 +221,7 @@ def parse_frontmatter(text: str) -> dict[str, Any]:
             raise ValueError("frontmatter has no closing '---' line.") from e
         if e.kind == NOT_A_MAPPING:
             raise ValueError("frontmatter must be YAML key: value pairs (e.g. uses: [knowledge/x.md]).") from e
-        where = f" at line {e.line}" if e.line is not None else ""
-        raise ValueError(f"frontmatter is not valid YAML{where}: {e.problem}.") from e
+        raise ValueError(f"frontmatter is not valid YAML, {e.plain}.") from e
 
 
 def _content_files(pack: Pack, section: str) -> list[str]:

@@ -1,9 +1,11 @@
 """A new pack from the English template in engram/packs/templates/pack: every file of the format, with text that
-says what to write where, passing `engram packs lint` as it is."""
+says what to write where. `engram packs lint` fails it until that text is replaced (``untouched``)."""
 
 from __future__ import annotations
 
+import re
 import shutil
+from functools import cache
 from importlib import resources
 from importlib.abc import Traversable
 from pathlib import Path
@@ -44,6 +46,27 @@ def template_pack(name: str) -> Pack:
     meta = parse_meta(files.pop(META))  # filled as values, not as JSON text: a name may hold quotes
     meta = {key: fill(value) if isinstance(value, str) else value for key, value in meta.items()}
     return Pack(name=name, meta=meta, files={path: fill(text) for path, text in files.items()})
+
+
+def untouched(path: str, text: str) -> bool:
+    """True when ``text`` is still the template's text for ``path``, whatever name it was filled in for (a
+    description: meta.json's "description")."""
+    pattern = _template_patterns().get(path)
+    return pattern is not None and pattern.fullmatch(text.strip()) is not None
+
+
+@cache
+def _template_patterns() -> dict[str, re.Pattern[str]]:
+    """Each template file's text (and meta.json's description) as a pattern, {{name}} and {{title}} matching any."""
+    files = dict(_texts(resources.files("engram.packs").joinpath("templates", TEMPLATE), ""))
+    texts = {path: text for path, text in files.items() if path != META}
+    texts["description"] = str(parse_meta(files[META])["description"])
+
+    def pattern(text: str) -> re.Pattern[str]:
+        parts = re.split(r"\{\{(?:name|title)\}\}", text.strip())
+        return re.compile(".+?".join(re.escape(part) for part in parts), re.DOTALL)
+
+    return {path: pattern(text) for path, text in texts.items()}
 
 
 def _texts(folder: Traversable, prefix: str) -> list[tuple[str, str]]:

@@ -44,6 +44,7 @@ def test_rest_import_stores_valid_lines_in_order_and_says_why_others_were_reject
     assert result["imported"] == 3
     assert [r["line"] for r in result["rejected"]] == [11, 12, 14]
     assert "memory_type" in result["rejected"][2]["reason"]
+    assert result["rejected"][0]["reason"].startswith("The line is not JSON at column 2: a field name without double")
     assert [i["line"] for i in result["items"]] == [10, 13, 15]
     assert result["last_line"] == 15 and result["last_seq"] > 0
     assert {r["kind"] for r in result["redactions"]} == {"api_key"}

@@ -26,7 +26,7 @@ def no_node(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> tuple[str, ...]:
     return ("--url", f"http://127.0.0.1:{free_port()}")
 
 
-def test_init_creates_a_pack_that_lints_clean_and_says_what_to_do_next(
+def test_init_creates_a_pack_whose_placeholders_fail_lint_and_says_what_to_do_next(
     tmp_path: Path, capsys: pytest.CaptureFixture[str], no_node: tuple[str, ...]
 ) -> None:
     code, out, err = engram(capsys, "packs", "init", "contract-lawyer", "--dir", str(tmp_path))
@@ -35,7 +35,9 @@ def test_init_creates_a_pack_that_lints_clean_and_says_what_to_do_next(
     folder = tmp_path / "contract-lawyer"
     assert out.startswith(f"Created pack 'contract-lawyer' in {folder}: meta.json, role.md")
     assert f"engram packs lint {folder}\n  engram packs install {folder}" in out
-    assert engram(capsys, "packs", "lint", str(folder), *no_node)[:2] == (0, "contract-lawyer: ok\n")
+    code, out, _ = engram(capsys, "packs", "lint", str(folder), *no_node)
+    assert code == 1 and out.startswith("contract-lawyer: 2 errors, 6 warnings\n")
+    assert "error: role.md: is still the template's text" in out
 
     code, _, err = engram(capsys, "packs", "init", "contract-lawyer", "--dir", str(tmp_path))
     assert (code, err) == (1, f"engram: name: {folder} exists already: choose another name or --dir.\n")

@@ -153,7 +153,7 @@ def test_a_parent_that_extends_another_pack_is_a_warning(coach: Pack, knee: Pack
 @pytest.mark.parametrize(
     ("frontmatter", "problem"),
     [
-        ("---\nuses: [knowledge/a.md\n---\n", "frontmatter is not valid YAML at line"),
+        ("---\nuses: [knowledge/a.md\n---\n", "frontmatter is not valid YAML, line 2: a [list that is never closed"),
         ("---\nuses: knowledge/a.md\n", "frontmatter has no closing '---' line."),
         ("---\n- knowledge/a.md\n---\n", "frontmatter must be YAML key: value pairs"),
     ],

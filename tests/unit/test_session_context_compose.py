@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from engram.model import Memory, Origin
+from engram.model import Handoff, Memory, Origin
 from engram.services.gateway.mcp.prompts import system_prompt
 from engram.services.gateway.mcp.resources import memory_markdown
 from engram.services.gateway.mcp.subscriptions import changed_uris
@@ -110,6 +110,27 @@ def test_pinned_memories_come_first_in_detail_capped_then_top_three_then_titles(
     assert markdown.index("## Pinned") < markdown.index("## Most useful now") < markdown.index("## More")
     for m in out.memories:
         assert m.id in markdown
+
+
+def test_a_completed_handoff_is_listed_by_title_never_among_the_most_useful_now(counter: TokenCounter) -> None:
+    def handoff(status: str) -> Memory:
+        return memory(
+            f"Handoff ({status}): finish the flaky-test fix", memory_type="handoff", importance="critical",
+            handoff=Handoff(target_agent="codex", status=status),
+        )  # fmt: skip
+
+    done, open_ = handoff("completed"), handoff("accepted")
+    others = [memory(f"Finding {i}: the flaky test waits on a real clock", age_days=3) for i in range(3)]
+    candidates = rank([done, open_, *others], [], DEFAULT, now=NOW)
+    assert candidates[0].memory.id in {done.id, open_.id}  # by score a completed handoff would lead
+    out = compose(candidates, counter, 8000)
+    how = {m.id: m.shown for m in out.memories}
+    assert how[done.id] == "title" and how[open_.id] == "detail"
+    assert [m.shown for m in out.memories].count("detail") == 3
+    assert out.markdown.index("## More") < out.markdown.index(title(done))
+    pinned_done = memory("Handoff kept on purpose", memory_type="handoff", tags=[PINNED_TAG],
+                         handoff=Handoff(target_agent="codex", status="completed"))  # fmt: skip
+    assert compose(rank([pinned_done], [], DEFAULT, now=NOW), counter, 8000).memories[0].shown == "detail"
 
 
 def test_a_detailed_memory_too_long_for_the_budget_becomes_a_title(counter: TokenCounter) -> None:

@@ -172,6 +172,12 @@ class Candidate:
     def pinned(self) -> bool:
         return PINNED_TAG in self.memory.tags
 
+    @property
+    def settled(self) -> bool:
+        """A completed handoff: a record of work done, listed by title but never among the most useful now."""
+        handoff = self.memory.handoff
+        return handoff is not None and handoff.status == "completed"
+
 
 def quality(memory: Memory) -> float:
     """0..1: importance (low .25 ... critical 1), times 0.8 when inferred; up to a tenth from reads (log-scaled)."""
@@ -269,11 +275,14 @@ class SessionContextOut(BaseModel):
 def compose(candidates: Sequence[Candidate], counter: TokenCounter, budget: int) -> SessionContextOut:
     """The session context of ranked candidates: up to MAX_PINNED pinned memories and the TOP_DETAILED best others
     in detail, then the rest as titles, as long as the budget holds. A detailed memory that does not fit whole is
-    listed as a title instead; only when no detailed one fits is the first cut to the space left."""
+    listed as a title instead; only when no detailed one fits is the first cut to the space left. A completed
+    handoff (unless pinned) is only ever listed as a title."""
     pinned = [c for c in candidates if c.pinned][:MAX_PINNED]
     in_pinned = {c.memory.id for c in pinned}
     others = [c for c in candidates if c.memory.id not in in_pinned]
-    detailed = [(c, PINNED_HEADING) for c in pinned] + [(c, TOP_HEADING) for c in others[:TOP_DETAILED]]
+    top = [c for c in others if not c.settled][:TOP_DETAILED]
+    in_top = {c.memory.id for c in top}
+    detailed = [(c, PINNED_HEADING) for c in pinned] + [(c, TOP_HEADING) for c in top]
     doc = Budgeted(counter, budget)
     doc.add(HEADER if candidates else f"{HEADER}\n{EMPTY}")
     shown: list[tuple[Candidate, Shown]] = []
@@ -289,7 +298,7 @@ def compose(candidates: Sequence[Candidate], counter: TokenCounter, budget: int)
             doc.add(cut, section)
             shown.append((first, "truncated"))
             demoted = demoted[1:]
-    for candidate in [*demoted, *others[TOP_DETAILED:]]:
+    for candidate in [*demoted, *(c for c in others if c.memory.id not in in_top)]:
         if doc.add(entry(candidate.memory), MORE_HEADING):
             shown.append((candidate, "title"))
     markdown = doc.text()
