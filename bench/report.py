@@ -21,6 +21,9 @@ SEARCH_P95_TARGET_MS = 30.0
 SEARCH_P95_TARGET_SIZE = 50_000
 RERANK_DELTA_TARGET_MS = 100.0
 IMPORT_TARGET_PER_S = 300.0
+CONSOLIDATE_ALL_TARGET_SECONDS = 120.0  # one `all` consolidation job (issue 25)
+CONSOLIDATE_ALL_TARGET_SIZE = 50_000
+FLAGS_PER_1000_TARGET = 1.0  # contradictions and updates one `all` job flags per 1,000 memories (issue 25)
 EDGE_RSS_TARGET_MIB = 600  # the edge node process at 50k memories (issue 10)
 EDGE_RSS_TARGET_SIZE = 50_000
 EDGE_START_TARGET_SECONDS = 3.0  # from process start until /readyz answers 200
@@ -166,6 +169,25 @@ def _context_rows(quality: dict[str, Any]) -> Iterator[Row]:
                       "ok" if derived > bare else "FAIL")  # fmt: skip
 
 
+def _consolidate_all_rows(job: dict[str, Any] | None, size: int, at: str) -> Iterator[Row]:
+    """One `all` consolidation job at this size: its time (issue 25: <= 120 s at 50k) and the flags it wrote per
+    1,000 memories (<= 1), with every candidate found beside them (the rest wait for later runs)."""
+    if not job:
+        return
+    seconds = job.get("seconds")
+    at_target = size >= CONSOLIDATE_ALL_TARGET_SIZE
+    found = (job.get("result") or {}).get("contradictions") or {}
+    checked = f"{found.get('pairs_checked', '?')} pairs checked, {job.get('state', '?')}"
+    yield Row(f"consolidation `all` job {at} (s)", _num(seconds, 1),
+              f"<= {CONSOLIDATE_ALL_TARGET_SECONDS:.0f}" + ("" if at_target else " (at 50k)"), checked,
+              _verdict(seconds, CONSOLIDATE_ALL_TARGET_SECONDS, higher=False) if at_target else "")  # fmt: skip
+    flags = job.get("flags_per_1000")
+    if flags is not None:
+        candidates = f"{job.get('candidates_per_1000')} candidates per 1,000 ({found.get('deferred', 0)} deferred)"
+        yield Row(f"consolidation flags per 1,000 memories {at}", _num(flags, 2), f"<= {FLAGS_PER_1000_TARGET:g}",
+                  candidates, _verdict(flags, FLAGS_PER_1000_TARGET, higher=False))  # fmt: skip
+
+
 def _speed_rows(speed: dict[str, Any]) -> Iterator[Row]:
     for step in speed.get("steps", []):
         size = step["size"]
@@ -212,6 +234,7 @@ def _speed_rows(speed: dict[str, Any]) -> Iterator[Row]:
         as_of = step.get("search_as_of")
         if as_of:
             yield Row(f"search as_of {at} p50/p95/p99 ms", _triple(as_of), "", _errors(as_of))
+        yield from _consolidate_all_rows(step.get("consolidate_all"), size, at)
         rss = step.get("rss_bytes", {})
         if rss:
             yield Row(f"node RSS {at} (MiB, node+nats)", f"{rss.get('total', 0) / MIB:.0f}", "",

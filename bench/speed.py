@@ -137,7 +137,7 @@ async def run_speed(
                 step["memories"] = imported + saved
                 if node.grpc_address:
                     with phases(f"speed/{size}/consolidate_all"):
-                        step["consolidate_all"] = await _consolidate_all(node.grpc_address)
+                        step["consolidate_all"] = await _consolidate_all(node.grpc_address, step["memories"])
                 step["rss_bytes"] = node.rss()
             out["queries_reused"] = pool.reused
         if options.backfill:  # a new edge device joins the node at its largest size and pulls it all
@@ -244,9 +244,11 @@ async def _versions(
             step["search_as_of"] = await _timed(f"search_as_of @{size}", as_of, queries, warmup=options.warmup)
 
 
-async def _consolidate_all(address: str) -> dict[str, Any]:
+async def _consolidate_all(address: str, memories: int) -> dict[str, Any]:
     """Times one `all` consolidation job (expire, dedupe, contradictions, decay, enrich_backfill, team summaries)
-    over the namespace, through the consolidation service's gRPC API."""
+    over the namespace, through the consolidation service's gRPC API, and counts what it flagged per 1,000
+    memories: the proposals written (contradictions and updates, at most the node's cap a run) and every candidate
+    found (those left for later runs too)."""
     from engram.grpc.clients import ConsolidationClient
     from engram.model import Caller
 
@@ -258,8 +260,15 @@ async def _consolidate_all(address: str) -> dict[str, Any]:
     finally:
         await client.close()
     seconds = time.perf_counter() - started
-    note(f"  consolidate all: {seconds:.1f} s, {job.state}: {job.summary}")
-    return {"seconds": round(seconds, 3), "state": job.state, "result": job.result}
+    found = (job.result or {}).get("contradictions") or {}
+    flagged = int(found.get("flagged", 0))
+    candidates = flagged + int(found.get("deferred", 0)) + int(found.get("rejected_by_judge", 0))
+    per_thousand = {"flags_per_1000": round(1000 * flagged / max(1, memories), 3),
+                    "candidates_per_1000": round(1000 * candidates / max(1, memories), 3)}  # fmt: skip
+    note(f"  consolidate all: {seconds:.1f} s, {job.state}: {job.summary} ({per_thousand['flags_per_1000']} flags per "
+         f"1,000 memories, {per_thousand['candidates_per_1000']} candidates)")  # fmt: skip
+    return {"seconds": round(seconds, 3), "state": job.state, "result": job.result, "memories": memories,
+            **per_thousand}  # fmt: skip
 
 
 async def _settle(client: EngramClient) -> float:

@@ -1,4 +1,5 @@
-"""The reranker model store: download from a Hugging Face-style hub or import a directory, verify, install, select."""
+"""The model store (rerankers, and NLI models for consolidation): download from a Hugging Face-style hub or import a
+directory, verify, install, select."""
 
 from __future__ import annotations
 
@@ -20,6 +21,7 @@ import httpx
 import numpy as np
 
 from engram.errors import EngramError
+from engram.nli import OnnxNli, is_nli, nli_dir
 from engram.rerank import (
     ACTIVE_FILE,
     METADATA_FILE,
@@ -244,12 +246,33 @@ def _install(
     """Verify ``staging/model``, then move its ONNX file into ``cache_dir`` and the model into place."""
     model_dir = staging / "model"
     (model_dir / METADATA_FILE).write_text(json.dumps(metadata, indent=2), encoding="utf-8")
+    if is_nli(model_dir):  # contradiction/entailment/neutral: consolidation's NLI model, not a reranker
+        return _install_nli(model_dir, models_dir, name=name, onnx_dir=staging / "onnx", cache_dir=cache_dir,
+                            shown=shown)  # fmt: skip
     onnx_path = _verify(model_dir, staging / "onnx", shown)
     # OnnxReranker names the file by model id and content hash, so the search service finds this one.
     _move_file(onnx_path, Path(cache_dir) / onnx_path.name)
     target = rerankers_dir(models_dir) / name
     _replace_dir(model_dir, target)
     _write_active(models_dir, name)
+    return target
+
+
+def _install_nli(model_dir: Path, models_dir: Path, *, name: str, onnx_dir: Path, cache_dir: Path, shown: str) -> Path:
+    """Verify an NLI model (three labels per pair, finite) and move it to ``<models_dir>/nli/<name>``; the newest
+    installed is the one consolidation loads."""
+    _check_layout(model_dir, shown)
+    try:
+        model = OnnxNli(model_dir, onnx_dir, threads=1)
+        (found,) = model.infer([("a", "b")])
+    except Exception as e:  # untrusted files through native loaders, as in _verify
+        raise InvalidModel(f"{shown} cannot be used as an NLI model: {e}") from e
+    if not all(np.isfinite([found.contradiction, found.entailment, found.neutral])):
+        raise InvalidModel(f"{shown} produced non-finite probabilities; its weights are probably damaged.")
+    _move_file(model.onnx_path, Path(cache_dir) / model.onnx_path.name)
+    target = nli_dir(models_dir) / name
+    target.parent.mkdir(parents=True, exist_ok=True)
+    _replace_dir(model_dir, target)
     return target
 
 

@@ -114,6 +114,7 @@ class OnnxReranker:
         threads: int | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
         max_length: int | None = None,
+        label_counts: tuple[int, ...] = (1, 2),
     ) -> None:
         """Build (once) and load the ONNX model for ``model_dir``.
 
@@ -126,6 +127,7 @@ class OnnxReranker:
             batch_size: pairs per onnxruntime call.
             max_length: token budget per pair including special tokens; defaults to the smallest
                 of 512, the model's ``max_position_embeddings`` and the tokenizer's ``model_max_length``.
+            label_counts: the numbers of labels accepted (a reranker: 1 or 2; an NLI model, engram.nli: 3).
 
         Raises:
             FileNotFoundError: a required file is missing.
@@ -153,7 +155,9 @@ class OnnxReranker:
         self.onnx_path = self._ensure_onnx(model_dir, Path(cache_dir))
         self._session = cpu_session(self.onnx_path, threads)
         self.num_labels = int(self._session.get_outputs()[0].shape[1])
-        if self.num_labels not in (1, 2):
+        if label_counts != (1, 2) and self.num_labels not in label_counts:
+            raise ValueError(f"{model_dir}: the classifier has {self.num_labels} labels, not {label_counts}")
+        if label_counts == (1, 2) and self.num_labels not in (1, 2):
             raise ValueError(
                 f"{model_dir}: the classifier has {self.num_labels} labels; a reranker needs 1 (a relevance "
                 "logit) or 2 (not relevant / relevant)"
@@ -240,6 +244,17 @@ class OnnxReranker:
         for chunk in length_batches([len(e.ids) for e in encodings], batch_size=self.batch_size):
             (logits,) = self._session.run(["logits"], self._pad([encodings[i] for i in chunk]))
             out[chunk] = self._scores(logits)
+        return out
+
+    def logits(self, pairs: Sequence[tuple[str, str]]) -> np.ndarray:
+        """The classifier's raw logits for each (first, second) text pair: float32 [len(pairs), num_labels]."""
+        out = np.empty((len(pairs), self.num_labels), dtype=np.float32)
+        if not pairs:
+            return out
+        encodings = self._tokenizer.encode_batch([(str(a).strip(), str(b).strip()) for a, b in pairs])
+        for chunk in length_batches([len(e.ids) for e in encodings], batch_size=self.batch_size):
+            (logits,) = self._session.run(["logits"], self._pad([encodings[i] for i in chunk]))
+            out[chunk] = logits
         return out
 
 

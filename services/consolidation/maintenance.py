@@ -14,7 +14,7 @@ import json
 import logging
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Protocol
 
 import numpy as np
@@ -24,6 +24,7 @@ from engram.errors import EngramError, InvalidArgument
 from engram.grpc.clients import IndexStats
 from engram.llm import Llm, LlmError
 from engram.model import IMPORTANCES, Caller, Memory, MemoryInput, SearchFilter
+from engram.nli import Nli
 from engram.ownership import UNOWNED, require_admin
 from engram.results import Changed, Contradiction, MergeResult, SupersedeResult, TeamInfo
 from engram.sameness import normalized
@@ -100,6 +101,8 @@ class Corpus:
 
     memories: list[Memory]
     vectors: np.ndarray
+    merged: set[str] = field(default_factory=set)  # ids merged away by a dedupe of this corpus
+    _similar: tuple[float, int, list[tuple[int, int, float]]] | None = None  # (floor, neighbours, pairs) found
 
     @classmethod
     async def load(cls, search: Reader, caller: Caller, flt: SearchFilter | None = None) -> Corpus:
@@ -117,24 +120,30 @@ class Corpus:
         return cls(memories, matrix / np.maximum(norms, 1e-12))
 
     def pairs(self, min_similarity: float, neighbours: int) -> list[tuple[int, int, float]]:
-        """Pairs (i < j) with cosine >= min_similarity, each memory's ``neighbours`` most similar at most, most
-        similar first: exact, in blocks of BLOCK_ROWS rows (BLAS does 50k x 50k in seconds)."""
+        """Pairs (i < j) with cosine >= min_similarity, most similar first, a pair kept while one of its memories
+        has fewer than ``neighbours`` kept: exact, in blocks of BLOCK_ROWS rows of the upper triangle (each pair
+        computed once; BLAS does 50k x 50k in seconds). The pairs found are kept: a later call of a higher floor
+        and no more neighbours (the `all` job's contradictions after its dedupe) filters them."""
+        if self._similar is not None and self._similar[0] <= min_similarity and self._similar[1] >= neighbours:
+            return _capped([p for p in self._similar[2] if p[2] >= min_similarity], neighbours)
         n = len(self.memories)
-        found: dict[tuple[int, int], float] = {}
+        rows_i, rows_j, sims = [], [], []
         for start in range(0, n, BLOCK_ROWS):
-            block = self.vectors[start : start + BLOCK_ROWS] @ self.vectors.T
-            rows = np.arange(block.shape[0])
-            block[rows, rows + start] = -1.0  # not itself
-            hits_r, hits_c = np.nonzero(block >= min_similarity)  # sorted by row
-            bounds = np.searchsorted(hits_r, np.arange(block.shape[0] + 1))
-            for r in range(block.shape[0]):
-                columns = hits_c[bounds[r] : bounds[r + 1]]
-                if len(columns) > neighbours:
-                    columns = columns[np.argsort(-block[r, columns])[:neighbours]]
-                i = start + int(r)
-                for j in columns:
-                    found[(min(i, int(j)), max(i, int(j)))] = float(block[r, j])
-        return sorted(((i, j, s) for (i, j), s in found.items()), key=lambda p: -p[2])
+            block = self.vectors[start : start + BLOCK_ROWS] @ self.vectors[start:].T
+            width = block.shape[0]
+            block[:, :width][np.tril(np.ones((width, width), dtype=bool))] = -1.0  # itself and pairs seen before
+            r, c = np.nonzero(block >= min_similarity)
+            rows_i.append(r + start)
+            rows_j.append(c + start)
+            sims.append(block[r, c])
+        if not sims:
+            return []
+        i_all, j_all, s_all = np.concatenate(rows_i), np.concatenate(rows_j), np.concatenate(sims)
+        order = np.argsort(-s_all, kind="stable")
+        found = list(zip(i_all[order].tolist(), j_all[order].tolist(), s_all[order].tolist(), strict=True))
+        kept = _capped(found, neighbours)
+        self._similar = (min_similarity, neighbours, kept)
+        return kept
 
 
 class Maintenance:
@@ -151,6 +160,7 @@ class Maintenance:
         summarizer: TeamSummarizer | None = None,
         clock: Callable[[], float] = time.time,
         max_proposals: int = DEFAULT_MAX_PROPOSALS,
+        nli: Nli | None = None,
     ) -> None:
         self._search = search
         self._ingest = ingest
@@ -160,6 +170,7 @@ class Maintenance:
         self._summarizer = summarizer
         self._clock = clock
         self._max_proposals = max_proposals
+        self._nli = nli
 
     # -- all
 
@@ -179,9 +190,15 @@ class Maintenance:
             expired = (await self._expiry.run_pass())[namespace]
             results["expire"] = {"expired": expired}
             lines.append(f"Expired {expired}")
+        # Dedupe and contradictions read the namespace once and compare its memories once (the lower floor, the
+        # more neighbours); contradictions then leave out what dedupe merged away.
+        corpus = await Corpus.load(self._search, system_caller(namespace))
+        floor = min(stance.CONTRADICTION_SIMILARITY, stance.CLOSE_DUPLICATE_SIMILARITY)
+        await asyncio.to_thread(corpus.pairs, floor, max(DUPLICATE_NEIGHBOURS, CONTRADICTION_NEIGHBOURS))
         steps = (
-            ("dedupe", self.run_dedupe), ("contradictions", self.run_contradictions), ("decay", self.run_decay),
-            ("enrich_backfill", self.run_backfill),
+            ("dedupe", lambda ns, p: self.run_dedupe(ns, p, corpus=corpus)),
+            ("contradictions", lambda ns, p: self.run_contradictions(ns, p, corpus=corpus)),
+            ("decay", self.run_decay), ("enrich_backfill", self.run_backfill),
         )  # fmt: skip
         for name, step in steps:
             summary, result = await step(namespace, progress)
@@ -212,11 +229,17 @@ class Maintenance:
 
         return _work(lambda progress: self.run_dedupe(caller.namespace, progress, force=force))
 
-    async def run_dedupe(self, namespace: str, progress: Progress, *, force: bool = False) -> tuple[str, dict]:
+    async def run_dedupe(
+        self, namespace: str, progress: Progress, *, force: bool = False, corpus: Corpus | None = None
+    ) -> tuple[str, dict]:
         system = system_caller(namespace)
-        corpus = await Corpus.load(self._search, system)
+        corpus = corpus or await Corpus.load(self._search, system)
         # The comparisons are CPU work: off the event loop, which may serve the other services of the node.
         checked, candidates = await asyncio.to_thread(_duplicates, corpus, force)
+        vetoed = 0
+        if self._nli is not None and candidates:
+            kept = await asyncio.to_thread(_not_contradicting, self._nli, candidates)
+            vetoed, candidates = len(candidates) - len(kept), kept
         progress.start("dedupe", len(candidates))
         merged = skipped = 0
         for survivor, duplicate, why in candidates:
@@ -229,28 +252,38 @@ class Maintenance:
                 skipped += 1
                 continue
             merged += 1
+            corpus.merged.add(duplicate.id)
         summary = f"Merged {plural.memories(merged, 'near-duplicate')} ({checked} similar pairs checked)."
-        return summary, {"merged": merged, "pairs_checked": checked, "skipped": skipped}
+        result = {"merged": merged, "pairs_checked": checked, "skipped": skipped}
+        return summary, result | ({"vetoed_by_nli": vetoed} if self._nli is not None else {})
 
     # -- contradictions
 
     def contradictions(self, caller: Caller, options: Mapping[str, str]) -> Work:
         """Flags pairs about the same thing that differ in stance, and proposes an update (the newer supersedes the
         older) where the newer states the change; at most max_proposals a run, the most confident first (no LLM
-        needed; an LLM, when configured, confirms each candidate unless {"judge": "off"}). Options: topics (comma
-        separated)."""
+        needed; a local NLI model, when installed, and an LLM, when configured, confirm each candidate unless
+        {"judge": "off"}). Options: topics (comma separated)."""
         require_writer(caller)
         _only(options, "topics", "judge")
         topics = _list(options.get("topics", ""))
-        judge = self._llm is not None and options.get("judge", "on") != "off"
+        confirm = options.get("judge", "on") != "off"  # off: neither the LLM nor the NLI model is asked
+        judge = self._llm is not None and confirm
 
-        return _work(lambda progress: self.run_contradictions(caller.namespace, progress, topics=topics, judge=judge))
+        return _work(
+            lambda progress: self.run_contradictions(
+                caller.namespace, progress, topics=topics, judge=judge, confirm=confirm
+            )
+        )
 
     async def run_contradictions(
-        self, namespace: str, progress: Progress, *, topics: list[str] | None = None, judge: bool = False
-    ) -> tuple[str, dict]:
+        self, namespace: str, progress: Progress, *, topics: list[str] | None = None, judge: bool = False,
+        confirm: bool = True, corpus: Corpus | None = None,
+    ) -> tuple[str, dict]:  # fmt: skip
+        """Flags and proposes (see contradictions); ``judge``: the LLM confirms each; ``confirm``: the NLI model,
+        when one is installed, confirms or rejects each (the `all` job asks it, not the LLM)."""
         system = system_caller(namespace)
-        corpus = await Corpus.load(self._search, system, SearchFilter(topics=topics or []))
+        corpus = corpus or await Corpus.load(self._search, system, SearchFilter(topics=topics or []))
         checked, candidates = await asyncio.to_thread(_conflicts, corpus)
         progress.start("contradictions", min(len(candidates), self._max_proposals))
         flagged = rejected = updates = 0
@@ -259,6 +292,14 @@ class Maintenance:
                 break  # the rest wait for the next run, once these are decided
             progress.advance()
             why, rule = found.why, found.rule
+            if self._nli is not None and confirm:
+                read = (await asyncio.to_thread(self._nli.infer, [(older.content, newer.content)]))[0]
+                if read.label == "entailment":  # one follows from the other: no decision to make
+                    rejected += 1
+                    continue
+                if read.label == "contradiction":
+                    why += f"; confirmed by {self._nli.model_id} ({read.contradiction:.2f})"
+                    rule += f"+nli:{self._nli.model_id}"
             if judge and self._llm is not None:
                 verdict = await _judge(self._llm, newer, older)
                 if verdict is False:
@@ -443,6 +484,19 @@ async def log_end(search: Reader) -> int:
     return (await search.stats()).log_last_seq
 
 
+def _capped(pairs: list[tuple[int, int, float]], neighbours: int) -> list[tuple[int, int, float]]:
+    """``pairs`` (most similar first) kept while one of their two memories has fewer than ``neighbours`` kept."""
+    counts: dict[int, int] = {}
+    kept = []
+    for pair in pairs:
+        i, j = pair[0], pair[1]
+        if counts.get(i, 0) < neighbours or counts.get(j, 0) < neighbours:
+            counts[i] = counts.get(i, 0) + 1
+            counts[j] = counts.get(j, 0) + 1
+            kept.append(pair)
+    return kept
+
+
 def _duplicates(corpus: Corpus, force: bool) -> tuple[int, list[tuple[Memory, Memory, str]]]:
     """How many similar pairs were compared, and the merges to make: (survivor, duplicate, why), most similar
     first; a memory merged away is not compared again."""
@@ -461,6 +515,18 @@ def _duplicates(corpus: Corpus, force: bool) -> tuple[int, list[tuple[Memory, Me
     return len(pairs), found
 
 
+def _not_contradicting(nli: Nli, candidates: list[tuple[Memory, Memory, str]]) -> list[tuple[Memory, Memory, str]]:
+    """The merges the NLI model lets through: neither text contradicts the other (read both ways)."""
+    pairs = [(s.content, d.content) for s, d, _ in candidates] + [(d.content, s.content) for s, d, _ in candidates]
+    verdicts = nli.infer(pairs)
+    n = len(candidates)
+    return [
+        (survivor, duplicate, f"{why}; {nli.model_id}: no contradiction")
+        for k, (survivor, duplicate, why) in enumerate(candidates)
+        if verdicts[k].label != "contradiction" and verdicts[n + k].label != "contradiction"
+    ]
+
+
 def _conflicts(corpus: Corpus) -> tuple[int, list[tuple[Memory, Memory, stance.Conflict]]]:
     """How many pairs about the same thing were compared, and those that may disagree or update one another:
     (newer, older, conflict), the most confident first. Pairs already related (flagged, resolved, merged,
@@ -469,7 +535,7 @@ def _conflicts(corpus: Corpus) -> tuple[int, list[tuple[Memory, Memory, stance.C
     found = []
     for i, j, similarity in pairs:
         a, b = corpus.memories[i], corpus.memories[j]
-        if _related(a, b):
+        if a.id in corpus.merged or b.id in corpus.merged or _related(a, b):
             continue
         shared = bool((set(a.topics) | set(a.tags)) & (set(b.topics) | set(b.tags)))
         newer, older = (b, a) if (b.created_at or 0) >= (a.created_at or 0) else (a, b)

@@ -17,6 +17,7 @@ from engram.grpc.clients import IngestClient, SearchClient
 from engram.llm import ChatClient, redact_url
 from engram.log.events import CONSOLIDATION_COMPLETE, SCHEMA_VERSION
 from engram.model import Caller, format_time
+from engram.nli import load_nli
 from engram.process.periodic import Periodic
 from engram.process.runtime import Resources, RunningServer, serve
 from engram.results import Job
@@ -166,9 +167,12 @@ class ConsolidationService:
             archive_after_days=self.settings.decay_archive_after_days,
             importances=_names(self.settings.decay_importances), keep_types=_names(self.settings.decay_keep_types),
         )  # fmt: skip
+        nli = load_nli(self.settings.model_cache_dir)  # optional: confirms contradictions when one is installed
+        if nli is not None:
+            log.info("contradictions and merges are checked by the NLI model %s", nli.model_id)
         self.maintenance = Maintenance(
             search, ingest, llm=self._connections.llm, decay=policy, expiry=self._expiry, summarizer=summarizer,
-            max_proposals=self.settings.consolidation_max_proposals,
+            max_proposals=self.settings.consolidation_max_proposals, nli=nli,
         )  # fmt: skip
         self.jobs.handle("team_summary", summarizer.job)
         self.jobs.handle("expire", self._expiry.on_demand)

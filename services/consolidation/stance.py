@@ -14,9 +14,12 @@ Each finding names the rule that raised it.
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 
+from engram.services.consolidation import spelling
 from engram.updates import states_a_change
 
 WORD = re.compile(r"[a-z0-9]+(?:['._:/-][a-z0-9]+)*")
@@ -55,9 +58,14 @@ CANONICAL = {
     "hundred": "100", "grey": "gray", "programme": "program", "programmes": "programs", "cancelled": "canceled",
     "travelling": "traveling", "licence": "license", "catalogue": "catalog", "dialogue": "dialog", "cheque": "check",
     "tyre": "tire", "tyres": "tires", "aluminium": "aluminum", "mum": "mom", "whilst": "while", "amongst": "among",
-    "okay": "ok", "e-mail": "email", "wi-fi": "wifi", "on-call": "oncall", "stand-up": "standup",
+    "okay": "ok", "e-mail": "email", "e2e": "end-to-end", "bn": "billion", "mn": "million",
+    "wi-fi": "wifi", "on-call": "oncall", "stand-up": "standup",
     "set-up": "setup", "log-in": "login", "sign-in": "signin", "front-end": "frontend", "back-end": "backend",
     "favourite": "favorite", "favourites": "favorites", "½": "half",
+    "mondays": "monday", "tuesdays": "tuesday", "wednesdays": "wednesday", "thursdays": "thursday",
+    "fridays": "friday", "saturdays": "saturday", "sundays": "sunday", "mornings": "morning",
+    "afternoons": "afternoon", "evenings": "evening", "weekends": "weekend", "weekdays": "weekday",
+    "night": "evening",  # "the night before" is "the evening before"; "every night" is "nightly" (spelling)
 }  # fmt: skip
 PHRASES = (  # several words written as one, before the words are split
     (re.compile(r"\b(\d{1,2})(?::(\d\d))?\s*(am|pm)\b"), lambda m: _clock(m.group(1), m.group(2), m.group(3))),
@@ -98,6 +106,10 @@ SYNONYMS = (
     ("visit", "visits", "come", "comes"),
     ("call", "calls"),
     ("dislike", "dislikes"),
+    ("prefer", "prefers", "like", "likes", "rather"),
+    ("about", "roughly", "approximately", "around", "circa"),
+    ("want", "wants", "ask", "asks", "request", "requests", "expect", "expects"),
+    ("apartment", "apartments", "flat", "flats"),
     ("like", "likes", "enjoy", "enjoys", "love", "loves", "fond"),
     ("prefer", "prefers", "preferred", "favor", "favors", "favour", "favours", "want", "wants", "wanted"),
     ("run", "runs", "ran", "running", "execute", "executes", "executed"),
@@ -109,7 +121,13 @@ SYNONYMS = (
     ("say", "says", "said", "tell", "tells", "told"),
     ("fix", "fixes", "fixed", "repair", "repaired", "resolved", "resolve"),
 )
-_SYNONYM = {form: group[0] for group in SYNONYMS for form in group}
+_SYNONYM = {form: group[0] for group in SYNONYMS for form in group}  # a form's last group
+_SYNONYMS: dict[str, frozenset[str]] = {}  # every group of a form and of its head ("lives": store, locate)
+for _group in SYNONYMS:
+    for _form in _group:
+        _SYNONYMS[_form] = _SYNONYMS.get(_form, frozenset()) | {_group[0]}
+for _form, _heads in list(_SYNONYMS.items()):
+    _SYNONYMS[_SYNONYM[_form]] = _SYNONYMS.get(_SYNONYM[_form], frozenset()) | _heads  # stems are heads
 # Pairs of words that state opposite stances; each side may hold several forms. A pair that names a preference
 # (like / hate) raises the rule "preference"; the others "antonym".
 PREFERENCE = (
@@ -197,7 +215,10 @@ ROLES = frozenset({
 # Words a restatement of a choice uses to name what was not chosen ("pnpm, not npm", "Vitest instead of Jest").
 CONTRAST = re.compile(r"(?:,|;|\(|\u2014|-)\s*(?:and\s+)?not\s+|\binstead of\s+|\brather than\s+")
 RATHER_THAN = re.compile(r"\brather\b[^,.;]*?\s(than)\s+\w", re.IGNORECASE)
-RANKED_OVER = re.compile(r"\b(?:prefer|favou?r|like|chose|choose|pick)\w*\b[^,.;]*?\s(over)\s+\w", re.IGNORECASE)
+RANKED_OVER = re.compile(
+    r"\b(?:prefer|favou?r|like|chose|choose|pick)\w*\b[^,.;]*?\s(over)\s+\w|\bprefer\w*\s+\w[^,.;]*?\s(to)\s+(?!be\b)\w",
+    re.IGNORECASE,
+)  # "prefers X over Y", "prefers X to Y" (not "prefers to work", "prefers X to be ...")
 CHANGE_WORDS = frozenset({
     "now", "longer", "anymore", "moved", "switched", "replaced", "replacing", "took", "taken", "upgraded",
     "downgraded", "migrated", "changed", "instead", "raised", "lowered", "increased", "decreased", "reduced", "cut",
@@ -210,9 +231,14 @@ CLOSE_DUPLICATE_SIMILARITY = 0.74  # ... when nearly all their words are the sam
 DUPLICATE_OVERLAP = 0.5  # the share of content words both have (Jaccard) at DUPLICATE_SIMILARITY
 CLOSE_DUPLICATE_OVERLAP = 0.7  # ... and at CLOSE_DUPLICATE_SIMILARITY
 REWORDED_SIMILARITY = 0.95  # dense cosine from which one plain word for another is a rewording
+REWORDED_PARAPHRASE = 0.95  # ... or the paraphrase score (cosine raised by the words shared) from which it is
+PARAPHRASE_WORDS = 0.2  # what the share of words (Jaccard, 0.5 neutral) adds to the cosine in the paraphrase score
+CONTAINED = 0.9  # the share of the shorter's words the longer has from which a terse note restates a sentence
+CONTAINED_WORDS = 3  # ... when the shorter has at least this many content words
 CONTRADICTION_SIMILARITY = 0.55  # dense cosine from which a pair is about the same thing
 CONTRADICTION_THRESHOLD = 0.5  # the score from which a pair is flagged
 UPDATE_COVERAGE = 0.4  # an update repeats at least this share of the older memory's content words
+UPDATE_MAX_WORDS = 12  # ... of an older memory of at most this many content words (a fact, not a paragraph)
 SCOPE_PENALTY = 0.55  # what a finding's score keeps when each side also names something the other does not
 
 
@@ -228,17 +254,48 @@ class Reading:
     negated: bool
     change: bool  # it says something changed (engram.updates.states_a_change)
     rejected: frozenset[str] = field(default_factory=frozenset)  # what a choice restated names as not chosen
+    without: frozenset[str] = field(default_factory=frozenset)  # what it is done without (a negation if the other
+    # memory names it: "deploys with approval" / "deploys without approval"; else a detail it adds)
 
     @classmethod
     def of(cls, text: str) -> Reading:
-        plain, rejected = _split_contrast(text)
-        every = tuple(words(text))
+        return _reading(text)
+
+    def with_words(self, every: tuple[str, ...]) -> Reading:
+        """The same reading with other words (another memory's acronyms folded in: spelling.fold_acronyms)."""
         content = frozenset(w for w in every if w not in STOPWORDS and w not in NEGATIONS)
-        return cls(
-            text=text, all_words=every, content=content, stems=frozenset(_stem(w) for w in content),
-            names=_names(text), negated=_negated(plain), change=states_a_change(plain),
-            rejected=frozenset(w for w in words(rejected) if w not in STOPWORDS),
-        )  # fmt: skip
+        return dataclasses.replace(self, all_words=every, content=content, stems=frozenset(_stem(w) for w in content))
+
+
+@lru_cache(maxsize=65536)  # a job compares each memory with up to 32 others: read once (a Reading is immutable)
+def _reading(text: str) -> Reading:
+    written = spelling.rewrite(text)
+    plain, rejected = _split_contrast(written)
+    every = tuple(words(written))
+    content = frozenset(w for w in every if w not in STOPWORDS and w not in NEGATIONS)
+    return Reading(
+        text=text, all_words=every, content=content, stems=frozenset(_stem(w) for w in content),
+        names=_names(written), negated=_negated(plain), change=states_a_change(plain), without=_without(plain),
+        rejected=frozenset(w for w in words(rejected) if w not in STOPWORDS),
+    )  # fmt: skip
+
+
+def readings(a: str, b: str) -> tuple[Reading, Reading]:
+    """Both memories read, each one's words that spell the other's acronym written as it ("dependency injection"
+    -> "di" beside "Hilt handles DI")."""
+    ra, rb = Reading.of(a), Reading.of(b)
+    skip = STOPWORDS | NEGATIONS
+    folded_b = tuple(spelling.fold_joined(ra.all_words, spelling.fold_acronyms(ra.all_words, rb.all_words, skip=skip)))
+    folded_a = tuple(spelling.fold_joined(rb.all_words, spelling.fold_acronyms(rb.all_words, ra.all_words, skip=skip)))
+    if folded_a != ra.all_words:
+        ra = ra.with_words(folded_a)
+    if folded_b != rb.all_words:
+        rb = rb.with_words(folded_b)
+    if ra.without & rb.content and not ra.negated:
+        ra = dataclasses.replace(ra, negated=True)
+    if rb.without & ra.content and not rb.negated:
+        rb = dataclasses.replace(rb, negated=True)
+    return ra, rb
 
 
 @dataclass(frozen=True, slots=True)
@@ -317,9 +374,10 @@ def _split_contrast(text: str) -> tuple[str, str]:
     ("pnpm for the portal", "npm")."""
     match = CONTRAST.search(text)
     ranked = RANKED_OVER.search(text) or RATHER_THAN.search(text)
-    if ranked is not None and (match is None or ranked.start(1) < match.start()):
-        start = ranked.start(1)
-        rest = text[ranked.end(1) :]
+    group = 1 if ranked is not None and ranked.group(1) else 2
+    if ranked is not None and (match is None or ranked.start(group) < match.start()):
+        start = ranked.start(group)
+        rest = text[ranked.end(group) :]
         end = re.search(r"[,;.)\u2014]|\s(?:for|in|on|at|because|since|as|and|but|when)\s", rest)
         cut = end.start() if end else len(rest)
         return text[:start] + " " + rest[cut:], rest[:cut]
@@ -340,7 +398,8 @@ def _names(text: str) -> frozenset[str]:
         if not token[0].isalnum():
             starts = True
             continue
-        if token[0].isupper() and not token.isupper() and (not starts or token.lower() not in STOPWORDS):
+        mixed = not token[0].isupper() and any(c.isupper() for c in token)  # camelCase, iOS, macOS
+        if mixed or (token[0].isupper() and not token.isupper() and (not starts or token.lower() not in STOPWORDS)):
             found.update(words(token))
         starts = False
     return frozenset(found)
@@ -350,6 +409,7 @@ def content_words(text: str) -> set[str]:
     return {w for w in words(text) if w not in STOPWORDS and w not in NEGATIONS}
 
 
+@lru_cache(maxsize=65536)
 def is_value(word: str) -> bool:
     """A word that names a value: has a digit (8080, 3.11, v2, db-prod-1, 01:00), or is a day, a month, a unit."""
     if any(c.isalpha() for c in word) and any(c in word for c in "-_/@"):
@@ -375,7 +435,15 @@ def _stem(word: str) -> str:
 
 
 def _negated(text: str) -> bool:
-    return any(w in NEGATIONS or w.endswith("n't") for w in words(text))
+    return any((w in NEGATIONS and w != "without") or w.endswith("n't") for w in words(text))
+
+
+def _without(text: str) -> frozenset[str]:
+    """What ``text`` says something is done without ("escalates after 15 min without an answer": answer)."""
+    found = set()
+    for match in re.finditer(r"\bwithout\s+((?:\w+\s+){0,2}?\w+)", text.lower()):
+        found |= {w for w in words(match.group(1)) if w not in STOPWORDS}
+    return frozenset(found)
 
 
 def _antonyms(only_a: set[str] | frozenset[str], only_b: set[str] | frozenset[str]) -> tuple[str, str, bool] | None:
@@ -406,9 +474,10 @@ def _flat(word: str) -> str:
     return word.replace("-", "").replace("'", "").replace(".", "").replace("_", "")
 
 
+@lru_cache(maxsize=262144)  # a job asks about the same few thousand words again and again
 def _same_word(x: str, y: str) -> bool:
     """Two spellings or forms of one word: "wi-fi"/"wifi", "manage"/"manag", "max"/"maximum", "db"/"database"."""
-    if x == y or _SYNONYM.get(x, x) == _SYNONYM.get(y, y):
+    if x == y or _SYNONYMS.get(x, frozenset({x})) & _SYNONYMS.get(y, frozenset({y})):
         return True
     if "-" in x and "-" in y:  # identifiers (ci-cache-eu, db-prod-1): alike only when equal
         return _flat(x) == _flat(y)
@@ -435,8 +504,27 @@ def _abbreviates(short: str, long: str) -> bool:
 
 def _qualifiers(reading: Reading) -> set[str]:
     """The scope and time words of a memory, and its years (2023): where or when it holds."""
-    found = {w for w in reading.all_words if w in QUALIFIERS}
+    found = {w.removesuffix("s") for w in reading.all_words if w in QUALIFIERS}  # "weekday" is "weekdays"
     return found | {w for w in reading.all_words if re.fullmatch(r"(?:19|20)\d\d", w)}
+
+
+def _other_qualifiers(ra: Reading, rb: Reading) -> set[str]:
+    """The scope and time words one memory has and the other does not name in any form ("development" is not
+    another scope beside "devs")."""
+    qa, qb = _qualifiers(ra), _qualifiers(rb)
+    return {q for q in qa - qb if not any(_same_word(q, w) for w in rb.stems)} | {
+        q for q in qb - qa if not any(_same_word(q, w) for w in ra.stems)
+    }
+
+
+def _in_place(ra: Reading, rb: Reading) -> bool:
+    """Whether the words that differ sit in the same place of the same sentence ("caused by a race in token refresh"
+    / "caused by a timeout in token refresh"): another value of one slot, not a rewording, however close."""
+    seq_a = [w for w in ra.all_words if w in ra.content]
+    seq_b = [w for w in rb.all_words if w in rb.content]
+    if len(seq_a) != len(seq_b):
+        return False
+    return sum(x != y for x, y in zip(seq_a, seq_b, strict=True)) <= 2
 
 
 def _values(words_: set[str] | frozenset[str]) -> set[str]:
@@ -483,17 +571,46 @@ def is_duplicate(a: str, b: str, similarity: float) -> tuple[bool, str]:
     changes the information: a value, a negation, an antonym, a person or thing, a scope or time, a stated change."""
     if similarity < CLOSE_DUPLICATE_SIMILARITY:
         return False, f"similarity {similarity:.2f} < {CLOSE_DUPLICATE_SIMILARITY}"
-    ra, rb = Reading.of(a), Reading.of(b)
-    share = overlap(ra.stems, rb.stems)
+    return _duplicate(*readings(a, b), similarity)
+
+
+def _duplicate(ra: Reading, rb: Reading, similarity: float) -> tuple[bool, str]:
+    if similarity < CLOSE_DUPLICATE_SIMILARITY:
+        return False, f"similarity {similarity:.2f} < {CLOSE_DUPLICATE_SIMILARITY}"
+    share, contained = word_match(ra.stems, rb.stems)
     wanted = DUPLICATE_OVERLAP if similarity >= DUPLICATE_SIMILARITY else CLOSE_DUPLICATE_OVERLAP
-    if share < wanted:
+    if share < wanted and not (contained >= CONTAINED and min(len(ra.stems), len(rb.stems)) >= CONTAINED_WORDS):
         return False, f"word overlap {share:.2f} < {wanted} at similarity {similarity:.2f}"
-    if (why := _differs(ra, rb, reworded=similarity >= REWORDED_SIMILARITY)) is not None:
+    # Under REWORDED_SIMILARITY a swap is a rewording only when the sentence is rephrased around it (not in place).
+    rephrased = similarity < REWORDED_SIMILARITY and paraphrase(similarity, share) >= REWORDED_PARAPHRASE
+    if why := _differs(ra, rb, reworded=similarity >= REWORDED_SIMILARITY or rephrased, rephrased=rephrased):
         return False, why
     return True, f"similarity {similarity:.2f}, word overlap {share:.2f}"
 
 
-def _differs(ra: Reading, rb: Reading, *, reworded: bool = False) -> str | None:
+def word_match(a: set[str] | frozenset[str], b: set[str] | frozenset[str]) -> tuple[float, float]:
+    """How much two sets of words share, counting two forms or spellings of one word as one ("autoscale" /
+    "auto-scale", "grocery" / "groceri", "dev" / "development"): (Jaccard, the share of the smaller set found in the
+    larger)."""
+    if not a or not b:
+        return (1.0, 1.0) if not a and not b else (0.0, 0.0)
+    common = a & b
+    rest_b = b - common
+    matched = len(common)
+    for x in a - common:
+        y = next((y for y in rest_b if _same_word(x, y)), None)
+        if y is not None:
+            rest_b = rest_b - {y}
+            matched += 1
+    return matched / (len(a) + len(b) - matched), matched / min(len(a), len(b))
+
+
+def paraphrase(similarity: float, share: float) -> float:
+    """How surely two texts say the same in other words: the dense cosine, raised by the words they share."""
+    return similarity + PARAPHRASE_WORDS * (share - 0.5)
+
+
+def _differs(ra: Reading, rb: Reading, *, reworded: bool = False, rephrased: bool = False) -> str | None:
     """What makes two close texts say different things, or None when they say the same. ``reworded``: so close in
     meaning that one plain word for another is a rewording ("real" / "physical"), unless it names a thing."""
     if ra.negated != rb.negated:
@@ -503,19 +620,19 @@ def _differs(ra: Reading, rb: Reading, *, reworded: bool = False) -> str | None:
     values = _values(ra.content ^ rb.content) | {w for w in ra.stems ^ rb.stems if w in UNITS}
     if values:
         return f"different values: {', '.join(sorted(values))}"
-    if _qualifiers(ra) != _qualifiers(rb):
-        return f"another scope or time: {', '.join(sorted(_qualifiers(ra) ^ _qualifiers(rb)))}"
+    if scopes := _other_qualifiers(ra, rb):
+        return f"another scope or time: {', '.join(sorted(scopes))}"
     every_a, every_b = set(ra.all_words), set(rb.all_words)
     if (pair := _antonyms(every_a - every_b, every_b - every_a)) is not None:
         return f"opposite words: {pair[0]} / {pair[1]}"
-    if ra.rejected and rb.rejected and ra.rejected != rb.rejected:
+    if ra.rejected and rb.rejected and word_match(ra.rejected, rb.rejected)[1] < 1.0:
         return "another alternative set aside"
     if _set_aside(ra, rb):
         return f"one sets aside what the other chose: {', '.join(sorted(_set_aside(ra, rb)))}"
     if (things := _other_entities(ra, rb)) is not None:
         return f"other people or things: {things}"
     swap = _substitution(ra.stems - rb.stems, rb.stems - ra.stems)
-    if swap is not None and (not reworded or _choice(ra, rb)):
+    if swap is not None and (not reworded or _choice(ra, rb) or (rephrased and _in_place(ra, rb))):
         return f"one word for another: {swap}"
     return None
 
@@ -532,10 +649,10 @@ def conflict(a: str, b: str, similarity: float, *, shared_topics: bool = True) -
     floor = CONTRADICTION_SIMILARITY if shared_topics else CONTRADICTION_SIMILARITY + 0.15
     if similarity < floor:
         return None
-    ra, rb = Reading.of(a), Reading.of(b)
-    if is_duplicate(a, b, similarity)[0]:
+    ra, rb = readings(a, b)
+    if _duplicate(ra, rb, similarity)[0]:
         return None  # the same information: dedupe's, never a contradiction
-    if _qualifiers(ra) != _qualifiers(rb) and not {"only"} <= set(ra.all_words) & set(rb.all_words):
+    if _other_qualifiers(ra, rb) and not {"only"} <= set(ra.all_words) & set(rb.all_words):
         return None  # "in summer" / "outside summer", "on staging" / "in production": both may hold
     found = _reasons(ra, rb, similarity)
     if not found:
@@ -574,7 +691,7 @@ def _reasons(ra: Reading, rb: Reading, similarity: float) -> list[tuple[float, s
         found.append((0.85, "person", f"another person in the same role: {person}"))
     elif not found and frame >= 0.5 and not subjects:
         swap = _substitution(ra.stems - rb.stems, rb.stems - ra.stems)
-        if swap is not None and _choice(ra, rb) and not (_values(only_a) or _values(only_b)):
+        if swap is not None and _choice(ra, rb, both=True) and not (_values(only_a) or _values(only_b)):
             found.append((0.3 + 0.5 * frame, "choice", f"another choice in the same statement: {swap}"))
     if _same_order_reversed(ra, rb):
         found.append((0.75, "order", "the same words in another order (X over Y against Y over X)"))
@@ -634,10 +751,16 @@ def _person(ra: Reading, rb: Reading, frame: float) -> str | None:
     return f"{', '.join(sorted(left))} / {', '.join(sorted(right))}"
 
 
-def _choice(ra: Reading, rb: Reading) -> bool:
-    """Whether the words swapped name things chosen (capitalized, or a tool's lowercase name), not a rewording."""
-    swapped = (ra.content ^ rb.content) - CHANGE_WORDS
-    return any(w in ra.names or w in rb.names or _is_identifier(w) for w in swapped)
+def _choice(ra: Reading, rb: Reading, *, both: bool = False) -> bool:
+    """Whether the words swapped name things chosen (capitalized, or a tool's lowercase name), not a rewording;
+    ``both``: a thing on each side (one thing for another, as a contradiction needs)."""
+
+    def named(only: frozenset[str]) -> bool:
+        return any(w in ra.names or w in rb.names or _is_identifier(w) for w in only - CHANGE_WORDS)
+
+    if both:
+        return named(ra.content - rb.content) and named(rb.content - ra.content)
+    return named(ra.content ^ rb.content)
 
 
 def _same_order_reversed(ra: Reading, rb: Reading) -> bool:
@@ -654,8 +777,8 @@ def _updates(ra: Reading, rb: Reading) -> bool:
     """The newer repeats most of what the older says and adds what changed: "the frontend uses Jest" / "the
     frontend replaced Jest with Vitest"."""
     older = {w for w in ra.stems if w not in CHANGE_WORDS}
-    if not older:
-        return False
+    if not older or len(older) > UPDATE_MAX_WORDS or len(rb.stems) > 2 * len(older) + 4:
+        return False  # a long text shares words with many others; an update restates a short fact and its change
     covered = sum(any(_same_word(w, y) for y in rb.stems) for w in older) / len(older)
     added = {w for w in rb.stems - ra.stems if w not in CHANGE_WORDS and _stem(w) not in CHANGE_WORDS}
     return covered >= UPDATE_COVERAGE and bool(added)

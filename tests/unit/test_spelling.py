@@ -1,0 +1,90 @@
+"""The normalisation layer consolidation compares memories through (services/consolidation/spelling.py and the
+pair readings of stance.py): periods, ranges, ordinals, acronyms and joined words written one way, and every guard
+that tells an update or another fact from a restatement still in front of a merge."""
+
+from __future__ import annotations
+
+import pytest
+
+from engram.services.consolidation import spelling, stance
+
+
+@pytest.mark.parametrize(
+    ("text", "written"),
+    [
+        ("Water bills are paid every three months.", "Water bills are paid quarterly."),
+        ("Recycling goes out every other Thursday.", "Recycling goes out biweekly Thursday."),
+        ("Recycling goes out on alternate Thursdays.", "Recycling goes out on biweekly Thursdays."),
+        ("The mart refreshes every half hour.", "The mart refreshes every 30 minutes."),
+        ("Backups run once a week.", "Backups run weekly."),
+        ("The flat is booked 14\u201328 July.", "The flat is booked from 14 to 28 July."),
+        ("Runners scale between 2 and 20 VMs.", "Runners scale from 2 to 20 VMs."),
+        ("Grandma was born on March 9th.", "Grandma was born on March 9."),
+        ("The app needs iOS 16.0.", "The app needs iOS 16."),
+        ("The heating is serviced every fall.", "The heating is serviced every autumn."),
+    ],
+)
+def test_rewrite_writes_periods_ranges_ordinals_and_whole_decimals_one_way(text: str, written: str) -> None:
+    assert spelling.rewrite(text) == written
+
+
+def test_rewrite_leaves_counts_of_other_periods_and_the_verb_fall_alone() -> None:
+    assert spelling.rewrite("Invoices go out every 2 months.") == "Invoices go out every 2 months."
+    assert spelling.rewrite("Prices fall in January.") == "Prices fall in January."
+    assert spelling.rewrite("Version 1.0.3 ships.") == "Version 1.0.3 ships."
+
+
+def test_an_acronym_folds_the_other_memorys_words_it_stands_for() -> None:
+    one = ["hilt", "handles", "di", "in", "the", "android", "app"]
+    other = ["the", "android", "app", "uses", "hilt", "for", "dependency", "injection"]
+    assert spelling.fold_acronyms(one, other, skip=frozenset({"the", "for", "uses", "in"})) == [
+        "the", "android", "app", "uses", "hilt", "for", "di",
+    ]  # fmt: skip
+    assert spelling.fold_acronyms(["vms"], ["virtual", "machines"]) == ["vms"]
+    assert spelling.fold_acronyms(["it"], ["install", "tools"], skip=frozenset({"it"})) == ["install", "tools"]
+
+
+def test_two_words_the_other_memory_writes_as_one_are_joined() -> None:
+    assert spelling.fold_joined(["oauth2", "pkce"], ["oauth", "2", "with", "pkce"]) == ["oauth2", "with", "pkce"]
+    assert spelling.fold_joined(["autoscale"], ["auto", "scale"]) == ["autoscale"]
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "similarity"),
+    [
+        ("The Android app uses Hilt for dependency injection.", "Hilt handles DI in the Android app.", 0.78),
+        ("Water bills are paid quarterly.", "The water bill is paid every three months.", 0.80),
+        ("The CI runners autoscale between 2 and 20 VMs.", "CI runners auto-scale from 2 up to 20 virtual machines.",
+         0.81),
+        ("The design files for the app are in Figma under Mobile/2024.", "App designs: Figma, Mobile/2024.", 0.79),
+        ("Recycling is collected every other Thursday.", "The recycling collection is on alternate Thursdays.", 0.86),
+        ("Leo prefers apple juice to orange juice.", "Leo would rather have apple juice than orange juice.", 0.93),
+        ("Mobile QA is done by Ines on real devices.", "Ines does mobile QA on physical devices.", 0.928),
+        ("Infra on-call escalates to Kenji after 15 minutes.",
+         "After 15 min without an answer, the infrastructure on-call escalates to Kenji.", 0.85),
+    ],
+)  # fmt: skip
+def test_restatements_in_other_words_are_duplicates_and_never_contradictions(a: str, b: str, similarity: float) -> None:
+    same, why = stance.is_duplicate(a, b, similarity)
+    assert same, why
+    assert stance.conflict(a, b, similarity) is None
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "similarity"),
+    [
+        ("The flaky payment test is caused by a race in token refresh.",
+         "The flaky payment test is caused by a timeout in token refresh.", 0.937),  # one slot, another value
+        ("Recycling is collected every Thursday.", "Recycling is collected every other Thursday.", 0.93),
+        ("Invoices are paid quarterly.", "Invoices are paid every 2 months.", 0.9),
+        ("Deploys go out with approval.", "Deploys go out without approval.", 0.93),
+        ("The frontend uses Jest.", "The frontend replaced Jest with Vitest.", 0.85),
+    ],
+)  # fmt: skip
+def test_the_guards_still_keep_values_negations_and_updates_apart(a: str, b: str, similarity: float) -> None:
+    assert not stance.is_duplicate(a, b, similarity)[0]
+
+
+def test_word_match_counts_forms_and_spellings_of_one_word_once() -> None:
+    share, contained = stance.word_match(frozenset({"grocery", "deliver", "mom"}), frozenset({"groceri", "mom"}))
+    assert contained == 1.0 and share == pytest.approx(2 / 3)
