@@ -12,6 +12,7 @@ from bench.consolidation import DEFAULT_DATA as DEFAULT_CONSOLIDATION_DATA
 from bench.datasets import CONTEXT_MODES, DEFAULT_CONTEXT_MODE
 from bench.events import DEFAULT_EVENT_SAVES, DEFAULT_SLOW_CLIENTS
 from bench.facts import DEFAULT_FACTS
+from bench.hooks import DEFAULT_DATA as DEFAULT_HOOKS_DATA
 from bench.report import table
 from bench.run import DEFAULT_BEIR, DEFAULT_CHUNK, DEFAULT_LOCOMO, DEFAULT_MODEL_CACHE, BenchConfig, run
 from bench.speed import DEFAULT_SAVES, DEFAULT_SEARCHES, DEFAULT_SIZES, DEFAULT_UPDATES, DEFAULT_WARMUP
@@ -80,6 +81,18 @@ def parse_args(argv: list[str] | None = None) -> BenchConfig:
     parser.add_argument(
         "--consolidation-concurrency", type=_positive, default=DEFAULT_CONSOLIDATION_CONCURRENCY,
         help=f"pairs asked at once (default {DEFAULT_CONSOLIDATION_CONCURRENCY})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--hooks",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="agents' hooks (issue 26): labelled recorded sessions replayed through the hook command against a "
+        "fresh node; capture precision and recall, duplicates, secrets leaked, questions answered at rank 1, "
+        "session-start tokens and hook latency per event, per split (default on)",
+    )
+    parser.add_argument(
+        "--hooks-data", type=Path, default=DEFAULT_HOOKS_DATA,
+        help=f"the labelled sessions' directory (default {DEFAULT_HOOKS_DATA})",
     )  # fmt: skip
     parser.add_argument(
         "--console",
@@ -162,10 +175,10 @@ def parse_args(argv: list[str] | None = None) -> BenchConfig:
     parser.add_argument("--keep", action="store_true", help="keep the nodes' data dirs (logs) after the run")
     args = parser.parse_args(argv)  # fmt: skip
     if not any((args.quality, args.speed, args.events, args.sync, args.edge, args.console, args.facts,
-                args.consolidation)):  # fmt: skip
+                args.consolidation, args.hooks)):  # fmt: skip
         parser.error(
-            "nothing to do: --no-quality, --no-speed, --no-events, --no-sync, --no-edge, --no-facts and "
-            "--no-consolidation without --console"
+            "nothing to do: --no-quality, --no-speed, --no-events, --no-sync, --no-edge, --no-facts, "
+            "--no-consolidation and --no-hooks without --console"
         )
     return BenchConfig(
         quality=args.quality, speed=args.speed, events=args.events, sync=args.sync, edge=args.edge,
@@ -173,6 +186,7 @@ def parse_args(argv: list[str] | None = None) -> BenchConfig:
         facts=args.facts, facts_data=args.facts_data,
         consolidation=args.consolidation, consolidation_data=args.consolidation_data,
         consolidation_concurrency=args.consolidation_concurrency,
+        hooks=args.hooks, hooks_data=args.hooks_data,
         offline_mutations=args.offline_mutations, sizes=args.sizes, locomo=args.locomo,
         beir=args.beir, out=args.out, env=dict(args.env), quick=args.quick, context=args.context,
         context_gain=args.context_gain, chunk=args.chunk,

@@ -323,7 +323,7 @@ def _stored(base_url: str, sessions: Sequence[Session]) -> dict[str, list[dict[s
     found: dict[str, list[dict[str, Any]]] = {}
     with httpx.Client(base_url=base_url, timeout=60, headers={"X-Engram-Agent-ID": QUESTION_AGENT}) as api:
         for session in sessions:
-            answer = api.get("/v1/memories", params={"conversation_id": session.session_id, "limit": 200})
+            answer = api.get("/v1/memories", params={"conversation_id": session.session_id, "limit": 100})
             answer.raise_for_status()
             found[session.id] = answer.json()["memories"]
     return found

@@ -63,6 +63,7 @@ def table(results: dict[str, Any]) -> str:
     rows += list(_console_rows(results.get("console") or {}))
     rows += list(_facts_rows(results.get("facts") or {}))
     rows += list(_consolidation_rows(results.get("consolidation") or {}))
+    rows += list(_hooks_rows(results.get("hooks") or {}))
     for section, error in (results.get("errors") or {}).items():
         rows.append(Row(f"ERROR in {section}", "-", reference=_short(error, 100), status="FAIL"))
     if results.get("code_changed_during_run"):
@@ -440,6 +441,43 @@ def _facts_rows(facts: dict[str, Any]) -> Iterator[Row]:
         yield Row("facts: failed searches", str(default["errors"]), status="FAIL")
     if facts.get("note"):
         yield Row("facts note", "-", reference=_short(facts["note"]))
+
+
+def _hooks_rows(hooks: dict[str, Any]) -> Iterator[Row]:
+    """Agents' hooks on labelled sessions (bench/hooks.py): capture quality and recall per split, then latency."""
+    for split, f in (hooks.get("splits") or {}).items():
+        yield Row(
+            f"hooks [{split}] capture precision / recall ({f['keep_labels']} labels, {f['observations']} kept)",
+            f"{_num(f['precision'], 3)} / {_num(f['recall'], 3)}",
+            reference=f"duplicates {f['duplicates']}",
+        )
+        yield Row(
+            f"hooks [{split}] secrets leaked",
+            str(f["secrets_leaked"]),
+            "0",
+            status=_verdict(f["secrets_leaked"], 0, higher=False),
+        )
+        yield Row(
+            f"hooks [{split}] questions answered at rank 1",
+            f"{f['answered_rank1']} of {f['questions']}",
+            reference=f"top 5: {f['answered_top5']}",
+        )
+        tokens = f.get("context_tokens") or {}
+        if tokens:
+            yield Row(
+                f"hooks [{split}] session-start tokens mean / max",
+                f"{tokens['mean']} / {tokens['max']}",
+                f"<= {tokens['budget']}",
+                status=_verdict(tokens["max"], tokens["budget"], higher=False),
+            )
+    for name, figures in (hooks.get("latency_ms") or {}).items():
+        posttool = name.endswith("PostToolUse")
+        yield Row(
+            f"hooks latency {name} p50 / p95 (ms, n={figures['count']})",
+            f"{figures['p50']:.0f} / {figures['p95']:.0f}",
+            "<= 50 p95" if posttool else "",
+            status=_verdict(figures["p95"], 50.0, higher=False) if posttool else "",
+        )
 
 
 def _consolidation_rows(consolidation: dict[str, Any]) -> Iterator[Row]:

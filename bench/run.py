@@ -34,6 +34,8 @@ from bench.datasets import (
 from bench.edge import EdgeOptions, run_edge
 from bench.events import DEFAULT_EVENT_SAVES, DEFAULT_SLOW_CLIENTS, EventsOptions, run_events
 from bench.facts import DEFAULT_FACTS, QUICK_SESSIONS, FactsOptions, load_facts, run_facts
+from bench.hooks import DEFAULT_DATA as DEFAULT_HOOKS_DATA
+from bench.hooks import HooksOptions, run_hooks
 from bench.node import node_env
 from bench.progress import Phases, note
 from bench.quality import QualityOptions, run_beir, run_locomo
@@ -80,6 +82,8 @@ class BenchConfig:
     consolidation: bool = True  # the contradiction and dedupe jobs on labelled pairs (issue 25)
     consolidation_data: Path = DEFAULT_CONSOLIDATION_DATA
     consolidation_concurrency: int = DEFAULT_CONSOLIDATION_CONCURRENCY
+    hooks: bool = True  # labelled agent sessions through the hook command (issue 26)
+    hooks_data: Path = DEFAULT_HOOKS_DATA
     console_size: int = DEFAULT_CONSOLE_SIZE
     console_loads: int = DEFAULT_CONSOLE_LOADS
     offline_mutations: int = DEFAULT_OFFLINE_MUTATIONS
@@ -153,6 +157,7 @@ def run(config: BenchConfig) -> tuple[dict[str, Any], Path]:
             "console_loads": config.console_loads,
             "facts": config.facts,
             "consolidation": config.consolidation,
+            "hooks": config.hooks,
         },
         "data": {},
         "errors": {},
@@ -177,6 +182,7 @@ def run(config: BenchConfig) -> tuple[dict[str, Any], Path]:
                 ("facts", config.facts, lambda out: _facts(config, home_root, settings, phases, out)),
                 ("consolidation", config.consolidation,
                  lambda out: _consolidation(config, home_root, settings, phases, out)),
+                ("hooks", config.hooks, lambda out: _hooks(config, home_root, settings, phases, out)),
             ]  # fmt: skip
             for name, wanted, body in sections:
                 if wanted:
@@ -288,6 +294,13 @@ async def _consolidation(
     options = ConsolidationOptions(home_root=home_root, settings=settings, data=config.consolidation_data,
                                    concurrency=config.consolidation_concurrency, quick=config.quick)  # fmt: skip
     await run_consolidation(options, phases, out)
+
+
+async def _hooks(
+    config: BenchConfig, home_root: Path, settings: dict[str, str], phases: Phases, out: dict[str, Any]
+) -> None:
+    options = HooksOptions(home_root=home_root, settings=settings, data=config.hooks_data, quick=config.quick)
+    await run_hooks(options, phases, out)
 
 
 def _section(results: dict[str, Any], name: str, body: Callable[[dict[str, Any]], Coroutine[Any, Any, None]]) -> None:
