@@ -8,8 +8,8 @@ from pathlib import Path
 from typing import Any
 
 from engram.config import Settings
-from engram.hooks.events import COMPACT, END, HookEvent
-from engram.hooks.extract import Observation, extract, first_sentence, snippet, words
+from engram.hooks.events import COMPACT, END, TOOL, HookEvent
+from engram.hooks.extract import Observation, edited_path, extract, first_sentence, snippet, words
 from engram.hooks.privacy import git_ignored, mentions_private, opted_out, paused, private, project_of
 from engram.hooks.session import Recent, SessionState, open_session
 from engram.hooks.spool import Delivery, Spool
@@ -26,11 +26,12 @@ class Paths:
     hooks: Path
     sessions: Path
     spool: Path
+    projects: Path  # per project, the recent observations of every session (near-duplicates across sessions)
 
     @classmethod
     def of(cls, settings: Settings) -> Paths:
         hooks = settings.home / "hooks"
-        return cls(hooks, hooks / "sessions", settings.home / "spool")
+        return cls(hooks, hooks / "sessions", settings.home / "spool", hooks / "projects")
 
 
 def capture(event: HookEvent, settings: Settings) -> list[dict[str, Any]]:
@@ -43,7 +44,15 @@ def capture(event: HookEvent, settings: Settings) -> list[dict[str, Any]]:
         state.agent, state.events = event.agent, state.events + 1
         if not state.project:
             state.project = project_of(event.cwd)
-        captures = [_capture(o, event, state, settings) for o in _kept(extract(event, state), event, state, settings)]
+        found = [] if _about_private(event) else extract(event, state)
+        kept = _kept(found, event, state, settings)
+        if kept and state.project:  # then what this device captured lately in the project, in any session
+            with open_session(paths.projects, state.project) as project:
+                kept = [o for o in kept if not _merged(o, project, by_key=False)]
+                captures = [_capture(o, event, state, settings) for o in kept]
+                project.recent.extend(state.recent[len(state.recent) - len(captures) :])  # one each
+        else:
+            captures = [_capture(o, event, state, settings) for o in kept]
         if event.kind in (END, COMPACT) and not state.summarized and (state.captured or state.prompts):
             captures.append(summary(event, state, settings))
             state.summarized = event.kind == END
@@ -73,14 +82,26 @@ def _kept(found: list[Observation], event: HookEvent, state: SessionState, setti
     return [o for o in good if not _merged(o, state)]
 
 
-def _merged(observation: Observation, state: SessionState) -> bool:
+def _about_private(event: HookEvent) -> bool:
+    """A tool use on a private or git-ignored file: nothing of it is kept, not even the file's name among the files
+    the session changed (the summary lists them)."""
+    if event.kind != TOOL:
+        return False
+    path = edited_path(event)
+    return bool(path) and (private(path) or bool(git_ignored([path], event.cwd)))
+
+
+def _merged(observation: Observation, state: SessionState, *, by_key: bool = True) -> bool:
+    """Whether the observation repeats a recent one of ``state`` (the same key, e.g. the same file changed, or most
+    of its words); that one's count goes up instead. Across sessions only the words count: the same file changed in
+    another session is news."""
     mine = set(words(observation.content))
     for recent in state.recent:
         if recent.kind != observation.kind:
             continue
         theirs = set(recent.words)
         overlap = len(mine & theirs) / len(mine | theirs) if mine | theirs else 1.0
-        if recent.key == observation.key or overlap >= NEAR_DUPLICATE:
+        if (by_key and recent.key == observation.key) or overlap >= NEAR_DUPLICATE:
             recent.count += 1
             return True
     return False
@@ -140,6 +161,8 @@ def summary(event: HookEvent, state: SessionState, settings: Settings) -> dict[s
         "session_id": event.session_id, "event": event.name, "observations": list(state.captured),
         "files": state.files[:50], "open": len(state.failures),
     }  # fmt: skip
+    if state.failures:
+        metadata["handoff"] = handoff_proposal(state, asked)
     return _scrubbed(
         {
             "content": " ".join(parts),
@@ -154,6 +177,17 @@ def summary(event: HookEvent, state: SessionState, settings: Settings) -> dict[s
         },
         settings.hook_max_chars * 2,
     )
+
+
+def handoff_proposal(state: SessionState, asked: list[str]) -> dict[str, Any]:
+    """Work left open, as the fields of a handoff (create_handoff, POST /v1/handoffs) without its target: the hook
+    cannot know who takes it over, so it proposes and the next agent or the user hands it over."""
+    return {
+        "context": "Left open by a " + (state.agent or "coding agent") + " session"
+        + (f" on: {'; '.join(asked[:2])}" if asked else "") + ".",
+        "active_files": state.files[:10],
+        "next_steps": [f"Make `{snippet(f.command)}` pass: {f.error}" for f in state.failures[-SUMMARY_ITEMS:]],
+    }  # fmt: skip
 
 
 def _scrub_event(event: HookEvent) -> None:

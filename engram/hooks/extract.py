@@ -11,6 +11,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from engram.hooks.events import PROMPT, TOOL, TURN, HookEvent
+from engram.hooks.privacy import mentions_private
 from engram.hooks.session import Failure, SessionState
 
 FILE_CHANGE = "file-change"
@@ -25,6 +26,7 @@ SHELL_TOOLS = {"Bash", "run_shell_command", "shell", "exec_command"}
 SNIPPET_CHARS = 160
 REASON_CHARS = 200
 ERROR_CHARS = 300
+MAX_CHANGES = 3  # edits and commands remembered per failure, to say what fixed it
 
 # Commands that only look around: nothing worth keeping happened.
 _LOOKING = {
@@ -37,24 +39,50 @@ _TEST_WORDS = ("pytest", "jest", "vitest", "mocha", "rspec", "unittest", "phpuni
 _TEST_PHRASES = ("npm test", "npm run test", "yarn test", "pnpm test", "go test", "cargo test", "make test",
                  "mvn test", "gradle test", "./gradlew test", "dotnet test", "bun test", "mix test")  # fmt: skip
 _ERROR_LINE = re.compile(
-    r"^.*\b(error|exception|traceback|failed|failure|fatal|panic|cannot|could not|not found|denied|refused)\b.*$",
+    r"^.*(\b(error|exception|traceback|failed|failure|fatal|panic|cannot|could not|not found|denied|refused|"
+    r"unreachable|mismatch)\b|[a-z](Error|Exception)\b).*$",
     re.IGNORECASE | re.MULTILINE,
 )
-_NAMED_ERROR = re.compile(r"\b\w*(Error|Exception|error:|ERROR)\b")
+# A line that names what went wrong: an exception type (dotted or not), a panic, a compiler's or tool's "error:".
+_NAMED_ERROR = re.compile(
+    r"\b[A-Z]\w*(Error|Exception)\b|^\s*(?:[a-z_]\w*\.)+[A-Z]\w+: |\bpanic(?:ked)?\b|\b(?i:error)(?:\[\w+\])?: |"
+    r"\[emerg\]|\bfatal:|\bFailed to\b|\bcould not\b|\bunknown directive\b|\bmismatch\b",
+    re.MULTILINE,
+)
+# Lines that only count (a recap's failed=0, "0 failed") or say nothing went wrong.
+_COUNTER_LINE = re.compile(r"\b(failed|errors?)=0\b|\b0 (failed|errors?|failures)\b|\(none\)|^\s*(FAIL|FAILED)\s*$",
+                           re.IGNORECASE)  # fmt: skip
+# The name of a failing test in common runners' output (pytest, cargo, go, jest/vitest, rspec, phpunit, xcodebuild).
+_FAILING_TEST = re.compile(
+    r"^FAILED (\S+)|^test (\S+) \.\.\. FAILED|^--- FAIL: (\S+)|^\s*FAIL\s+(\S+\.(?:ts|js|tsx|jsx))\b|"
+    r"^\s*\d+\) (\S+::\S+|\S+ (?:GET|POST|PUT|DELETE) \S+)|Test Case '-\[(\S+ \S+)\]' failed|"
+    r"^\s*\d+\) ([\w\\]+::\w+)",
+    re.MULTILINE,
+)
+_CD_PREFIX = re.compile(r"^(?:cd \S+ (?:&&|;) )+")  # `cd dir && make`: the command is make
 _ENVIRONMENT = re.compile(r"^(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)+")
 _EXIT_CODE = re.compile(r"\bexit(?:ed)?(?: with)?(?: code| status)?[: ]+([1-9][0-9]*)\b", re.IGNORECASE)
-_COUNTS = re.compile(r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|tests?|passing|failing|pending)\b")
+_COUNTS = re.compile(
+    r"(\d+) (passed|failed|errors?|skipped|xfailed|xpassed|tests?|passing|failing|pending|examples|failures)\b"
+)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+|\n+")
+# "I always forget ..." describes the user, it asks nothing.
+_HABIT = r"(?!forget|remember|wonder|mix|get|got|struggle|lose|mess)"
 _PREFERENCE = re.compile(
-    r"\b(i|we) (really )?(prefer|like to|want you to|always|never)\b|\b(always|never|don't|do not|please don't) "
+    r"\b(i|we) (really )?(prefer|like to|want you to)\b|\b(i|we) (really )?(always|never) " + _HABIT + r"\w+|"
+    r"\b(always|never|don't|do not|please don't) "
     r"(use|add|write|commit|push|run|call|put|name|mock|touch|edit|change)\b|\bfrom now on\b|\bin this (repo|project)"
-    r",? (we|you) (use|write|prefer)\b",
+    r",? (we|you) (use|write|prefer)\b|"
+    # an instruction: always/never/don't at the start of a sentence or a clause, or after let's, please, should, must
+    r"(?:^|[,;:]\s*|\b(?:but|and|so|please|let'?s|should|must|to)\s+)(?:please\s+)?(always|never|don't|do not)\s+"
+    + _HABIT
+    + r"[a-z]\w+",
     re.IGNORECASE,
 )
 _DECISION = re.compile(
     r"\b(we|i)(?:'ve| have)? decided\b|\blet'?s (go with|use|switch to|keep|stick with|drop|move to|adopt)\b|"
     r"\bwe(?:'ll| will) (use|go with|switch to|keep|drop)\b|\bthe decision is\b|\bwe chose\b|\bgoing forward\b|"
-    r"\buse [\w.-]+ instead of\b",
+    r"\buse (?:the |a |an )?[\w.-]+(?: [\w.-]+)? (?:instead of|rather than)\b|\brather than\b",
     re.IGNORECASE,
 )
 
@@ -143,29 +171,42 @@ def file_change(event: HookEvent, state: SessionState) -> list[Observation]:
         return []
     if path not in state.files:
         state.files.append(path)
+    data = event.tool_input
+    old, new = _change(data)
     for failure in state.failures:
         if path not in failure.edits_since:
             failure.edits_since.append(path)
-    data = event.tool_input
+            if new and len(failure.changes) < MAX_CHANGES:
+                failure.changes.append(f"{path}: `{old}` -> `{new}`" if old else f"{path}: `{new}`")
     verb = "Wrote" if event.tool in {"Write", "write_file", "write"} else "Edited"
     parts = [f"{verb} {path}"]
     reason = first_sentence(state.last_prompt, REASON_CHARS)
     if reason:
         parts.append(f"while working on: {reason}")
-    old, new = _change(data)
     if new:
-        parts.append(f"change: `{old}` -> `{new}`" if old else f"content starts: `{new}`")
+        added = "old_string" in data or "edits" in data or "old_source" in data
+        parts.append(
+            f"change: `{old}` -> `{new}`" if old else (f"added: `{new}`" if added else f"content starts: `{new}`")
+        )
     quality = 0.55 + (0.15 if reason else 0.0) + (0.05 if old and new else 0.0)
     return [Observation(FILE_CHANGE, "; ".join(parts) + ".", quality, f"file:{path}", files=[path], tool=event.tool)]
 
 
 def _change(data: dict[str, object]) -> tuple[str, str]:
+    """The lines an edit removed and added (those both sides share left out), or a written file's first lines."""
     edits = data.get("edits")
     if isinstance(edits, list) and edits and isinstance(edits[0], dict):
         data = edits[0]
-    old = snippet(str(data.get("old_string") or data.get("old_source") or ""))
-    new = snippet(str(data.get("new_string") or data.get("new_source") or data.get("content") or ""))
-    return old, new
+    old = str(data.get("old_string") or data.get("old_source") or "")
+    new = str(data.get("new_string") or data.get("new_source") or data.get("content") or "")
+    if old and new:
+        before = [line.strip() for line in old.splitlines() if line.strip()]
+        after = [line.strip() for line in new.splitlines() if line.strip()]
+        removed = [line for line in before if line not in after]
+        added = [line for line in after if line not in before]
+        if added:
+            return snippet("\n".join(removed)), snippet("\n".join(added))
+    return snippet(old), snippet(new)
 
 
 # --- commands --------------------------------------------------------------------------------------------
@@ -182,16 +223,25 @@ def command_outcome(event: HookEvent, state: SessionState) -> list[Observation]:
     test = is_test(command)
     if failed:
         error = error_excerpt(output) or "failed"
+        earlier = next((f for f in state.failures if f.key == key), None)
         state.failures = [f for f in state.failures if f.key != key]
-        state.failures.append(Failure(key=key, command=command, error=error, at=event.at))
-        if test:
-            return [Observation(TEST_RESULT, f"Tests failed: `{snippet(command)}` -> {counts(output) or error}.",
-                                0.6, f"test:{key}:failed", tool=event.tool, command=command)]  # fmt: skip
-        return []  # a failure alone waits for its fix (or is left open in the session summary)
+        failure = Failure(key=key, command=command, error=error, at=event.at, tests=failing_tests(output))
+        if earlier is not None:  # failing again after a change: what was tried is part of the story
+            failure.edits_since, failure.changes = earlier.edits_since, earlier.changes
+            failure.ran_since, failure.error = earlier.ran_since, earlier.error
+            failure.tests = earlier.tests or failure.tests
+        state.failures.append(failure)
+        # A failure alone, a failing test run too, waits for its fix; one still failing at the end is the summary's
+        # open work. Kept now, it would mostly repeat what the fix says.
+        return []
     fixed = next((f for f in state.failures if f.key == key), None)
     if fixed is not None:
         state.failures.remove(fixed)
         return [fix(fixed, command, output, state, event.tool)]
+    if not looking(command) and not mentions_private(command):
+        for failure in state.failures:  # a command run before the fix passed may be the fix (force-unlock, --fake)
+            if len(failure.ran_since) < MAX_CHANGES:
+                failure.ran_since.append(snippet(command))
     if test:
         return [Observation(TEST_RESULT, f"Tests passed: `{snippet(command)}` -> {counts(output) or 'ok'}.", 0.5,
                             f"test:{key}:passed", tool=event.tool, command=command)]  # fmt: skip
@@ -209,13 +259,24 @@ def command_outcome(event: HookEvent, state: SessionState) -> list[Observation]:
 def fix(failure: Failure, command: str, output: str, state: SessionState, tool: str) -> Observation:
     """The error a command showed and what made it pass: the files changed in between and the prompt."""
     files = failure.edits_since[:5]
-    how = f" after changing {', '.join(files)}" if files else ""
+    steps = []
+    if failure.changes:
+        steps.append("changing " + "; ".join(failure.changes))
+    elif files:
+        steps.append("changing " + ", ".join(files))
+    if failure.ran_since:
+        steps.append("running " + ", ".join(f"`{c}`" for c in failure.ran_since))
+    how = f" after {' and '.join(steps)}" if steps else ""
     reason = first_sentence(state.last_prompt, REASON_CHARS)
     why = f" (while working on: {reason})" if reason else ""
-    result = counts(output) if is_test(command) else "passed"
-    content = f"Fixed: `{snippet(failure.command)}` failed with {failure.error}; it {result or 'passed'}{how}{why}."
+    tests = f" ({', '.join(failure.tests)})" if failure.tests else ""
+    result = counts(output) if is_test(command) else ""
+    passed = "it passed" + (f" ({result})" if result else "")
+    if command_key(command) == failure.key and " ".join(command.split()) != " ".join(failure.command.split()):
+        passed += f" as `{snippet(command)}`"
+    content = f"Fixed: `{snippet(failure.command)}`{tests} failed with {failure.error}; {passed}{how}{why}."
     state.learned.append(content)
-    return Observation(ERROR_FIX, content, 0.9 if files else 0.7, f"fix:{failure.key}", files=files, tool=tool,
+    return Observation(ERROR_FIX, content, 0.9 if steps else 0.7, f"fix:{failure.key}", files=files, tool=tool,
                        command=command, importance="high")  # fmt: skip
 
 
@@ -225,7 +286,8 @@ def outcome(event: HookEvent) -> tuple[bool, str]:
     output = event.error
     failed = event.failed
     if isinstance(response, dict):
-        output = "\n".join(str(response[k]) for k in ("stderr", "stdout", "output", "error") if response.get(k))
+        keys = ("stderr", "stdout", "output", "error", "llmContent")  # llmContent: Gemini CLI's shell tool
+        output = "\n".join(str(response[k]) for k in keys if response.get(k))
         output = output or event.error
         code = response.get("exit_code", response.get("exitCode", response.get("returncode", response.get("code"))))
         if isinstance(code, int) and code != 0:
@@ -253,13 +315,25 @@ def counts(output: str) -> str:
 
 
 def error_excerpt(output: str) -> str:
-    """The line of the output that says what went wrong: the last one naming an error or exception (tracebacks end
-    with it), else the last one saying something failed."""
-    lines = [m.group(0) for m in _ERROR_LINE.finditer(output)]
+    """The line of the output that says what went wrong: the last one naming an error (an exception type, a panic,
+    a tool's "error:"; tracebacks end with it), else the last one saying something failed; lines that only count
+    (failed=0) are skipped."""
+    lines = [ln for ln in output.splitlines() if ln.strip() and not _COUNTER_LINE.search(ln)]
     named = [ln for ln in lines if _NAMED_ERROR.search(ln)]
-    line = next((ln for ln in reversed(named or lines) if "0 failed" not in ln), "")
-    line = " ".join(line.split())
+    failing = [ln for ln in lines if _ERROR_LINE.match(ln)]
+    line = (named or failing or [""])[-1]
+    line = " ".join(line.strip(" │╷╵|>").split())
     return line[:ERROR_CHARS]
+
+
+def failing_tests(output: str) -> list[str]:
+    """The failing tests a runner's output names (at most three)."""
+    names: list[str] = []
+    for match in _FAILING_TEST.finditer(output):
+        name = next((g for g in match.groups() if g), "").rstrip(":")
+        if name and name not in names:
+            names.append(name)
+    return names[:3]
 
 
 def without_environment(command: str) -> str:
@@ -269,6 +343,7 @@ def without_environment(command: str) -> str:
 
 def command_key(command: str) -> str:
     """What identifies a command across retries: its program and sub-command, and for a test run its runner."""
+    command = _CD_PREFIX.sub("", command)
     for phrase in _TEST_PHRASES:
         if phrase in command:
             return phrase

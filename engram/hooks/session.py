@@ -30,6 +30,9 @@ class Failure:
     error: str
     at: float
     edits_since: list[str] = field(default_factory=list)  # files changed after it failed
+    changes: list[str] = field(default_factory=list)  # those edits, in short (`old` -> `new`)
+    ran_since: list[str] = field(default_factory=list)  # commands that succeeded after it failed
+    tests: list[str] = field(default_factory=list)  # the failing tests its output named
 
 
 @dataclass(slots=True)
