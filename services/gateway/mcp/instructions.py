@@ -14,6 +14,9 @@ memory updates or deletes it. When a memory of yours is out of date, call update
 supersede_memory when a new fact or decision replaces it (the old one stays in the record, marked \
 superseded), and delete_memory when it was wrong or is no longer wanted (it is archived, not erased). When \
 another agent's memory is out of date, supersede it (newest wins; its owner may undo it with unsupersede_memory).
+- Save as you work, unasked, unless Engram's hooks capture for you (`engram hooks install`): when an error is \
+fixed, save the error, its cause and the fix with the files changed; when the user states a decision or preference, \
+save it in their words; before the session ends, save what was done and what is left open.
 - Never save secrets: API keys, tokens and passwords are redacted before storage.
 - Use get_memory for one memory by id (with its earlier versions), memory_history for who changed it and when, \
 memory_at for a memory as it was at a past time, list_memories for the most recent ones, get_memory_stats for \
