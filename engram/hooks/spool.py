@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 SPOOL_FILE = "captures.jsonl"
+HOOK_SOURCE = "hook"  # the source the node records for every capture (the X-Engram-Source header)
 REJECTED_FILE = "rejected.jsonl"
 MAX_BATCH_LINES = 500
 SEND_TIMEOUT = 60.0  # in the background: a node that just started may take a while to embed the first ones
@@ -131,7 +132,7 @@ def _send(base_url: str, batch: list[dict[str, Any]], api_key: str | None) -> _S
     stored = present = 0
     refused: list[tuple[dict[str, Any], str]] = []
     for (agent, device), captures in groups.items():
-        headers = {"Content-Type": "application/x-ndjson"}
+        headers = {"Content-Type": "application/x-ndjson", "X-Engram-Source": HOOK_SOURCE}
         if agent:
             headers["X-Engram-Agent-ID"] = agent
         if device:

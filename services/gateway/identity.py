@@ -5,6 +5,7 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
+import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -30,6 +31,10 @@ AGENT_HEADER = "x-engram-agent-id"
 AGENT_QUERY = "agent_id"
 DEVICE_HEADER = "x-engram-device"
 TEAM_HEADER = "x-engram-team"
+# What made the request, when not the transport itself: `hook` for what agents' hooks capture (engram/hooks/). Like
+# an agent's name it is the caller's word, shown beside each memory (console, history), never an authority.
+SOURCE_HEADER = "x-engram-source"
+SOURCE_PATTERN = re.compile(r"^[a-z][a-z0-9._-]{0,31}$")
 
 CREATE_KEY_HINT = "engram keys create --namespace N --agent A"
 CREATE_SYNC_KEY_HINT = "engram keys create --namespace N --device D --scopes sync"  # an edge device's key
@@ -59,6 +64,7 @@ class RequestIdentity:
     client_name: str | None = None  # MCP clientInfo.name
     device_header: str | None = None  # X-Engram-Device
     team_header: str | None = None  # X-Engram-Team
+    source_header: str | None = None  # X-Engram-Source
     client_host: str | None = None  # the peer's address (HTTP only)
 
     @classmethod
@@ -81,6 +87,7 @@ class RequestIdentity:
             client_name=client_name,
             device_header=headers.get(DEVICE_HEADER),
             team_header=headers.get(TEAM_HEADER),
+            source_header=headers.get(SOURCE_HEADER),
             client_host=client_host,
         )
 
@@ -161,7 +168,7 @@ class Resolver:
         return Caller(
             namespace=key.namespace if key else DEV_NAMESPACE,
             agent_id=agent,
-            source=_present(request.client_name) or default_source,
+            source=_source(request.source_header) or _present(request.client_name) or default_source,
             scopes=_scopes(key),
             device=self._device(request, key, named_device),
             team=self._team(request, key),
@@ -333,6 +340,18 @@ def check_bind(settings: Settings, keys: KeyStore) -> None:
         f"loopback address. Create a key first with `{CREATE_KEY_HINT}`, "
         "or bind to 127.0.0.1 (ENGRAM_HOST=127.0.0.1) for local, keyless use."
     )
+
+
+def _source(value: str | None) -> str | None:
+    """The source a request names itself (X-Engram-Source), None when it names none."""
+    if (named := _present(value)) is None:
+        return None
+    if not SOURCE_PATTERN.match(named):
+        raise InvalidArgument(
+            "X-Engram-Source",
+            f"{named[:40]!r} is not a source: use a short lowercase word such as 'hook' (a-z, 0-9, ._-)",
+        )
+    return named
 
 
 def _present(value: str | None) -> str | None:

@@ -175,6 +175,7 @@ def test_a_recorded_session_is_captured_scrubbed_and_injected_at_the_next_sessio
     assert "Changed: src/auth/session.py" in summary["content"]
     assert len(summary["metadata"]["observations"]) == len(captured) - 1
     assert all(m["project"] == "webapp" and m["owner_agent"].startswith("claude-code") for m in captured)
+    assert {m["source"] for m in captured} == {"hook"}  # what the console's feed and browser show as its source
 
     answer = json.loads(agent.fire(f"next-{session}", {"hook_event_name": "SessionStart", "source": "startup"}))
     context = answer["hookSpecificOutput"]["additionalContext"]
