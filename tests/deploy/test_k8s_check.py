@@ -6,6 +6,7 @@ says (tools/k8s_check.py; its tools come with `make install`)."""
 from __future__ import annotations
 
 import asyncio
+import copy
 import os
 import shutil
 import socket
@@ -166,9 +167,12 @@ def test_only_the_gateway_is_reachable_from_outside_and_nats_only_from_the_servi
 
 
 def test_every_container_runs_unprivileged_on_a_read_only_root_without_a_token(
-    renders: dict[str, list[dict[str, Any]]],
+    tool: ModuleType, renders: dict[str, list[dict[str, Any]]]
 ) -> None:
-    workloads = [o for objects in renders.values() for o in objects if o["kind"] in ("Deployment", "StatefulSet")]
+    workloads = [
+        o for objects in renders.values() for o in objects
+        if o["kind"] in ("Deployment", "StatefulSet") and tool.is_engrams(o)
+    ]  # fmt: skip
     assert len(workloads) == 5 * len(renders)
     for workload in workloads:
         pod = workload["spec"]["template"]["spec"]
@@ -194,6 +198,56 @@ def test_grpc_services_are_ready_by_grpc_health_and_the_gateway_by_readyz(
     assert gateway["livenessProbe"]["httpGet"] == {"path": "/healthz", "port": "http"}
     with_liveness = _one(renders["monitoring-tls-digest"], "Deployment", "engram-sync")["spec"]["template"]["spec"]
     assert with_liveness["containers"][0]["livenessProbe"]["grpc"] == {"port": 50051, "service": "liveness"}
+
+
+def test_the_vendored_nats_and_qdrant_charts_render_with_engrams_offline(
+    tool: ModuleType, renders: dict[str, list[dict[str, Any]]]
+) -> None:
+    _assert_clean(tool.check_vendored())
+    defaults = renders["defaults"]
+    nats, qdrant = _one(defaults, "StatefulSet", "engram-nats"), _one(defaults, "StatefulSet", "engram-qdrant")
+    assert not tool.is_engrams(nats) and not tool.is_engrams(qdrant)
+    assert not [o for o in renders["search-edge"] if o["metadata"]["name"] == "engram-qdrant"]
+    assert not [o for o in renders["existing-nats-and-qdrant"] if o["metadata"]["name"].startswith("engram-nats")]
+    assert {tool.key(o) for o in tool.installed_by_engram(defaults)} == {
+        tool.key(o) for o in defaults if tool.is_engrams(o) and not tool.is_hook(o)
+    }
+
+
+def test_engrams_network_policies_must_select_the_subcharts_pods_they_are_for(
+    tool: ModuleType, renders: dict[str, list[dict[str, Any]]]
+) -> None:
+    objects = copy.deepcopy(renders["defaults"])
+    qdrant = _one(objects, "StatefulSet", "engram-qdrant")
+    qdrant["spec"]["template"]["metadata"]["labels"]["app.kubernetes.io/name"] = "vector-db"  # a renamed chart
+    problems = tool.check_references(objects, "renamed").problems
+    assert "renamed: NetworkPolicy/engram-qdrant protects no pod (its podSelector matches none rendered)" in problems
+    assert any("Service/engram-qdrant selects no pod" in p for p in problems)
+
+
+def test_the_nats_and_qdrant_urls_must_name_rendered_services_and_ports(
+    tool: ModuleType, renders: dict[str, list[dict[str, Any]]]
+) -> None:
+    objects = copy.deepcopy(renders["defaults"])
+    nats = _one(objects, "Service", "engram-nats")
+    nats["spec"]["ports"] = [p for p in nats["spec"]["ports"] if p["port"] != 4222]
+    problems = tool.check_references(objects, "no-client-port").problems
+    assert any("ENGRAM_NATS_URL names engram-nats:4222, not a rendered Service port" in p for p in problems)
+
+
+def test_the_chart_deploys_the_nats_server_the_image_and_tests_run_and_its_helm_test_is_ours(
+    tool: ModuleType, renders: dict[str, list[dict[str, Any]]]
+) -> None:
+    _assert_clean(tool.check_versions_and_tests(renders["defaults"]))
+    older = copy.deepcopy(renders["defaults"])
+    _one(older, "StatefulSet", "engram-nats")["spec"]["template"]["spec"]["containers"][0]["image"] = (
+        "nats:2.14.2-alpine"
+    )
+    assert tool.check_versions_and_tests(older).problems
+    test = _one(renders["defaults"], "Pod", tool.HELM_TEST)
+    assert test["metadata"]["annotations"]["helm.sh/hook"] == "test"
+    assert "/readyz" in test["spec"]["containers"][0]["args"][0]
+    assert "--filter 'name=<release>-test-gateway'" in (ROOT / "docs" / "operations.md").read_text()
 
 
 def test_nats_server_accepts_the_accounts_the_chart_gives_nats(tool: ModuleType) -> None:
@@ -282,12 +336,12 @@ def test_monitoring_adds_a_service_monitor_of_the_metrics_ports_and_the_grafana_
     assert [e["port"] for e in monitor["spec"]["endpoints"]] == ["metrics"]
     headless = [o for o in objects if o["kind"] == "Service" and o["metadata"]["name"].endswith("-headless")]
     assert headless and not [o for o in headless if "metrics" in {p["name"] for p in o["spec"]["ports"]}]
-    dashboards = [o for o in objects if o["kind"] == "ConfigMap"]
+    dashboards = [o for o in objects if o["kind"] == "ConfigMap" and tool.is_engrams(o)]
     if (tool.CHART / "dashboards" / "engram-dashboard.json").exists():  # the symlink's target may not exist yet
         (dashboard,) = dashboards
         assert dashboard["metadata"]["labels"]["grafana_dashboard"] == "1"
         assert dashboard["data"]["engram-dashboard.json"].lstrip().startswith("{")
-    assert not [o for o in renders["defaults"] if o["kind"] in ("ServiceMonitor", "ConfigMap")]
+    assert not [o for o in renders["defaults"] if o["kind"] in ("ServiceMonitor", "ConfigMap") and tool.is_engrams(o)]
 
 
 def test_the_chart_renders_without_the_dashboard_while_its_file_does_not_exist(
@@ -304,4 +358,4 @@ def test_the_chart_renders_without_the_dashboard_while_its_file_does_not_exist(
     assert notes == ["k8s/helm/engram/dashboards/engram-dashboard.json points at a file that does not exist yet: "
                      "rendered without it"]  # fmt: skip
     objects = tool.render(copy, ("metrics.grafanaDashboard.enabled=true",))
-    assert not [o for o in objects if o["kind"] == "ConfigMap"]
+    assert not [o for o in objects if o["kind"] == "ConfigMap" and tool.is_engrams(o)]
