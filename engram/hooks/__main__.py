@@ -86,6 +86,10 @@ def _detached() -> bool:
     if pid:
         return False
     os.setsid()  # out of the agent's process group: a timeout that kills the hook does not kill the work
+    try:  # noqa: SIM105 (contextlib is not imported in the hook process)
+        os.nice(10)  # the agent's process (and this hook's parent, still exiting) go first on a busy machine
+    except OSError:
+        pass
     devnull = os.open(os.devnull, os.O_RDWR)
     for fd in (0, 1, 2):
         os.dup2(devnull, fd)  # the agent waits for its pipes to close: the child keeps none of them
@@ -131,4 +135,6 @@ def _note(home: str | None, text: str) -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    code = main()
+    sys.stdout.flush()
+    os._exit(code)  # the answer is out: no interpreter teardown for the agent to wait on
