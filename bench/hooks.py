@@ -120,7 +120,8 @@ def load_sessions(path: Path = DEFAULT_DATA) -> list[Session]:
 
 
 def _label(data: dict[str, Any]) -> Label:
-    return Label(data["id"], tuple(data["keys"]), data.get("text", ""), data.get("in", OBSERVATION))
+    where = SUMMARY if data.get("in") == "summary" else OBSERVATION
+    return Label(data["id"], tuple(data["keys"]), data.get("text", ""), where)
 
 
 # --- scoring ---------------------------------------------------------------------------------------------
