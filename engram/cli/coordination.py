@@ -11,6 +11,7 @@ from urllib.parse import quote
 
 from engram.cli.common import Call, UsageError, call_node, node_options, preview, sub
 from engram.model import HANDOFF_STATUSES, IMPORTANCES
+from engram.plural import counted
 
 HANDOFF_ROLES = ("to_me", "from_me", "all")
 # JOB_KINDS and the keys of RESOLUTION_NEEDS are engram.grpc.clients' JOB_KINDS and RESOLUTIONS (a test keeps them
@@ -296,8 +297,9 @@ def render_contradictions(answer: dict[str, Any]) -> str:
     if not pairs:
         return "No open contradictions (run `engram consolidate contradictions` to look for some)."
     updates = sum(pair.get("kind") == "update" for pair in pairs)
-    lines = [f"{len(pairs) - updates} open contradiction{'s' if len(pairs) - updates != 1 else ''} and {updates} "
-             f"proposed update{'s' if updates != 1 else ''}, most likely first"]  # fmt: skip
+    counts = [counted(len(pairs) - updates, "open contradiction"), counted(updates, "proposed update")]
+    lines = [" and ".join(c for c, n in zip(counts, (len(pairs) - updates, updates), strict=True) if n)
+             + ", most likely first"]  # fmt: skip
     for pair in pairs:
         newer, older = pair["memory"], pair["other"]
         kind, rule = pair.get("kind") or "contradiction", pair.get("rule") or "-"

@@ -294,7 +294,7 @@ def test_cli_runs_jobs_lists_contradictions_and_resolves_them_with_an_admin_key(
     code, out, err = engram(capsys, "contradictions", *url)
     assert (code, err) == (0, "")
     assert out.startswith("1 open contradiction, most likely first")
-    assert f"{newer}  {older}  score " in out
+    assert f"{newer}  {older}  contradiction  rule " in out and "  score " in out
     assert PORT_8080 in out and PORT_9090 in out and "engram contradictions resolve" in out
     code, out, _ = engram(capsys, "contradictions", "list", "--topic", unique("topic"), *url)
     assert code == 0 and out.startswith("No open contradictions")

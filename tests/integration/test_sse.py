@@ -175,10 +175,12 @@ async def test_reconnecting_with_last_event_id_gets_exactly_the_missed_events_on
             await save(client, "Before the disconnection")
             [seen] = await first.take(1)
         missed = [await save(client, f"Missed while away {i}") for i in range(5)]
-        for headers, params in (({"Last-Event-ID": seen.id or ""}, {}), (None, {"last_event_id": seen.id})):
+        for attempt, (headers, params) in enumerate(
+            (({"Last-Event-ID": seen.id or ""}, {}), (None, {"last_event_id": seen.id}))
+        ):
             async with event_stream(client, headers=headers, agent="resumer", **params) as again:
                 replayed = await again.take(len(missed))
-                marker = await save(client, "After the reconnection")
+                marker = await save(client, f"After reconnection {attempt}")  # a repeat would be no new memory
                 [after] = await again.take(1)
             assert summary(replayed) == [("memory_saved", m["id"]) for m in missed]
             assert summary([after]) == [("memory_saved", marker["id"])]  # nothing twice in between
