@@ -24,6 +24,10 @@ IMPORT_TARGET_PER_S = 300.0
 CONSOLIDATE_ALL_TARGET_SECONDS = 120.0  # one `all` consolidation job (issue 25)
 CONSOLIDATE_ALL_TARGET_SIZE = 50_000
 FLAGS_PER_1000_TARGET = 1.0  # contradictions and updates one `all` job flags per 1,000 memories (issue 25)
+IMPORT_EMBEDDER_TARGET = 0.8  # import rate / the embedder alone (issue 27)
+SEARCH_REFERENCE_TARGET = 1.5  # search p50 / the in-process flat dense search (issue 27, MCP at 10k)
+STALL_MAX_TARGET_MS = 250.0  # the longest wait of a search or save issued every 100 ms during an import (issue 27)
+STALL_P99_TARGET_MS = 100.0
 EDGE_RSS_TARGET_MIB = 600  # the edge node process at 50k memories (issue 10)
 EDGE_RSS_TARGET_SIZE = 50_000
 EDGE_START_TARGET_SECONDS = 3.0  # from process start until /readyz answers 200
@@ -56,6 +60,7 @@ def table(results: dict[str, Any]) -> str:
     rows = [Row("figure", "value", "target", "reference", "status")]
     rows += list(_quality_rows(results.get("quality") or {}))
     rows += list(_speed_rows(results.get("speed") or {}))
+    rows += list(_reference_rows(results.get("speed") or {}))
     rows += list(_recovery_rows(results.get("speed") or {}))
     rows += list(_events_rows(results.get("events") or {}))
     rows += list(_sync_rows(results.get("sync") or {}, (results.get("speed") or {}).get("edge_backfill") or {}))
@@ -240,6 +245,48 @@ def _speed_rows(speed: dict[str, Any]) -> Iterator[Row]:
         if rss:
             yield Row(f"node RSS {at} (MiB, node+nats)", f"{rss.get('total', 0) / MIB:.0f}", "",
                       f"node {rss.get('node', 0) / MIB:.0f} + nats {rss.get('nats', 0) / MIB:.0f}")  # fmt: skip
+
+
+def _reference_rows(speed: dict[str, Any]) -> Iterator[Row]:
+    """Issue 27: the waits met while importing, and Engram against the in-process reference (bench/reference.py)."""
+    reference = speed.get("reference") or {}
+    embed_rate = reference.get("embed_per_second")
+    if embed_rate:
+        yield Row("reference: embedder alone, texts/s", _num(embed_rate, 0),
+                  reference=f"{reference.get('embedded', 0)} speed-corpus texts, in the bench process")  # fmt: skip
+    for step in speed.get("steps", []):
+        size = step["size"]
+        at = f"@{size // 1000}k" if size % 1000 == 0 else f"@{size}"
+        probes = step.get("during_import") or {}
+        for kind in ("search", "save"):
+            waits = probes.get(kind)
+            if waits:
+                value = f"{_num(waits.get('max_ms'), 0)} / {_num(waits.get('p99_ms'), 0)}"
+                status = _verdict(waits.get("max_ms"), STALL_MAX_TARGET_MS, higher=False)
+                if status == "ok":
+                    status = _verdict(waits.get("p99_ms"), STALL_P99_TARGET_MS, higher=False)
+                yield Row(f"{kind} every 100 ms during import {at}: longest/p99 ms", value,
+                          f"<= {STALL_MAX_TARGET_MS:.0f} / {STALL_P99_TARGET_MS:.0f}",
+                          ", ".join(x for x in (f"{waits.get('count', 0)} calls", _errors(waits)) if x),
+                          status)  # fmt: skip
+        rate = (step.get("import") or {}).get("memories_per_second")
+        if embed_rate and rate:
+            share = rate / embed_rate
+            yield Row(f"import {at} / embedder alone", f"{share:.2f}", f">= {IMPORT_EMBEDDER_TARGET:.1f}",
+                      f"{rate:.0f} / {embed_rate:.0f} per s",
+                      _verdict(share, IMPORT_EMBEDDER_TARGET, higher=True))  # fmt: skip
+        flat = (reference.get("flat_search") or {}).get(str(size))
+        if flat:
+            yield Row(f"reference: flat numpy dense search {at} p50/p95/p99 ms", _triple(flat),
+                      reference="query embedding + matmul + top-10, in the bench process")  # fmt: skip
+            for name in ("search", "search_dense_only"):
+                mine = step.get(name)
+                if mine and flat.get("p50_ms"):
+                    share = mine["p50_ms"] / flat["p50_ms"]
+                    target = f"<= {SEARCH_REFERENCE_TARGET:.1f}" if name == "search" else ""
+                    status = _verdict(share, SEARCH_REFERENCE_TARGET, higher=False) if target else ""
+                    yield Row(f"{name} {at} p50 / reference p50", f"{share:.2f}", target,
+                              f"{mine['p50_ms']:.1f} / {flat['p50_ms']:.1f} ms (MCP)", status)  # fmt: skip
 
 
 def _recovery_rows(speed: dict[str, Any]) -> Iterator[Row]:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import shutil
 import time
@@ -20,6 +21,7 @@ from bench.metrics import LatencySummary
 from bench.node import Node
 from bench.progress import Phases, Progress, note
 from bench.quality import reranker_missing
+from bench.reference import embed_corpus, flat_search, load_embedder
 from bench.sync import run_backfill
 
 DEFAULT_SIZES = (10_000, 50_000)
@@ -34,13 +36,20 @@ VERSION_TAG = "bench-speed-updated"
 DIAGNOSTIC_SOURCES = ("dense", "bm25")
 REBUILD_TIMEOUT = 1800.0  # a damaged index of 50k memories is rebuilt in about a minute; generous for slow disks
 DIAGNOSTIC_SHARE = 4  # each single-retriever series is a quarter of the main one (no warm-up: the node is warm)
-# The indexer builds the vector graph of new points in its first idle second (services/search/indexer.py). With
-# qdrant-edge-py 0.9 that build holds the GIL: the whole process stops answering meanwhile (seconds per 10k new
-# points with the segment cap of engram/index/qdrant_edge.py; 17-27 s at 50k before it), and a request that was sent
-# just before it ends can lose its connection (uvicorn's keep-alive timer fires first). A settle waits longer than the
+# The indexer builds the vector graph of new points in its first idle second (services/search/indexer.py), in a
+# child process since issue 27; before, that build held the GIL and the whole node stopped answering (seconds per
+# 10k new points; 17-27 s at 50k), and a request sent just before it ended could lose its connection (uvicorn's
+# keep-alive timer fired first). The swap of the built index still holds it briefly. A settle waits longer than the
 # idle second, then asks /healthz on fresh connections until it answers within SETTLE_RESPONSIVE_SECONDS, then sends
 # one untimed search. Its time is recorded: how long the node stopped.
 SETTLE_SECONDS = 1.5
+# While a bulk import runs (and until the index has built the vector graph of it), a search and a save are issued
+# every PROBE_INTERVAL_SECONDS, each on its own regardless of the ones still waiting, and how long each waits is
+# recorded: the node's stalls as an agent would meet them (issue 27). The probes go on for PROBE_TAIL_SECONDS after
+# the index has applied the import, which covers the graph build of the indexer's first idle second.
+PROBE_INTERVAL_SECONDS = 0.1
+PROBE_TAIL_SECONDS = 5.0
+PROBE_TAG = "bench-speed-probe"
 SETTLE_RESPONSIVE_SECONDS = 0.5
 SETTLE_TIMEOUT_SECONDS = 600.0
 
@@ -58,6 +67,8 @@ class SpeedOptions:
     warmup: int = DEFAULT_WARMUP
     updates: int = DEFAULT_UPDATES
     backfill: bool = True  # a new edge device's backfill at the largest size (bench/sync.py)
+    probes: bool = True  # searches and saves every 100 ms during each import (Probes)
+    reference: bool = True  # the embedder alone and a flat numpy dense search in the bench process (reference.py)
 
     @property
     def texts_needed(self) -> int:
@@ -104,6 +115,9 @@ async def run_speed(
         "search_limit": SEARCH_LIMIT,
         "steps": [],
     }
+    if options.reference:
+        with phases("speed/reference"):
+            out["reference"] = _reference(imports, queries, sizes, options)
     with phases("speed/start"):
         node = Node.start(options.home_root / "speed", options.settings)
     out["node_start_seconds"] = round(node.started_seconds, 3)
@@ -133,7 +147,7 @@ async def run_speed(
                 texts = [next(saves) for _ in range(options.saves)]
                 with phases(f"speed/{size}/save"):
                     step["save"] = await _timed(f"save @{size}", _saver(client), texts, warmup=0)
-                saved += options.saves
+                saved += options.saves + step.get("during_import", {}).get("save", {}).get("count", 0)
                 step["memories"] = imported + saved
                 if node.grpc_address:
                     with phases(f"speed/{size}/consolidate_all"):
@@ -154,6 +168,19 @@ async def run_speed(
         if problems:
             out["node_log_problems"] = problems[:20]
         out["node_exit_code"] = node.stop()
+
+
+def _reference(
+    texts: Sequence[str], queries: Sequence[str], sizes: tuple[int, ...], options: SpeedOptions
+) -> dict[str, Any]:
+    """The in-process reference (bench/reference.py), before the node starts: the embedder alone over the texts
+    the node will import, then a flat dense search at each size."""
+    reference = embed_corpus(load_embedder(options.settings), texts)
+    note(f"  reference: the embedder alone embeds {reference.per_second:.0f} texts/s")
+    count = options.warmup + options.searches
+    taken = [queries[i % len(queries)] for i in range(count)]
+    searches = {str(size): flat_search(reference, size, taken, warmup=options.warmup) for size in sizes}
+    return {"embed_per_second": round(reference.per_second, 1), "embedded": len(texts), "flat_search": searches}
 
 
 def _restart_and_rebuild(node: Node, options: SpeedOptions, phases: Phases, out: dict[str, Any]) -> Node:
@@ -194,19 +221,84 @@ async def _grow(
         {"content": text, "tags": [IMPORT_TAG], "source_id": f"speed:{i}"}
         for i, text in enumerate(texts[start:size], start=start)
     ]
-    with phases(f"speed/{size}/import"), Progress(f"import to {size}", len(records), unit="memories") as bar:
-        result = await client.import_records(records, chunk=options.chunk, on_chunk=bar.advance)
-    if result.rejected:
-        note(f"  {len(result.rejected)} lines rejected, e.g. {result.rejected[:3]}")
-    step["import"] = result.summary()
-    with phases(f"speed/{size}/index"):
-        waited = await client.wait_indexed(result.last_seq)
-    step["index_catch_up_seconds"] = round(waited, 3)
+    probes = Probes(client, size) if options.probes else None
+    probing = asyncio.create_task(probes.run()) if probes else None
+    try:
+        with phases(f"speed/{size}/import"), Progress(f"import to {size}", len(records), unit="memories") as bar:
+            result = await client.import_records(records, chunk=options.chunk, on_chunk=bar.advance)
+        if result.rejected:
+            note(f"  {len(result.rejected)} lines rejected, e.g. {result.rejected[:3]}")
+        step["import"] = result.summary()
+        with phases(f"speed/{size}/index"):
+            waited = await client.wait_indexed(result.last_seq)
+        step["index_catch_up_seconds"] = round(waited, 3)
+        if probes and probing:
+            await asyncio.sleep(PROBE_TAIL_SECONDS)
+            probes.stop()
+            await probing
+            step["during_import"] = probes.summary()
+            note(f"  during the import: longest search {step['during_import']['search']['max_ms']:.0f} ms, "
+                 f"longest save {step['during_import']['save']['max_ms']:.0f} ms")  # fmt: skip
+    finally:
+        if probes and probing and not probing.done():
+            probes.stop()
+            await probing
     # Searchable throughput: from the first import request until the index has applied the last line.
     total = result.seconds + waited
     step["indexed_memories_per_second"] = round(result.imported / total, 1) if total > 0 else 0.0
     step["rss_bytes_after_import"] = node.rss()
     return result.ids
+
+
+class Probes:
+    """Searches and saves issued every PROBE_INTERVAL_SECONDS over REST until stopped; records how long each waited.
+
+    REST on a client of their own, so that a connection lost in a stall counts as that call's error and leaves the
+    run's MCP session alone (a lost read ends an MCP session: measured)."""
+
+    def __init__(self, client: EngramClient, size: int) -> None:
+        self._url, self._size = client.http_url, size
+        self._stopped = asyncio.Event()
+        self._waits: dict[str, list[float]] = {"search": [], "save": []}
+        self._errors: dict[str, list[str]] = {"search": [], "save": []}
+
+    def stop(self) -> None:
+        self._stopped.set()
+
+    async def run(self) -> None:
+        calls: set[asyncio.Task[None]] = set()
+        headers = {"X-Engram-Agent-ID": "bench-probe"}
+        async with httpx.AsyncClient(headers=headers, timeout=SETTLE_TIMEOUT_SECONDS) as http:
+            tick = 0
+            while not self._stopped.is_set():
+                # One query throughout: its embedding is cached after the first, so the probes wait on the node,
+                # not on the embedder, and take little from the import they watch.
+                query = {"query": "what was decided about the import?", "limit": SEARCH_LIMIT, "rerank": False}
+                text = {"content": f"Probe {self._size}-{tick}: saved during the import.", "tags": [PROBE_TAG]}
+                calls.add(asyncio.create_task(self._one("search", http, "/v1/memories:search", query)))
+                calls.add(asyncio.create_task(self._one("save", http, "/v1/memories", text)))
+                tick += 1
+                with contextlib.suppress(TimeoutError):
+                    async with asyncio.timeout(PROBE_INTERVAL_SECONDS):
+                        await self._stopped.wait()
+            await asyncio.gather(*calls)
+
+    async def _one(self, kind: str, http: httpx.AsyncClient, path: str, body: dict[str, Any]) -> None:
+        began = time.perf_counter()
+        try:
+            (await http.post(f"{self._url}{path}", json=body)).raise_for_status()
+        except Exception as e:  # a lost connection is a stall's worst outcome: recorded, not raised
+            self._errors[kind].append(repr(e)[:200])
+            return
+        self._waits[kind].append(time.perf_counter() - began)
+
+    def summary(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"interval_ms": PROBE_INTERVAL_SECONDS * 1000, "transport": "REST"}
+        for kind, waits in self._waits.items():
+            out[kind] = dataclasses.asdict(LatencySummary.of(waits)) | {"errors": len(self._errors[kind])}
+            if self._errors[kind]:
+                out[kind]["error_examples"] = sorted(set(self._errors[kind]))[:3]
+        return out
 
 
 async def _versions(

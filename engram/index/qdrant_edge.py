@@ -6,9 +6,12 @@ import json
 import logging
 import os
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -52,8 +55,9 @@ log = logging.getLogger(__name__)
 
 # Qdrant Edge has no background optimizer: until optimize() runs, new points are searched by brute force.
 # optimize() builds the HNSW graphs of the segments it merges, and it holds the GIL meanwhile (qdrant-edge-py 0.9):
-# the whole process, gateway included in the embedded node, answers nothing until it ends. So it runs only when
-# the indexer is idle and enough points wait to be indexed, and segments are kept small: by default the optimizer
+# the whole process, gateway included in the embedded node, answers nothing until it ends (measured: a 5-8 s build
+# of 10k points let a polling thread run once). So it runs in a child process (BUILDING, below), when the indexer
+# is idle or busy for long and enough points wait to be indexed, and segments are kept small: by default the optimizer
 # merges everything into two segments and rebuilds them whole every time (11 s per 10k new points at 50k on
 # 2 cores, measured; 17-27 s in the node after a 40k import). With segments of at most SEGMENT_KB of vectors,
 # each build stays about 2.8 s per 10k new points at any size, and a dense query costs about 1 ms more at 50k.
@@ -92,27 +96,53 @@ ERASE_PENDING = "erase-pending"
 REWRITING = ".rewriting"  # the fresh copy while it is written (a leftover is incomplete: removed at open)
 ERASING = ".erasing"  # the old shard between the swap and its removal (removed at open)
 DAMAGED = ".damaged"  # a damaged shard moved aside for inspection (move_aside)
+# The vector index is built out of the serving path (maintain): optimize() holds the GIL for its whole run (27 s for
+# 50k memories on 2 cores, measured; nothing else in the process runs meanwhile), so it runs in a child process
+# (engram.index.edge_build) on a copy of the flushed shard, while this one goes on serving and taking writes; the
+# writes are recorded and applied to the built copy when it replaces this shard (a load and a replay, under the
+# lock: about 0.1 s at 50k). BUILDING is the copy while it is built, REPLACED the old shard after the swap (either
+# left over by a crash is removed at open).
+BUILDING = ".building"
+REPLACED = ".replaced"
 COPY_PAGE = 1024  # points per read while copying: the lock is held per page, so reads go on meanwhile
 # The copy builds its vector index every this many points, each build short (optimize() holds the GIL: the node
 # answers nothing meanwhile): at 50k memories 2.6-3.8 s per build, where one build after the copy took 24 s and
 # left it to maintain() froze the node for 20-33 s after the purge (measured).
 COPY_INDEX_EVERY = 10_000
 CHECK_PAGE = 256  # points per read while checking the files at start: a page of vectors is ~8 MiB as Python lists
+# qdrant-edge-py converts a payload value by value, trying bool, then each number type, then string... in turn, and
+# every failed try costs a Python exception: about 12 us per string or list, 550 us for a memory's 46 fields, all of
+# it holding the GIL (cProfile of a rebuild: half its time). So only the fields that filters, payload indexes,
+# facets, set_payload and listings name are stored as fields; the rest travel as one JSON string (PACKED), which
+# reads unpack (150 us per point with the JSON). Points stored whole before this still read as they are.
+PACKED = "_packed"
+TOP_LEVEL = frozenset((*INDEXED_FIELDS, KEY, "relations", "metadata", "questions", "access_count", "last_accessed_at"))
 
 
 class EdgeIndex:
     """MemoryIndex on a Qdrant Edge shard. Thread-safe: every call holds one lock."""
 
     def __init__(
-        self, path: Path, *, dim: int, optimize_after: int = DEFAULT_OPTIMIZE_AFTER, vectors: str = VECTORS_RAM
+        self,
+        path: Path,
+        *,
+        dim: int,
+        optimize_after: int = DEFAULT_OPTIMIZE_AFTER,
+        vectors: str = VECTORS_RAM,
+        segments: tuple[int, int, int] | None = None,
     ) -> None:
+        """``segments``: the optimizer's (segment count, segment KB, indexing KB); SEGMENTS, SEGMENT_KB and
+        INDEXING_KB by default."""
         if vectors not in VECTOR_STORAGES:
             raise ValueError(f"vectors must be one of {VECTOR_STORAGES}, got {vectors!r}")
         self._path = path
         self._dim = dim
         self._optimize_after = optimize_after
         self._vectors = vectors
+        # Read here, not at import: a test (or a build's child process) may set them.
+        self._segments = segments or (SEGMENTS, SEGMENT_KB, INDEXING_KB)
         self._unindexed = 0
+        self._build: EdgeBuild | None = None  # a vector index build under way in a child process
         self._lock = threading.Lock()
         self._storage_problem: str | None = None
         self._shard = self._open()
@@ -144,13 +174,15 @@ class EdgeIndex:
             sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
             # Applies to shards created before too: load() takes the optimizer settings given (tested).
             optimizers=qe.EdgeOptimizersConfig(
-                default_segment_number=SEGMENTS, max_segment_size=SEGMENT_KB, indexing_threshold=INDEXING_KB
+                default_segment_number=self._segments[0],
+                max_segment_size=self._segments[1],
+                indexing_threshold=self._segments[2],
             ),
         )
 
     def _open(self) -> qe.EdgeShard:
         self._storage_problem = None
-        for leftover in (REWRITING, ERASING):  # a rewrite interrupted by a crash (see erase_deleted)
+        for leftover in (REWRITING, ERASING, BUILDING, REPLACED):  # interrupted by a crash (erase_deleted, maintain)
             shutil.rmtree(self._path.with_name(self._path.name + leftover), ignore_errors=True)
         if (self._path / CONFIG_FILE).exists() or any(self._path.glob("segments*")):
             # Storage settings apply to segments when they are written, so a shard stored otherwise is loaded as
@@ -184,24 +216,26 @@ class EdgeIndex:
             }
             if point.questions:
                 vectors[QUESTIONS] = point.questions
-            payload = {**point.payload, KEY: point.id}
-            edge_points.append(qe.Point(point_id(payload["namespace"], point.id), vectors, payload))
+            payload = _packed({**point.payload, KEY: point.id})
+            edge_points.append(qe.Point(point_id(point.payload["namespace"], point.id), vectors, payload))
         with self._lock:
-            self._shard.update(qe.UpdateOperation.upsert_points(edge_points))
+            self._update(qe.UpdateOperation.upsert_points(edge_points))
             self._unindexed += len(edge_points)
 
     def retrieve(self, namespace: str, ids: list[str]) -> list[dict[str, Any]]:
         points = [point_id(namespace, key) for key in ids]
         with self._lock:
             records = self._shard.retrieve(list[Any](points), with_payload=True, with_vector=False)
-        return keyed([r.payload for r in records if r.payload], namespace)
+        return keyed([_unpacked(r.payload) for r in records if r.payload], namespace)
 
     def retrieve_points(self, namespace: str, ids: list[str]) -> list[IndexPoint]:
         points = [point_id(namespace, key) for key in ids]
         with self._lock:
             records = self._shard.retrieve(list[Any](points), with_payload=True, with_vector=True)
         return [
-            stored_point(str(r.payload.get(KEY) or r.id), r.payload, r.vector if isinstance(r.vector, dict) else {})
+            stored_point(
+                str(r.payload.get(KEY) or r.id), _unpacked(r.payload), r.vector if isinstance(r.vector, dict) else {}
+            )
             for r in records
             if r.payload and r.payload.get("namespace") == namespace
         ]
@@ -217,7 +251,7 @@ class EdgeIndex:
                 records, offset = self._shard.scroll(
                     qe.ScrollRequest(offset=offset, limit=page, filter=condition, with_payload=True)
                 )
-            out.extend(r.payload for r in records if r.payload)
+            out.extend(_unpacked(r.payload) for r in records if r.payload)
             if offset is None:
                 return out
 
@@ -227,14 +261,14 @@ class EdgeIndex:
             if not self._shard.count(qe.CountRequest(exact=True, filter=condition)):
                 return
             _write_marker(self._path / ERASE_PENDING)
-            self._shard.update(qe.UpdateOperation.delete_points_by_filter(condition))
+            self._update(qe.UpdateOperation.delete_points_by_filter(condition))
 
     def set_fields(self, namespace: str, fields: dict[str, dict[str, Any]]) -> None:
         present = {p["id"] for p in self.retrieve(namespace, list(fields))}  # keys are memory ids here
         with self._lock:
             for key, values in fields.items():
                 if key in present:
-                    self._shard.update(qe.UpdateOperation.set_payload([point_id(namespace, key)], values))
+                    self._update(qe.UpdateOperation.set_payload([point_id(namespace, key)], values))
             # No count towards optimize(): a payload change leaves the point in its indexed segment (measured).
 
     def facet(self, namespace: str, key: str, flt: SearchFilter | None = None) -> dict[str, int]:
@@ -253,15 +287,15 @@ class EdgeIndex:
         condition = to_edge(filters.due(at))
         with self._lock:
             records, _ = self._shard.scroll(qe.ScrollRequest(limit=limit, filter=condition, with_payload=True))
-        return [r.payload for r in records if r.payload]
+        return [_unpacked(r.payload) for r in records if r.payload]
 
     def update_questions(self, namespace: str, id: str, questions: list[list[float]], texts: list[str]) -> bool:
         if not self.retrieve(namespace, [id]):
             return False
         point = point_id(namespace, id)
         with self._lock:
-            self._shard.update(qe.UpdateOperation.update_vectors([qe.PointVectors(point, {QUESTIONS: questions})]))
-            self._shard.update(qe.UpdateOperation.set_payload([point], {"questions": texts}))
+            self._update(qe.UpdateOperation.update_vectors([qe.PointVectors(point, {QUESTIONS: questions})]))
+            self._update(qe.UpdateOperation.set_payload([point], {"questions": texts}))
         return True
 
     def search(self, request: SearchRequest) -> dict[str, list[Scored]]:
@@ -287,7 +321,7 @@ class EdgeIndex:
         with self._lock:
             results = self._shard.query_batch(batch) if queries else []
         return {
-            name: [Scored(_key(p.payload, p.id), float(p.score), p.payload or {}) for p in points]
+            name: [Scored(_key(p.payload, p.id), float(p.score), _unpacked(p.payload or {})) for p in points]
             for (name, _), points in zip(queries, results, strict=True)
         }
 
@@ -311,7 +345,7 @@ class EdgeIndex:
         """The payloads of a listing, each with its stored point id (POINT: a listing's tie order)."""
         with self._lock:
             records, _ = self._shard.scroll(request)
-        return [{**r.payload, POINT: str(r.id)} for r in records if r.payload]
+        return [{**_unpacked(r.payload), POINT: str(r.id)} for r in records if r.payload]
 
     def scan(
         self, namespace: str, flt: SearchFilter, *, with_vectors: bool = False, page: int = 256
@@ -325,7 +359,7 @@ class EdgeIndex:
             )  # fmt: skip
             with self._lock:
                 records, offset = self._shard.scroll(request)
-            yield [(r.payload, _dense(r.vector) if with_vectors else []) for r in records if r.payload]
+            yield [(_unpacked(r.payload), _dense(r.vector) if with_vectors else []) for r in records if r.payload]
             if offset is None:
                 return
 
@@ -410,26 +444,143 @@ class EdgeIndex:
         points = [] if state is None else [qe.Point(STATE_ID, {}, {"state": state})]
         points.append(qe.Point(META_ID, {}, {"applied_seq": seq, "skipped": skipped}))
         with self._lock:
-            self._shard.update(qe.UpdateOperation.upsert_points(points))
+            self._update(qe.UpdateOperation.upsert_points(points))
+        self._swap_if_built()  # once per applied batch: a finished build waits no longer than that
 
     def reset(self) -> None:
         """Drops everything (the index is rebuilt from the log); a damaged copy is kept aside for inspection."""
         with self._lock:
+            self._cancel_build()
             self._shard.close()
             move_aside(self._path)
             self._shard = self._open()
 
     def maintain(self) -> None:
+        """Builds the vector index of the points written since the last build, in a child process on a copy of the
+        shard (see BUILDING); a later call (or write) swaps the built copy in once the child has ended."""
+        if self._build is not None:
+            self._swap_if_built()
+            return
         with self._lock:
             if self._unindexed < self._optimize_after:
                 return
-            started = time.monotonic()
-            if self._shard.optimize():
-                # The segments it merged stay mapped, in memory and on disk, until the next flush (measured: 300
-                # MiB at 50k memories, until the node stopped); a flush costs about 70 ms.
-                self._shard.flush()
-            log.info("indexed %d new points in %.1fs", self._unindexed, time.monotonic() - started)
+            self._flush()
+            building = self._sibling(BUILDING)
+            if shutil.disk_usage(self._path).free < _allocated(self._path) + load_room(self._path) + FLUSH_ROOM:
+                self._optimize_here()  # no room for a copy: the old way, in this process
+                return
+        # Without the lock: reads go on; the caller (the indexer, the only writer) does not write meanwhile.
+        shutil.rmtree(building, ignore_errors=True)
+        _copy_tree(self._path, building)
+        with self._lock:
+            self._build = EdgeBuild.start(building, self._child_arguments(), points=self._unindexed)
             self._unindexed = 0
+
+    def finish_build(self, timeout: float | None = None) -> None:
+        """Waits for a build under way to end, then swaps it in (for a caller that must see it done: tests)."""
+        build = self._build
+        if build is not None:
+            build.process.wait(timeout)
+        self._swap_if_built()
+
+    def _child_arguments(self) -> list[str]:
+        count, segment_kb, indexing_kb = self._segments
+        return ["--dim", str(self._dim), "--vectors", self._vectors,
+                "--segments", f"{count},{segment_kb},{indexing_kb}"]  # fmt: skip
+
+    @property
+    def building(self) -> bool:
+        """Whether a vector index build is running (its child process has not ended)."""
+        build = self._build
+        return build is not None and not build.ended()
+
+    def _optimize_here(self) -> None:
+        started = time.monotonic()
+        if self._shard.optimize():
+            # The segments it merged stay mapped, in memory and on disk, until the next flush (measured: 300
+            # MiB at 50k memories, until the node stopped); a flush costs about 70 ms.
+            self._shard.flush()
+        log.info("indexed %d new points in %.1fs", self._unindexed, time.monotonic() - started)
+        self._unindexed = 0
+
+    def _update(self, operation: qe.UpdateOperation) -> None:
+        """Applies a write (the lock held), and records it for the build under way, if any."""
+        self._shard.update(operation)
+        if self._build is not None:
+            self._build.written.append(operation)
+
+    def _swap_if_built(self) -> None:
+        """Once the build's child has ended: the built copy, with the writes made meanwhile, replaces this shard;
+        a failed build is dropped and its points wait for the next one.
+
+        Called by the index's only writer (the indexer) between its writes, without the lock: the copy is loaded
+        and the writes replayed on it while reads go on at this shard (1.3 s after 2,400 writes, measured); the
+        lock is held only to close this shard, rename and load the flushed copy."""
+        build = self._build
+        if build is None or not build.ended():
+            return
+        if build.process.returncode != 0:
+            log.warning("building the vector index failed (exit code %s); retried at the next maintenance",
+                        build.process.returncode)  # fmt: skip
+            self._drop_build(build)
+            return
+        started = time.monotonic()
+        written = list(build.written)
+        try:
+            built = qe.EdgeShard.load(str(build.path), self._config())
+            try:
+                for operation in written:
+                    built.update(operation)
+                built.flush()
+            finally:
+                built.close()
+        except Exception:  # the built copy is unusable: the shard as it is serves on, its points wait
+            log.exception("loading the built vector index failed; keeping the index as it is")
+            self._drop_build(build)
+            return
+        replayed = time.monotonic()
+        replaced = self._sibling(REPLACED)
+        with self._lock:  # on its own: reads may come between it and the swap, which then closes a flushed shard
+            self._flush()
+        with self._lock:
+            self._build = None
+            self._shard.close()
+            self._path.rename(replaced)
+            build.path.rename(self._path)
+            try:
+                self._shard = qe.EdgeShard.load(str(self._path), self._config())
+                for operation in build.written[len(written) :]:  # none unless a write came meanwhile
+                    self._shard.update(operation)
+            except Exception:
+                log.exception("loading the built vector index failed; keeping the index as it was")
+                shutil.rmtree(self._path, ignore_errors=True)
+                replaced.rename(self._path)
+                self._shard = qe.EdgeShard.load(str(self._path), self._config())
+                self._unindexed += build.points
+                return
+        swapped = time.monotonic()
+        page_out(self._path, LOADED_ONLY)
+        shutil.rmtree(replaced, ignore_errors=True)
+        log.info("indexed %d points in a child process in %.1fs; %d writes made meanwhile replayed in %.2fs, "
+                 "swapped in %.2fs", build.points, started - build.started, len(written), replayed - started,
+                 swapped - replayed)  # fmt: skip
+
+    def _drop_build(self, build: EdgeBuild) -> None:
+        with self._lock:
+            if self._build is build:
+                self._build = None
+                self._unindexed += build.points
+        shutil.rmtree(build.path, ignore_errors=True)
+
+    def _cancel_build(self) -> None:
+        """Stops a build under way and drops its copy (before the shard is closed, replaced or reset)."""
+        if self._build is not None:
+            self._unindexed += self._build.points
+            self._build.cancel()
+            self._build = None
+
+    def _sibling(self, suffix: str) -> Path:
+        return self._path.with_name(self._path.name + suffix)
 
     def flush(self) -> None:
         with self._lock:
@@ -437,6 +588,7 @@ class EdgeIndex:
 
     def close(self) -> None:
         with self._lock:
+            self._cancel_build()
             self._flush()
             self._shard.close()
 
@@ -461,6 +613,8 @@ class EdgeIndex:
         if not (self._path / ERASE_PENDING).exists():
             return
         started = time.monotonic()
+        with self._lock:
+            self._cancel_build()  # the copy builds its own vector index
         fresh = self._path.with_name(self._path.name + REWRITING)
         shutil.rmtree(fresh, ignore_errors=True)
         self._require_copy_room()
@@ -508,6 +662,53 @@ class EdgeIndex:
                 f"needs about {needed // MIB} MiB there (a fresh copy of {self._path.name}).",
                 hint="Free some space; the index finishes the erasure by itself.",
             )
+
+
+@dataclass(slots=True)
+class EdgeBuild:
+    """A vector index build in a child process (engram.index.edge_build) on a copy of the shard at ``path``."""
+
+    path: Path
+    process: subprocess.Popen[bytes]
+    points: int  # the points it indexes that were not indexed before
+    started: float = field(default_factory=time.monotonic)
+    written: list[qe.UpdateOperation] = field(default_factory=list)  # writes since the copy, replayed on it
+
+    @classmethod
+    def start(cls, path: Path, arguments: list[str], *, points: int) -> EdgeBuild:
+        command = [sys.executable, "-m", "engram.index.edge_build", str(path), *arguments]
+        process = subprocess.Popen(command, stdin=subprocess.DEVNULL)
+        return cls(path, process, points)
+
+    def ended(self) -> bool:
+        return self.process.poll() is not None
+
+    def cancel(self) -> None:
+        if self.process.poll() is None:
+            self.process.kill()
+        self.process.wait()
+        shutil.rmtree(self.path, ignore_errors=True)
+
+
+def build_vector_index(path: Path, *, dim: int, vectors: str, segments: tuple[int, int, int]) -> None:
+    """What the child process of a build does: loads the shard copy at ``path``, builds its vector index, flushes
+    it and closes it."""
+    index = EdgeIndex(path, dim=dim, vectors=vectors, segments=segments)
+    with index._lock:
+        started = time.monotonic()
+        index._shard.optimize()
+        log.info("built the vector index of %s in %.1fs", path, time.monotonic() - started)
+    index.close()
+
+
+def _copy_tree(source: Path, target: Path) -> None:
+    """Copies a flushed shard; its sparse files stay sparse where cp can do it (the vector storages are mostly
+    holes: copied whole they would take several times the disk)."""
+    try:
+        subprocess.run(["cp", "-a", "--sparse=always", str(source), str(target)], check=True, capture_output=True)
+    except (OSError, subprocess.CalledProcessError):
+        shutil.rmtree(target, ignore_errors=True)
+        shutil.copytree(source, target)
 
 
 def load_room(path: Path) -> int:
@@ -565,6 +766,25 @@ def move_aside(path: Path) -> Path | None:
 def _describe(memory: str, quantized: bool) -> str:
     where = "on disk" if memory == "cold" else "in RAM"
     return f"{where} with int8 copies" if quantized else where
+
+
+def _packed(payload: dict[str, Any]) -> dict[str, Any]:
+    """The payload as stored: TOP_LEVEL fields as they are, the others in one JSON string (see PACKED)."""
+    stored = {k: v for k, v in payload.items() if k in TOP_LEVEL}
+    rest = {k: v for k, v in payload.items() if k not in TOP_LEVEL}
+    if rest:
+        stored[PACKED] = json.dumps(rest, ensure_ascii=False, separators=(",", ":"))
+    return stored
+
+
+def _unpacked(payload: dict[str, Any]) -> dict[str, Any]:
+    """The payload as written (see _packed); a field set later by set_payload wins over its packed value."""
+    packed = payload.pop(PACKED, None)
+    if packed is None:
+        return payload
+    out: dict[str, Any] = json.loads(packed)
+    out.update(payload)
+    return out
 
 
 def _key(payload: dict[str, Any] | None, point: Any) -> str:

@@ -55,6 +55,7 @@ def test_a_deleted_memory_leaves_no_byte_in_the_shard_and_the_rest_is_kept(tmp_p
     kept = [point(f"memory number {n} w{n}", rng, version=1 + n % 2) for n in range(600)]  # some with questions
     index.upsert([secret, *kept[:300]])
     index.maintain()  # optimize: the secret's first version now sits in an indexed segment
+    index.finish_build()
     second = point(f"the vault code is still {token}", rng, memory_id=secret.id, version=2)
     index.upsert([second, *kept[300:]])
     index.set_applied_seq(700, skipped=2, state={"layout": 3, "agents": {"x": 1}})

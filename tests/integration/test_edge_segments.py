@@ -37,6 +37,7 @@ def fill(index: EdgeIndex, batches: list[list[IndexPoint]]) -> None:
     for batch in batches:
         index.upsert(batch)
         index.maintain()
+        index.finish_build()
 
 
 def segments(index: EdgeIndex) -> int:

@@ -61,6 +61,7 @@ def test_vectors_on_disk_are_searched_through_int8_copies_and_every_point_is_fou
     for start in range(0, len(batch), 100):
         index.upsert(batch[start : start + 100])
         index.maintain()
+        index.finish_build()
     config = stored(tmp_path / "index")
     assert config[DENSE]["memory"] == "cold" and config[DENSE]["quantization_config"]
     assert config[QUESTIONS]["memory"] == "cold"

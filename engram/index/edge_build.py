@@ -1,0 +1,38 @@
+"""The child process that builds a Qdrant Edge shard copy's vector index, off the node's serving path."""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import ctypes
+import logging
+import signal
+from pathlib import Path
+
+from engram.index.qdrant_edge import VECTOR_STORAGES, build_vector_index
+
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """Asks the kernel to kill this process when the node exits (Linux; elsewhere it runs to its end, and the
+    node's next start removes its copy)."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+
+
+def main() -> None:
+    _die_with_parent()
+    parser = argparse.ArgumentParser(description=__doc__)
+    parser.add_argument("path", type=Path, help="the shard copy (engram.index.qdrant_edge.BUILDING)")
+    parser.add_argument("--dim", type=int, required=True)
+    parser.add_argument("--vectors", choices=VECTOR_STORAGES, required=True)
+    parser.add_argument("--segments", required=True, help="the optimizer's segment count, segment KB, indexing KB")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING)
+    count, segment_kb, indexing_kb = (int(part) for part in args.segments.split(","))
+    build_vector_index(args.path, dim=args.dim, vectors=args.vectors, segments=(count, segment_kb, indexing_kb))
+
+
+if __name__ == "__main__":
+    main()

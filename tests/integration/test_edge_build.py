@@ -1,0 +1,87 @@
+"""The Edge index builds its vector index in a child process: the shard answers meanwhile, and writes made during
+the build are in the built index once it is swapped in."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from engram.embed.sparse import Bm25Encoder
+from engram.ids import uuid7
+from engram.index import IndexPoint, SearchRequest
+from engram.index import qdrant_edge as edge_module
+from engram.index.qdrant_edge import BUILDING, EdgeIndex
+from engram.model import SearchFilter
+
+pytestmark = pytest.mark.integration
+DIM = 384
+BM25 = Bm25Encoder()
+
+
+def points(count: int, seed: int) -> list[IndexPoint]:
+    rng = np.random.default_rng(seed)
+    vectors = rng.standard_normal((count, DIM)).astype(np.float32)
+    vectors /= np.linalg.norm(vectors, axis=1, keepdims=True)
+    out = []
+    for row in vectors:
+        memory_id = uuid7()
+        payload = {"id": memory_id, "namespace": "a", "status": "active", "content": f"memory {memory_id}",
+                   "_created_ts": 1.0, "tags": ["t"], "metadata": {"k": "v"}}  # fmt: skip
+        out.append(IndexPoint(memory_id, payload, row.tolist(), BM25.document("memory")))
+    return out
+
+
+def nearest(index: EdgeIndex, point: IndexPoint) -> str:
+    request = SearchRequest(namespace="a", filter=SearchFilter(), limit=1, dense=point.dense)
+    return index.search(request)["dense"][0].id
+
+
+@pytest.fixture
+def small_segments(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Segments of a few hundred points, so that the build makes graphs in a test."""
+    monkeypatch.setattr(edge_module, "INDEXING_KB", 32)
+    monkeypatch.setattr(edge_module, "SEGMENT_KB", 512)
+
+
+@pytest.mark.usefixtures("small_segments")
+def test_a_search_answers_while_the_vector_index_builds_and_writes_meanwhile_are_kept(tmp_path: Path) -> None:
+    index = EdgeIndex(tmp_path / "index", dim=DIM, optimize_after=1)
+    first = points(2000, seed=1)
+    index.upsert(first)
+    index.set_applied_seq(2000)
+    index.maintain()
+    assert index.building and (tmp_path / f"index{BUILDING}").is_dir()
+
+    found = nearest(index, first[7])  # answered while the child process builds
+    assert index.building, "the build ended before the search answered: the test proves nothing"
+    assert found == first[7].id
+
+    later = points(50, seed=2)
+    index.upsert(later)  # written during the build: replayed on the built copy when it is swapped in
+    index.set_applied_seq(2050, skipped=1)
+    index.finish_build(timeout=300)
+
+    assert not index.building and not (tmp_path / f"index{BUILDING}").exists()
+    assert index.count("a") == 2050 and index.applied_seq() == 2050 and index.skipped_count() == 1
+    for point in (first[0], first[-1], later[0], later[-1]):
+        assert nearest(index, point) == point.id
+    assert index.retrieve("a", [later[3].id])[0]["metadata"] == {"k": "v"}
+    index.close()
+    reopened = EdgeIndex(tmp_path / "index", dim=DIM)
+    assert reopened.check() is None and reopened.count("a") == 2050
+    reopened.close()
+
+
+@pytest.mark.usefixtures("small_segments")
+def test_closing_during_a_build_stops_it_and_leaves_the_index_whole(tmp_path: Path) -> None:
+    index = EdgeIndex(tmp_path / "index", dim=DIM, optimize_after=1)
+    batch = points(1000, seed=3)
+    index.upsert(batch)
+    index.maintain()
+    index.close()
+    assert not (tmp_path / f"index{BUILDING}").exists()
+    reopened = EdgeIndex(tmp_path / "index", dim=DIM)
+    assert reopened.count("a") == 1000 and nearest(reopened, batch[5]) == batch[5].id
+    reopened.close()
