@@ -215,7 +215,7 @@ async def test_knowledge_grows_files_change_by_version_and_memories_expire(
         role = await text(client, "read_engram_file", name="coach-two", path="role.md")
         assert role.endswith("Always warm up.")
         listed = await client.call_tool(
-            "list_memories", {"pack": "coach-two", "memory_type": "pack-file", "limit": 100}
+            "list_memories", {"pack": "coach-two", "memory_type": "pack-file", "limit": 100, "detail": "full"}
         )
         role_part = next(m for m in listed.structured_content["memories"] if m["metadata"]["pack_path"] == "role.md")
         history = await client.call_tool("memory_history", {"id": role_part["id"]})

@@ -65,14 +65,17 @@ def test_no_corpus_secret_reaches_disk_and_innocent_text_is_kept(tmp_path: Path,
     canary = f"canary-{uuid.uuid4().hex}"
     client = httpx.Client(base_url=node.http_url, timeout=60)
     last_seq = 0
+    stored: set[str] = set()  # the memories made (a repeat answers with the one it repeats)
     innocent_ids: list[tuple[str, str]] = []
     started = time.monotonic()
     try:
         for case in secrets:
             response = client.post("/v1/memories", json=_payload(case, canary))
-            assert response.status_code == 201, (case.id, response.text)
+            # Two secrets of one kind can scrub to the same text: the second is then the first memory again.
+            assert response.status_code == 201 or response.json().get("duplicate_of"), (case.id, response.text)
             body = response.json()
             last_seq = max(last_seq, body["seq"])
+            stored.add(body["id"])
             assert {r["kind"] for r in body["redactions"]} >= case.kinds, (case.id, body["redactions"])
         for text in innocent:
             response = client.post(
@@ -84,7 +87,7 @@ def test_no_corpus_secret_reaches_disk_and_innocent_text_is_kept(tmp_path: Path,
             innocent_ids.append((body["id"], text))
             last_seq = max(last_seq, body["seq"])
         saved_at = time.monotonic()
-        assert len(list_all_ids(client, last_seq)) >= len(secrets) + len(innocent)  # waits for the index
+        assert len(list_all_ids(client, last_seq)) >= len(stored) + len(innocent)  # waits for the index
         print(f"\nsaved in {saved_at - started:.1f}s, indexed {time.monotonic() - saved_at:.1f}s later")
 
         false_positives = 0
