@@ -210,10 +210,10 @@ class ListRequest(BaseModel):
     filters: Filters = Field(default_factory=Filters)
     page_token: PageToken = None
     min_seq: MinSeq = None
+    order: ListOrder = DEFAULT_LIST_ORDER
 
 
 class HandoffRequest(BaseModel):
-    order: ListOrder = DEFAULT_LIST_ORDER
     """Work handed over to another agent: where it stands, and optionally the files, decisions and next steps."""
 
     model_config = ConfigDict(extra="forbid")
