@@ -192,18 +192,24 @@ class Maintenance:
             lines.append(f"Expired {expired}")
         # Dedupe and contradictions read the namespace once and compare its memories once (the lower floor, the
         # more neighbours); contradictions then leave out what dedupe merged away.
+        started = time.perf_counter()
         corpus = await Corpus.load(self._search, system_caller(namespace))
+        loaded = time.perf_counter()
         floor = min(stance.CONTRADICTION_SIMILARITY, stance.CLOSE_DUPLICATE_SIMILARITY)
         await asyncio.to_thread(corpus.pairs, floor, max(DUPLICATE_NEIGHBOURS, CONTRADICTION_NEIGHBOURS))
+        seconds = {"load": round(loaded - started, 2), "compare": round(time.perf_counter() - loaded, 2)}
         steps = (
             ("dedupe", lambda ns, p: self.run_dedupe(ns, p, corpus=corpus)),
             ("contradictions", lambda ns, p: self.run_contradictions(ns, p, corpus=corpus)),
             ("decay", self.run_decay), ("enrich_backfill", self.run_backfill),
         )  # fmt: skip
         for name, step in steps:
+            began = time.perf_counter()
             summary, result = await step(namespace, progress)
+            seconds[name] = round(time.perf_counter() - began, 2)
             results[name] = result
             lines.append(summary.rstrip("."))
+        results["seconds"] = seconds  # where a run's time went: reading, comparing, then each step
         summaries = 0
         if self._summarizer is not None:
             for team in await self._search.list_teams(system_caller(namespace)):

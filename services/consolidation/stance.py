@@ -235,6 +235,8 @@ REWORDED_PARAPHRASE = 0.95  # ... or the paraphrase score (cosine raised by the 
 PARAPHRASE_WORDS = 0.2  # what the share of words (Jaccard, 0.5 neutral) adds to the cosine in the paraphrase score
 CONTAINED = 0.9  # the share of the shorter's words the longer has from which a terse note restates a sentence
 CONTAINED_WORDS = 3  # ... when the shorter has at least this many content words
+SAYS_MORE = 1.6  # a text with more than this many times the other's content words (+2) says more than it
+CONTAINED_LONGER = 1.6  # ... and the longer at most this many times as many (more is more information, not a note)
 CONTRADICTION_SIMILARITY = 0.55  # dense cosine from which a pair is about the same thing
 CONTRADICTION_THRESHOLD = 0.5  # the score from which a pair is flagged
 UPDATE_COVERAGE = 0.4  # an update repeats at least this share of the older memory's content words
@@ -579,7 +581,11 @@ def _duplicate(ra: Reading, rb: Reading, similarity: float) -> tuple[bool, str]:
         return False, f"similarity {similarity:.2f} < {CLOSE_DUPLICATE_SIMILARITY}"
     share, contained = word_match(ra.stems, rb.stems)
     wanted = DUPLICATE_OVERLAP if similarity >= DUPLICATE_SIMILARITY else CLOSE_DUPLICATE_OVERLAP
-    if share < wanted and not (contained >= CONTAINED and min(len(ra.stems), len(rb.stems)) >= CONTAINED_WORDS):
+    shorter, longer = sorted((len(ra.stems), len(rb.stems)))
+    note = contained >= CONTAINED and shorter >= CONTAINED_WORDS and longer <= CONTAINED_LONGER * shorter
+    if longer > SAYS_MORE * shorter + 2:
+        return False, f"one says more: {longer} content words against {shorter}"
+    if share < wanted and not note:
         return False, f"word overlap {share:.2f} < {wanted} at similarity {similarity:.2f}"
     # Under REWORDED_SIMILARITY a swap is a rewording only when the sentence is rephrased around it (not in place).
     rephrased = similarity < REWORDED_SIMILARITY and paraphrase(similarity, share) >= REWORDED_PARAPHRASE

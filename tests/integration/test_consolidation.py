@@ -373,7 +373,9 @@ async def test_the_all_job_runs_every_kind_and_ends_with_consolidation_complete(
     events = await _subscribe(node, ns, "consolidation_complete")
     job = await kit.jobs.run_job(me, "all")
     assert job.state == "succeeded", job
-    assert set(job.result) == {"expire", "dedupe", "contradictions", "decay", "enrich_backfill", "team_summary"}
+    steps = {"expire", "dedupe", "contradictions", "decay", "enrich_backfill", "team_summary"}
+    assert set(job.result) == steps | {"seconds"}
+    assert set(job.result["seconds"]) == {"load", "compare", "dedupe", "contradictions", "decay", "enrich_backfill"}
     assert job.result["dedupe"]["merged"] == 1 and job.result["team_summary"]["summaries"] == 1
     assert job.result["enrich_backfill"]["skipped"] == "no LLM configured"
     (event,) = await _received(events, 1)

@@ -88,3 +88,10 @@ def test_the_guards_still_keep_values_negations_and_updates_apart(a: str, b: str
 def test_word_match_counts_forms_and_spellings_of_one_word_once() -> None:
     share, contained = stance.word_match(frozenset({"grocery", "deliver", "mom"}), frozenset({"groceri", "mom"}))
     assert contained == 1.0 and share == pytest.approx(2 / 3)
+
+
+def test_a_sentence_is_never_merged_into_a_text_that_repeats_it_and_says_more() -> None:
+    sentence = "Adipose stem cells originate from perivascular cells in the bone marrow niche."
+    paragraph = f"{sentence} Their migration depends on CXCL12 signalling and declines with age in mice."
+    same, why = stance.is_duplicate(sentence, paragraph, 0.9)
+    assert not same and "says more" in why
