@@ -20,7 +20,7 @@ from typing import Any
 from nats.errors import ConnectionClosedError
 from nats.errors import Error as NatsError
 from nats.js.client import JetStreamContext
-from nats.js.errors import BucketNotFoundError, KeyNotFoundError, KeyWrongLastSequenceError
+from nats.js.errors import APIError, BucketNotFoundError, KeyNotFoundError, KeyWrongLastSequenceError
 from nats.js.kv import KeyValue
 
 from engram.errors import Unavailable
@@ -75,7 +75,10 @@ class Lease:
             await asyncio.sleep(every)
             try:
                 self._revision = await self._kv.update(self.key, self.holder.encode(), last=self._revision)
-            except KeyWrongLastSequenceError:
+            except (KeyWrongLastSequenceError, APIError) as e:
+                if not _wrong_last(e):
+                    log.warning("renewing lease %s failed (%r); retrying", self.key, e)
+                    continue
                 self.lost = True
                 log.warning("lease %s was lost (it expired and was taken over); %s goes on", self.key, self.holder)
                 return
@@ -128,7 +131,9 @@ class Leases:
             try:
                 revision = await self._kv.create(key, holder.encode())
                 return Lease(self._kv, key, holder, revision, self.ttl)
-            except KeyWrongLastSequenceError:
+            except (KeyWrongLastSequenceError, APIError) as e:
+                if not _wrong_last(e):
+                    raise
                 try:
                     entry = await self._kv.get(key)
                 except KeyNotFoundError:
@@ -143,3 +148,12 @@ class Leases:
         except KeyNotFoundError:
             return None
         return Holder.decode(entry.value)
+
+
+_WRONG_LAST_SEQUENCE = 10071  # JetStream's "wrong last sequence": another writer changed the key first
+
+
+def _wrong_last(error: Exception) -> bool:
+    """Whether a KV write lost a race: nats-py raises KeyWrongLastSequenceError, or (when two writers race on a
+    create) the plain BadRequestError with JetStream's error code."""
+    return isinstance(error, KeyWrongLastSequenceError) or getattr(error, "err_code", None) == _WRONG_LAST_SEQUENCE

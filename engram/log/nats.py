@@ -380,6 +380,10 @@ class NatsLog:
         dropped = asyncio.ensure_future(self._down.wait())
         try:
             await asyncio.wait({publish, dropped}, return_when=asyncio.FIRST_COMPLETED)
+        except BaseException:  # the append was cancelled (e.g. a job stopped): its publish must not live on alone
+            publish.cancel()
+            publish.add_done_callback(_retrieved)  # its outcome is nobody's now; never "exception never retrieved"
+            raise
         finally:
             dropped.cancel()
         if publish.done():
@@ -565,3 +569,9 @@ class _Follower:
         sub, self._sub = self._sub, None
         if sub is not None:
             await sub.unsubscribe()
+
+
+def _retrieved(future: asyncio.Future[Any]) -> None:
+    """Marks an abandoned future's exception as seen (asyncio would log it, and test runners fail on it)."""
+    if not future.cancelled():
+        future.exception()
