@@ -191,8 +191,8 @@ async def test_a_log_that_never_pauses_still_gets_its_index_maintained(
         for i in range(200):  # as a backfill pulls them: one after the other, the indexer following live
             _, seq = await _save(log, f"pulled memory {i}")
         await indexer.wait_for(seq, timeout=30)
-        assert len(maintained) >= 4, maintained
-        assert maintained[0] < 200, "maintenance waited for the end"
+        assert len(maintained) >= 2, maintained  # a build still running in its child may let a turn pass
+        assert maintained[0] < 100, "maintenance waited for the end"
     finally:
         await indexer.stop()
         index.close()
