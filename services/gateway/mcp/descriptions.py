@@ -90,7 +90,8 @@ fact is lost. (2) Run a maintenance job: kind; answers when it ended."""
 
 DETECT_CONTRADICTIONS_DESCRIPTION = """\
 Open contradictions and proposed updates (kind), pairs of active memories that seem to disagree or where the newer \
-replaces the older, with score, why and the rule that raised it (found by consolidate_memory kind=contradictions). Check before relying on a fact that may have changed and tell the user: \
+replaces the older, with score, why and the rule that raised it (found by consolidate_memory \
+kind=contradictions). Check before relying on a fact that may have changed and tell the user: \
 only the user resolves them (REST or `engram contradictions resolve`, admin key)."""
 
 CREATE_HANDOFF_DESCRIPTION = """\
