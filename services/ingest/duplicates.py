@@ -14,15 +14,14 @@ import asyncio
 import logging
 import time
 from collections.abc import Collection
-from typing import Protocol
 
 from engram.config import MAX_SEARCH_LIMIT
 from engram.errors import EngramError
 from engram.log import LogEntry, Stale
 from engram.log.events import MEMORY_STATE_EVENTS
 from engram.model import Caller, Memory, SearchFilter
-from engram.results import Page
 from engram.sameness import content_key, key_of
+from engram.services.ingest.conversations import RecentMemories  # the search service's listing
 
 log = logging.getLogger(__name__)
 
@@ -30,25 +29,10 @@ DEFAULT_LOOKUP_TIMEOUT = 5.0  # a save waits at most this long for the index bef
 MAX_LOOKUP_PAGES = 20
 
 
-class MemoryListing(Protocol):
-    """Where the caller's memories are listed by content key: the search service (SearchClient)."""
-
-    async def list(
-        self,
-        caller: Caller,
-        *,
-        limit: int,
-        flt: SearchFilter,
-        page_token: str = "",
-        min_seq: int = 0,
-        order: str = "created",
-    ) -> Page: ...
-
-
 class Duplicates:
     """Finds the caller's active memories that new memories repeat."""
 
-    def __init__(self, source: MemoryListing | None = None, *, lookup_timeout: float = DEFAULT_LOOKUP_TIMEOUT) -> None:
+    def __init__(self, source: RecentMemories | None = None, *, lookup_timeout: float = DEFAULT_LOOKUP_TIMEOUT) -> None:
         self.source = source  # set by the composition root once the search service's address is known
         self._lookup_timeout = lookup_timeout
 
@@ -67,7 +51,7 @@ class Duplicates:
             return None
 
     @staticmethod
-    async def _oldest(source: MemoryListing, caller: Caller, keys: list[str], min_seq: int) -> dict[str, Memory]:
+    async def _oldest(source: RecentMemories, caller: Caller, keys: list[str], min_seq: int) -> dict[str, Memory]:
         now = time.time()
         found: dict[str, Memory] = {}
         flt = SearchFilter(owner_agent=caller.agent_id, content_keys=keys, statuses=["active"])
