@@ -98,12 +98,20 @@ ERASING = ".erasing"  # the old shard between the swap and its removal (removed 
 DAMAGED = ".damaged"  # a damaged shard moved aside for inspection (move_aside)
 # The vector index is built out of the serving path (maintain): optimize() holds the GIL for its whole run (27 s for
 # 50k memories on 2 cores, measured; nothing else in the process runs meanwhile), so it runs in a child process
-# (engram.index.edge_build) on a copy of the flushed shard, while this one goes on serving and taking writes; the
-# writes are recorded and applied to the built copy when it replaces this shard (a load and a replay, under the
-# lock: about 0.1 s at 50k). BUILDING is the copy while it is built, REPLACED the old shard after the swap (either
-# left over by a crash is removed at open).
+# (engram.index.edge_build) on a copy of the flushed shard, while this one goes on serving and taking writes. The
+# writes are recorded; once the child has ended, a thread of its own loads the built copy and replays them on it
+# while this shard goes on serving and taking writes, and the lock is held only for the last few writes and the
+# swap itself (the load, 0.3 s at 50k, and the replay once held it or stopped the indexer: seconds, measured).
+# BUILDING is the copy while it is built; it is then renamed to a LOADED name, under which it is loaded and keeps its
+# files open: after the swap that name stays as a symbolic link to the shard's own name (Qdrant Edge names its
+# files by the path it was loaded from), removed once that shard is closed. REPLACED is the old shard after the
+# swap. Any of them left over by a crash is removed at open.
 BUILDING = ".building"
+LOADED = ".loaded-"
 REPLACED = ".replaced"
+# The swap takes the lock once no more than this many writes made during the build wait to be replayed.
+SWAP_TAIL = 32
+CLOSE_WAIT = 30.0  # seconds a close waits for a swap under way to drop its copy
 COPY_PAGE = 1024  # points per read while copying: the lock is held per page, so reads go on meanwhile
 # The copy builds its vector index every this many points, each build short (optimize() holds the GIL: the node
 # answers nothing meanwhile): at 50k memories 2.6-3.8 s per build, where one build after the copy took 24 s and
@@ -142,7 +150,10 @@ class EdgeIndex:
         # Read here, not at import: a test (or a build's child process) may set them.
         self._segments = segments or (SEGMENTS, SEGMENT_KB, INDEXING_KB)
         self._unindexed = 0
-        self._build: EdgeBuild | None = None  # a vector index build under way in a child process
+        self._build: EdgeBuild | None = None  # a vector index build under way in a child process, or its swap
+        self._alias: Path | None = None  # the LOADED link the shard was loaded from, if it was swapped in
+        self._swapper: threading.Thread | None = None  # the latest swap's thread (closing waits for it)
+        self._swaps = 0
         self._lock = threading.Lock()
         self._storage_problem: str | None = None
         self._shard = self._open()
@@ -182,8 +193,11 @@ class EdgeIndex:
 
     def _open(self) -> qe.EdgeShard:
         self._storage_problem = None
+        self._drop_alias()
         for leftover in (REWRITING, ERASING, BUILDING, REPLACED):  # interrupted by a crash (erase_deleted, maintain)
-            shutil.rmtree(self._path.with_name(self._path.name + leftover), ignore_errors=True)
+            shutil.rmtree(self._sibling(leftover), ignore_errors=True)
+        for loaded in self._path.parent.glob(f"{self._path.name}{LOADED}*"):  # a swap's, from an earlier run
+            _remove(loaded)
         if (self._path / CONFIG_FILE).exists() or any(self._path.glob("segments*")):
             # Storage settings apply to segments when they are written, so a shard stored otherwise is loaded as
             # it is (its config file unchanged, so a crash before the rebuild finds it again) and check() asks
@@ -477,11 +491,13 @@ class EdgeIndex:
             self._unindexed = 0
 
     def finish_build(self, timeout: float | None = None) -> None:
-        """Waits for a build under way to end, then swaps it in (for a caller that must see it done: tests)."""
+        """Waits for a build under way to end and be swapped in (for a caller that must see it done: tests)."""
         build = self._build
         if build is not None:
             build.process.wait(timeout)
-        self._swap_if_built()
+            self._swap_if_built()
+        if self._swapper is not None:
+            self._swapper.join(timeout)
 
     def _child_arguments(self) -> list[str]:
         count, segment_kb, indexing_kb = self._segments
@@ -490,9 +506,8 @@ class EdgeIndex:
 
     @property
     def building(self) -> bool:
-        """Whether a vector index build is running (its child process has not ended)."""
-        build = self._build
-        return build is not None and not build.ended()
+        """Whether a vector index build is under way (its child process running, or its copy being swapped in)."""
+        return self._build is not None
 
     def _optimize_here(self) -> None:
         started = time.monotonic()
@@ -510,74 +525,108 @@ class EdgeIndex:
             self._build.written.append(operation)
 
     def _swap_if_built(self) -> None:
-        """Once the build's child has ended: the built copy, with the writes made meanwhile, replaces this shard;
-        a failed build is dropped and its points wait for the next one.
-
-        Called by the index's only writer (the indexer) between its writes, without the lock: the copy is loaded
-        and the writes replayed on it while reads go on at this shard (1.3 s after 2,400 writes, measured); the
-        lock is held only to close this shard, rename and load the flushed copy."""
+        """Once the build's child has ended, starts swapping the built copy in (see _swap); a failed build is
+        dropped and its points wait for the next one. Called by the index's writer between its writes."""
         build = self._build
-        if build is None or not build.ended():
+        if build is None or build.swapper is not None or not build.ended():
             return
         if build.process.returncode != 0:
             log.warning("building the vector index failed (exit code %s); retried at the next maintenance",
                         build.process.returncode)  # fmt: skip
             self._drop_build(build)
             return
+        build.swapper = self._swapper = threading.Thread(
+            target=self._swap, args=(build,), name="index-swap", daemon=True
+        )
+        build.swapper.start()
+
+    def _swap(self, build: EdgeBuild) -> None:
+        """Loads the built copy, replays on it the writes made since the copy (reads and writes go on at this shard
+        meanwhile), and replaces this shard with it holding the lock only for the last SWAP_TAIL writes and the
+        renames. A copy that cannot be loaded is dropped: this shard serves on and its points wait."""
         started = time.monotonic()
-        written = list(build.written)
+        self._swaps += 1
+        loaded_as = self._sibling(f"{LOADED}{os.getpid()}-{self._swaps}")
+        _remove(loaded_as)
         try:
-            built = qe.EdgeShard.load(str(build.path), self._config())
-            try:
-                for operation in written:
-                    built.update(operation)
-                built.flush()
-            finally:
-                built.close()
-        except Exception:  # the built copy is unusable: the shard as it is serves on, its points wait
+            build.path.rename(loaded_as)
+            build.path = loaded_as
+            built = qe.EdgeShard.load(str(loaded_as), self._config())
+        except Exception:
             log.exception("loading the built vector index failed; keeping the index as it is")
             self._drop_build(build)
             return
-        replayed = time.monotonic()
+        replayed = 0
+        try:
+            while len(build.written) - replayed > SWAP_TAIL and self._build is build:
+                pending = len(build.written)  # the writer appends meanwhile (under the lock): a snapshot
+                for operation in build.written[replayed:pending]:
+                    built.update(operation)
+                replayed = pending
+            built.flush()
+        except Exception:
+            log.exception("replaying writes on the built vector index failed; keeping the index as it is")
+            built.close()
+            self._drop_build(build)
+            return
+        caught_up = time.monotonic()
+        with self._lock:  # on its own: reads come between it and the swap, which then closes a flushed shard
+            if self._build is build:
+                self._flush()
         replaced = self._sibling(REPLACED)
-        with self._lock:  # on its own: reads may come between it and the swap, which then closes a flushed shard
-            self._flush()
         with self._lock:
+            if self._build is not build:  # cancelled meanwhile (a reset, an erasure, a close)
+                built.close()
+                _remove(build.path)
+                return
+            tail = len(build.written) - replayed
+            try:
+                for operation in build.written[replayed:]:
+                    built.update(operation)
+            except Exception:
+                log.exception("replaying writes on the built vector index failed; keeping the index as it is")
+                built.close()
+                self._build = None
+                self._unindexed += build.points
+                _remove(build.path)
+                return
             self._build = None
             self._shard.close()
+            alias = self._alias
+            shutil.rmtree(replaced, ignore_errors=True)
             self._path.rename(replaced)
-            build.path.rename(self._path)
-            try:
-                self._shard = qe.EdgeShard.load(str(self._path), self._config())
-                for operation in build.written[len(written) :]:  # none unless a write came meanwhile
-                    self._shard.update(operation)
-            except Exception:
-                log.exception("loading the built vector index failed; keeping the index as it was")
-                shutil.rmtree(self._path, ignore_errors=True)
-                replaced.rename(self._path)
-                self._shard = qe.EdgeShard.load(str(self._path), self._config())
-                self._unindexed += build.points
-                return
+            loaded_as.rename(self._path)
+            loaded_as.symlink_to(self._path.name)  # the built shard's files, by the path it was loaded from
+            self._shard, self._alias = built, loaded_as
         swapped = time.monotonic()
+        if alias is not None:
+            _remove(alias)
         page_out(self._path, LOADED_ONLY)
         shutil.rmtree(replaced, ignore_errors=True)
-        log.info("indexed %d points in a child process in %.1fs; %d writes made meanwhile replayed in %.2fs, "
-                 "swapped in %.2fs", build.points, started - build.started, len(written), replayed - started,
-                 swapped - replayed)  # fmt: skip
+        log.info("indexed %d points in a child process in %.1fs; loaded and replayed %d writes made meanwhile in "
+                 "%.2fs, then %d more and swapped in %.3fs holding the lock", build.points, started - build.started,
+                 replayed, caught_up - started, tail, swapped - caught_up)  # fmt: skip
 
     def _drop_build(self, build: EdgeBuild) -> None:
         with self._lock:
             if self._build is build:
                 self._build = None
                 self._unindexed += build.points
-        shutil.rmtree(build.path, ignore_errors=True)
+        _remove(build.path)
 
     def _cancel_build(self) -> None:
-        """Stops a build under way and drops its copy (before the shard is closed, replaced or reset)."""
+        """Stops a build under way and drops its copy (before the shard is closed, replaced or reset); a copy being
+        swapped in is dropped by its swap, which finds the build gone."""
         if self._build is not None:
             self._unindexed += self._build.points
             self._build.cancel()
             self._build = None
+
+    def _drop_alias(self) -> None:
+        """Removes the link a swapped-in shard was loaded from (once that shard is closed)."""
+        if self._alias is not None:
+            _remove(self._alias)
+            self._alias = None
 
     def _sibling(self, suffix: str) -> Path:
         return self._path.with_name(self._path.name + suffix)
@@ -591,6 +640,9 @@ class EdgeIndex:
             self._cancel_build()
             self._flush()
             self._shard.close()
+            self._drop_alias()
+        if self._swapper is not None:
+            self._swapper.join(CLOSE_WAIT)  # a swap under way finds the build gone and drops its copy
 
     def _flush(self) -> None:
         free = shutil.disk_usage(self._path).free
@@ -673,6 +725,7 @@ class EdgeBuild:
     points: int  # the points it indexes that were not indexed before
     started: float = field(default_factory=time.monotonic)
     written: list[qe.UpdateOperation] = field(default_factory=list)  # writes since the copy, replayed on it
+    swapper: threading.Thread | None = None  # the thread swapping the built copy in, once the child has ended
 
     @classmethod
     def start(cls, path: Path, arguments: list[str], *, points: int) -> EdgeBuild:
@@ -687,7 +740,8 @@ class EdgeBuild:
         if self.process.poll() is None:
             self.process.kill()
         self.process.wait()
-        shutil.rmtree(self.path, ignore_errors=True)
+        if self.swapper is None:  # otherwise the swapper has the copy open, and removes it
+            shutil.rmtree(self.path, ignore_errors=True)
 
 
 def build_vector_index(path: Path, *, dim: int, vectors: str, segments: tuple[int, int, int]) -> None:
@@ -699,6 +753,14 @@ def build_vector_index(path: Path, *, dim: int, vectors: str, segments: tuple[in
         index._shard.optimize()
         log.info("built the vector index of %s in %.1fs", path, time.monotonic() - started)
     index.close()
+
+
+def _remove(path: Path) -> None:
+    """Removes a directory, or a symbolic link (not what it points to)."""
+    if path.is_symlink():
+        path.unlink(missing_ok=True)
+    else:
+        shutil.rmtree(path, ignore_errors=True)
 
 
 def _copy_tree(source: Path, target: Path) -> None:

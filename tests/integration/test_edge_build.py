@@ -85,3 +85,37 @@ def test_closing_during_a_build_stops_it_and_leaves_the_index_whole(tmp_path: Pa
     reopened = EdgeIndex(tmp_path / "index", dim=DIM)
     assert reopened.count("a") == 1000 and nearest(reopened, batch[5]) == batch[5].id
     reopened.close()
+
+
+@pytest.mark.usefixtures("small_segments")
+def test_builds_follow_one_another_while_writes_go_on_and_leave_nothing_behind(tmp_path: Path) -> None:
+    """The built copy is loaded and swapped in by a thread of its own while the writer goes on; a second build runs
+    on the swapped-in shard, and closing leaves only the shard itself."""
+    index = EdgeIndex(tmp_path / "index", dim=DIM, optimize_after=1)
+    written: list[IndexPoint] = []
+    for round_ in range(2):
+        batch = points(1000, seed=10 + round_)
+        index.upsert(batch)
+        written += batch
+        index.maintain()
+        assert index.building
+        build = index._build
+        assert build is not None
+        build.process.wait(300)
+        seq = len(written)
+        while index.building:  # the writer goes on while the copy is loaded and caught up, in small batches
+            more = points(5, seed=100 + seq)
+            index.upsert(more)
+            written += more
+            seq += 5
+            index.set_applied_seq(seq)  # which starts the swap once the child has ended
+            assert seq < len(written) + 10_000
+        assert index.count("a") == len(written)
+        for point in (batch[0], written[-1]):
+            assert nearest(index, point) == point.id
+    index.close()
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["index"]
+    reopened = EdgeIndex(tmp_path / "index", dim=DIM)
+    assert reopened.check() is None and reopened.count("a") == len(written)
+    assert nearest(reopened, written[-1]) == written[-1].id
+    reopened.close()
