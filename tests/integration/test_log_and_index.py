@@ -199,6 +199,33 @@ async def test_a_log_that_never_pauses_still_gets_its_index_maintained(
         await log.close()
 
 
+async def test_a_rebuild_from_the_log_builds_no_graph_on_the_way(
+    nats_server: NatsServer, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Catching up at start (a rebuild) runs no maintenance every BUSY_MAINTAIN_ENTRIES entries: reads wait for
+    the catch-up, and the builds would take the cores it needs; the graph is built in the first idle second."""
+    from engram.services.search import indexer as indexer_module
+
+    monkeypatch.setattr(indexer_module, "IDLE_SECONDS", 3600.0)
+    monkeypatch.setattr(indexer_module, "BUSY_MAINTAIN_ENTRIES", 40)
+    monkeypatch.setattr(indexer_module, "MAX_BATCH", 20)
+    log = await NatsLog.connect(nats_server.url)
+    for i in range(120):
+        _, seq = await _save(log, f"logged memory {i}")
+    index = EdgeIndex(tmp_path / "index", dim=DIM)
+    maintained: list[int] = []
+    monkeypatch.setattr(index, "maintain", lambda: maintained.append(index.count("ns")))
+    indexer = Indexer(log, index)
+    await indexer.start()
+    try:
+        await indexer.wait_caught_up(timeout=30)
+        assert indexer.applied_seq >= seq and maintained == []
+    finally:
+        await indexer.stop()
+        index.close()
+        await log.close()
+
+
 async def test_every_append_is_scrubbed_and_message_ids_are_per_namespace(nats_server: NatsServer) -> None:
     """Issue 22: the one scrubbing step every write path passes (a path that forgot to scrub stores no secret), and
     JetStream's duplicate window never drops one namespace's write as a copy of another's."""
