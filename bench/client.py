@@ -161,6 +161,16 @@ class EngramClient:
             arguments.setdefault("detail", "full")
         return await self.tool("search_memory", query=query, **arguments)
 
+    async def rest_search(self, query: str, **arguments: Any) -> dict[str, Any]:
+        """POST /v1/memories:search with the same arguments as ``search`` (REST answers in full); raises on an HTTP
+        error."""
+        assert self._rest is not None
+        body = {"query": query, **{k: v for k, v in arguments.items() if v is not None}}
+        response = await self._rest.post(f"{self.http_url}/v1/memories:search", json=body)
+        response.raise_for_status()
+        answer: dict[str, Any] = response.json()
+        return answer
+
     async def save(self, content: str, **arguments: Any) -> dict[str, Any]:
         return await self.tool("save_memory", content=content, **arguments)
 

@@ -26,6 +26,7 @@ CONSOLIDATE_ALL_TARGET_SIZE = 50_000
 FLAGS_PER_1000_TARGET = 1.0  # contradictions and updates one `all` job flags per 1,000 memories (issue 25)
 IMPORT_EMBEDDER_TARGET = 0.8  # import rate / the embedder alone (issue 27)
 SEARCH_REFERENCE_TARGET = 1.5  # search p50 / the in-process flat dense search (issue 27, MCP at 10k)
+MCP_OVER_REST_TARGET_MS = 2.0  # MCP search p50 - REST search p50, the same searches in turn (issue 27)
 STALL_MAX_TARGET_MS = 250.0  # the longest wait of a search or save issued every 100 ms during an import (issue 27)
 STALL_P99_TARGET_MS = 100.0
 EDGE_RSS_TARGET_MIB = 600  # the edge node process at 50k memories (issue 10)
@@ -218,6 +219,7 @@ def _speed_rows(speed: dict[str, Any]) -> Iterator[Row]:
             )
             versions = f", {step['versions']} updated" if step.get("versions") else ""
             yield Row(f"search {at}{versions} p50/p95/p99 ms", _triple(search), target, _errors(search), status)
+        yield from _mcp_and_rest_rows(step, at)
         for source in ("dense", "bm25"):
             only = step.get(f"search_{source}_only")
             if only:
@@ -245,6 +247,17 @@ def _speed_rows(speed: dict[str, Any]) -> Iterator[Row]:
         if rss:
             yield Row(f"node RSS {at} (MiB, node+nats)", f"{rss.get('total', 0) / MIB:.0f}", "",
                       f"node {rss.get('node', 0) / MIB:.0f} + nats {rss.get('nats', 0) / MIB:.0f}")  # fmt: skip
+
+
+def _mcp_and_rest_rows(step: dict[str, Any], at: str) -> Iterator[Row]:
+    """The same search over REST, taken in turn with the MCP one (issue 27: MCP costs what REST costs)."""
+    rest, over = step.get("search_rest"), step.get("search_mcp_minus_rest_ms")
+    if not rest or not over:
+        return
+    yield Row(f"search over REST {at} p50/p95/p99 ms", _triple(rest), "", _errors(rest))
+    yield Row(f"search MCP - REST {at}: p50/p95 ms", f"{_num(over['p50_ms'], 1)} / {_num(over['p95_ms'], 1)}",
+              f"p50 <= +{MCP_OVER_REST_TARGET_MS:.0f}", f"{rest['count']} searches each, in turn",
+              _verdict(over["p50_ms"], MCP_OVER_REST_TARGET_MS, higher=False))  # fmt: skip
 
 
 def _reference_rows(speed: dict[str, Any]) -> Iterator[Row]:

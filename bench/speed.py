@@ -77,7 +77,8 @@ class SpeedOptions:
 
 
 class QueryPool:
-    """Hands out distinct queries so that no timed search hits the query-embedding cache; cycles if it must."""
+    """Hands out distinct queries so that no timed search hits the query-embedding cache; once all are taken, it
+    hands them out again as numbered variants ("... (2)"), still distinct."""
 
     def __init__(self, queries: Sequence[str]) -> None:
         if not queries:
@@ -87,9 +88,11 @@ class QueryPool:
     def take(self, n: int) -> list[str]:
         taken = []
         for _ in range(n):
-            if self._next >= len(self._queries):
+            query, round_ = self._queries[self._next % len(self._queries)], self._next // len(self._queries)
+            if round_:
                 self.reused += 1
-            taken.append(self._queries[self._next % len(self._queries)])
+                query = f"{query} ({round_ + 1})"
+            taken.append(query)
             self._next += 1
         return taken
 
@@ -388,9 +391,16 @@ async def _searches(
     rerank: bool,
     per_source: bool,
 ) -> None:
-    """Timed search series at one size: plain, reranked (if possible), then one retriever at a time."""
+    """Timed search series at one size: plain (MCP and REST, query by query in turn), reranked (if possible), then
+    one retriever at a time."""
     size = step["size"]
-    series = [("search", _searcher(client, rerank=False), options.warmup, options.searches)]
+    with phases(f"speed/{size}/search"):
+        queries = pool.take(2 * (options.warmup + options.searches))
+        step["search"], step["search_rest"] = await _timed_mcp_and_rest(client, queries, size, warmup=options.warmup)
+    step["search_mcp_minus_rest_ms"] = {
+        key: round(step["search"][key] - step["search_rest"][key], 2) for key in ("p50_ms", "p95_ms")
+    }
+    series: list[tuple[str, Callable[[str], Awaitable[Any]], int, int]] = []
     if rerank:
         series.append(("search_rerank", _searcher(client, rerank=True), options.warmup, options.searches))
     if per_source:  # diagnostics: where the time of a search goes (the node is warm by now)
@@ -401,6 +411,46 @@ async def _searches(
             step[name] = await _timed(f"{name} @{size}", call, pool.take(warmup + count), warmup=warmup)
     if "search_rerank" in step:
         step["rerank_p95_delta_ms"] = step["search_rerank"]["p95_ms"] - step["search"]["p95_ms"]
+
+
+async def _timed_mcp_and_rest(
+    client: EngramClient, queries: Sequence[str], size: int, *, warmup: int
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """The same search over MCP and over REST, taking the queries in turn (each a fresh one) and alternating which
+    goes first, so that the machine's noise falls on both alike; times all but the first ``warmup`` of each."""
+    mcp, rest = _searcher(client, rerank=False), _rest_searcher(client)
+    durations: dict[str, list[float]] = {"mcp": [], "rest": []}
+    errors: dict[str, list[str]] = {"mcp": [], "rest": []}
+    pairs = len(queries) // 2
+    with Progress(f"search MCP+REST @{size}", 2 * pairs, unit="calls") as bar:
+        for i in range(pairs):
+            calls = [("mcp", mcp, queries[2 * i]), ("rest", rest, queries[2 * i + 1])]
+            for kind, call, query in calls if i % 2 == 0 else calls[::-1]:
+                began = time.perf_counter()
+                try:
+                    await call(query)
+                except (ToolCallError, httpx.HTTPError) as e:
+                    errors[kind].append(e.text if isinstance(e, ToolCallError) else repr(e)[:200])
+                else:
+                    if i >= warmup:
+                        durations[kind].append(time.perf_counter() - began)
+                bar.advance()
+    results = []
+    for kind in ("mcp", "rest"):
+        result = dataclasses.asdict(LatencySummary.of(durations[kind]))
+        result["first_ms"] = [round(d * 1000, 1) for d in durations[kind][:5]]
+        result["errors"] = len(errors[kind])
+        if errors[kind]:
+            result["error_examples"] = sorted(set(errors[kind]))[:5]
+        results.append(result)
+    return results[0], results[1]
+
+
+def _rest_searcher(client: EngramClient) -> Callable[[str], Awaitable[Any]]:
+    async def search(query: str) -> Any:
+        return await client.rest_search(query, limit=SEARCH_LIMIT, rerank=False)
+
+    return search
 
 
 def _searcher(
