@@ -161,19 +161,16 @@ class Memory:
 
 def json_depth(value: Any) -> int:
     """Nesting depth of a JSON-like value (a scalar is 0, {} or [] is 1), without recursion."""
+    if not isinstance(value, dict | list | tuple):
+        return 0
     deepest = 0
-    stack: list[tuple[Any, int]] = [(value, 0)]
+    stack: list[tuple[Any, int]] = [(value, 1)]  # containers only: a search checks every hit's metadata
     while stack:
         item, depth = stack.pop()
-        if isinstance(item, dict):
-            children: Any = item.values()
-        elif isinstance(item, list | tuple):
-            children = item
-        else:
-            continue
-        depth += 1
         deepest = max(deepest, depth)
-        stack.extend((child, depth) for child in children)
+        for child in item.values() if isinstance(item, dict) else item:
+            if isinstance(child, dict | list | tuple):
+                stack.append((child, depth + 1))
     return deepest
 
 

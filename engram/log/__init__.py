@@ -161,6 +161,11 @@ class Log(Protocol):
 
     async def last_seq(self) -> int: ...
 
+    def seen_seq(self) -> int | None:
+        """The newest sequence this process appended (or read as the end) without a round trip: a lower bound of
+        last_seq(), or None when it knows none. A conditional append may be based on it (the entries after it are
+        read by the append), where a round trip for the exact end would cost every save one more wait."""
+
     async def count_events(self, event: str) -> int:
         """How many entries of this event type the log holds (all namespaces)."""
 

@@ -1,10 +1,10 @@
 """The active memory a save repeats (engram.sameness): found in the search index, or in the log entries the index
 has not applied yet.
 
-A save looks its content key up at the log's end (min_seq: the index has applied every earlier entry, so a repeat
-acknowledged before this save began is found), then appends conditionally: an entry appended since that end which
-creates the same memory (another save racing this one, in this process or another replica) makes the append fail
-with that entry, and the save answers with its memory instead. A lookup the search service cannot answer in time
+A save looks its content key up at the log's end as this process last saw it (Log.seen_seq; min_seq: the index
+has applied every earlier entry), then appends conditionally: an entry appended since that position which creates
+the same memory (a repeat another replica acknowledged, or a save racing this one) makes the append fail with that
+entry, and the save answers with its memory instead. A lookup the search service cannot answer in time
 leaves the save unconditional: a save never fails for want of this check.
 """
 

@@ -111,7 +111,8 @@ class MemoryWriter:
         based_on: int | None = None  # the log position the duplicate check read at; None: no check
         # Not while the log is away: the append below refuses the save at once, which a lookup would only delay.
         if key and self.duplicates is not None and self._log.connected:
-            based_on = await self._log.last_seq()
+            # The end this process last saw, when it knows one: the append below reads whatever came after it.
+            based_on = self._log.seen_seq() or await self._log.last_seq()
             found = await self.duplicates.existing(caller, [key], min_seq=based_on)
             if found is None:
                 based_on = None

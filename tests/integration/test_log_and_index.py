@@ -226,6 +226,34 @@ async def test_a_rebuild_from_the_log_builds_no_graph_on_the_way(
         await log.close()
 
 
+@pytest.mark.parametrize("between", [2, 40])
+async def test_a_conditional_append_reads_every_entry_another_writer_made_since_its_base(
+    nats_server: NatsServer, between: int
+) -> None:
+    """Based on the end this writer last saw (seen_seq), a conditional append finds the entry another replica
+    appended since, whether it reads the gap one by one or in pages."""
+    from engram.log import Overtaken
+
+    mine, other = await NatsLog.connect(nats_server.url), await NatsLog.connect(nats_server.url)
+    try:
+        await _save(mine, "my own save")
+        based_on = mine.seen_seq()
+        assert based_on is not None and based_on == await mine.last_seq()
+        for i in range(between):
+            await _save(other, f"another replica's save {i}", memory_id=f"m{i}")
+        target = f"m{between // 2}"
+        with pytest.raises(Overtaken) as caught:
+            await mine.append("ns", MEMORY_SAVED, {"x": 1}, msg_id="late", based_on=based_on,
+                              stale=lambda entry: entry.body.get("memory_id") == target)  # fmt: skip
+        assert caught.value.entry.body["memory_id"] == target
+        appended = await mine.append("ns", MEMORY_SAVED, {"x": 1}, msg_id="late", based_on=based_on,
+                                     stale=lambda entry: False)  # fmt: skip
+        assert appended.seq == based_on + between + 1
+    finally:
+        await mine.close()
+        await other.close()
+
+
 async def test_every_append_is_scrubbed_and_message_ids_are_per_namespace(nats_server: NatsServer) -> None:
     """Issue 22: the one scrubbing step every write path passes (a path that forgot to scrub stores no secret), and
     JetStream's duplicate window never drops one namespace's write as a copy of another's."""
