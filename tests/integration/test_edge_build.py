@@ -12,7 +12,7 @@ from engram.embed.sparse import Bm25Encoder
 from engram.ids import uuid7
 from engram.index import IndexPoint, SearchRequest
 from engram.index import qdrant_edge as edge_module
-from engram.index.qdrant_edge import BUILDING, EdgeIndex
+from engram.index.qdrant_edge import BUILDING, EMPTY, EdgeIndex
 from engram.model import SearchFilter
 
 pytestmark = pytest.mark.integration
@@ -114,8 +114,31 @@ def test_builds_follow_one_another_while_writes_go_on_and_leave_nothing_behind(t
         for point in (batch[0], written[-1]):
             assert nearest(index, point) == point.id
     index.close()
-    assert sorted(path.name for path in tmp_path.iterdir()) == ["index"]
+    assert sorted(path.name for path in tmp_path.iterdir()) == ["index", f"index{EMPTY}"]
     reopened = EdgeIndex(tmp_path / "index", dim=DIM)
     assert reopened.check() is None and reopened.count("a") == len(written)
     assert nearest(reopened, written[-1]) == written[-1].id
     reopened.close()
+
+
+def test_a_shard_starting_over_copies_the_kept_empty_one_made_with_the_same_settings(tmp_path: Path) -> None:
+    """The first shard created is kept empty beside the index (EMPTY); a reset copies it rather than creating the
+    payload indexes again, unless it was made with other settings."""
+    from engram.index.qdrant_edge import EMPTY_KIND
+
+    index = EdgeIndex(tmp_path / "index", dim=DIM)
+    kind = (tmp_path / f"index{EMPTY}" / EMPTY_KIND).read_text()
+    index.upsert(points(10, seed=20))
+    index.reset()
+    assert index.count("a") == 0 and index.check() is None
+    assert not (tmp_path / "index" / EMPTY_KIND).exists()
+    index.close()
+
+    (tmp_path / f"index{EMPTY}" / EMPTY_KIND).write_text("made otherwise")
+    other = EdgeIndex(tmp_path / "index", dim=DIM, vectors=edge_module.VECTORS_DISK)
+    other.reset()  # the kept one does not fit: created anew, and kept in its place
+    assert other.check() is None and other.count("a") == 0
+    assert (tmp_path / f"index{EMPTY}" / EMPTY_KIND).read_text() != kind
+    other.upsert(points(5, seed=21))
+    assert other.count("a") == 5
+    other.close()
