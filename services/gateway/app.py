@@ -18,7 +18,7 @@ from engram.services.gateway.console import routes as console
 from engram.services.gateway.http.authentication import RequireKey
 from engram.services.gateway.http.bodies import EdgeMiddleware, EdgePolicy
 from engram.services.gateway.http.hosts import HostGuard, HostGuardMiddleware
-from engram.services.gateway.http.metrics import HttpMetricsMiddleware, add_metrics
+from engram.services.gateway.http.metrics import HttpMetricsMiddleware, LabelledRoute, add_metrics
 from engram.services.gateway.http.profiles import RequireKnownProfile
 from engram.services.gateway.identity import Resolver
 from engram.services.gateway.mcp.server import build_mcp
@@ -49,8 +49,11 @@ def build_app(
     cursors = CursorTracker()
     mcp = build_mcp(backend, resolver, cursors, settings, event_log=event_log)
     guard = HostGuard.from_settings(settings)
-    # Stateful sessions, so clientInfo from `initialize` is known on every later request of a session.
-    mcp.streamable_http_app(stateless_http=False, transport_security=guard.transport_security())
+    # Stateful sessions, so clientInfo from `initialize` is known on every later request of a session. A POST is
+    # answered with one JSON body, not an SSE stream: no tool sends anything while it runs (no progress, no log
+    # message, no request to the client), and a stream per POST cost 1.7 ms a search (docs/benchmarks.md). Resource
+    # notifications go on the session's GET stream and `subscriptions/listen` streams, which stay SSE.
+    mcp.streamable_http_app(stateless_http=False, json_response=True, transport_security=guard.transport_security())
     sessions = mcp.session_manager
 
     @contextlib.asynccontextmanager
@@ -67,6 +70,10 @@ def build_app(
 
     app = FastAPI(title="Engram", version=ENGRAM_VERSION, description=DESCRIPTION, lifespan=lifespan)
     add_error_handlers(app)
+    # A Route whose endpoint is not a function is called as a raw ASGI app (all methods: POST, GET, DELETE). Routed
+    # first, so an MCP call is not matched against every REST route before its own.
+    mcp_endpoint: Any = RequireKey(RequireKnownProfile(StreamableHTTPASGIApp(sessions)), resolver)
+    app.router.routes.append(LabelledRoute(MCP_PATH, mcp_endpoint, include_in_schema=False))
     ops = Operations(backend, cursors, settings)
     app.include_router(memories.build_router(ops, resolver, settings))
     app.include_router(coordination.build_router(ops, resolver))
@@ -78,9 +85,6 @@ def build_app(
     events = sse.build_router(resolver, settings, event_log)
     app.include_router(events)
     app.state.event_streams = events.streams  # the server ends open streams before it stops (server.py)
-    # A Route whose endpoint is not a function is called as a raw ASGI app (all methods: POST, GET, DELETE).
-    mcp_endpoint: Any = RequireKey(RequireKnownProfile(StreamableHTTPASGIApp(sessions)), resolver)
-    app.add_route(MCP_PATH, mcp_endpoint, include_in_schema=False)
     status.add_probes(app, backend, resolver, event_log=event_log, settings=settings)
     add_metrics(app, resolver)
     edge = EdgePolicy(

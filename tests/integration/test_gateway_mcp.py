@@ -299,6 +299,25 @@ async def test_stdio_server_saves_and_searches_with_client_name_as_agent(node: N
     assert [h["id"] for h in seen["hits"]] == [saved["id"]]
 
 
+def test_a_session_s_tool_call_is_answered_with_one_json_body_not_an_event_stream(node: NodeHandle) -> None:
+    # A stream per POST cost more than the call (docs/benchmarks.md); no tool sends anything while it runs.
+    with httpx.Client(headers=MCP_HEADERS) as http:
+        opened = http.post(node.mcp_url, json=INITIALIZE)
+        assert opened.headers["content-type"].startswith("application/json")
+        session = {"Mcp-Session-Id": opened.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-11-25"}
+        initialized = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+        assert http.post(node.mcp_url, json=initialized, headers=session).status_code == 202
+        arguments = {"query": "anything at all", "limit": 1}
+        request = {"jsonrpc": "2.0", "id": 2, "method": "tools/call",
+                   "params": {"name": "search_memory", "arguments": arguments}}  # fmt: skip
+        answered = http.post(node.mcp_url, json=request, headers=session)
+        http.delete(node.mcp_url, headers=session)
+    assert answered.headers["content-type"].startswith("application/json")
+    reply = answered.json()
+    assert reply["id"] == 2 and not reply["result"].get("isError")
+    assert "hits" in reply["result"]["structuredContent"]
+
+
 def test_dev_mode_still_refuses_a_wrong_key_on_mcp(node: NodeHandle) -> None:
     headers = {**MCP_HEADERS, "Authorization": "Bearer engram_00000000_" + "A" * 43}
     response = httpx.post(node.mcp_url, json=INITIALIZE, headers=headers)

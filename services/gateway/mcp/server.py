@@ -4,12 +4,14 @@ timed) and build_mcp, which assembles the tools, resources, prompt and notificat
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from collections.abc import Callable
 from typing import Any, Literal, get_args
 
 from mcp.server.mcpserver import Context, MCPServer
 from mcp.server.mcpserver.exceptions import ToolError, UnexpectedToolError
+from mcp.shared.inbound import X_MCP_HEADER_KEY
 from mcp.types import CallToolResult, InputRequiredResult
 from mcp.types import Tool as MCPTool
 from pydantic import ValidationError
@@ -65,6 +67,7 @@ class EngramMCPServer(MCPServer):
     """
 
     _arguments: dict[str, frozenset[str]] | None = None
+    _header_routing: dict[str, bool] | None = None
 
     def add_tool(self, fn: Callable[..., Any], *args: Any, **kwargs: Any) -> None:
         """Adds a tool that answers compactly (engram.services.gateway.mcp.answers)."""
@@ -115,6 +118,20 @@ class EngramMCPServer(MCPServer):
                 raise
             detail = describe_validation(cause.errors(), where="arguments")
             raise ToolError(f"Error executing tool {name}: {detail}") from cause
+
+    def _tool_input_schema(self, name: str) -> dict[str, Any] | None:
+        """The input schema the streamable HTTP transport checks a call's ``Mcp-Param-*`` headers against (2026-07-28
+        and later), or None for a tool whose schema routes no argument into a header (no ``x-mcp-header``): the
+        check then has nothing to compare, as it finds by walking the whole schema on every call."""
+        schema = super()._tool_input_schema(name)
+        if schema is None:
+            return None
+        if self._header_routing is None:
+            self._header_routing = {}
+        routes = self._header_routing.get(name)
+        if routes is None:
+            routes = self._header_routing[name] = X_MCP_HEADER_KEY in json.dumps(schema)
+        return schema if routes else None
 
     async def _known_arguments(self) -> dict[str, frozenset[str]]:
         if self._arguments is None:
