@@ -18,7 +18,8 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 M_ARENA_MAX = -8  # mallopt parameter, from glibc's malloc.h
-MADV_PAGEOUT = 21  # madvise advice, from Linux's mman-common.h (Linux 5.4 and later)
+MADV_DONTNEED = 4  # madvise advices, from Linux's mman-common.h
+MADV_PAGEOUT = 21  # Linux 5.4 and later
 # Bulk work frees hundreds of MiB a second: checked every 2 s, an edge node importing 50k memories under a hard
 # 600 MiB memory limit was killed (malloc held 540 MiB); every 0.5 s it finished (docs/benchmarks.md). A check
 # reads /proc/self/statm.
@@ -65,9 +66,17 @@ class Heap:
         """Hands the arenas' free pages back to the system (malloc_trim)."""
         self._libc.malloc_trim(0)
 
-    async def keep_trimmed(self, threshold_bytes: int, *, interval: float = DEFAULT_CHECK_SECONDS) -> None:
-        """Trims whenever the process's resident memory grew by more than ``threshold_bytes`` since the last trim,
-        checking every ``interval`` seconds.
+    def release(self, files: Path | None = None) -> None:
+        """Trims, and drops the second copies of the index files under ``files`` (see drop_sequential_copies)."""
+        self.trim()
+        if files is not None:
+            drop_sequential_copies(files)
+
+    async def keep_trimmed(
+        self, threshold_bytes: int, *, interval: float = DEFAULT_CHECK_SECONDS, files: Path | None = None
+    ) -> None:
+        """Trims (and drops the second copies of the index files under ``files``) whenever the process's resident
+        memory grew by more than ``threshold_bytes`` since the last trim, checking every ``interval`` seconds.
 
         Bulk work (an import, a graph build, a consolidation job) frees hundreds of MiB at once, which malloc keeps
         resident; a look every couple of seconds gives it back soon after. malloc's own count of free memory cannot
@@ -79,7 +88,7 @@ class Heap:
             await asyncio.sleep(interval)
             resident = resident_bytes()
             if resident - mark > threshold_bytes:
-                await asyncio.to_thread(self.trim)
+                await asyncio.to_thread(self.release, files)
                 mark = resident_bytes()
             else:
                 mark = min(mark, resident)
@@ -116,4 +125,34 @@ def page_out(root: Path, parts: tuple[str, ...]) -> int:
             if libc.madvise(start, end - start, MADV_PAGEOUT) != 0:
                 return advised  # an older kernel: nothing more to do
             advised += end - start
+    return advised
+
+
+def drop_sequential_copies(root: Path) -> int:
+    """Unmaps the resident pages of this process's read-only shared mappings under ``root`` that were opened for
+    sequential reads (smaps VmFlags "sr"). Qdrant maps the stored vectors of each segment twice, once for random
+    reads (searches) and once for sequential ones (scans, builds), and a load populates both: the same page-cache
+    pages then count twice in the resident set (74 MiB more for the dense vectors of 50k memories, measured in
+    docs/benchmarks.md). MADV_DONTNEED on a shared file mapping only drops this mapping's page-table entries: the
+    pages stay in the page cache for the other mapping, and a sequential read maps them again. Returns the bytes of
+    the mappings advised; 0 where there is no /proc.
+    """
+    try:
+        smaps = Path("/proc/self/smaps").read_text()
+        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    except OSError:
+        return 0
+    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    prefix, advised, mapping = str(root) + os.sep, 0, None
+    for line in smaps.splitlines():
+        fields = line.split(maxsplit=5)
+        if fields and "-" in fields[0] and len(fields) >= 5 and not fields[0].endswith(":"):
+            ours = len(fields) == 6 and fields[5].startswith(prefix) and fields[1] == "r--s"
+            mapping = fields[0] if ours else None
+        elif mapping is not None and line.startswith("VmFlags:"):
+            if "sr" in line.split()[1:]:
+                start, end = (int(address, 16) for address in mapping.split("-"))
+                if libc.madvise(start, end - start, MADV_DONTNEED) == 0:
+                    advised += end - start
+            mapping = None
     return advised

@@ -152,9 +152,16 @@ class Resources:
         heap.limit_arenas(self.settings.malloc_arenas)
         if self.settings.malloc_trim_mb > 0:
             with contextlib.suppress(RuntimeError):  # no running loop: nothing is trimmed
-                self._heap_task = asyncio.get_running_loop().create_task(
-                    heap.keep_trimmed(self.settings.malloc_trim_mb * MIB), name="heap-trim"
-                )
+                trimmed = heap.keep_trimmed(self.settings.malloc_trim_mb * MIB, files=self.settings.home)
+                self._heap_task = asyncio.get_running_loop().create_task(trimmed, name="heap-trim")
+
+    async def release_memory(self) -> None:
+        """Hands what the process freed back to the system now: malloc's free pages and the second copies of the
+        index files (Heap.release). For the end of work that frees much at once, such as a consolidation job: the
+        trim that follows the process's growth does not see memory freed after it grew."""
+        heap = Heap.glibc()
+        if heap is not None:
+            await asyncio.to_thread(heap.release, self.settings.home)
 
     @property
     def disk(self) -> DiskGuard:

@@ -480,7 +480,10 @@ def _work(run: Callable[[Progress], Awaitable[tuple[str, dict]]]) -> Work:
     """A maintenance job of the namespace: its summary and result, in the namespace's one maintenance lane."""
 
     async def outcome(progress: Progress) -> Outcome:
-        return Outcome(*await run(progress))
+        try:
+            return Outcome(*await run(progress))
+        finally:
+            stance.forget()  # what the job read stays cached otherwise, until the next job
 
     return Work("this namespace", outcome, lane=MAINTENANCE)
 

@@ -151,6 +151,7 @@ class ConsolidationService:
 
     def _start_jobs(self) -> None:
         ingest, search = self._connections.ingest, self._connections.search
+        self.jobs.on_finish(self._released)
         if ingest is None or search is None:
             log.info("jobs off: they need ENGRAM_INGEST_ADDR and ENGRAM_SEARCH_ADDR")
             for kind in JOBS:
@@ -208,6 +209,11 @@ class ConsolidationService:
             ran += 1
             log.info("scheduled consolidation of %s: %s (%s)", namespace, job.state, job.summary)
         return ran
+
+    async def _released(self, job: Job) -> None:
+        """A job over a namespace read all of it (50k memories: 450 MiB of Python objects at the peak, measured);
+        freed at its end, that memory goes back to the system at once."""
+        await self.resources.release_memory()
 
     async def _start_expiry(self) -> None:
         if self._expiry is not None and self.settings.expiry_interval_seconds > 0:

@@ -282,6 +282,15 @@ def _reading(text: str) -> Reading:
     )  # fmt: skip
 
 
+def forget() -> None:
+    """Empties the caches of readings and of words compared. A job over a namespace fills them with its every memory
+    (a Reading holds the text and five sets of its words): kept between jobs, that was about 350 MiB of a node of
+    50k memories (docs/benchmarks.md, lean memory)."""
+    _reading.cache_clear()
+    is_value.cache_clear()
+    _same_word.cache_clear()
+
+
 def readings(a: str, b: str) -> tuple[Reading, Reading]:
     """Both memories read, each one's words that spell the other's acronym written as it ("dependency injection"
     -> "di" beside "Hilt handles DI")."""

@@ -320,6 +320,18 @@ async def test_a_run_proposes_at_most_max_proposals_the_most_confident_first(kit
     assert (again["flagged"], again["deferred"]) == (1, 0), "the next run proposes the rest"
 
 
+async def test_a_job_leaves_none_of_the_namespace_it_read_cached(kit: Kit) -> None:
+    """A job reads every memory of the namespace (at 50k memories, 350 MiB of readings): its end lets them go."""
+    ns = unique("ns")
+    me = agent(ns, "alice")
+    await kit.ingest.save(me, MemoryInput(content="The billing service listens on port 8080.", topics=["p"]))
+    await kit.ingest.save(me, MemoryInput(content="The billing service listens on port 9090.", topics=["p"]))
+    await kit.settled()
+    outcome = await Maintenance(kit.search, kit.ingest).contradictions(me, {}).run(Progress())
+    assert outcome.result["flagged"] == 1  # the two were read and compared
+    assert stance._reading.cache_info().currsize == 0 and stance._same_word.cache_info().currsize == 0
+
+
 # -- decay
 
 

@@ -16,6 +16,7 @@ from engram.index import DENSE, QUESTIONS, IndexPoint, SearchRequest
 from engram.index import qdrant_edge as edge_module
 from engram.index.qdrant_edge import CONFIG_FILE, VECTORS_DISK, VECTORS_RAM, EdgeIndex
 from engram.model import SearchFilter
+from engram.process.heap import drop_sequential_copies
 
 pytestmark = pytest.mark.integration
 DIM = 384
@@ -153,4 +154,40 @@ def test_a_loaded_shard_hands_back_the_pages_its_load_read_and_still_filters_on_
     assert resident_kib(path, "/payload_index/") < 8 * 1024
     assert index.count("a") == 100
     assert index.versions_of("a", batch[3].id)[0]["content"] == "memory 3"  # the id index answers
+    index.close()
+
+
+def sequential_kib(root: Path) -> int:
+    """Resident KiB of this process's mappings of files under ``root`` opened for sequential reads (VmFlags sr)."""
+    total, current, rss = 0, "", 0
+    for line in Path("/proc/self/smaps").read_text().splitlines():
+        if MAPPING.match(line):
+            current = line.split(maxsplit=5)[5] if len(line.split(maxsplit=5)) == 6 else ""
+        elif line.startswith("Rss:"):
+            rss = int(line.split()[1])
+        elif line.startswith("VmFlags:") and current.startswith(str(root)) and "sr" in line.split():
+            total += rss
+    return total
+
+
+@pytest.mark.usefixtures("small_segments")
+def test_vectors_a_scan_read_through_the_second_mapping_are_resident_once_after_a_drop(tmp_path: Path) -> None:
+    """Qdrant maps an indexed segment's vectors twice, for random and for sequential reads; a scan with vectors
+    fills the second, so the same pages count twice in the resident set until its copies are dropped. The index
+    answers as before (the pages are the file's, read back when used)."""
+    path = tmp_path / "index"
+    index = EdgeIndex(path, dim=DIM, optimize_after=1, vectors=VECTORS_RAM)
+    batch = points(600, seed=5)
+    for start in range(0, len(batch), 200):
+        index.upsert(batch[start : start + 200])
+        index.maintain()
+        index.finish_build()
+    scanned = [vector for page in index.scan("a", SearchFilter(), with_vectors=True) for _, vector in page]
+    assert len(scanned) == 600 and sequential_kib(path) > 0
+    assert drop_sequential_copies(path) > 0
+    assert sequential_kib(path) == 0
+    for point in batch[::37]:
+        assert nearest(index, point) == point.id
+    again = [vector for page in index.scan("a", SearchFilter(), with_vectors=True) for _, vector in page]
+    assert again == scanned
     index.close()
