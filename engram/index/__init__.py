@@ -113,8 +113,9 @@ class MemoryIndex(Protocol):
 
     def retrieve(self, namespace: str, ids: list[str]) -> list[dict[str, Any]]: ...
 
-    def retrieve_points(self, namespace: str, ids: list[str]) -> list[IndexPoint]:
-        """Points with their payloads and vectors (to move a replaced version into the versions index)."""
+    def retrieve_points(self, namespace: str, ids: list[str], *, dense_only: bool = False) -> list[IndexPoint]:
+        """Points with their payloads and vectors (to move a replaced version into the versions index); with
+        ``dense_only``, only their dense vectors (a search's candidates: each other vector costs a copy)."""
         ...
 
     def versions_of(self, namespace: str, memory_id: str) -> list[dict[str, Any]]:

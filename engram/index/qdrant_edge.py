@@ -282,10 +282,12 @@ class EdgeIndex:
             records = self._shard.retrieve(list[Any](points), with_payload=True, with_vector=False)
         return keyed([_unpacked(r.payload) for r in records if r.payload], namespace)
 
-    def retrieve_points(self, namespace: str, ids: list[str]) -> list[IndexPoint]:
+    def retrieve_points(self, namespace: str, ids: list[str], *, dense_only: bool = False) -> list[IndexPoint]:
         points = [point_id(namespace, key) for key in ids]
         with self._lock:
-            records = self._shard.retrieve(list[Any](points), with_payload=True, with_vector=True)
+            records = self._shard.retrieve(
+                list[Any](points), with_payload=True, with_vector=[DENSE] if dense_only else True
+            )
         return [
             stored_point(
                 str(r.payload.get(KEY) or r.id), _unpacked(r.payload), r.vector if isinstance(r.vector, dict) else {}

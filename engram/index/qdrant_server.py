@@ -109,10 +109,12 @@ class QdrantServerIndex:
             records = self._client.retrieve(self._collection, points, with_payload=True, with_vectors=False)
         return keyed([r.payload for r in records if r.payload], namespace)
 
-    def retrieve_points(self, namespace: str, ids: list[str]) -> list[IndexPoint]:
+    def retrieve_points(self, namespace: str, ids: list[str], *, dense_only: bool = False) -> list[IndexPoint]:
         points: list[Any] = [point_id(namespace, key) for key in ids]
         with self._call():
-            records = self._client.retrieve(self._collection, points, with_payload=True, with_vectors=True)
+            records = self._client.retrieve(
+                self._collection, points, with_payload=True, with_vectors=[DENSE] if dense_only else True
+            )
         return [
             stored_point(str(r.payload.get(KEY) or r.id), r.payload, r.vector if isinstance(r.vector, dict) else {})
             for r in records

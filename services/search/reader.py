@@ -175,30 +175,10 @@ class MemoryReader:
         use_rerank, note = self._rerank_decision(rerank)
         await self._ready_for(min_seq)
 
-        dense = None
-        if DENSE in chosen or QUESTIONS in chosen:
-            dense = (await asyncio.to_thread(self._embedder.embed, [query]))[0].tolist()
-        terms = self._sparse.query(query)
-        depth = max(self._config.candidates, limit, self._config.rerank_top_n if use_rerank else 0)
-        request = SearchRequest(
-            namespace=caller.namespace,
-            filter=flt,
-            limit=depth,
-            dense=dense if DENSE in chosen else None,
-            sparse=terms if SPARSE in chosen else None,
-            questions=dense if QUESTIONS in chosen else None,
-            with_payload=False,  # converting 2 x 100 payloads costs more than fetching the few we keep
-        )
-        if flt.as_of is None:
-            lists = await asyncio.to_thread(self._index.search, request)
-        else:
-            lists = await asyncio.to_thread(self._search_as_of, request)
-        ranked_lists = {name: [(s.id, s.score) for s in ranked] for name, ranked in lists.items()}
         kind = query_kind(query)
-        reachable = reach(len(terms.indices), await asyncio.to_thread(self._point_count))
-        fused = self._fuse(ranked_lists, kind, reachable)
-        keep = max(limit, self._config.rerank_top_n, self._config.newer_depth) + limit  # the floor may drop some
-        candidates = await asyncio.to_thread(self._candidates, caller.namespace, fused[:keep], flt.as_of)
+        dense, reachable, candidates = await asyncio.to_thread(
+            self._retrieve, caller.namespace, query, kind, flt, chosen, limit, use_rerank
+        )  # one hop to a worker thread for the embedding, the retrievers and the hits' memories (each hop waits)
         query_vector = np.asarray(dense, dtype=np.float32) if dense is not None else None
         candidates = self._above_floor(candidates, query_vector, floor, reachable)
         candidates = self._newest_first(candidates)
@@ -214,6 +194,39 @@ class MemoryReader:
         how = self._how(kind, floor if query_vector is not None else 0.0) if explain else ""
         reranked = use_rerank and bool(hits)
         return SearchResult(hits, self._indexer.applied_seq, reranked=reranked, rerank_note=note, explain_note=how)
+
+    def _retrieve(
+        self,
+        namespace: str,
+        query: str,
+        kind: str,
+        flt: SearchFilter,
+        chosen: Sequence[str],
+        limit: int,
+        use_rerank: bool,
+    ) -> tuple[list[float] | None, float, list[_Candidate]]:
+        """The query's dense vector (None without a dense retriever), BM25's reach, and the fused hits with their
+        memories, before the floor."""
+        dense = None
+        if DENSE in chosen or QUESTIONS in chosen:
+            dense = self._embedder.embed([query])[0].tolist()
+        terms = self._sparse.query(query)
+        depth = max(self._config.candidates, limit, self._config.rerank_top_n if use_rerank else 0)
+        request = SearchRequest(
+            namespace=namespace,
+            filter=flt,
+            limit=depth,
+            dense=dense if DENSE in chosen else None,
+            sparse=terms if SPARSE in chosen else None,
+            questions=dense if QUESTIONS in chosen else None,
+            with_payload=False,  # converting 2 x 100 payloads costs more than fetching the few we keep
+        )
+        lists = self._index.search(request) if flt.as_of is None else self._search_as_of(request)
+        ranked_lists = {name: [(s.id, s.score) for s in ranked] for name, ranked in lists.items()}
+        reachable = reach(len(terms.indices), self._point_count())
+        fused = self._fuse(ranked_lists, kind, reachable)
+        keep = max(limit, self._config.rerank_top_n, self._config.newer_depth) + limit  # the floor may drop some
+        return dense, reachable, self._candidates(namespace, fused[:keep], flt.as_of)
 
     def _fuse(self, lists: dict[str, list[tuple[str, float]]], kind: str, reachable: float) -> list[Fused]:
         if self._config.fusion == "rrf":
@@ -250,7 +263,7 @@ class MemoryReader:
         """The fused hits with their memories and dense vectors; a memory archived meanwhile, or one that cannot be
         served, is left out. A point-in-time search's earlier versions come without vectors."""
         ids = [item.id for item in top]
-        found = {p.payload["id"]: p for p in self._index.retrieve_points(namespace, ids)}
+        found = {p.payload["id"]: p for p in self._index.retrieve_points(namespace, ids, dense_only=True)}
         payloads = {key: point.payload for key, point in found.items()}
         if as_of is not None and self._versions is not None:
             payloads |= self._payloads(namespace, [i for i in ids if i not in found], as_of)
