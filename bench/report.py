@@ -285,8 +285,9 @@ def _reference_rows(speed: dict[str, Any]) -> Iterator[Row]:
         rate = (step.get("import") or {}).get("memories_per_second")
         if embed_rate and rate:
             share = rate / embed_rate
+            probed = " (searches and saves every 100 ms meanwhile)" if step.get("import_probed") else ""
             yield Row(f"import {at} / embedder alone", f"{share:.2f}", f">= {IMPORT_EMBEDDER_TARGET:.1f}",
-                      f"{rate:.0f} / {embed_rate:.0f} per s",
+                      f"{rate:.0f} / {embed_rate:.0f} per s{probed}",
                       _verdict(share, IMPORT_EMBEDDER_TARGET, higher=True))  # fmt: skip
         flat = (reference.get("flat_search") or {}).get(str(size))
         if flat:

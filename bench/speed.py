@@ -67,7 +67,9 @@ class SpeedOptions:
     warmup: int = DEFAULT_WARMUP
     updates: int = DEFAULT_UPDATES
     backfill: bool = True  # a new edge device's backfill at the largest size (bench/sync.py)
-    probes: bool = True  # searches and saves every 100 ms during each import (Probes)
+    # Searches and saves every 100 ms during the import to the largest size (Probes). Only then: 20 calls a second
+    # take a share of the cores the import needs, so the smaller sizes' imports measure its rate alone.
+    probes: bool = True
     reference: bool = True  # the embedder alone and a flat numpy dense search in the bench process (reference.py)
 
     @property
@@ -224,7 +226,8 @@ async def _grow(
         {"content": text, "tags": [IMPORT_TAG], "source_id": f"speed:{i}"}
         for i, text in enumerate(texts[start:size], start=start)
     ]
-    probes = Probes(client, size) if options.probes else None
+    probes = Probes(client, size) if options.probes and size == max(options.sizes) else None
+    step["import_probed"] = probes is not None
     probing = asyncio.create_task(probes.run()) if probes else None
     try:
         with phases(f"speed/{size}/import"), Progress(f"import to {size}", len(records), unit="memories") as bar:
