@@ -46,6 +46,7 @@ class Page:
 
     memories: list[Memory]
     next_page_token: str = ""
+    index_seq: int = 0  # the log sequence the index had applied when the page was read (0: not said)
 
 
 @dataclass(frozen=True, slots=True)

@@ -414,7 +414,9 @@ class SearchClient(_Client):
             page_token=page_token, min_seq=min_seq, order=order,
         )  # fmt: skip
         response = await self._call(self._stub.ListMemories, request)
-        return Page([wire.memory_from_proto(m) for m in response.memories], response.next_page_token)
+        return Page(
+            [wire.memory_from_proto(m) for m in response.memories], response.next_page_token, response.index_seq
+        )
 
     async def stats(self, caller: Caller | None = None) -> IndexStats:
         request = search_pb2.GetStatsRequest(caller=wire.caller_to_proto(caller) if caller else None)

@@ -151,12 +151,14 @@ class ListMemoriesRequest(_message.Message):
     def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., limit: _Optional[int] = ..., filter: _Optional[_Union[SearchFilter, _Mapping]] = ..., page_token: _Optional[str] = ..., min_seq: _Optional[int] = ..., order: _Optional[str] = ...) -> None: ...
 
 class ListMemoriesResponse(_message.Message):
-    __slots__ = ("memories", "next_page_token")
+    __slots__ = ("memories", "next_page_token", "index_seq")
     MEMORIES_FIELD_NUMBER: _ClassVar[int]
     NEXT_PAGE_TOKEN_FIELD_NUMBER: _ClassVar[int]
+    INDEX_SEQ_FIELD_NUMBER: _ClassVar[int]
     memories: _containers.RepeatedCompositeFieldContainer[_common_pb2.Memory]
     next_page_token: str
-    def __init__(self, memories: _Optional[_Iterable[_Union[_common_pb2.Memory, _Mapping]]] = ..., next_page_token: _Optional[str] = ...) -> None: ...
+    index_seq: int
+    def __init__(self, memories: _Optional[_Iterable[_Union[_common_pb2.Memory, _Mapping]]] = ..., next_page_token: _Optional[str] = ..., index_seq: _Optional[int] = ...) -> None: ...
 
 class GetHistoryRequest(_message.Message):
     __slots__ = ("caller", "id", "min_seq")

@@ -32,7 +32,7 @@ from engram.results import ImportItem, ImportSummary, SaveResult
 from engram.sameness import key_of
 from engram.scrub import Redaction, merge, scrub_text, scrub_value
 from engram.services.ingest.conversations import Conversations
-from engram.services.ingest.duplicates import Duplicates, memory_of, repeated_by
+from engram.services.ingest.duplicates import MAX_UNAPPLIED, Duplicates, memory_of, repeated_by
 from engram.validation import HANDOFF, Limits, capped_context, check_handoff, validate, with_team_tag
 
 __all__ = ["MemoryWriter"]
@@ -109,28 +109,46 @@ class MemoryWriter:
         memory, redactions = self.prepare(caller, draft)
         key = key_of(memory) if self.duplicates is not None else ""
         based_on: int | None = None  # the log position the duplicate check read at; None: no check
+        waited = False  # whether the index had applied the log's end (as this process saw it) for the check
         # Not while the log is away: the append below refuses the save at once, which a lookup would only delay.
         if key and self.duplicates is not None and self._log.connected:
-            # The end this process last saw, when it knows one: the append below reads whatever came after it.
-            based_on = self._log.seen_seq() or await self._log.last_seq()
-            found = await self.duplicates.existing(caller, [key], min_seq=based_on)
-            if found is None:
-                based_on = None
-            elif key in found:
-                return SaveResult(found[key], found[key].seq, redactions, duplicate_of=found[key].id)
+            looked = await self.duplicates.existing_now(caller, [key])
+            end = self._log.seen_seq() or await self._log.last_seq()
+            if looked is not None and key not in looked[0] and end - looked[1] <= MAX_UNAPPLIED:
+                based_on = looked[1]  # the append reads the entries the index has not applied yet
+            elif looked is not None:  # found (it may have changed since), or the index far behind: wait for it
+                found, based_on, waited = await self._repeat_at(caller, key, end)
+                if found is not None:
+                    return SaveResult(found, found.seq, redactions, duplicate_of=found.id)
         await self._situate(caller, memory)
         (vectors,) = await asyncio.to_thread(self.vectors, [memory])
-        try:
-            seq, _ = await self._append(
-                caller, memory, vectors, msg_id=f"{memory.id}:{memory.version}",
-                based_on=based_on or 0, stale=None if based_on is None else repeated_by(caller, key),
-            )  # fmt: skip
-        except Overtaken as e:  # the same memory was saved meanwhile (a racing repeat): that one is the answer
-            existing = memory_of(e.entry)
-            return SaveResult(existing, existing.seq, redactions, duplicate_of=existing.id)
+        while True:
+            try:
+                seq, _ = await self._append(
+                    caller, memory, vectors, msg_id=f"{memory.id}:{memory.version}",
+                    based_on=based_on or 0, stale=None if based_on is None else repeated_by(caller, key),
+                )  # fmt: skip
+                break
+            except Overtaken as e:  # the same memory was saved (a racing repeat, or one the index had not applied)
+                existing = memory_of(e.entry)
+                if not waited:  # it may have been changed or deleted since: the index says, once it has applied it
+                    found, based_on, waited = await self._repeat_at(caller, key, await self._log.last_seq())
+                    if based_on is not None and found is None:
+                        continue
+                    existing = found or existing
+                return SaveResult(existing, existing.seq, redactions, duplicate_of=existing.id)
         memory.seq = seq
         self._remember(memory)
         return SaveResult(memory, seq, redactions)
+
+    async def _repeat_at(self, caller: Caller, key: str, end: int) -> tuple[Memory | None, int | None, bool]:
+        """The caller's memory with content key ``key`` once the index has applied ``end`` (None: none), the position
+        a conditional append is then based on (None: the index cannot say now; no check), and whether it waited."""
+        assert self.duplicates is not None
+        found = await self.duplicates.existing(caller, [key], min_seq=end)
+        if found is None:
+            return None, None, True
+        return found.get(key), end, True
 
     async def import_stream(
         self, caller: Caller, items: AsyncIterator[ImportItem], *, batch: int = DEFAULT_IMPORT_BATCH

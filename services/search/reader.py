@@ -509,9 +509,10 @@ class MemoryReader:
         page_token: str = "",
         min_seq: int = 0,
         order: str = DEFAULT_ORDER,
-    ) -> tuple[list[Memory], str]:
+    ) -> tuple[list[Memory], str, int]:
         """A page of memories newest first by creation (order "created") or by their last change ("updated"),
-        ties by id; the token continues the listing after the page's last memory."""
+        ties by id; the token continues the listing after the page's last memory; and the log sequence the index
+        had applied when the page was read (the page reflects every entry up to it)."""
         if flt.as_of is not None:
             raise InvalidArgument("as_of", "is for search_memory and memory_at; a listing shows current versions.")
         order = order or DEFAULT_ORDER
@@ -521,15 +522,16 @@ class MemoryReader:
         limit = _limit(limit, DEFAULT_LIST_LIMIT)
         after = page_token_codec.decode(page_token, order)
         await self._ready_for(min_seq)
+        applied = self._indexer.applied_seq  # before the read: the entries are applied in order
         payloads = await asyncio.to_thread(lambda: self._index.recent(caller.namespace, flt, limit, after, by=by))
         if not flt.content_keys:  # a listing by content key is ingest's duplicate check before a save, not a read
             self._note(caller)
         memories = [memory for p in payloads if (memory := _memory(p)) is not None]
         if len(payloads) < limit:
-            return memories, ""
+            return memories, "", applied
         # From the payload, not the memory: an unservable last memory still marks where the page ended.
         last = Position(float(payloads[-1][by]), str(payloads[-1][POINT]))
-        return memories, page_token_codec.encode(last, order)
+        return memories, page_token_codec.encode(last, order), applied
 
     async def agents(self, caller: Caller, *, min_seq: int = 0) -> list[AgentInfo]:
         """The agents of the caller's namespace as the log knows them, most recently seen first.

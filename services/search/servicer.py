@@ -67,7 +67,7 @@ class SearchServicer(search_pb2_grpc.SearchServicer):
     async def ListMemories(
         self, request: search_pb2.ListMemoriesRequest, context: grpc.aio.ServicerContext
     ) -> search_pb2.ListMemoriesResponse:
-        memories, token = await self._reader.list_recent(
+        memories, token, applied = await self._reader.list_recent(
             wire.caller_from_proto(request.caller),
             limit=request.limit,
             flt=wire.filter_from_proto(request.filter),
@@ -76,7 +76,7 @@ class SearchServicer(search_pb2_grpc.SearchServicer):
             order=request.order,
         )
         return search_pb2.ListMemoriesResponse(
-            memories=[wire.memory_to_proto(m) for m in memories], next_page_token=token
+            memories=[wire.memory_to_proto(m) for m in memories], next_page_token=token, index_seq=applied
         )
 
     async def GetStats(

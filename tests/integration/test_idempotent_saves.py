@@ -21,6 +21,7 @@ from engram.log.events import MEMORY_SAVED
 from engram.log.nats import NatsLog
 from engram.model import Caller, MemoryInput
 from engram.process.runtime import Resources
+from engram.results import Page
 from engram.services.ingest.server import IngestService, build_service
 from tests.conftest import NodeHandle
 from tests.helpers.mcp import call, http_client
@@ -142,6 +143,46 @@ async def test_identical_saves_racing_each_other_store_one_memory(node: NodeHand
     assert len(ids) == 1, ids
     assert sum(1 for r in results if not r.duplicate_of) == 1
     assert await saved_entries(node, me.namespace, marker, after=0) == list(ids)
+
+
+class LaggingIndex:
+    """The search service's listing as an index that has applied nothing after ``seq`` answers it (a save's lookup
+    that does not wait); a lookup that waits for a later sequence is answered as it is."""
+
+    def __init__(self, source: Any, seq: int) -> None:
+        self.source, self.seq = source, seq
+
+    async def list(self, caller: Caller, **kwargs: Any) -> Page:
+        page = await self.source.list(caller, **kwargs)
+        if kwargs.get("min_seq", 0) > self.seq:
+            return page
+        return Page([m for m in page.memories if m.seq <= self.seq], page.next_page_token, self.seq)
+
+
+async def test_a_repeat_the_index_has_not_applied_yet_is_found_in_the_log_unless_archived_since(
+    node: NodeHandle, tmp_path: Path
+) -> None:
+    """A save does not wait for the index: what it has not applied yet, the save's conditional append reads from
+    the log, and a repeat found there that was archived since is no answer."""
+    me = Caller(unique("ns"), "claude-code", source="claude-code")
+    draft = MemoryInput(content=f"The queue holds at most 500 jobs ({unique()})")
+    client = IngestClient(node.grpc_address)
+    event_log = await NatsLog.connect(node.nats_url)
+    try:
+        async with replica(node, tmp_path / "a") as service:
+            duplicates = service.writer.duplicates
+            assert duplicates is not None
+            duplicates.source = LaggingIndex(duplicates.source, await event_log.last_seq())
+            first = await service.writer.save(me, draft)
+            again = await service.writer.save(me, draft)  # the index "has not applied" the first: found in the log
+            assert again.duplicate_of == first.memory.id and not first.duplicate_of
+
+            await client.delete(me, first.memory.id)
+            third = await service.writer.save(me, draft)  # the log holds the first one, archived since
+            assert not third.duplicate_of and third.memory.id != first.memory.id
+    finally:
+        await client.close()
+        await event_log.close()
 
 
 async def test_running_a_finished_import_again_adds_nothing(api: httpx.Client, node: NodeHandle) -> None:
