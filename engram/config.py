@@ -78,6 +78,9 @@ class Settings:
     job_lease_seconds: float = 30.0  # a consolidation job's lease in NATS KV outlives a dead runner this long
     consolidation_interval_seconds: float = 86400.0  # how often every namespace gets an `all` job (0: never)
     consolidation_max_proposals: int = 20  # contradictions and updates one run proposes per namespace at most
+    # The `all` job's dedupe and contradictions (which read the whole namespace) run in a child process, whose memory
+    # goes back to the system when it ends; false: in the service's own process (docs/operations.md, "Memory").
+    consolidation_child: bool = True
     decay_cold_after_days: float = 30.0  # idle memories of a decaying importance move to the cold tier
     decay_archive_after_days: float = 0.0  # ... and are archived after this long idle (0: never archived)
     decay_importances: str = "low"  # comma separated: the importances that decay

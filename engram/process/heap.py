@@ -107,6 +107,7 @@ def page_out(root: Path, parts: tuple[str, ...]) -> int:
     """Asks the kernel to reclaim now the pages of this process's shared file mappings under ``root`` whose path
     contains one of ``parts`` (madvise MADV_PAGEOUT): what memory pressure would do to them, done while they are
     known to be cold. Nothing is lost (a shared mapping's pages are the file's); a page used again is read back.
+    The second copies of the files under ``root`` go too (drop_sequential_copies: what a load's check filled).
     Returns the bytes of the mappings advised; 0 where there is no /proc or the kernel does not know the advice.
     """
     try:
@@ -123,9 +124,9 @@ def page_out(root: Path, parts: tuple[str, ...]) -> int:
         if any(part in fields[5] for part in parts):
             start, end = (int(address, 16) for address in fields[0].split("-"))
             if libc.madvise(start, end - start, MADV_PAGEOUT) != 0:
-                return advised  # an older kernel: nothing more to do
+                break  # an older kernel: nothing more to page out
             advised += end - start
-    return advised
+    return advised + drop_sequential_copies(root)
 
 
 def drop_sequential_copies(root: Path) -> int:

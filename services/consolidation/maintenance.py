@@ -146,6 +146,18 @@ class Corpus:
         return kept
 
 
+@dataclass(frozen=True, slots=True)
+class Compared:
+    """What the `all` job's dedupe and contradictions did: the seconds of each part (load, compare, dedupe,
+    contradictions), and each step's (name, summary, result)."""
+
+    seconds: dict[str, float]
+    steps: list[tuple[str, str, dict]]
+
+
+Compare = Callable[[str, Progress], Awaitable[Compared]]
+
+
 class Maintenance:
     """The maintenance job kinds, each a Prepare for Jobs.handle, and the contradictions' listing and resolution."""
 
@@ -161,7 +173,10 @@ class Maintenance:
         clock: Callable[[], float] = time.time,
         max_proposals: int = DEFAULT_MAX_PROPOSALS,
         nli: Nli | None = None,
+        compare: Compare | None = None,
     ) -> None:
+        """``compare``: runs the `all` job's dedupe and contradictions instead of this process (compare(), in a
+        child process: services/consolidation/isolated.py)."""
         self._search = search
         self._ingest = ingest
         self._llm = llm
@@ -171,6 +186,7 @@ class Maintenance:
         self._clock = clock
         self._max_proposals = max_proposals
         self._nli = nli
+        self._compare = compare
 
     # -- all
 
@@ -190,19 +206,12 @@ class Maintenance:
             expired = (await self._expiry.run_pass())[namespace]
             results["expire"] = {"expired": expired}
             lines.append(f"Expired {expired}")
-        # Dedupe and contradictions read the namespace once and compare its memories once (the lower floor, the
-        # more neighbours); contradictions then leave out what dedupe merged away.
-        started = time.perf_counter()
-        corpus = await Corpus.load(self._search, system_caller(namespace))
-        loaded = time.perf_counter()
-        floor = min(stance.CONTRADICTION_SIMILARITY, stance.CLOSE_DUPLICATE_SIMILARITY)
-        await asyncio.to_thread(corpus.pairs, floor, max(DUPLICATE_NEIGHBOURS, CONTRADICTION_NEIGHBOURS))
-        seconds = {"load": round(loaded - started, 2), "compare": round(time.perf_counter() - loaded, 2)}
-        steps = (
-            ("dedupe", lambda ns, p: self.run_dedupe(ns, p, corpus=corpus)),
-            ("contradictions", lambda ns, p: self.run_contradictions(ns, p, corpus=corpus)),
-            ("decay", self.run_decay), ("enrich_backfill", self.run_backfill),
-        )  # fmt: skip
+        compared = await (self._compare or self.compare)(namespace, progress)
+        seconds = dict(compared.seconds)
+        steps = (("decay", self.run_decay), ("enrich_backfill", self.run_backfill))
+        for name, summary, result in compared.steps:
+            results[name] = result
+            lines.append(summary.rstrip("."))
         for name, step in steps:
             began = time.perf_counter()
             summary, result = await step(namespace, progress)
@@ -221,6 +230,23 @@ class Maintenance:
                     log.info("all: the summary of team %s failed: %s", team.team, e)
             results["team_summary"] = {"summaries": summaries}
         return "; ".join(lines) + f"; {summaries} team summaries.", results
+
+    async def compare(self, namespace: str, progress: Progress) -> Compared:
+        """The `all` job's dedupe and contradictions: they read the namespace once and compare its memories once
+        (the lower floor, the more neighbours); contradictions then leave out what dedupe merged away."""
+        started = time.perf_counter()
+        corpus = await Corpus.load(self._search, system_caller(namespace))
+        loaded = time.perf_counter()
+        floor = min(stance.CONTRADICTION_SIMILARITY, stance.CLOSE_DUPLICATE_SIMILARITY)
+        await asyncio.to_thread(corpus.pairs, floor, max(DUPLICATE_NEIGHBOURS, CONTRADICTION_NEIGHBOURS))
+        seconds = {"load": round(loaded - started, 2), "compare": round(time.perf_counter() - loaded, 2)}
+        steps = []
+        for name, step in (("dedupe", self.run_dedupe), ("contradictions", self.run_contradictions)):
+            began = time.perf_counter()
+            summary, result = await step(namespace, progress, corpus=corpus)
+            seconds[name] = round(time.perf_counter() - began, 2)
+            steps.append((name, summary, result))
+        return Compared(seconds, steps)
 
     # -- dedupe
 

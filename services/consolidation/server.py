@@ -23,6 +23,7 @@ from engram.process.runtime import Resources, RunningServer, serve
 from engram.results import Job
 from engram.services.consolidation.enrichment import DURABLE_NAME, SUBJECTS, Enricher, EnrichOptions
 from engram.services.consolidation.expiry import ExpiryJob
+from engram.services.consolidation.isolated import ChildCompare
 from engram.services.consolidation.jobs import (
     AGENT,
     SOURCE,
@@ -171,9 +172,13 @@ class ConsolidationService:
         nli = load_nli(self.settings.model_cache_dir)  # optional: confirms contradictions when one is installed
         if nli is not None:
             log.info("contradictions and merges are checked by the NLI model %s", nli.model_id)
+        compare = None
+        if self.settings.consolidation_child and self.ingest_addr and self.search_addr:
+            compare = ChildCompare(self.ingest_addr, self.search_addr, self.settings.consolidation_max_proposals,
+                                   self.settings.model_cache_dir)  # fmt: skip
         self.maintenance = Maintenance(
             search, ingest, llm=self._connections.llm, decay=policy, expiry=self._expiry, summarizer=summarizer,
-            max_proposals=self.settings.consolidation_max_proposals, nli=nli,
+            max_proposals=self.settings.consolidation_max_proposals, nli=nli, compare=compare,
         )  # fmt: skip
         self.jobs.handle("team_summary", summarizer.job)
         self.jobs.handle("expire", self._expiry.on_demand)

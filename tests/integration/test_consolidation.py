@@ -26,6 +26,7 @@ from engram.llm import ChatClient
 from engram.model import Caller, MemoryInput, SearchFilter
 from engram.process.runtime import Resources
 from engram.services.consolidation import stance
+from engram.services.consolidation.isolated import ChildCompare
 from engram.services.consolidation.jobs import JobRunning, Progress
 from engram.services.consolidation.maintenance import Maintenance
 from engram.services.consolidation.server import ConsolidationService
@@ -330,6 +331,27 @@ async def test_a_job_leaves_none_of_the_namespace_it_read_cached(kit: Kit) -> No
     outcome = await Maintenance(kit.search, kit.ingest).contradictions(me, {}).run(Progress())
     assert outcome.result["flagged"] == 1  # the two were read and compared
     assert stance._reading.cache_info().currsize == 0 and stance._same_word.cache_info().currsize == 0
+
+
+async def test_the_all_jobs_comparison_in_a_child_process_merges_and_reports_as_in_the_node(
+    kit: Kit, node: NodeHandle, model_cache: Path
+) -> None:
+    """The child reads the namespace and writes through the node's gRPC services, then exits with its memory."""
+    ns = unique("ns")
+    me = agent(ns, "alice")
+    await kit.ingest.save(me, MemoryInput(content="Backups run nightly at 02:00"))
+    await kit.ingest.save(me, MemoryInput(content="The backups run nightly at 02:00"))
+    await kit.settled()
+    progress = Progress()
+    compared = await ChildCompare(node.grpc_address, node.grpc_address, 20, model_cache)(ns, progress)
+    steps = {name: result for name, _, result in compared.steps}
+    assert steps["dedupe"]["merged"] == 1 and steps["contradictions"]["flagged"] == 0
+    assert set(compared.seconds) == {"load", "compare", "dedupe", "contradictions"}
+    assert progress.phase == "contradictions"  # told by the child as it went
+    await kit.settled()
+    assert len((await kit.search.list(me, limit=10, flt=SearchFilter())).memories) == 1
+    with pytest.raises(errors.Unavailable, match="child process"):
+        await ChildCompare("127.0.0.1:1", "127.0.0.1:1", 20, model_cache)(ns, Progress())
 
 
 # -- decay

@@ -1,0 +1,125 @@
+"""The `all` job's dedupe and contradictions in a child process of their own, which ends with them.
+
+They read the whole namespace and compare every memory with its neighbours: at 50k memories 450 MiB of Python
+objects at the peak. Freed in small pieces among objects that live on, that memory mostly stayed resident in the
+node (pymalloc keeps an arena while one object in it lives; glibc a page): 930 MiB after a job at 50k against 527
+before it, measured (docs/benchmarks.md, lean memory). A child gives it all back when it exits. It talks to the
+node's ingest and search services over gRPC, as the job did, and reports its progress and result as JSON lines.
+
+`python -m engram.services.consolidation.isolated` reads its request (a JSON object) on stdin.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import ctypes
+import json
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from engram.errors import Unavailable
+from engram.services.consolidation.jobs import Progress
+from engram.services.consolidation.maintenance import Compared
+
+CHILD = "engram.services.consolidation.isolated"
+LINE_LIMIT = 64 * 1024 * 1024  # the result line (each step's result) may be long
+PR_SET_PDEATHSIG = 1  # prctl option, from Linux's prctl.h
+CALL_TIMEOUT = 30.0  # seconds per gRPC call, as the service's own clients (server.DEFAULT_INGEST_TIMEOUT)
+
+
+@dataclass(frozen=True, slots=True)
+class ChildCompare:
+    """Maintenance's compare, run by a child process against the node's ingest and search gRPC services."""
+
+    ingest_addr: str
+    search_addr: str
+    max_proposals: int
+    models_dir: Path
+
+    async def __call__(self, namespace: str, progress: Progress) -> Compared:
+        request = {"namespace": namespace, "ingest": self.ingest_addr, "search": self.search_addr,
+                   "max_proposals": self.max_proposals, "models": str(self.models_dir)}  # fmt: skip
+        child = await asyncio.create_subprocess_exec(
+            sys.executable, "-m", CHILD, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            limit=LINE_LIMIT,
+        )  # fmt: skip
+        assert child.stdin is not None and child.stdout is not None
+        try:
+            child.stdin.write(json.dumps(request).encode())
+            await child.stdin.drain()
+            child.stdin.close()
+            compared = None
+            async for line in child.stdout:
+                try:
+                    message = json.loads(line)
+                except ValueError:  # not ours (a library that prints): the lines that count are JSON objects
+                    continue
+                if not isinstance(message, dict):
+                    continue
+                if "phase" in message:
+                    progress.start(message["phase"], message["total"])
+                    progress.advance(message["done"])
+                elif "seconds" in message:
+                    compared = Compared(message["seconds"], [tuple(step) for step in message["steps"]])
+            code = await child.wait()
+        finally:
+            if child.returncode is None:  # cancelled: the job's comparison ends with it
+                with contextlib.suppress(ProcessLookupError):
+                    child.kill()
+                await child.wait()
+        if compared is None or code != 0:
+            raise Unavailable(f"the comparison of the memories (a child process) ended with exit code {code}; "
+                              "its error is in the node's log. The next run starts it again.")  # fmt: skip
+        return compared
+
+
+async def _compare(request: dict[str, Any]) -> Compared:
+    from engram.grpc.clients import IngestClient, SearchClient
+    from engram.nli import load_nli
+    from engram.services.consolidation.maintenance import Maintenance
+
+    ingest = IngestClient(request["ingest"], timeout=CALL_TIMEOUT)
+    search = SearchClient(request["search"], timeout=CALL_TIMEOUT)
+    try:
+        nli = load_nli(Path(request["models"]))
+        maintenance = Maintenance(search, ingest, max_proposals=request["max_proposals"], nli=nli)
+        return await maintenance.compare(request["namespace"], _Reported())
+    finally:
+        await search.close()
+        await ingest.close()
+
+
+class _Reported(Progress):
+    """The child's progress, told to the parent as it changes."""
+
+    def __init__(self) -> None:
+        super().__init__(on_change=self._report)
+
+    def _report(self) -> None:
+        _say({"phase": self.phase, "total": self.total, "done": self.done})
+
+
+def _say(message: dict[str, Any]) -> None:
+    sys.stdout.write(json.dumps(message) + "\n")
+    sys.stdout.flush()
+
+
+def _die_with_parent() -> None:
+    # A node killed mid-job (SIGKILL, the out-of-memory killer) takes its comparison with it.
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+
+
+def main() -> None:
+    _die_with_parent()
+    request = json.loads(sys.stdin.read())
+    compared = asyncio.run(_compare(request))
+    _say({"seconds": compared.seconds, "steps": compared.steps})
+
+
+if __name__ == "__main__":
+    main()
