@@ -185,6 +185,10 @@ class MemoryIndex(Protocol):
 
     def applied_seq(self) -> int: ...
 
+    def holds_questions(self) -> bool:
+        """Whether any point may hold question vectors (False: a search needs no questions retriever)."""
+        ...
+
     def skipped_count(self) -> int:
         """How many memory-creating entries up to applied_seq were skipped as unservable (not in the index)."""
         ...

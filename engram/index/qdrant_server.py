@@ -297,6 +297,9 @@ class QdrantServerIndex:
     def applied_seq(self) -> int:
         return int(self._meta().get("applied_seq", 0))
 
+    def holds_questions(self) -> bool:
+        return True  # not recorded here: a Qdrant server's collection is searched for them always
+
     def skipped_count(self) -> int:
         return int(self._meta().get("skipped", 0))
 

@@ -218,7 +218,10 @@ class MemoryReader:
             limit=depth,
             dense=dense if DENSE in chosen else None,
             sparse=terms if SPARSE in chosen else None,
-            questions=dense if QUESTIONS in chosen else None,
+            # None when no memory has questions (an LLM adds them): the retriever would scan for nothing
+            questions=dense
+            if QUESTIONS in chosen and (flt.as_of is not None or self._index.holds_questions())
+            else None,
             with_payload=False,  # converting 2 x 100 payloads costs more than fetching the few we keep
         )
         lists = self._index.search(request) if flt.as_of is None else self._search_as_of(request)

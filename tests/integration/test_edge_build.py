@@ -142,3 +142,25 @@ def test_a_shard_starting_over_copies_the_kept_empty_one_made_with_the_same_sett
     other.upsert(points(5, seed=21))
     assert other.count("a") == 5
     other.close()
+
+
+def test_a_search_asks_for_questions_only_once_a_point_holds_some(tmp_path: Path) -> None:
+    """Until an LLM adds questions to a memory, the questions retriever would scan for nothing: holds_questions
+    says so, and remembers it across a restart."""
+    index = EdgeIndex(tmp_path / "index", dim=DIM)
+    batch = points(3, seed=30)
+    index.upsert(batch)
+    index.set_applied_seq(3)
+    assert not index.holds_questions()
+    index.close()
+    index = EdgeIndex(tmp_path / "index", dim=DIM)
+    assert not index.holds_questions()
+    assert index.update_questions("a", batch[0].id, [batch[1].dense], ["what is it?"])
+    assert index.holds_questions()
+    index.set_applied_seq(4)
+    index.close()
+    index = EdgeIndex(tmp_path / "index", dim=DIM)
+    assert index.holds_questions()
+    index.reset()
+    assert not index.holds_questions()
+    index.close()
