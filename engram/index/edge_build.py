@@ -4,22 +4,12 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
 import logging
 import os
-import signal
 from pathlib import Path
 
 from engram.index.qdrant_edge import VECTOR_STORAGES, build_vector_index
-
-PR_SET_PDEATHSIG = 1
-
-
-def _die_with_parent() -> None:
-    """Asks the kernel to kill this process when the node exits (Linux; elsewhere it runs to its end, and the
-    node's next start removes its copy)."""
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL)
+from engram.process.children import die_with_parent
 
 
 def _yield_to_the_node() -> None:
@@ -35,7 +25,7 @@ def _yield_to_the_node() -> None:
 
 
 def main() -> None:
-    _die_with_parent()
+    die_with_parent()  # elsewhere than Linux it runs to its end, and the node's next start removes its copy
     _yield_to_the_node()
     parser = argparse.ArgumentParser(description=__doc__)
     parser.add_argument("path", type=Path, help="the shard copy (engram.index.qdrant_edge.BUILDING)")

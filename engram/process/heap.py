@@ -14,6 +14,7 @@ import ctypes.util
 import logging
 import os
 from pathlib import Path
+from typing import Any
 
 log = logging.getLogger(__name__)
 
@@ -111,11 +112,9 @@ def page_out(root: Path, parts: tuple[str, ...]) -> int:
     Returns the bytes of the mappings advised; 0 where there is no /proc or the kernel does not know the advice.
     """
     try:
-        maps = Path("/proc/self/maps").read_text()
-        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        maps, madvise = Path("/proc/self/maps").read_text(), _madvise()
     except OSError:
         return 0
-    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     prefix, advised = str(root) + os.sep, 0
     for line in maps.splitlines():
         fields = line.split(maxsplit=5)
@@ -123,7 +122,7 @@ def page_out(root: Path, parts: tuple[str, ...]) -> int:
             continue
         if any(part in fields[5] for part in parts):
             start, end = (int(address, 16) for address in fields[0].split("-"))
-            if libc.madvise(start, end - start, MADV_PAGEOUT) != 0:
+            if madvise(start, end - start, MADV_PAGEOUT) != 0:
                 break  # an older kernel: nothing more to page out
             advised += end - start
     return advised + drop_sequential_copies(root)
@@ -139,11 +138,9 @@ def drop_sequential_copies(root: Path) -> int:
     the mappings advised; 0 where there is no /proc.
     """
     try:
-        smaps = Path("/proc/self/smaps").read_text()
-        libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+        smaps, madvise = Path("/proc/self/smaps").read_text(), _madvise()
     except OSError:
         return 0
-    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
     prefix, advised, mapping = str(root) + os.sep, 0, None
     for line in smaps.splitlines():
         fields = line.split(maxsplit=5)
@@ -153,7 +150,14 @@ def drop_sequential_copies(root: Path) -> int:
         elif mapping is not None and line.startswith("VmFlags:"):
             if "sr" in line.split()[1:]:
                 start, end = (int(address, 16) for address in mapping.split("-"))
-                if libc.madvise(start, end - start, MADV_DONTNEED) == 0:
+                if madvise(start, end - start, MADV_DONTNEED) == 0:
                     advised += end - start
             mapping = None
     return advised
+
+
+def _madvise() -> Any:
+    """libc's madvise(addr, length, advice); raises OSError where there is no libc to load."""
+    libc = ctypes.CDLL(ctypes.util.find_library("c"), use_errno=True)
+    libc.madvise.argtypes = [ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int]
+    return libc.madvise

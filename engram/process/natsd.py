@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import json
 import logging
 import os
@@ -17,6 +16,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from engram.process.children import die_with_parent
 from engram.process.health import LOG, Health
 
 log = logging.getLogger(__name__)
@@ -27,7 +27,6 @@ DEFAULT_MIN_BACKOFF = 0.5
 DEFAULT_MAX_BACKOFF = 30.0
 DEFAULT_STABLE_AFTER = 60.0
 LOG_STORE = "log_store"  # health condition set by the log when it is connected but writes are not acknowledged
-_PR_SET_PDEATHSIG = 1
 
 
 class NatsServerError(RuntimeError):
@@ -52,9 +51,7 @@ def _child_setup() -> None:
     os.setsid()
     # The kernel kills nats-server if the node dies, even by SIGKILL, so a crashed node never leaves a server
     # holding the JetStream store.
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
+    die_with_parent()
 
 
 @dataclass(slots=True)

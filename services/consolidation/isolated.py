@@ -13,21 +13,19 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import ctypes
 import json
-import signal
 import sys
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from engram.errors import Unavailable
+from engram.process.children import die_with_parent
 from engram.services.consolidation.jobs import Progress
 from engram.services.consolidation.maintenance import Compared
 
 CHILD = "engram.services.consolidation.isolated"
 LINE_LIMIT = 64 * 1024 * 1024  # the result line (each step's result) may be long
-PR_SET_PDEATHSIG = 1  # prctl option, from Linux's prctl.h
 CALL_TIMEOUT = 30.0  # seconds per gRPC call, as the service's own clients (server.DEFAULT_INGEST_TIMEOUT)
 
 
@@ -108,14 +106,8 @@ def _say(message: dict[str, Any]) -> None:
     sys.stdout.flush()
 
 
-def _die_with_parent() -> None:
-    # A node killed mid-job (SIGKILL, the out-of-memory killer) takes its comparison with it.
-    with contextlib.suppress(OSError, AttributeError):
-        ctypes.CDLL("libc.so.6", use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
-
-
 def main() -> None:
-    _die_with_parent()
+    die_with_parent()  # a node killed mid-job (SIGKILL, the out-of-memory killer) takes its comparison with it
     request = json.loads(sys.stdin.read())
     compared = asyncio.run(_compare(request))
     _say({"seconds": compared.seconds, "steps": compared.steps})

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import ctypes
 import logging
 import os
 import signal
@@ -31,6 +30,7 @@ from pathlib import Path
 from types import FrameType
 from typing import NoReturn
 
+from engram.process.children import die_with_parent
 from engram.process.nodeinfo import NODE_FILE
 from engram.process.ports import PortInUse, listen_socket
 from engram.services.node.owner import NodeRunningError, owner_lock
@@ -47,7 +47,6 @@ MAX_RESTARTS = 3
 CRASH_WINDOW_SECONDS = 600.0
 RESTART_DELAY_SECONDS = 1.0  # doubled after each crash in the window
 INDEXES = ("index", "index-versions")  # the data dir's search indexes (engram.services.search.server.open_index)
-_PR_SET_PDEATHSIG = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -166,7 +165,7 @@ class Supervisor:
         return subprocess.Popen(
             argv,
             pass_fds=(self._inherited.lock_fd, self._inherited.socket_fd),
-            preexec_fn=_die_with_parent,  # one thread here (preexec_fn is unsafe with threads)
+            preexec_fn=die_with_parent,  # one thread here (preexec_fn is unsafe with threads)
         )
 
     def _forward(self, signum: int, frame: FrameType | None) -> None:
@@ -181,14 +180,6 @@ class Supervisor:
         while not self._stopping and (left := deadline - time.monotonic()) > 0:
             time.sleep(min(left, 0.1))
         return self._stopping
-
-
-def _die_with_parent() -> None:
-    # Runs in the child before exec: the kernel kills the node if its supervisor dies, even by SIGKILL, so a node
-    # never runs on without the process holding its lock and socket.
-    with contextlib.suppress(OSError, AttributeError):
-        libc = ctypes.CDLL("libc.so.6", use_errno=True)
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGKILL, 0, 0, 0)
 
 
 def _set_indexes_aside(home: Path) -> None:
