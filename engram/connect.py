@@ -8,6 +8,8 @@ import shutil
 import sys
 from pathlib import Path
 
+from engram.process.children import python_module
+
 KEY_PLACEHOLDER = "<key>"
 KEY_ENV = "ENGRAM_API_KEY"
 
@@ -23,7 +25,7 @@ def engram_command() -> list[str]:
     found = shutil.which("engram")
     if found:
         return [str(Path(found).absolute())]
-    return [sys.executable, "-m", "engram.services.node"]
+    return python_module("engram.services.node")
 
 
 def connect_lines(mcp_url: str, home: str, *, keys_required: bool, command: list[str] | None = None) -> list[str]:

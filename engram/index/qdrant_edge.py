@@ -7,7 +7,6 @@ import logging
 import os
 import shutil
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Iterator
@@ -44,6 +43,7 @@ from engram.index import (
 from engram.index.filters import Condition, Filter, Match, MatchAny, Range, conditions
 from engram.index.listing import recent_page
 from engram.model import STATUSES, SearchFilter
+from engram.process.children import python_module
 from engram.process.health import MIB
 from engram.process.heap import page_out
 
@@ -792,7 +792,7 @@ class EdgeBuild:
 
     @classmethod
     def start(cls, path: Path, arguments: list[str], *, points: int) -> EdgeBuild:
-        command = [sys.executable, "-m", "engram.index.edge_build", str(path), *arguments]
+        command = [*python_module("engram.index.edge_build"), str(path), *arguments]
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL)
         return cls(path, process, points)
 

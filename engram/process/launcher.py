@@ -7,13 +7,13 @@ import contextlib
 import fcntl
 import os
 import subprocess
-import sys
 import time
 from pathlib import Path
 
 import grpc
 
 from engram.grpc.rpc import channel
+from engram.process.children import python_module
 from engram.process.nodeinfo import NodeInfo, read_node_info
 from engram.v1 import node_control_pb2, node_control_pb2_grpc
 
@@ -59,9 +59,7 @@ async def _spawn(home: Path, timeout: float) -> NodeInfo:
     with open(log_path, "ab") as log:
         process = subprocess.Popen(
             [
-                sys.executable,
-                "-m",
-                "engram.services.node",
+                *python_module("engram.services.node"),
                 "serve",
                 "--home",
                 str(home),

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from engram.errors import Unavailable
-from engram.process.children import die_with_parent
+from engram.process.children import die_with_parent, python_module
 from engram.services.consolidation.jobs import Progress
 from engram.services.consolidation.maintenance import Compared
 
@@ -42,7 +42,7 @@ class ChildCompare:
         request = {"namespace": namespace, "ingest": self.ingest_addr, "search": self.search_addr,
                    "max_proposals": self.max_proposals, "models": str(self.models_dir)}  # fmt: skip
         child = await asyncio.create_subprocess_exec(
-            sys.executable, "-m", CHILD, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            *python_module(CHILD), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             limit=LINE_LIMIT,
         )  # fmt: skip
         assert child.stdin is not None and child.stdout is not None

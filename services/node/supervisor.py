@@ -30,7 +30,7 @@ from pathlib import Path
 from types import FrameType
 from typing import NoReturn
 
-from engram.process.children import die_with_parent
+from engram.process.children import die_with_parent, python_module
 from engram.process.nodeinfo import NODE_FILE
 from engram.process.ports import PortInUse, listen_socket
 from engram.services.node.owner import NodeRunningError, owner_lock
@@ -67,7 +67,7 @@ class Inherited:
 
 def supervise(argv: Sequence[str], *, home: Path, host: str, port: int, log_level: str) -> NoReturn:
     """Becomes the supervisor of `engram <argv>` (the same process, a lean program: see the module docstring)."""
-    lean = [sys.executable, "-m", __name__, "--home", str(home), "--host", host, "--port", str(port)]
+    lean = [*python_module(__name__), "--home", str(home), "--host", host, "--port", str(port)]
     sys.stdout.flush()
     sys.stderr.flush()
     os.execv(sys.executable, [*lean, "--log-level", log_level, "--", *argv])
@@ -159,7 +159,7 @@ class Supervisor:
             restarts += 1
 
     def _spawn(self, *, quiet: bool) -> subprocess.Popen[bytes]:
-        argv = [sys.executable, "-m", "engram.services.node", *self._argv, SUPERVISED_FLAG, self._inherited.flag()]
+        argv = [*python_module("engram.services.node"), *self._argv, SUPERVISED_FLAG, self._inherited.flag()]
         if quiet and "--quiet" not in argv:
             argv.append("--quiet")  # the URL has not changed: no second banner
         return subprocess.Popen(
