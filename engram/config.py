@@ -100,6 +100,7 @@ class Settings:
     hook_context_tokens: int = 800
     hook_min_quality: float = 0.5
     hook_max_chars: int = 1000
+    hook_url: str = ""  # the node the hooks deliver to; empty: the local node (`engram hooks install --url` sets it)
     qdrant_url: str | None = None
     # Where built ONNX models, installed rerankers and a fetched embedding model are kept: one per machine by default
     # (every data dir on it shares them), $XDG_CACHE_HOME/engram/models or ~/.cache/engram/models.

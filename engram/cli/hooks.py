@@ -18,18 +18,30 @@ def register(subparsers: Any) -> None:
     hooks = sub(subparsers, "hooks", "capture what agents do through their own hooks: install, status, pause")
     hooks.set_defaults(func=_run)
     actions = hooks.add_subparsers(dest="hooks_command", required=True, metavar="ACTION")
-    for name, text, act in (
-        ("install", "add Engram's hooks to an agent's settings (backed up first)", _install),
-        ("uninstall", "take Engram's hooks out again (the backup restored when the file is unchanged)", _uninstall),
-    ):
-        action = add_home(sub(actions, name, text))
-        action.add_argument("agent", metavar="AGENT", help=_AGENTS_HELP)
-        action.add_argument(
-            "--scope", choices=("user", "project"), default="user",
-            help="user: the agent's settings in your home folder (default); project: those of the project",
-        )  # fmt: skip
-        action.add_argument("--project-dir", type=Path, help="the project (default: the repository of this folder)")
-        action.set_defaults(act=act)
+    install = add_home(sub(actions, "install", "add Engram's hooks to an agent's settings (backed up first)"))
+    install.add_argument("agent", metavar="AGENT", help=_AGENTS_HELP)
+    install.add_argument(
+        "--scope", choices=("user", "project"), default="user",
+        help="user: the agent's settings in your home folder (default); project: the project's, which a team may "
+        "commit: they run engram-hook through PATH and name no path of this machine",
+    )  # fmt: skip
+    install.add_argument("--project-dir", type=Path, help="the project (default: the repository of this folder)")
+    install.add_argument(
+        "--url",
+        help="deliver to the node at this URL (a cluster or another host's gateway) "
+        "instead of the local one; kept in <home>/hooks/node.json, never in the agent's settings",
+    )
+    install.add_argument("--key", help="the API key the hooks send to --url (default: ENGRAM_API_KEY)")
+    install.set_defaults(act=_install)
+    uninstall = add_home(sub(actions, "uninstall", "take Engram's hooks out again (the backup restored when the "
+                             "file is unchanged)"))  # fmt: skip
+    uninstall.add_argument("agent", metavar="AGENT", help=_AGENTS_HELP)
+    uninstall.add_argument(
+        "--scope", choices=("user", "project"),
+        help="only this scope (default: wherever they are: your home folder's settings and this project's)",
+    )  # fmt: skip
+    uninstall.add_argument("--project-dir", type=Path, help="the project (default: the repository of this folder)")
+    uninstall.set_defaults(act=_uninstall)
     status = add_home(sub(actions, "status", "what is installed where, whether capture runs, what waits in the spool"))
     status.add_argument("--project-dir", type=Path, help="the project (default: the repository of this folder)")
     status.set_defaults(act=_status)
@@ -58,52 +70,81 @@ def _home_flag(args: argparse.Namespace, settings: Settings) -> Path | None:
 
 
 def _install(args: argparse.Namespace, settings: Settings) -> int:
-    from engram.hooks.install import HooksError, install, shell
+    from engram.hooks.install import PROJECT, HooksError, hook_line, install
+    from engram.hooks.target import TargetError, forget, save
 
+    hooks_dir = settings.home / "hooks"
+    home = None if args.scope == PROJECT else _home_flag(args, settings)  # a project's file names no local path
     try:
-        outcome = install(args.agent, args.scope, _project(args), settings.home / "hooks", _home_flag(args, settings))
-    except HooksError as e:
+        if args.url:
+            save(hooks_dir, args.url, args.key or settings.api_key)
+        outcome = install(args.agent, args.scope, _project(args), hooks_dir, home)
+    except (HooksError, TargetError) as e:
         print(f"engram: {e}")
         return EXIT_USAGE
+    if args.url:
+        print(f"The hooks deliver to {args.url.rstrip('/')}" + (" with the key given" if args.key or settings.api_key
+              else " without a key (give --key, or set ENGRAM_API_KEY, when that node requires one)"))  # fmt: skip
+    elif forget(hooks_dir):
+        print("The hooks deliver to the local node again (no --url given)")
     if outcome.action == "already installed":
         print(f"Engram's {args.agent} hooks are already installed in {outcome.path}")
         return EXIT_OK
     print(f"Installed Engram's {args.agent} hooks in {outcome.path}")
     if outcome.backup:
         print(f"  backup of the file as it was: {outcome.backup}")
-    from engram.hooks.install import command
-
-    print(f"  each runs: {shell(command(args.agent, '<Event>', _home_flag(args, settings)))}")
-    print(f"  undo with: engram hooks uninstall {args.agent}" + (" --scope project" if args.scope == "project" else ""))
+    print(f"  each runs: {hook_line(args.agent, args.scope, '<Event>', home)}")
+    if args.scope == PROJECT:
+        _project_notes(settings)
+    print(f"  undo with: engram hooks uninstall {args.agent}")
     return EXIT_OK
 
 
-def _uninstall(args: argparse.Namespace, settings: Settings) -> int:
-    from engram.hooks.install import HooksError, uninstall
+def _project_notes(settings: Settings) -> None:
+    """What a project install means on this machine and on teammates' (the file names no path of this one)."""
+    from engram.hooks.install import hook_on_path
 
-    try:
-        outcome = uninstall(args.agent, args.scope, _project(args), settings.home / "hooks")
-    except HooksError as e:
-        print(f"engram: {e}")
-        return EXIT_USAGE
+    print("  the file may be committed: it runs engram-hook through each machine's PATH and names no local path")
+    if hook_on_path() is None:
+        print(
+            "  engram-hook is not on PATH here, so these hooks will say so at each event: put this environment's "
+            "bin folder on PATH, or install Engram as a tool (uv tool install . / pipx install .)"
+        )
+    if settings.home != Settings().home:
+        print(f"  on each machine they use the data dir of ENGRAM_HOME (default ~/.engram), not {settings.home}")
+
+
+def _uninstall(args: argparse.Namespace, settings: Settings) -> int:
+    from engram.hooks.install import CODEX, SCOPES, USER, HooksError, uninstall
+
+    scopes = [args.scope] if args.scope else [USER] if args.agent == CODEX else list(SCOPES)
     said = {
         "restored": "restored as it was before Engram's hooks were installed",
         "removed": "Engram's hooks removed (the file changed since; everything else is kept)",
         "not installed": "has no Engram hooks",
     }
-    print(f"{outcome.path}: {said[outcome.action]}")
+    outcomes = []
+    try:
+        outcomes = [uninstall(args.agent, scope, _project(args), settings.home / "hooks") for scope in scopes]
+    except HooksError as e:
+        print(f"engram: {e}")
+        return EXIT_USAGE
+    shown = [o for o in outcomes if o.action != "not installed"] or outcomes
+    for outcome in shown:
+        print(f"{outcome.path}: {said[outcome.action]}")
     return EXIT_OK
 
 
 def _status(args: argparse.Namespace, settings: Settings) -> int:
     from engram.hooks.capture import Paths, node_url
-    from engram.hooks.install import SCOPES, SUPPORTED, installed
+    from engram.hooks.install import everywhere
     from engram.hooks.privacy import opted_out, paused
     from engram.hooks.spool import Spool
+    from engram.hooks.target import applied
 
-    project = _project(args)
+    settings = applied(settings)
     paths = Paths.of(settings)
-    found = [i for agent in SUPPORTED for scope in SCOPES if (i := installed(agent, scope, project))]
+    found = everywhere(_project(args), paths.hooks)
     for item in found:
         print(f"{item.agent:12} {item.scope:8} {item.path}: {', '.join(item.events)}")
     if not found:
@@ -139,7 +180,9 @@ def _resume(args: argparse.Namespace, settings: Settings) -> int:
 
 def _flush(args: argparse.Namespace, settings: Settings) -> int:
     from engram.hooks.capture import deliver, node_url
+    from engram.hooks.target import applied
 
+    settings = applied(settings)
     result = deliver(settings, wait=True)
     print(f"sent {result.sent}: {result.stored} stored, {result.present} already stored, {result.rejected} refused; "
           f"{result.left} waiting")  # fmt: skip

@@ -109,8 +109,9 @@ def work(agent: str, name: str, payload: dict[str, Any], home: str | None) -> No
 def _settings(home: str | None) -> Any:
     _site()
     from engram.config import Settings
+    from engram.hooks.target import applied
 
-    return Settings.from_env(home=home)
+    return applied(Settings.from_env(home=home))
 
 
 def _site() -> None:

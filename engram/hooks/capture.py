@@ -68,6 +68,8 @@ def deliver(settings: Settings, *, wait: bool = False) -> Delivery:
 def node_url(settings: Settings) -> str:
     from engram.process.nodeinfo import read_node_info
 
+    if settings.hook_url:  # a node elsewhere (engram hooks install --url, ENGRAM_HOOK_URL)
+        return settings.hook_url.rstrip("/")
     info = read_node_info(settings.home)
     return info.http_url if info else f"http://{settings.host}:{settings.port}"
 

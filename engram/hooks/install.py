@@ -3,7 +3,11 @@
 status. Records of what was installed where: <home>/hooks/installed.json; backups: <home>/hooks/backups/.
 
 Claude Code and Gemini CLI read a `hooks` object in a JSON settings file (event -> matcher groups -> command
-handlers); Codex CLI runs one `notify` program named in ~/.codex/config.toml. docs/hooks.md shows what is written."""
+handlers); Codex CLI runs one `notify` program named in ~/.codex/config.toml. docs/hooks.md shows what is written.
+
+A user's settings (their home folder) name this interpreter and file by path: the fastest start. A project's settings
+are committed and shared by a team, so they name no path of this machine: `engram-hook`, found through each
+teammate's PATH, behind a guard that says what to do where Engram is not installed."""
 
 from __future__ import annotations
 
@@ -12,6 +16,7 @@ import json
 import os
 import re
 import shlex
+import shutil
 import subprocess
 import sys
 from dataclasses import dataclass
@@ -23,7 +28,15 @@ from engram.hooks.events import CLAUDE_CODE, CODEX, GEMINI_CLI
 USER, PROJECT = "user", "project"
 SCOPES = (USER, PROJECT)
 MAIN = str(Path(__file__).resolve().with_name("__main__.py"))  # the hook command runs this file (engram.hooks)
-MARKER = "engram/hooks/__main__.py"  # how an entry is known as Engram's
+MARKER = "engram/hooks/__main__.py"  # how an entry of a user's settings is known as Engram's
+HOOK_COMMAND = "engram-hook"  # the console script (pyproject.toml) a project's settings run through PATH
+MARKERS = (MARKER, HOOK_COMMAND)
+# A project's hooks run this first: a teammate without Engram gets one line saying why and what to do (exit 1: the
+# agents show a failing hook's stderr), not a bare "command not found".
+GUARD = (
+    f"command -v {HOOK_COMMAND} >/dev/null 2>&1 || {{ echo 'Engram hooks: {HOOK_COMMAND} is not on PATH; install "
+    "Engram (uv tool install / pipx install) or remove its hooks from this file' >&2; exit 1; }; "
+)
 RECORDS = "installed.json"
 
 # Claude Code: the tools whose use is worth a process (edits and shell commands); reads and searches are not.
@@ -96,13 +109,34 @@ def project_root(cwd: Path) -> Path:
 
 
 def command(agent: str, event: str, home: Path | None) -> list[str]:
-    """The hook command: this interpreter without site setup (-S: faster start) running engram/hooks/__main__.py."""
-    words = [sys.executable, "-S", MAIN, agent, event]
+    """A user's hook command: this interpreter without site setup (-S: faster start) running
+    engram/hooks/__main__.py by its path (-P: neither its folder nor the agent's working folder is searched first)."""
+    words = [sys.executable, "-S", "-P", MAIN, agent, event]
     return words + (["--home", str(home)] if home is not None else [])
+
+
+def portable_command(agent: str, event: str) -> str:
+    """A project's hook command: `engram-hook` through PATH, the same line on every teammate's machine."""
+    return GUARD + shell([HOOK_COMMAND, agent, event])
+
+
+def hook_line(agent: str, scope: str, event: str, home: Path | None) -> str:
+    """The command line a settings file of this scope holds for the event."""
+    return portable_command(agent, event) if scope == PROJECT else shell(command(agent, event, home))
+
+
+def hook_on_path() -> str | None:
+    """Where `engram-hook` is found through PATH here, if anywhere."""
+    return shutil.which(HOOK_COMMAND)
 
 
 def shell(words: list[str]) -> str:
     return " ".join(shlex.quote(w) for w in words)
+
+
+def ours(text: str) -> bool:
+    """True when a command (or a settings text) is one of Engram's hooks."""
+    return any(marker in text for marker in MARKERS)
 
 
 # --- install / uninstall -----------------------------------------------------------------------------------
@@ -118,7 +152,7 @@ def install(agent: str, scope: str, project_dir: Path, hooks_dir: Path, home: Pa
     else:
         data = _load(path, text)
         events = CLAUDE_EVENTS if agent == CLAUDE_CODE else GEMINI_EVENTS
-        updated = _dump(_with_entries(_without_entries(data), events, lambda e: shell(command(agent, e, home))))
+        updated = _dump(_with_entries(_without_entries(data), events, lambda e: hook_line(agent, scope, e, home)))
     if updated == text:
         return Outcome(agent, scope, path, "already installed")
     records = _records(hooks_dir)
@@ -159,7 +193,7 @@ def uninstall(agent: str, scope: str, project_dir: Path, hooks_dir: Path) -> Out
     text = current.decode("utf-8")
     updated = _codex_uninstall(text) if agent == CODEX else _dump(_without_entries(_load(path, text)))
     _save_records(hooks_dir, records)
-    if updated == text or (agent != CODEX and MARKER not in text):
+    if updated == text or (agent != CODEX and not ours(text)):
         return Outcome(agent, scope, path, "not installed")
     _write(path, updated)
     return Outcome(agent, scope, path, "removed")
@@ -171,11 +205,16 @@ def installed(agent: str, scope: str, project_dir: Path) -> Installed | None:
         path = settings_path(agent, scope, project_dir)
     except HooksError:
         return None
+    return installed_at(agent, scope, path)
+
+
+def installed_at(agent: str, scope: str, path: Path) -> Installed | None:
+    """Engram's entries in one settings file, if any."""
     try:
         text = path.read_text(encoding="utf-8")
     except OSError:
         return None
-    if MARKER not in text:
+    if not ours(text):
         return None
     if agent == CODEX:
         return Installed(agent, scope, path, ("notify",))
@@ -183,8 +222,19 @@ def installed(agent: str, scope: str, project_dir: Path) -> Installed | None:
         hooks = json.loads(text).get("hooks", {})
     except (ValueError, AttributeError):
         return None
-    events = tuple(e for e, groups in hooks.items() if isinstance(groups, list) and MARKER in json.dumps(groups))
+    events = tuple(e for e, groups in hooks.items() if isinstance(groups, list) and ours(json.dumps(groups)))
     return Installed(agent, scope, path, events) if events else None
+
+
+def everywhere(project_dir: Path, hooks_dir: Path) -> list[Installed]:
+    """Every install that is still there: the user's and this project's settings, and every file the records name
+    (a project elsewhere): what `engram hooks status` lists wherever it is run."""
+    found = {str(i.path): i for a in SUPPORTED for s in SCOPES if (i := installed(a, s, project_dir))}
+    for path, record in _records(hooks_dir).items():
+        known = path not in found and record.get("agent") in SUPPORTED and record.get("scope") in SCOPES
+        if known and (item := installed_at(record["agent"], record["scope"], Path(path))):
+            found[path] = item
+    return list(found.values())
 
 
 # --- JSON settings (Claude Code, Gemini CLI) -----------------------------------------------------------------
@@ -207,7 +257,7 @@ def _dump(data: dict[str, Any]) -> str:
 
 
 def _ours(handler: object) -> bool:
-    return isinstance(handler, dict) and MARKER in str(handler.get("command", ""))
+    return isinstance(handler, dict) and ours(str(handler.get("command", "")))
 
 
 def _without_entries(data: dict[str, Any]) -> dict[str, Any]:

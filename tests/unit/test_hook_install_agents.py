@@ -1,19 +1,35 @@
 """`engram hooks install|uninstall` for Gemini CLI (hooks in .gemini/settings.json) and Codex CLI (one notify
-program in ~/.codex/config.toml): merged next to what is there, idempotent, undone byte for byte."""
+program in ~/.codex/config.toml): merged next to what is there, idempotent, undone byte for byte; a project's
+settings (which a team commits) name no path of this machine; status finds every install its records name."""
 
 from __future__ import annotations
 
 import json
+import os
 import subprocess
+import sys
 import time
 import tomllib
 from pathlib import Path
 
 import pytest
 
-from engram.hooks.install import GEMINI_EVENTS, MAIN, HooksError, install, installed, shell, uninstall
+from engram.config import Settings
+from engram.hooks.install import (
+    CLAUDE_EVENTS,
+    GEMINI_EVENTS,
+    HOOK_COMMAND,
+    MAIN,
+    HooksError,
+    everywhere,
+    install,
+    installed,
+    shell,
+    uninstall,
+)
 from engram.hooks.session import session_file
 from engram.hooks.spool import SPOOL_FILE
+from engram.hooks.target import TargetError, applied, forget, save
 
 
 @pytest.fixture
@@ -57,11 +73,49 @@ def test_gemini_project_scope_writes_the_projects_settings_and_removes_them_agai
     project = tmp_path / "proj"
     project.mkdir()
     hooks_dir = tmp_path / "engram" / "hooks"
-    outcome = install("gemini-cli", "project", project, hooks_dir, tmp_path / "engram")
+    outcome = install("gemini-cli", "project", project, hooks_dir, None)
     assert outcome.path == project / ".gemini" / "settings.json"
-    assert "--home" in outcome.path.read_text()
+    assert installed("gemini-cli", "project", project) is not None
     uninstall("gemini-cli", "project", project, hooks_dir)
     assert not (project / ".gemini").exists()
+
+
+@pytest.mark.parametrize(("agent", "folder"), [("claude-code", ".claude"), ("gemini-cli", ".gemini")])
+def test_a_projects_settings_name_no_path_of_this_machine_and_run_engram_hook_through_path(
+    home: Path, tmp_path: Path, agent: str, folder: str
+) -> None:
+    project = tmp_path / "proj"
+    project.mkdir()
+    install(agent, "project", project, tmp_path / "engram" / "hooks", None)
+    text = (project / folder / "settings.json").read_text()
+    for local in (sys.executable, MAIN, str(tmp_path), str(home), os.path.dirname(sys.executable)):
+        assert local not in text
+    commands = [h["command"] for groups in json.loads(text)["hooks"].values() for g in groups for h in g["hooks"]]
+    events = CLAUDE_EVENTS if agent == "claude-code" else GEMINI_EVENTS
+    assert len(commands) == len(events) and all(c.endswith(f"{HOOK_COMMAND} {agent} {e}") for c, e in
+                                                zip(commands, events, strict=True))  # fmt: skip
+
+    # A teammate without Engram: the guard says what to do, on stderr, and the hook fails (agents show that).
+    bare = {"PATH": "/usr/bin:/bin", "HOME": str(home)}
+    done = subprocess.run(["bash", "-c", commands[0]], input="{}", capture_output=True, text=True, env=bare)
+    assert done.returncode == 1 and done.stdout == ""
+    assert f"{HOOK_COMMAND} is not on PATH; install Engram" in done.stderr
+
+
+def test_status_finds_the_installs_its_records_name_from_any_folder(home: Path, tmp_path: Path) -> None:
+    project, elsewhere = tmp_path / "proj", tmp_path / "elsewhere"
+    project.mkdir()
+    elsewhere.mkdir()
+    hooks_dir = tmp_path / "engram" / "hooks"
+    install("claude-code", "user", project, hooks_dir, None)
+    install("claude-code", "project", project, hooks_dir, None)
+    install("gemini-cli", "project", project, hooks_dir, None)
+    found = {(i.agent, i.scope, i.path) for i in everywhere(elsewhere, hooks_dir)}
+    assert found == {
+        ("claude-code", "user", home / ".claude" / "settings.json"),
+        ("claude-code", "project", project / ".claude" / "settings.json"),
+        ("gemini-cli", "project", project / ".gemini" / "settings.json"),
+    }
 
 
 def test_codex_gets_one_notify_line_above_its_tables_and_loses_it_again(home: Path, tmp_path: Path) -> None:
@@ -74,7 +128,7 @@ def test_codex_gets_one_notify_line_above_its_tables_and_loses_it_again(home: Pa
     assert install("codex", "user", tmp_path, hooks_dir, None).action == "installed"
     assert install("codex", "user", tmp_path, hooks_dir, None).action == "already installed"
     parsed = tomllib.loads(config.read_text())
-    assert parsed["notify"][-4:] == ["-S", MAIN, "codex", "notify"] and parsed["model"] == "o3"
+    assert parsed["notify"][-5:] == ["-S", "-P", MAIN, "codex", "notify"] and parsed["model"] == "o3"
     assert parsed["profiles"]["fast"]["model"] == "o4-mini"  # the line went above the first table
 
     assert uninstall("codex", "user", tmp_path, hooks_dir).action == "restored"
@@ -110,3 +164,15 @@ def test_the_installed_codex_command_takes_a_turn_from_its_last_argument(home: P
     assert line["content"] == "Decision stated by the user: We decided to use opaque cursors, not page numbers."
     assert line["agent"] == "codex" and line["conversation_id"] == "th-1"
     assert session_file(engram_home / "hooks" / "sessions", "th-1").exists()
+
+
+def test_the_node_named_at_install_is_kept_private_and_used_by_the_hooks(tmp_path: Path) -> None:
+    settings = Settings.from_env({}, home=tmp_path / "engram")
+    hooks_dir = settings.home / "hooks"
+    with pytest.raises(TargetError, match="--url must be the node's http:// or https:// address"):
+        save(hooks_dir, "engram.example.com", "k")
+    path = save(hooks_dir, "https://engram.example.com/", "secret-key")
+    assert path.stat().st_mode & 0o777 == 0o600
+    used = applied(settings)
+    assert (used.hook_url, used.api_key) == ("https://engram.example.com", "secret-key")
+    assert forget(hooks_dir) and applied(settings) == settings
