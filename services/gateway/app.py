@@ -24,7 +24,7 @@ from engram.services.gateway.identity import Resolver
 from engram.services.gateway.mcp.server import build_mcp
 from engram.services.gateway.operations import Operations
 from engram.services.gateway.operations.cursors import CursorTracker
-from engram.services.gateway.rest import consolidation, context, coordination, memories, packs, status, sync
+from engram.services.gateway.rest import consolidation, context, coordination, docs, memories, packs, status, sync
 from engram.services.gateway.rest.bodies import IMPORT_PATH, reads_json_body
 from engram.services.gateway.rest.problems import add_error_handlers
 from engram.services.gateway.schemas.results import ENGRAM_VERSION
@@ -68,7 +68,9 @@ def build_app(
                 with contextlib.suppress(Exception):  # the connection may already be gone at shutdown
                     await following.unsubscribe()
 
-    app = FastAPI(title="Engram", version=ENGRAM_VERSION, description=DESCRIPTION, lifespan=lifespan)
+    # /docs and /redoc are served by rest/docs.py, with their scripts from this node rather than a CDN.
+    app = FastAPI(title="Engram", version=ENGRAM_VERSION, description=DESCRIPTION, lifespan=lifespan, docs_url=None,
+                  redoc_url=None)  # fmt: skip
     add_error_handlers(app)
     # A Route whose endpoint is not a function is called as a raw ASGI app (all methods: POST, GET, DELETE). Routed
     # first, so an MCP call is not matched against every REST route before its own.
@@ -82,6 +84,7 @@ def build_app(
     app.include_router(sync.build_router(backend, resolver))
     app.include_router(packs.build_router(backend, cursors, resolver))
     app.include_router(console.build_router(backend, resolver))
+    app.include_router(docs.build_router(app.title))
     events = sse.build_router(resolver, settings, event_log)
     app.include_router(events)
     app.state.event_streams = events.streams  # the server ends open streams before it stops (server.py)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from collections.abc import Iterator
 
@@ -175,6 +176,28 @@ def test_openapi_documents_the_api(api: httpx.Client) -> None:
     assert {"SaveRequest", "SaveResult", "SearchRequest", "SearchResult", "MemoryOut", "Problem"} <= set(schemas)
     assert "bearer" in str(doc["components"]["securitySchemes"]).lower()
     assert api.get("/docs").status_code == 200
+
+
+def test_the_api_docs_load_nothing_from_another_host_and_their_assets_answer(api: httpx.Client) -> None:
+    """Offline, or behind a firewall, /docs and /redoc still work: every script, style and icon is the node's."""
+    for page in ("/docs", "/redoc"):
+        html = api.get(page)
+        assert html.status_code == 200 and html.headers["content-type"].startswith("text/html")
+        linked = re.findall(r"""(?:src|href)\s*=\s*["']([^"']+)["']|url\s*:\s*["']([^"']+)["']""", html.text)
+        urls = [u for pair in linked for u in pair if u]
+        assert urls and not [u for u in urls if "//" in u], f"{page} links another host: {urls}"
+        assert not re.search(r"https?://(?!127\.0\.0\.1|localhost)", html.text.replace("http://www.w3.org", "")), page
+        for url in urls:
+            if url.startswith("/docs/assets/"):
+                asset = api.get(url)
+                assert asset.status_code == 200 and len(asset.content) > 1000, url
+    assert api.get("/docs/assets/../../etc/passwd").status_code == 404
+    assert api.get("/docs/assets/nothing.js").status_code == 404
+
+
+def test_the_nodes_address_opens_the_console(api: httpx.Client) -> None:
+    answer = api.get("/", follow_redirects=False)
+    assert answer.status_code == 307 and answer.headers["location"] == "/console"
 
 
 def test_healthz_and_readyz(api: httpx.Client) -> None:

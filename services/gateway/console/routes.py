@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Annotated
 
 from fastapi import APIRouter, Depends, Query, Request
-from fastapi.responses import Response
+from fastapi.responses import RedirectResponse, Response
 from pydantic import BaseModel, Field
 
 from engram.config import MAX_SEARCH_LIMIT
@@ -131,10 +131,16 @@ def activity_result(counts: list[tuple[float, dict[str, int]]], utc_offset_minut
 
 
 def build_router(backend: Backend, resolver: Resolver) -> APIRouter:
-    """GET /console (and /console/static/<file>), GET /v1/consolidation/jobs and GET /v1/activity."""
+    """GET / (a redirect to the console), GET /console (and /console/static/<file>), GET /v1/consolidation/jobs and
+    GET /v1/activity."""
     router = APIRouter()
     assets = load_assets()
     CurrentCaller = Annotated[Caller, Depends(caller_dependency(resolver))]
+
+    @router.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
+    async def root(request: Request) -> RedirectResponse:
+        """The node's address in a browser opens the console (people type it, and older docs sent them there)."""
+        return RedirectResponse(request.scope.get("root_path", "") + CONSOLE_PATH, status_code=307)
 
     @router.api_route(CONSOLE_PATH, methods=["GET", "HEAD"], include_in_schema=False)
     @router.api_route(f"{CONSOLE_PATH}/", methods=["GET", "HEAD"], include_in_schema=False)
