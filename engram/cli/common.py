@@ -109,6 +109,11 @@ def run_call(
 
     ``out`` and ``err`` default to the streams of the moment (not of import time)."""
     out, err = out or sys.stdout, err or sys.stderr
+    if getattr(args, "id_fields", ()):
+        from engram.cli.shortids import expand_ids  # here: it imports this module
+
+        if (code := expand_ids(args, base_url, api_key=api_key, err=err)) != EXIT_OK:
+            return code
     try:
         call = build_call(args)
     except UsageError as e:

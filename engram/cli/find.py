@@ -31,6 +31,7 @@ from engram.cli.common import (
     sub,
 )
 from engram.cli.memories import given_fields, memory_fields, render_history
+from engram.cli.shortids import ID_HELP, expand_ids
 from engram.config import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, Settings
 from engram.model import MEMORY_TYPES, SENSITIVITIES, STATUSES, format_time, parse_time
 
@@ -54,12 +55,12 @@ _SHORT_ID = 8  # the last characters of an id a table shows: a UUIDv7 begins wit
 _LIST_EPILOG = (
     "Newest first by creation (--order updated: by last change). Without --all one page of --limit memories "
     "(default 20); the last line says how to see more. --all reads every page (of --limit, default 100). The ID "
-    "column shows an id's last 8 characters; --full-ids shows whole ids (for engram get, update, delete)."
+    "column shows an id's last 8 characters, which engram get, update and delete take too; --full-ids shows whole ids."
 )
 _SEARCH_EPILOG = (
     "Hybrid search: meaning (dense vectors) and words (BM25), fused, reranked when a cross-encoder is installed. "
     "Repeated --tag: all of them; repeated --topic, --type, --status: any of them. The ID column shows an id's "
-    "last 8 characters; --full-ids shows whole ids (for engram get, update, delete)."
+    "last 8 characters, which engram get, update and delete take too; --full-ids shows whole ids."
 )
 _SAVE_EPILOG = (
     "Secrets (API keys, tokens, private keys, passwords in URLs) are redacted before anything is stored; the "
@@ -106,9 +107,9 @@ def register(subparsers: Any) -> None:
     listing.set_defaults(func=_list, build=_list_call)
 
     get = node_options(sub(subparsers, "get", "one memory with every field it has"))
-    get.add_argument("id", help="the memory's whole id (list and search show it with --full-ids)")
+    get.add_argument("id", help=ID_HELP)
     get.add_argument("--history", action="store_true", help="also every version, oldest first")
-    get.set_defaults(func=_get, build=_get_call)
+    get.set_defaults(func=_get, build=_get_call, id_fields=("id",))
 
 
 def filter_options(parser: argparse.ArgumentParser) -> None:
@@ -230,8 +231,8 @@ def _list_call(args: argparse.Namespace, page_token: str | None = None) -> Call:
 def _get_call(args: argparse.Namespace) -> Call:
     if not _whole_id(args.id):
         raise UsageError(
-            f"{args.id!r} is not a whole memory id (a UUID). Tables show an id's last {_SHORT_ID} characters; "
-            "`engram list --full-ids` or `engram search QUERY --full-ids` show whole ones."
+            f"{args.id!r} is not a memory id: give the whole id (a UUID) or at least its last 4 characters (tables "
+            f"show the last {_SHORT_ID}); `engram list --full-ids` or `engram search QUERY --full-ids` show whole ones."
         )
     return Call("GET", _memory(args.id), render_get)
 
@@ -286,6 +287,8 @@ def get_memory(
     if not history:
         return run_call(args, base_url, api_key=api_key, out=out, err=err)
     out, err = out or sys.stdout, err or sys.stderr
+    if (code := expand_ids(args, base_url, api_key=api_key, err=err)) != EXIT_OK:
+        return code
     try:
         call = build_call(args)
     except UsageError as e:

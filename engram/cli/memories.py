@@ -10,7 +10,8 @@ from typing import Any
 from urllib.parse import quote
 
 from engram import plural
-from engram.cli.common import EXIT_USAGE, Call, UsageError, call_node, node_options, preview, sub
+from engram.cli.common import EXIT_OK, EXIT_USAGE, Call, UsageError, call_node, node_options, node_url, preview, sub
+from engram.cli.shortids import ID_HELP
 from engram.config import Settings
 from engram.model import IMPORTANCES, SAVABLE_TYPES
 
@@ -22,44 +23,44 @@ _ADMIN_HINT = "Set ENGRAM_API_KEY to a key with the admin scope."
 def register(subparsers: Any) -> None:
     """Registers the lifecycle commands on the ``engram`` sub-command parsers."""
     update = node_options(sub(subparsers, "update", "change fields of one of your memories (a new version)"))
-    update.add_argument("id")
+    update.add_argument("id", help=ID_HELP)
     update.add_argument("--content", help="the new content")
     memory_fields(update)
     update.add_argument("--expected-version", type=int, metavar="N", help=_VERSION_HELP)
     update.epilog = "--tag and --topic replace the whole list. Only the agent that saved a memory may change it."
-    update.set_defaults(func=call_node, build=_update)
+    update.set_defaults(func=call_node, build=_update, id_fields=("id",))
 
     delete = node_options(sub(subparsers, "delete", "archive a memory (hidden from search, kept in its history)"))
-    delete.add_argument("id")
+    delete.add_argument("id", help=ID_HELP)
     delete.add_argument("--expected-version", type=int, metavar="N", help=_VERSION_HELP)
-    delete.set_defaults(func=call_node, build=_delete)
+    delete.set_defaults(func=call_node, build=_delete, id_fields=("id",))
 
     supersede = node_options(
         sub(subparsers, "supersede", "replace a memory with a new one (--content) or an existing one")
     )
-    supersede.add_argument("id")
+    supersede.add_argument("id", help=ID_HELP)
     replacement = supersede.add_mutually_exclusive_group(required=True)
     replacement.add_argument("--content", help="content of the new memory that replaces it")
-    replacement.add_argument("--new-id", help="an existing memory that replaces it")
+    replacement.add_argument("--new-id", help="an existing memory that replaces it (whole id, or a short one)")
     memory_fields(supersede)
     supersede.add_argument("--expected-version", type=int, metavar="N", help=_VERSION_HELP)
-    supersede.set_defaults(func=call_node, build=_supersede)
+    supersede.set_defaults(func=call_node, build=_supersede, id_fields=("id", "new_id"))
 
     unsupersede = node_options(
         sub(subparsers, "unsupersede", "undo a memory's supersession: it is active again (its owner, or an admin)")
     )
-    unsupersede.add_argument("id", help="the superseded memory")
+    unsupersede.add_argument("id", help="the superseded memory: " + ID_HELP.removeprefix("the memory's id: "))
     unsupersede.add_argument("--expected-version", type=int, metavar="N", help=_VERSION_HELP)
-    unsupersede.set_defaults(func=call_node, build=_unsupersede)
+    unsupersede.set_defaults(func=call_node, build=_unsupersede, id_fields=("id",))
 
     history = node_options(sub(subparsers, "history", "every version of a memory, oldest first"))
-    history.add_argument("id")
-    history.set_defaults(func=call_node, build=_history)
+    history.add_argument("id", help=ID_HELP)
+    history.set_defaults(func=call_node, build=_history, id_fields=("id",))
 
     at = node_options(sub(subparsers, "at", "a memory as it was at a point in time"))
-    at.add_argument("id")
+    at.add_argument("id", help=ID_HELP)
     at.add_argument("time", help="an RFC 3339 time, e.g. 2026-01-31T12:00:00Z")
-    at.set_defaults(func=call_node, build=_at)
+    at.set_defaults(func=call_node, build=_at, id_fields=("id",))
 
     stats = node_options(
         sub(subparsers, "stats", "counts of your namespace's memories by agent, type, status and team")
@@ -69,13 +70,13 @@ def register(subparsers: Any) -> None:
     admin = sub(subparsers, "admin", "administrative acts (need an API key with the admin scope)")
     admin_sub = admin.add_subparsers(dest="admin_command", required=True)
     purge = node_options(sub(admin_sub, "purge", "erase a memory and every version of it for good (admin key)"))
-    purge.add_argument("id")
+    purge.add_argument("id", help=ID_HELP)
     purge.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     purge.epilog = (
         "Needs an API key with the admin scope in ENGRAM_API_KEY "
         "(engram keys create --namespace N --agent A --scopes read,write,admin)."
     )
-    purge.set_defaults(func=_purge, build=_purge_call)
+    purge.set_defaults(func=_purge, build=_purge_call, id_fields=("id",))
 
 
 def memory_fields(parser: argparse.ArgumentParser) -> None:
@@ -102,7 +103,11 @@ def _json_object(text: str) -> dict[str, Any]:
 
 
 def _purge(args: argparse.Namespace, settings: Settings) -> int:
-    """`engram admin purge`: asks first (unless --yes), then sends the purge."""
+    """`engram admin purge`: the whole id found, then asks first (unless --yes), then sends the purge."""
+    from engram.cli.shortids import expand_ids
+
+    if (code := expand_ids(args, node_url(args.url, settings), api_key=settings.api_key)) != EXIT_OK:
+        return code
     if not args.yes and not _ask(f"Purge memory {args.id} for good? "):
         print("engram: not purged.", file=sys.stderr)
         return EXIT_USAGE

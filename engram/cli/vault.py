@@ -41,7 +41,10 @@ def register(subparsers: Any) -> None:
         "bulk-import a JSON-lines file (one save_memory object per line) or a Markdown vault folder",
     )
     add_home(importing)
-    importing.add_argument("file", help="the .jsonl file, or a folder of Markdown notes (as `engram export` writes)")
+    importing.add_argument(
+        "file", help="the .jsonl file ('-': JSON lines from stdin), or a folder of Markdown notes (as `engram export` "
+        "writes)",
+    )  # fmt: skip
     importing.add_argument("--url", help=URL_HELP)
     importing.add_argument("--restart", action="store_true", help="ignore saved progress and start at line 1")
     importing.add_argument("--chunk", type=int, default=DEFAULT_CHUNK_LINES, help="lines per request (default 1000)")
@@ -63,6 +66,8 @@ def register(subparsers: Any) -> None:
 
 
 def _import(args: argparse.Namespace, settings: Settings) -> int:
+    if args.file == "-":
+        return _import_stdin(args, settings)
     source = Path(args.file)
     if source.is_dir():  # a Markdown vault (`engram export --format markdown DIR`)
         return run_vault_import(source, node_url(args.url, settings), api_key=settings.api_key, as_json=args.json)
@@ -73,6 +78,25 @@ def _import(args: argparse.Namespace, settings: Settings) -> int:
         source, node_url(args.url, settings), api_key=settings.api_key, restart=args.restart, chunk_lines=args.chunk,
         as_json=args.json,
     )  # fmt: skip
+
+
+def _import_stdin(args: argparse.Namespace, settings: Settings) -> int:
+    """`engram import -`: JSON lines from stdin, kept in a private temporary file while they are sent (the chunks and
+    the progress bar read a file). A pipe cannot be read again, so there is no resuming: each run starts at line 1."""
+    import shutil
+    import tempfile
+
+    folder = Path(tempfile.mkdtemp(prefix="engram-import-"))  # 0700: the lines may be private
+    try:
+        source = folder / "stdin.jsonl"
+        with source.open("wb") as handle:
+            shutil.copyfileobj(sys.stdin.buffer, handle)
+        return run_file_import(
+            source, node_url(args.url, settings), api_key=settings.api_key, restart=True, chunk_lines=args.chunk,
+            as_json=args.json, label="-",
+        )  # fmt: skip
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
 
 
 def _export(args: argparse.Namespace, settings: Settings) -> int:
@@ -123,10 +147,11 @@ class ImportFailed(RuntimeError):
 
 def run_file_import(
     source: Path, base_url: str, *, api_key: str | None, restart: bool = False, chunk_lines: int = DEFAULT_CHUNK_LINES,
-    as_json: bool = False,
+    as_json: bool = False, label: str | None = None,
 ) -> int:  # fmt: skip
     """`engram import FILE.jsonl`: exit 0 all imported (or present), 3 some lines rejected, 1 refused or unreachable.
-    With ``as_json`` the outcome is JSON on stdout (file_import_json), the refusal included."""
+    With ``as_json`` the outcome is JSON on stdout (file_import_json), the refusal included; ``label`` names the
+    source there (`-` for stdin)."""
     import httpx
 
     try:
@@ -135,7 +160,7 @@ def run_file_import(
         )
     except ImportFailed as e:
         if as_json:
-            print_json({**file_import_json(source, e.report), "error": str(e)})
+            print_json({**file_import_json(source, e.report, label), "error": str(e)})
         else:
             print_summary(e.report)
         print(f"engram: {e}", file=sys.stderr)
@@ -144,16 +169,16 @@ def run_file_import(
         print(f"engram: cannot reach Engram at {base_url}: {e}. Is the node running (engram serve)?", file=sys.stderr)
         return EXIT_FAILED
     if as_json:
-        print_json(file_import_json(source, report))
+        print_json(file_import_json(source, report, label))
     else:
         print_summary(report)
     return EXIT_OK if not report.rejected else EXIT_REJECTED
 
 
-def file_import_json(source: Path, report: ImportReport) -> dict[str, Any]:
+def file_import_json(source: Path, report: ImportReport, label: str | None = None) -> dict[str, Any]:
     """`engram import FILE.jsonl --json`: the counts, each rejected line with its reason, where a rerun resumes."""
     return {
-        "source": str(source), "imported": report.imported, "already_present": report.already_present,
+        "source": label or str(source), "imported": report.imported, "already_present": report.already_present,
         "rejected": [{"line": line, "reason": reason} for line, reason in report.rejected],
         "last_line": report.last_line, "last_seq": report.last_seq, "seconds": round(report.seconds, 3),
     }  # fmt: skip

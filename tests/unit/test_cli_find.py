@@ -297,11 +297,11 @@ def test_no_node_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], tmp_
         assert out == "" and err.startswith(f"engram: no Engram node answers at {url} (ConnectError). Start one with")
 
 
-def test_get_of_a_short_id_says_where_whole_ids_are(capsys: pytest.CaptureFixture[str], tmp_path: Any) -> None:
+def test_get_of_what_is_no_id_says_where_whole_ids_are(capsys: pytest.CaptureFixture[str], tmp_path: Any) -> None:
     for extra in ((), ("--history",)):
-        assert cli.main(["get", "…2e3f4a5b", *extra, "--url", "http://127.0.0.1:9", "--home", str(tmp_path)]) == 2
+        assert cli.main(["get", "memory-2e3f", *extra, "--url", "http://127.0.0.1:9", "--home", str(tmp_path)]) == 2
         out, err = capsys.readouterr()
-        assert out == "" and "is not a whole memory id (a UUID). Tables show an id's last 8 characters" in err
+        assert out == "" and "is not a memory id: give the whole id (a UUID) or at least its last 4 characters" in err
 
 
 def test_a_closed_pipe_ends_the_command_quietly(monkeypatch: pytest.MonkeyPatch, tmp_path: Any) -> None:
