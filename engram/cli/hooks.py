@@ -32,6 +32,7 @@ def register(subparsers: Any) -> None:
         "instead of the local one; kept in <home>/hooks/node.json, never in the agent's settings",
     )
     install.add_argument("--key", help="the API key the hooks send to --url (default: ENGRAM_API_KEY)")
+    install.add_argument("--local", action="store_true", help="deliver to the local node again (forget --url)")
     install.set_defaults(act=_install)
     uninstall = add_home(sub(actions, "uninstall", "take Engram's hooks out again (the backup restored when the "
                              "file is unchanged)"))  # fmt: skip
@@ -71,7 +72,7 @@ def _home_flag(args: argparse.Namespace, settings: Settings) -> Path | None:
 
 def _install(args: argparse.Namespace, settings: Settings) -> int:
     from engram.hooks.install import PROJECT, HooksError, hook_line, install
-    from engram.hooks.target import TargetError, forget, save
+    from engram.hooks.target import TargetError, forget, save, saved
 
     hooks_dir = settings.home / "hooks"
     home = None if args.scope == PROJECT else _home_flag(args, settings)  # a project's file names no local path
@@ -85,8 +86,10 @@ def _install(args: argparse.Namespace, settings: Settings) -> int:
     if args.url:
         print(f"The hooks deliver to {args.url.rstrip('/')}" + (" with the key given" if args.key or settings.api_key
               else " without a key (give --key, or set ENGRAM_API_KEY, when that node requires one)"))  # fmt: skip
-    elif forget(hooks_dir):
-        print("The hooks deliver to the local node again (no --url given)")
+    elif args.local and forget(hooks_dir):
+        print("The hooks deliver to the local node again")
+    elif named := saved(hooks_dir).get("url"):
+        print(f"The hooks deliver to {named}, named by an earlier install (--local: to the local node again)")
     if outcome.action == "already installed":
         print(f"Engram's {args.agent} hooks are already installed in {outcome.path}")
         return EXIT_OK

@@ -176,3 +176,20 @@ def test_the_node_named_at_install_is_kept_private_and_used_by_the_hooks(tmp_pat
     used = applied(settings)
     assert (used.hook_url, used.api_key) == ("https://engram.example.com", "secret-key")
     assert forget(hooks_dir) and applied(settings) == settings
+
+
+def test_a_later_install_keeps_the_node_named_until_local_is_asked(
+    home: Path, tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from engram import cli
+
+    data = tmp_path / "engram"
+    hooks_dir = data / "hooks"
+    assert cli.main(["hooks", "install", "claude-code", "--url", "https://engram.example.com", "--key", "k1",
+                     "--home", str(data)]) == 0  # fmt: skip
+    assert "The hooks deliver to https://engram.example.com with the key given" in capsys.readouterr().out
+    assert cli.main(["hooks", "install", "gemini-cli", "--home", str(data)]) == 0
+    assert "named by an earlier install" in capsys.readouterr().out
+    assert applied(Settings.from_env({}, home=data)).hook_url == "https://engram.example.com"
+    assert cli.main(["hooks", "install", "gemini-cli", "--local", "--home", str(data)]) == 0
+    assert "local node again" in capsys.readouterr().out and not (hooks_dir / "node.json").exists()
