@@ -59,7 +59,10 @@ def _input(agent: str, args: list[str]) -> tuple[bytes, int]:
     if len(args) > 2:
         raw = args[2].encode(errors="replace")
         return raw[: MAX_INPUT_BYTES + 1], len(raw)
-    return read_input(sys.stdin.buffer) if agent != CODEX else (b"", 0)
+    try:
+        return read_input(sys.stdin.buffer) if agent != CODEX else (b"", 0)
+    except (OSError, ValueError, AttributeError):  # no stdin (closed: sys.stdin is None): no payload
+        return b"", 0
 
 
 def payload(raw: bytes, total: int | None = None) -> dict[str, Any]:
