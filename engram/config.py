@@ -101,6 +101,7 @@ class Settings:
     hook_min_quality: float = 0.5
     hook_max_chars: int = 1000
     hook_url: str = ""  # the node the hooks deliver to; empty: the local node (`engram hooks install --url` sets it)
+    hook_spool_max_bytes: int = 8 * 1024 * 1024  # captures waiting for the node: beyond it the oldest are dropped
     qdrant_url: str | None = None
     # Where built ONNX models, installed rerankers and a fetched embedding model are kept: one per machine by default
     # (every data dir on it shares them), $XDG_CACHE_HOME/engram/models or ~/.cache/engram/models.
@@ -196,10 +197,11 @@ class Settings:
             not 50 <= self.hook_context_tokens <= 8000
             or not 0 <= self.hook_min_quality <= 1
             or self.hook_max_chars < 80
+            or self.hook_spool_max_bytes < 64 * 1024
         ):
             raise SettingsError(
-                "ENGRAM_HOOK_CONTEXT_TOKENS must be 50-8000, ENGRAM_HOOK_MIN_QUALITY 0-1 and "
-                "ENGRAM_HOOK_MAX_CHARS >= 80"
+                "ENGRAM_HOOK_CONTEXT_TOKENS must be 50-8000, ENGRAM_HOOK_MIN_QUALITY 0-1, "
+                "ENGRAM_HOOK_MAX_CHARS >= 80 and ENGRAM_HOOK_SPOOL_MAX_BYTES >= 65536"
             )
         if not 0 < self.similar_finding_threshold <= 1:
             raise SettingsError(

@@ -4,6 +4,7 @@ The settings files are edited here, on the machine the agent runs on; `flush` se
 from __future__ import annotations
 
 import argparse
+import os
 from pathlib import Path
 from typing import Any
 
@@ -139,10 +140,9 @@ def _uninstall(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _status(args: argparse.Namespace, settings: Settings) -> int:
-    from engram.hooks.capture import Paths, node_url
+    from engram.hooks.capture import Paths, node_url, spool
     from engram.hooks.install import everywhere
     from engram.hooks.privacy import opted_out, paused
-    from engram.hooks.spool import Spool
     from engram.hooks.target import applied
 
     settings = applied(settings)
@@ -155,8 +155,8 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
     print("capture: " + ("paused (engram hooks resume)" if paused(paths.hooks) else "on"))
     if (opt_out := opted_out(str(Path.cwd()))) is not None:
         print(f"this folder: opted out by {opt_out}")
-    waiting = len(Spool(paths.spool).pending())
-    print(f"spool: {waiting} capture(s) waiting for the node at {node_url(settings)}")
+    for line in spool(settings).report(node_url(settings)):
+        print(line)
     errors = paths.hooks / "errors.log"
     if errors.exists() and errors.stat().st_size:
         print(f"errors: see {errors}")
@@ -164,11 +164,10 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _pause(args: argparse.Namespace, settings: Settings) -> int:
+    from engram.hooks.files import open_private, private_dir
     from engram.hooks.privacy import PAUSED_FILE
 
-    folder = settings.home / "hooks"
-    folder.mkdir(parents=True, exist_ok=True)
-    (folder / PAUSED_FILE).touch()
+    os.close(open_private(private_dir(settings.home / "hooks") / PAUSED_FILE, os.O_WRONLY))
     print("Capture paused: the hooks stay installed and do nothing until `engram hooks resume`.")
     return EXIT_OK
 
@@ -182,14 +181,22 @@ def _resume(args: argparse.Namespace, settings: Settings) -> int:
 
 
 def _flush(args: argparse.Namespace, settings: Settings) -> int:
-    from engram.hooks.capture import deliver, node_url
+    from engram.hooks.capture import deliver, node_url, spool
     from engram.hooks.target import applied
 
     settings = applied(settings)
     result = deliver(settings, wait=True)
     print(f"sent {result.sent}: {result.stored} stored, {result.present} already stored, {result.rejected} refused; "
           f"{result.left} waiting")  # fmt: skip
-    if result.error:
+    for line in spool(settings).report(node_url(settings))[1:]:  # what was dropped, parked or rejected
+        print(line)
+    if result.refused:
+        print(f"engram: {result.parked} capture(s) parked, {result.refused}")
+    if result.error.startswith("no node answers"):
         print(f"engram: {result.error}; they stay in the spool (start the node: engram serve, {node_url(settings)})")
+    elif result.error:
+        print(f"engram: {result.error}; they stay in the spool, `engram hooks flush` sends them again")
+    if result.error or result.refused:
         return EXIT_REFUSED
+    spool(settings).clear_dropped()  # said above; the spool is empty now
     return EXIT_OK

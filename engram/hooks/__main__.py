@@ -16,6 +16,7 @@ if TYPE_CHECKING:
     from typing import Any
 
 CODEX = "codex"
+MAX_ERRORS_BYTES = 256 * 1024  # errors.log keeps its newest lines within this
 
 if not __package__:  # run by its path: the folder that holds the engram package comes first
     sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
@@ -30,33 +31,46 @@ def main(argv: list[str] | None = None) -> int:
         del args[at : at + 2]
     agent = args[0] if args else "claude-code"
     name = args[1] if len(args) > 1 else ""
-    raw = args[2].encode() if len(args) > 2 else (sys.stdin.buffer.read() if agent != CODEX else b"")
+    raw, total = _input(agent, args)
     if name == "SessionStart":
-        _answer(agent, name, payload(raw), home)
+        try:
+            _answer(agent, name, payload(raw, total), home)
+        except Exception:  # the hook never breaks the agent: the session starts without Engram's context
+            _note(home, _traceback())
+            if agent == "gemini-cli":
+                sys.stdout.write("{}\n")  # Gemini CLI reads the hook's stdout as JSON
     sys.stdout.flush()
     if _detached():
         code = 0
         try:
-            work(agent, name, payload(raw), home)
+            work(agent, name, payload(raw, total), home)
         except Exception:  # the top of the background process: note it where `engram hooks status` shows it
-            import traceback
-
             code = 1
-            _note(home, traceback.format_exc())
+            _note(home, _traceback())
         finally:
             os._exit(code)
     return 0
 
 
-def payload(raw: bytes) -> dict[str, Any]:
-    """The hook's JSON object ({} for anything else); parsed after the fork (json imports re: milliseconds)."""
-    import json
+def _input(agent: str, args: list[str]) -> tuple[bytes, int]:
+    """The payload's bytes (at most engram.hooks.limits.MAX_INPUT_BYTES of them) and its whole size."""
+    from engram.hooks.limits import MAX_INPUT_BYTES, read_input
 
+    if len(args) > 2:
+        raw = args[2].encode(errors="replace")
+        return raw[: MAX_INPUT_BYTES + 1], len(raw)
     try:
-        data = json.loads(raw) if raw.strip() else {}
-    except ValueError:
-        return {}
-    return data if isinstance(data, dict) else {}
+        return read_input(sys.stdin.buffer) if agent != CODEX else (b"", 0)
+    except (OSError, ValueError, AttributeError):  # no stdin (closed: sys.stdin is None): no payload
+        return b"", 0
+
+
+def payload(raw: bytes, total: int | None = None) -> dict[str, Any]:
+    """The hook's JSON object ({} for anything else), bounded (engram.hooks.limits); parsed after the fork but at a
+    session start (json imports re: milliseconds)."""
+    from engram.hooks.limits import payload as bounded_payload
+
+    return bounded_payload(raw, total)
 
 
 def _answer(agent: str, name: str, payload: dict[str, Any], home: str | None) -> None:
@@ -122,15 +136,22 @@ def _site() -> None:
         site.main()
 
 
+def _traceback() -> str:
+    import traceback
+
+    return traceback.format_exc(limit=20)[-8000:]  # a RecursionError's traceback would be thousands of lines
+
+
 def _note(home: str | None, text: str) -> None:
     import time
 
     try:
+        from engram.hooks.files import append_bounded, private_dir
+
         settings = _settings(home)
-        folder = settings.home / "hooks"
-        folder.mkdir(parents=True, exist_ok=True)
-        with open(folder / "errors.log", "a", encoding="utf-8") as log:
-            log.write(f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {text}\n")
+        folder = private_dir(settings.home / "hooks")
+        line = f"{time.strftime('%Y-%m-%dT%H:%M:%S')} {text}".replace("\n", "\n  ") + "\n"
+        append_bounded(folder / "errors.log", line.encode(), MAX_ERRORS_BYTES)
     except Exception:
         pass
 

@@ -9,8 +9,9 @@ from typing import Any
 
 from engram.config import Settings
 from engram.hooks.events import COMPACT, END, TOOL, HookEvent
-from engram.hooks.extract import Observation, edited_path, extract, first_sentence, snippet, words
-from engram.hooks.privacy import git_ignored, mentions_private, opted_out, paused, private, project_of
+from engram.hooks.extract import ERROR_FIX, Observation, edited_path, extract, first_sentence, snippet, words
+from engram.hooks.files import private_dir
+from engram.hooks.privacy import git_ignored, mentions_private, opted_out, paths_in, paused, private, project_of
 from engram.hooks.session import Recent, SessionState, open_session
 from engram.hooks.spool import Delivery, Spool
 
@@ -39,12 +40,15 @@ def capture(event: HookEvent, settings: Settings) -> list[dict[str, Any]]:
     paths = Paths.of(settings)
     if paused(paths.hooks) or opted_out(event.cwd):
         return []
+    private_dir(paths.hooks)  # 0700, also when an older version made it 0755
     _scrub_event(event)  # before anything of it is kept, even in the session's state file
     with open_session(paths.sessions, event.session_id or "unknown") as state:
         state.agent, state.events = event.agent, state.events + 1
         if not state.project:
             state.project = project_of(event.cwd)
-        found = [] if _about_private(event) else extract(event, state)
+        # A payload read only in part says nothing sure about what a tool did; a tool use about a private or
+        # git-ignored file leaves nothing anywhere (no observation, summary line, session state or spool line).
+        found = [] if (event.cut and event.kind == TOOL) or _about_private(event) else extract(event, state)
         kept = _kept(found, event, state, settings)
         if kept and state.project:  # then what this device captured lately in the project, in any session
             with open_session(paths.projects, state.project) as project:
@@ -56,13 +60,18 @@ def capture(event: HookEvent, settings: Settings) -> list[dict[str, Any]]:
         if event.kind in (END, COMPACT) and not state.summarized and (state.captured or state.prompts):
             captures.append(summary(event, state, settings))
             state.summarized = event.kind == END
-    Spool(paths.spool).append(captures)
+    spool(settings).append(captures)
     return captures
 
 
+def spool(settings: Settings) -> Spool:
+    return Spool(Paths.of(settings).spool, max_bytes=settings.hook_spool_max_bytes)
+
+
 def deliver(settings: Settings, *, wait: bool = False) -> Delivery:
-    """Sends the spool to the node of the data dir (see engram.hooks.spool)."""
-    return Spool(Paths.of(settings).spool).deliver(node_url(settings), api_key=settings.api_key, wait=wait)
+    """Sends the spool to the node of the data dir (see engram.hooks.spool); ``wait`` (engram hooks flush) also
+    retries the captures parked after the node refused the key."""
+    return spool(settings).deliver(node_url(settings), api_key=settings.api_key, wait=wait, retry_parked=wait)
 
 
 def node_url(settings: Settings) -> str:
@@ -85,12 +94,17 @@ def _kept(found: list[Observation], event: HookEvent, state: SessionState, setti
 
 
 def _about_private(event: HookEvent) -> bool:
-    """A tool use on a private or git-ignored file: nothing of it is kept, not even the file's name among the files
-    the session changed (the summary lists them)."""
+    """A tool use on a private or git-ignored file, or a command naming one (`source .env && ...`, `cat
+    build/secrets.log`): nothing of it is kept, not even the file's name among the files the session changed (the
+    summary lists them), nor a failure of it waiting for its fix (the fix would tell its error)."""
     if event.kind != TOOL:
         return False
     path = edited_path(event)
-    return bool(path) and (private(path) or bool(git_ignored([path], event.cwd)))
+    command = str(event.tool_input.get("command") or "")
+    named = ([path] if path else []) + paths_in(command)
+    if any(private(p) for p in named) or mentions_private(command):
+        return True
+    return bool(git_ignored(named, event.cwd))
 
 
 def _merged(observation: Observation, state: SessionState, *, by_key: bool = True) -> bool:
@@ -110,10 +124,10 @@ def _merged(observation: Observation, state: SessionState, *, by_key: bool = Tru
 
 
 def _capture(observation: Observation, event: HookEvent, state: SessionState, settings: Settings) -> dict[str, Any]:
-    source_id = state.next_source_id(settings.device)
+    source_id = state.next_source_id()
     state.captured.append(source_id)
     state.recent.append(Recent(observation.kind, observation.key, sorted(set(words(observation.content))), source_id))
-    if observation.kind in ("decision", "preference"):
+    if observation.kind in ("decision", "preference", ERROR_FIX):  # for the summary: only what was kept
         state.learned.append(observation.content)
     metadata: dict[str, Any] = {
         "source": HOOK_SOURCE, "kind": observation.kind, "agent": event.agent, "device": settings.device,
@@ -157,7 +171,7 @@ def summary(event: HookEvent, state: SessionState, settings: Settings) -> dict[s
     parts.append("Open: " + ("; ".join(open_items) + "." if open_items else "nothing left failing."))
     if state.last_message:
         parts.append("Last answer: " + first_sentence(state.last_message, 300))
-    source_id = state.next_source_id(settings.device)
+    source_id = state.next_source_id()
     metadata = {
         "source": HOOK_SOURCE, "kind": SESSION_SUMMARY, "agent": event.agent, "device": settings.device,
         "session_id": event.session_id, "event": event.name, "observations": list(state.captured),

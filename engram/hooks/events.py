@@ -9,6 +9,8 @@ import time
 from dataclasses import dataclass, field
 from typing import Any
 
+from engram.hooks.limits import INPUT_CUT
+
 CLAUDE_CODE = "claude-code"
 GEMINI_CLI = "gemini-cli"
 CODEX = "codex"
@@ -54,6 +56,7 @@ class HookEvent:
     source: str = ""  # SessionStart: startup, resume, clear, compact
     reason: str = ""  # SessionEnd: why it ended
     last_message: str = ""  # the agent's last answer, when the payload carries it
+    cut: bool = False  # the payload was read only in part (engram.hooks.limits): what a tool did is not known
     at: float = field(default_factory=time.time)
 
 
@@ -80,6 +83,7 @@ def parse(agent: str, name: str, payload: dict[str, Any]) -> HookEvent:
         source=str(payload.get("source") or payload.get("trigger") or ""),
         reason=str(payload.get("reason") or ""),
         last_message=_text(payload.get("last_assistant_message") or payload.get("prompt_response") or ""),
+        cut=bool(payload.get(INPUT_CUT)),
     )
 
 

@@ -275,7 +275,6 @@ def fix(failure: Failure, command: str, output: str, state: SessionState, tool: 
     if command_key(command) == failure.key and " ".join(command.split()) != " ".join(failure.command.split()):
         passed += f" as `{snippet(command)}`"
     content = f"Fixed: `{snippet(failure.command)}`{tests} failed with {failure.error}; {passed}{how}{why}."
-    state.learned.append(content)
     return Observation(ERROR_FIX, content, 0.9 if steps else 0.7, f"fix:{failure.key}", files=files, tool=tool,
                        command=command, importance="high")  # fmt: skip
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fnmatch
 import os
+import re
 import subprocess
 from pathlib import Path
 
@@ -16,6 +17,10 @@ PRIVATE_PATTERNS = (
     "secrets.*", ".ssh", ".aws", ".gnupg", ".docker", ".kube", "secrets", ".git-credentials",
 )  # fmt: skip
 GIT_TIMEOUT = 2.0
+MAX_PATH_WORDS = 50  # of one command, asked of git
+# Shell words: split at blanks, quotes, operators, redirections and assignments (`--env-file=.env`, `2>out.log`).
+_WORD_SPLIT = re.compile(r"[\s'\"`;&|<>()=$,]+")
+_PROGRAM = re.compile(r"(?:^|[;&|(]|&&|\|\|)\s*(?:[A-Za-z_][A-Za-z0-9_]*=\S*\s+)*([^\s;&|()]+)")
 
 
 def paused(hooks_dir: Path) -> bool:
@@ -41,12 +46,25 @@ def private(path: str) -> bool:
 
 
 def mentions_private(text: str) -> bool:
-    """A command that names a private file (e.g. `cat .env`)."""
-    return any(private(word.strip("'\"<>")) for word in text.split() if "/" in word or "." in word)
+    """A command that names a private file (e.g. `cat .env`, `source .env&&make`, `--env-file=.env`)."""
+    return any(private(word) for word in _path_words(text))
+
+
+def paths_in(command: str) -> list[str]:
+    """The words of a command that may name a file (with a '/' or a '.'), but not the programs it runs: a
+    program under a git-ignored folder (`.venv/bin/pytest`) does not make the command about that folder."""
+    programs = {m.group(1) for m in _PROGRAM.finditer(command)}
+    return [word for word in dict.fromkeys(_path_words(command)) if word not in programs][:MAX_PATH_WORDS]
+
+
+def _path_words(text: str) -> list[str]:
+    return [w for w in _WORD_SPLIT.split(text) if ("/" in w or "." in w) and not w.startswith("-") and "://" not in w]
 
 
 def git_ignored(paths: list[str], cwd: str) -> set[str]:
-    """The paths git ignores in the working directory's repository (none outside a repository)."""
+    """The paths git ignores in the working directory's repository (none outside a repository). Paths outside the
+    working directory are not asked (git refuses the whole question for one of them)."""
+    paths = [p for p in paths if _within(p, cwd)]
     if not paths or not cwd or not os.path.isdir(cwd):
         return set()
     try:
@@ -57,6 +75,12 @@ def git_ignored(paths: list[str], cwd: str) -> set[str]:
     except (OSError, subprocess.SubprocessError):
         return set()
     return {p for p in done.stdout.split("\0") if p}
+
+
+def _within(path: str, cwd: str) -> bool:
+    if os.path.isabs(path):
+        return bool(cwd) and os.path.commonpath([os.path.abspath(path), os.path.abspath(cwd)]) == os.path.abspath(cwd)
+    return not path.startswith(("..", "~"))
 
 
 def project_of(cwd: str) -> str:

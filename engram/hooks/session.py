@@ -11,14 +11,26 @@ import hashlib
 import json
 import os
 import re
+import secrets
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engram.hooks.files import open_private, private_dir
+from engram.hooks.limits import cut_text
+
 MAX_RECENT = 50  # observations kept to compare new ones with
 MAX_PROMPTS = 20
 MAX_FAILURES = 20
+# Bounds of the state file, whatever the agent sends: it is read and rewritten at every event of the session.
+MAX_TEXT_CHARS = 2000  # a prompt, a failing command, a learned text, the last answer
+MAX_FILES = 200  # files changed (the summary lists 10, its metadata 50)
+MAX_PATH_CHARS = 500
+MAX_CAPTURED = 500  # source ids of the session's observations (the summary's metadata lists them)
+MAX_LEARNED = 20
+MAX_EDITS = 20  # files changed since a failure
+MAX_STATE_BYTES = 256 * 1024  # the whole file: the oldest of everything goes first beyond it
 
 
 @dataclass(slots=True)
@@ -66,9 +78,11 @@ class SessionState:
     def last_prompt(self) -> str:
         return self.prompts[-1] if self.prompts else ""
 
-    def next_source_id(self, device: str) -> str:
+    def next_source_id(self) -> str:
+        """A new capture's idempotency key: random, so that no other caller can guess it and import first under it
+        (the node scopes import keys to the calling agent too). The spool keeps it, so a resent capture keeps it."""
         self.sequence += 1
-        return f"hook:{device}:{self.agent}:{self.session_id}:{self.sequence}"
+        return f"hook:{secrets.token_hex(16)}"
 
     def to_json(self) -> str:
         return json.dumps(dataclasses.asdict(self), ensure_ascii=False)
@@ -88,9 +102,33 @@ class SessionState:
         return state
 
     def trim(self) -> None:
-        self.prompts = self.prompts[-MAX_PROMPTS:]
+        """Keeps the state within its bounds: the newest items of each list, each text cut with a marker."""
+        self.prompts = [cut_text(p, MAX_TEXT_CHARS) for p in self.prompts[-MAX_PROMPTS:]]
         self.failures = self.failures[-MAX_FAILURES:]
+        for failure in self.failures:
+            failure.command, failure.error = cut_text(failure.command, MAX_TEXT_CHARS), failure.error[:MAX_TEXT_CHARS]
+            failure.edits_since = [p[:MAX_PATH_CHARS] for p in failure.edits_since[:MAX_EDITS]]
+            failure.tests = [t[:MAX_PATH_CHARS] for t in failure.tests[:MAX_EDITS]]
         self.recent = self.recent[-MAX_RECENT:]
+        self.files = [p[:MAX_PATH_CHARS] for p in self.files[:MAX_FILES]]
+        self.learned = [cut_text(t, MAX_TEXT_CHARS) for t in self.learned[-MAX_LEARNED:]]
+        self.captured = self.captured[-MAX_CAPTURED:]
+        self.last_message = self.last_message[-MAX_TEXT_CHARS:]
+
+    def bounded_json(self) -> str:
+        """The state as JSON within MAX_STATE_BYTES: while over it, the older half of each list goes."""
+        self.trim()
+        text = self.to_json()
+        while len(text.encode()) > MAX_STATE_BYTES:
+            lists = ("prompts", "failures", "recent", "files", "learned", "captured")
+            if not any(getattr(self, name) for name in lists):
+                self.last_message = ""
+                return self.to_json()
+            for name in lists:
+                items = getattr(self, name)
+                setattr(self, name, items[len(items) // 2 :] if len(items) > 1 else [])
+            text = self.to_json()
+        return text
 
 
 def session_file(directory: Path, session_id: str) -> Path:
@@ -103,16 +141,15 @@ def session_file(directory: Path, session_id: str) -> Path:
 
 @contextlib.contextmanager
 def open_session(directory: Path, session_id: str) -> Iterator[SessionState]:
-    """The session's state, locked against the session's other hook processes; written back on exit."""
-    directory.mkdir(parents=True, exist_ok=True)
-    path = session_file(directory, session_id)
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o600)
+    """The session's state, locked against the session's other hook processes; written back on exit (private: 0600
+    in a 0700 folder)."""
+    path = session_file(private_dir(directory), session_id)
+    fd = open_private(path, os.O_RDWR)
     with os.fdopen(fd, "r+", encoding="utf-8") as handle:
         fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        state = SessionState.from_json(session_id, handle.read())
+        state = SessionState.from_json(session_id, handle.read(MAX_STATE_BYTES * 4))
         yield state
-        state.trim()
         handle.seek(0)
         handle.truncate()
-        handle.write(state.to_json())
+        handle.write(state.bounded_json())
         handle.flush()

@@ -276,7 +276,7 @@ class MemoryWriter:
                 summary.present.append((item.line, *earlier))
                 summary.last_seq = max(summary.last_seq, earlier[1])
                 continue
-            msg_id = f"import:{caller.namespace}:{item.source_id}" if item.source_id else f"{memory.id}:1"
+            msg_id = import_msg_id(caller, item.source_id) if item.source_id else f"{memory.id}:1"
             try:
                 seq, duplicate = await self._append(caller, memory, vector, msg_id=msg_id, resolve_duplicate=True)
             except STOPS_AN_IMPORT as e:
@@ -338,8 +338,11 @@ class MemoryWriter:
         appended = await self._log.append(caller.namespace, event, body, msg_id=msg_id, based_on=based_on, stale=stale)
         counted(event, appended)
         if appended.duplicate and resolve_duplicate:
-            # A retried import item: JetStream kept the first copy; answer with that memory's id.
+            # A retried import item: JetStream kept the first copy; answer with that memory's id, and only when it
+            # is the caller's own (a key is the caller's: another agent's entry under it is never the answer).
             original = await self._log.read(appended.seq)
+            if original is not None and not _owned_by(original.body, caller):
+                return await self._append(caller, memory, vectors, msg_id=f"{memory.id}:1")
             if original is not None and (stored := original.body.get("memory_id", memory.id)) != memory.id:
                 if self.conversations is not None:
                     self.conversations.renamed(memory.id, stored)
@@ -451,6 +454,20 @@ def _created_event(memory: Memory) -> str:
 
 def _rank(sensitivity: str) -> int:
     return SENSITIVITIES.index(sensitivity) if sensitivity in SENSITIVITIES else len(SENSITIVITIES)
+
+
+def import_msg_id(caller: Caller, source_id: str) -> str:
+    """The log's duplicate key of an import line with a source_id: the key belongs to the calling agent, so one
+    agent's key never answers for (or squats) another's. The digest keeps an agent name with a ':' unambiguous."""
+    scoped = hashlib.sha256(f"{caller.agent_id}\0{source_id}".encode()).hexdigest()[:32]
+    return f"import:{caller.namespace}:{scoped}"
+
+
+def _owned_by(body: dict[str, Any], caller: Caller) -> bool:
+    """Whether a log entry's memory is the caller's (its owner is the calling agent)."""
+    memory = body.get("memory")
+    owner = memory.get("owner_agent") if isinstance(memory, dict) else body.get("agent")
+    return owner == caller.agent_id
 
 
 def _digest(texts: list[str]) -> str:

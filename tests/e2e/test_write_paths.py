@@ -197,9 +197,18 @@ async def rest_supersede_secret(w: World) -> None:
 
 
 async def rest_import_claim(w: World) -> None:
+    """No claim to be bob; and a source_id is the importing agent's own: alice importing first under bob's
+    source_id neither answers for bob's import (issue 33) nor blocks it."""
     body = json.dumps({"content": "x"})
     headers = {"Content-Type": "application/x-ndjson", "X-Engram-Agent-ID": "bob"}
     refused(w.rest("POST", "/v1/memories:import", content=body, headers=headers), 403)
+    source_id = f"hook:{secrets.token_hex(16)}"
+    squat = w.rest("POST", "/v1/memories:import", content=json.dumps({"content": "junk", "source_id": source_id}))
+    real = w.rest("POST", "/v1/memories:import", "bob", content=json.dumps({"content": "Bob's capture",
+                  "source_id": source_id}))  # fmt: skip
+    assert (squat.json()["imported"], real.json()["imported"], real.json()["already_present"]) == (1, 1, 0), real.text
+    mine = w.get(real.json()["items"][0]["id"], "bob", real.json()["last_seq"])
+    assert (mine["content"], mine["owner_agent"]) == ("Bob's capture", "bob")
 
 
 async def rest_import_secret(w: World) -> None:

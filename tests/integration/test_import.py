@@ -68,6 +68,33 @@ def test_same_source_id_is_stored_once(node: NodeHandle) -> None:
     assert len(listed["memories"]) == 1
 
 
+def test_a_source_id_is_the_importing_agents_own_and_another_agent_cannot_squat_it(node: NodeHandle) -> None:
+    """Issue 33 point 6: an agent that imports first under another agent's source_id neither answers for the
+    other's import (already_present with the squatter's memory) nor blocks it; each agent's retry finds its own."""
+    tag = f"squat-{uuid.uuid4().hex[:8]}"
+    source_id = f"hook:{tag}"
+
+    def imported(agent: str, content: str) -> dict[str, object]:
+        line = {"content": content, "tags": [tag], "source_id": source_id}
+        answer = httpx.post(f"{node.http_url}/v1/memories:import", content=_ndjson([line]),
+                            headers={"X-Engram-Agent-ID": agent}, timeout=60)  # fmt: skip
+        assert answer.status_code == 200, answer.text
+        return dict(answer.json())
+
+    squat = imported("mallory", "junk planted under the capture's source id")
+    real = imported("claude-code", "Fixed: `pytest tests/test_login.py` failed with AssertionError")
+    assert (squat["imported"], real["imported"], real["already_present"]) == (1, 1, 0)
+    real_id = real["items"][0]["id"]  # type: ignore[index]
+    assert real_id != squat["items"][0]["id"]  # type: ignore[index]
+    again = imported("claude-code", "Fixed: `pytest tests/test_login.py` failed with AssertionError")
+    assert (again["imported"], again["already_present"]) == (0, 1)
+    assert again["items"][0]["id"] == real_id  # type: ignore[index]
+    listed = httpx.get(f"{node.http_url}/v1/memories", params={"tags": tag, "min_seq": again["last_seq"]}).json()
+    owners = {m["content"]: m["owner_agent"] for m in listed["memories"]}
+    assert owners == {"junk planted under the capture's source id": "mallory",
+                      "Fixed: `pytest tests/test_login.py` failed with AssertionError": "claude-code"}  # fmt: skip
+
+
 async def test_grpc_client_streaming_import_answers_once_for_the_stream(node: NodeHandle) -> None:
     tag = f"grpc-{uuid.uuid4().hex[:8]}"
     caller = common_pb2.CallContext(namespace="default", agent_id="importer@test", source="test")
