@@ -184,6 +184,7 @@ def render_status(status: dict[str, Any], url: str) -> str:
         )
         rerank = index.get("reranker_model") or "off"
         lines.append(f"  models    embedding {index['embedding_model']} · rerank {rerank}")
+        lines += _quarantine_lines(index)
     else:
         lines.append("  index     unknown (the search service does not answer)")
     disk = status.get("disk")
@@ -199,6 +200,18 @@ def render_status(status: dict[str, Any], url: str) -> str:
         lines.append("  problems")
         lines.extend(f"    - {p['condition']}: {p['detail']}" for p in problems)
     return "\n".join(lines)
+
+
+def _quarantine_lines(index: dict[str, Any]) -> list[str]:
+    """Log entries the index set aside: how many, and the newest the caller may see with its error."""
+    count = index.get("quarantined") or 0
+    if not count:
+        return []
+    line = f"  quarantine {count} log entries set aside (the index serves the rest)"
+    newest = index.get("quarantine_newest")
+    if newest:
+        line += f" · newest: seq {newest['seq']} in {newest['namespace']} ({newest['event']}): {newest['error']}"
+    return [line, "             see them with `engram index quarantine list` (admin key)"]
 
 
 def _caller_lines(caller: dict[str, Any] | None) -> list[str]:

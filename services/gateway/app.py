@@ -24,7 +24,17 @@ from engram.services.gateway.identity import Resolver
 from engram.services.gateway.mcp.server import build_mcp
 from engram.services.gateway.operations import Operations
 from engram.services.gateway.operations.cursors import CursorTracker
-from engram.services.gateway.rest import consolidation, context, coordination, memories, packs, status, sync
+from engram.services.gateway.operations.quarantine import QuarantineOperations
+from engram.services.gateway.rest import (
+    consolidation,
+    context,
+    coordination,
+    memories,
+    packs,
+    quarantine,
+    status,
+    sync,
+)
 from engram.services.gateway.rest.bodies import IMPORT_PATH, reads_json_body
 from engram.services.gateway.rest.problems import add_error_handlers
 from engram.services.gateway.schemas.results import ENGRAM_VERSION
@@ -82,6 +92,7 @@ def build_app(
     app.include_router(sync.build_router(backend, resolver))
     app.include_router(packs.build_router(backend, cursors, resolver))
     app.include_router(console.build_router(backend, resolver))
+    app.include_router(quarantine.build_router(QuarantineOperations(backend, dev=resolver.dev), resolver))
     events = sse.build_router(resolver, settings, event_log)
     app.include_router(events)
     app.state.event_streams = events.streams  # the server ends open streams before it stops (server.py)

@@ -59,9 +59,10 @@ from engram.log.events import (
 from engram.model import parse_time, servable_problem
 from engram.process import metrics
 from engram.process.health import INDEX, QUARANTINE, Health
+from engram.results import Quarantined
 from engram.sameness import content_key
 from engram.services.search.agents import AgentRegistry
-from engram.services.search.quarantine import Quarantine, Quarantined
+from engram.services.search.quarantine import Quarantine, set_aside
 
 log = logging.getLogger(__name__)
 
@@ -565,7 +566,7 @@ class Indexer:
 
     async def _set_aside(self, entry: LogEntry, error: BaseException) -> None:
         """Quarantines an entry and moves the index past it, stored together (a restart resumes both)."""
-        record = Quarantined.of(entry, error, time.time())
+        record = set_aside(entry, error, time.time())
         async with self._applying:
             skipped = self._skipped + (entry.event in MEMORY_CREATED_EVENTS)
             after = Applied(skipped, self._registry, self._quarantine.adding([record]))
@@ -592,11 +593,29 @@ class Indexer:
 
     # -- the quarantine (admin) ------------------------------------------------------------------------------
 
-    async def retry_quarantined(self, seqs: Iterable[int]) -> tuple[list[Quarantined], list[Quarantined]]:
+    def quarantined(self, namespace: str | None = None) -> list[Quarantined]:
+        """The entries set aside, of ``namespace`` (None: every namespace), oldest first."""
+        return self._quarantine.visible(namespace)
+
+    def _chosen(self, seqs: Iterable[int], namespace: str | None) -> set[int]:
+        """The sequences asked for (none: every entry of namespace); raises InvalidArgument for one not there."""
+        visible = {item.seq for item in self._quarantine.visible(namespace)}
+        wanted = set(seqs)
+        if missing := sorted(wanted - visible):
+            where = f" of namespace {namespace}" if namespace is not None else ""
+            raise InvalidArgument(
+                "seqs", f"{', '.join(map(str, missing))} not in the quarantine{where}; list it to see what is there."
+            )
+        return wanted or visible
+
+    async def retry_quarantined(
+        self, seqs: Iterable[int], namespace: str | None = None
+    ) -> tuple[list[Quarantined], list[Quarantined]]:
         """Applies quarantined entries again, read from the log (after a fix or an upgrade): answers those applied
         (out of the quarantine; one the log no longer holds, e.g. purged, too) and those still failing (kept, with
-        the new error). Raises when the index's storage refuses writes."""
-        wanted = set(seqs)
+        the new error). ``seqs`` empty: every entry of ``namespace`` (None: of every namespace). Raises when the
+        index's storage refuses writes."""
+        wanted = self._chosen(seqs, namespace)
         applied: list[Quarantined] = []
         failed: list[Quarantined] = []
         async with self._applying:
@@ -619,10 +638,10 @@ class Indexer:
             log.warning("quarantined log entry %d applied again (admin)", item.seq)
         return applied, failed
 
-    async def drop_quarantined(self, seqs: Iterable[int]) -> list[Quarantined]:
+    async def drop_quarantined(self, seqs: Iterable[int], namespace: str | None = None) -> list[Quarantined]:
         """Drops entries from the quarantine (admin): they stay in the log, not in the index (a rebuild of the
-        index sets them aside again unless the memory was purged meanwhile)."""
-        wanted = set(seqs)
+        index sets them aside again unless the memory was purged meanwhile). ``seqs`` as for retry_quarantined."""
+        wanted = self._chosen(seqs, namespace)
         async with self._applying:
             dropped = [item for item in self._quarantine if item.seq in wanted]
             after = Applied(self._skipped, self._registry, self._quarantine.without(wanted))
@@ -645,7 +664,7 @@ class Indexer:
         except STORAGE_FAULTS:
             raise
         except Exception as e:  # still failing: kept, with what it fails with now
-            return Quarantined.of(entry, e, time.time())
+            return set_aside(entry, e, time.time())
         return aside[0] if aside else None
 
     # -- applying entries ---------------------------------------------------------------------------------
@@ -698,7 +717,7 @@ class Indexer:
                     run.append(point)
             except (KeyError, ValueError, TypeError, RecursionError) as e:
                 # An entry that cannot be served must not stop the index (or break reads): it is set aside.
-                aside.append(Quarantined.of(entry, e, time.time()))
+                aside.append(set_aside(entry, e, time.time()))
         self._apply_versions(run)
         if purged:  # before the cursor moves on: a crash meanwhile applies the batch, and erases, again
             self._erase_deleted()

@@ -13,6 +13,7 @@ from typing import Any
 
 from engram.log import LogEntry
 from engram.model import format_time, parse_time
+from engram.results import Quarantined
 
 MAX_ERROR_CHARS = 500  # an error can quote what it failed on: bounded, as every stored field is
 # Kept at most; beyond it the oldest are forgotten (and counted), so a flood of bad entries cannot grow the index's
@@ -20,45 +21,35 @@ MAX_ERROR_CHARS = 500  # an error can quote what it failed on: bounded, as every
 MAX_KEPT = 1000
 
 
-@dataclass(frozen=True, slots=True)
-class Quarantined:
-    """One log entry the index could not apply."""
+def set_aside(entry: LogEntry, error: BaseException | str, at: float) -> Quarantined:
+    """The quarantine record of an entry the index could not apply."""
+    body = entry.body if isinstance(entry.body, dict) else {}
+    parts = entry.subject.split(".")  # engram.events.<namespace>.<event>
+    text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
+    return Quarantined(
+        seq=entry.seq,
+        namespace=str(body.get("namespace") or (parts[2] if len(parts) == 4 else "")),
+        memory_id=str(body.get("memory_id") or ""),
+        event=str(body.get("event") or entry.event or ""),
+        error=text[:MAX_ERROR_CHARS],
+        at=at,
+    )
 
-    seq: int
-    namespace: str
-    memory_id: str
-    event: str
-    error: str
-    at: float  # when it was set aside (epoch seconds)
 
-    @classmethod
-    def of(cls, entry: LogEntry, error: BaseException | str, at: float) -> Quarantined:
-        body = entry.body if isinstance(entry.body, dict) else {}
-        parts = entry.subject.split(".")  # engram.events.<namespace>.<event>
-        text = error if isinstance(error, str) else f"{type(error).__name__}: {error}"
-        return cls(
-            seq=entry.seq,
-            namespace=str(body.get("namespace") or (parts[2] if len(parts) == 4 else "")),
-            memory_id=str(body.get("memory_id") or ""),
-            event=str(body.get("event") or entry.event or ""),
-            error=text[:MAX_ERROR_CHARS],
-            at=at,
-        )
+def _to_json(item: Quarantined) -> dict[str, Any]:
+    return {"seq": item.seq, "namespace": item.namespace, "memory_id": item.memory_id, "event": item.event,
+            "error": item.error, "at": format_time(item.at)}  # fmt: skip
 
-    def to_json(self) -> dict[str, Any]:
-        return {"seq": self.seq, "namespace": self.namespace, "memory_id": self.memory_id, "event": self.event,
-                "error": self.error, "at": format_time(self.at)}  # fmt: skip
 
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Quarantined:
-        return cls(
-            seq=int(data["seq"]),
-            namespace=str(data.get("namespace", "")),
-            memory_id=str(data.get("memory_id", "")),
-            event=str(data.get("event", "")),
-            error=str(data.get("error", "")),
-            at=parse_time(data.get("at")) or 0.0,
-        )
+def _from_json(data: dict[str, Any]) -> Quarantined:
+    return Quarantined(
+        seq=int(data["seq"]),
+        namespace=str(data.get("namespace", "")),
+        memory_id=str(data.get("memory_id", "")),
+        event=str(data.get("event", "")),
+        error=str(data.get("error", "")),
+        at=parse_time(data.get("at")) or 0.0,
+    )
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,7 +99,7 @@ class Quarantine:
         return [item for item in self.entries if namespace is None or item.namespace == namespace]
 
     def to_json(self) -> dict[str, Any]:
-        return {"entries": [item.to_json() for item in self.entries], "forgotten": self.forgotten}
+        return {"entries": [_to_json(item) for item in self.entries], "forgotten": self.forgotten}
 
     @classmethod
     def from_json(cls, data: object) -> Quarantine:
@@ -118,7 +109,7 @@ class Quarantine:
         if not isinstance(data, dict) or not isinstance(data.get("entries", []), list):
             raise ValueError(f"the quarantine {data!r:.80} is not a JSON object with a list of entries")
         try:
-            entries = tuple(Quarantined.from_json(item) for item in data.get("entries", []))
+            entries = tuple(_from_json(item) for item in data.get("entries", []))
         except (KeyError, TypeError, ValueError) as e:
             raise ValueError(f"a quarantined entry cannot be read ({e})") from e
         return cls(tuple(sorted(entries, key=lambda item: item.seq)), int(data.get("forgotten") or 0))
