@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 from typing import Any
 
+from engram import plural
 from engram.cli.common import Call, call_node, node_options, sub
 
 _ADMIN_HINT = "Set ENGRAM_API_KEY to a key with the admin scope."
@@ -52,6 +53,10 @@ def _purge(args: argparse.Namespace) -> Call:
     return Call("POST", "/v1/index/quarantine/purge", render_purge, body=body, hint_403=_ADMIN_HINT)
 
 
+def _entries(n: int) -> str:
+    return plural.counted(n, "log entry", "log entries")
+
+
 def _line(entry: dict[str, Any]) -> str:
     memory = f" memory {entry['memory_id']}" if entry.get("memory_id") else ""
     return (
@@ -63,8 +68,10 @@ def render_list(answer: dict[str, Any]) -> str:
     entries = answer.get("entries") or []
     total = answer.get("total", len(entries))
     if not entries:
-        return f"No log entry of yours is set aside ({total} on this node)." if total else "No log entry is set aside."
-    lines = [f"{len(entries)} log entries set aside ({total} on this node); the index serves everything else:"]
+        return (
+            f"No log entry of yours is set aside ({total:,} on this node)." if total else "No log entry is set aside."
+        )
+    lines = [f"{_entries(len(entries))} set aside ({total:,} on this node); the index serves everything else:"]
     lines += [_line(e) for e in entries]
     lines.append("Retry them with `engram index quarantine retry SEQ`, or drop them with `... purge SEQ [--erase]`.")
     return "\n".join(lines)
@@ -80,7 +87,7 @@ def render_retry(answer: dict[str, Any]) -> str:
 
 def render_purge(answer: dict[str, Any]) -> str:
     dropped, erased = answer.get("dropped") or [], answer.get("erased") or []
-    text = f"{len(dropped)} entries dropped from the quarantine"
+    text = f"{_entries(len(dropped))} dropped from the quarantine"
     if erased:
-        text += f"; {len(erased)} memories purged ({', '.join(erased)})"
+        text += f"; {plural.memories(len(erased))} purged ({', '.join(erased)})"
     return text + "."

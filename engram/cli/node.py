@@ -207,7 +207,7 @@ def _quarantine_lines(index: dict[str, Any]) -> list[str]:
     count = index.get("quarantined") or 0
     if not count:
         return []
-    line = f"  quarantine {count} log entries set aside (the index serves the rest)"
+    line = f"  quarantine {plural.counted(count, 'log entry', 'log entries')} set aside (the index serves the rest)"
     newest = index.get("quarantine_newest")
     if newest:
         line += f" · newest: seq {newest['seq']} in {newest['namespace']} ({newest['event']}): {newest['error']}"

@@ -28,6 +28,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from engram import plural
 from engram.errors import DiskFull, InvalidArgument, Unavailable
 from engram.index import (
     CONTENT_KEY,
@@ -586,7 +587,8 @@ class Indexer:
             return
         self._health.degrade(
             QUARANTINE,
-            f"{quarantine.count} log entries could not be applied to the search index and were set aside (the "
+            f"{plural.counted(quarantine.count, 'log entry', 'log entries')} could not be applied to the search index "
+            f"and {'was' if quarantine.count == 1 else 'were'} set aside (the "
             f"newest: log sequence {newest.seq}, {newest.event}); everything else is served. An admin lists them "
             "with `engram index quarantine list`, and retries or purges them there.",
         )

@@ -145,7 +145,7 @@ def test_a_poison_entry_in_the_log_is_set_aside_reported_and_managed_while_every
 
         out = _engram(capsys, monkeypatch, admin_b, "index", "quarantine", "purge", str(second_seq), "--erase",
                       "--url", node.http_url)  # fmt: skip
-        assert "1 entries dropped" in out and second_id in out
+        assert "1 log entry dropped" in out and second_id in out
         assert _quarantine(client, admin_b) == {"entries": [], "total": 0}
         ready = client.get("/readyz").json()
         assert ready["status"] == "ready" and not ready["problems"]
