@@ -491,7 +491,7 @@ class Indexer:
         """Applies a batch, waiting out a full disk and retrying while the index's storage refuses writes. When
         the batch fails, its entries are applied one at a time and one that fails on its own is set aside."""
         delay = RETRY_FIRST_SECONDS
-        while True:
+        while batch := [entry for entry in batch if entry.seq > self._applied]:  # some applied one at a time
             paused = self._disk.index_space_problem() if self._disk is not None else None
             if paused is None:
                 try:
