@@ -172,6 +172,8 @@ def render_status(status: dict[str, Any], url: str) -> str:
     """The human-readable form: one line per aspect, problems last with what to do."""
     node = status["node"]
     state = "ready" if status["ready"] else "NOT READY"
+    if status["ready"] and status.get("problems"):
+        state = "ready, degraded"  # problems that stop nothing (e.g. log entries the index set aside)
     uptime = _duration(node["uptime_seconds"]) if node.get("uptime_seconds") is not None else "?"
     lines = [f"Engram {node['version']} at {url}: {state} (pid {node['pid']}, up {uptime})"]
     services = " · ".join(f"{name} {state}" for name, state in status["services"].items())

@@ -321,8 +321,8 @@ class Indexer:
         aside = self._quarantine.seqs()  # not in the registry either (reading one may be what failed)
         for start in range(self._registry_seq + 1, self._applied + 1, MAX_BATCH):
             seqs = [seq for seq in range(start, min(start + MAX_BATCH, self._applied + 1)) if seq not in aside]
-            entries = [await self._log.read(seq) for seq in seqs]
-            self._registry = self._registry.with_entries(entry.body for entry in entries if entry is not None)
+            entries = [entry for seq in seqs if (entry := await self._log.read(seq)) is not None]
+            self._registry = _with_entries(self._registry, entries)
 
     async def _save_registry(self, *, force: bool = False) -> None:
         """Stores the registry as of the applied sequence if the stored one is behind (when idle, at stop), or
@@ -822,6 +822,20 @@ ENRICHED_SEQS = "_enriched_seqs"  # the log entries that added questions to a me
 # Kept from the current version when a new one replaces it: they are not written by ingest but by reads and
 # enrichment, which the index alone knows about.
 _CARRIED = ("access_count", "last_accessed_at", ENRICHED_SEQS)
+
+
+def _with_entries(registry: AgentRegistry, entries: list[LogEntry]) -> AgentRegistry:
+    """The registry after these entries; one it cannot take (set aside when applied, but no longer kept in the
+    quarantine) is left out, as it was then, so that it never stops a start."""
+    try:
+        return registry.with_entries(entry.body for entry in entries)
+    except (KeyError, ValueError, TypeError, RecursionError):
+        for entry in entries:
+            try:
+                registry = registry.with_entries([entry.body])
+            except (KeyError, ValueError, TypeError, RecursionError) as e:
+                log.warning("log entry %d left out of the agent registry: %r", entry.seq, e)
+        return registry
 
 
 def _carry_over(current: IndexPoint, newest: IndexPoint) -> None:

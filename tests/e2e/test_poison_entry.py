@@ -109,6 +109,7 @@ def test_a_poison_entry_in_the_log_is_set_aside_reported_and_managed_while_every
         assert other["index"]["quarantined"] == 2 and other["index"]["quarantine_newest"] is None
         out = _engram(capsys, monkeypatch, admin_b, "status", "--url", node.http_url)
         assert "quarantine 2 log entries set aside" in out and f"seq {second_seq}" in out
+        assert ": ready, degraded (pid" in out
         metrics = client.get("/metrics", headers=_key(admin_b)).text
         assert "engram_index_quarantined_entries 2.0" in metrics
 
