@@ -35,8 +35,7 @@ def register(subparsers: Any) -> None:
     purge.set_defaults(func=call_node, build=_purge)
     for parser in (quarantine, listing, retry, purge):
         parser.epilog = (
-            "Needs an API key with the admin scope in ENGRAM_API_KEY; it manages its own namespace's entries "
-            "(in dev mode, every namespace's)."
+            "Needs an API key with the admin scope in ENGRAM_API_KEY; it manages its own namespace's entries."
         )
 
 

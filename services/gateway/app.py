@@ -92,7 +92,7 @@ def build_app(
     app.include_router(sync.build_router(backend, resolver))
     app.include_router(packs.build_router(backend, cursors, resolver))
     app.include_router(console.build_router(backend, resolver))
-    app.include_router(quarantine.build_router(QuarantineOperations(backend, dev=resolver.dev), resolver))
+    app.include_router(quarantine.build_router(QuarantineOperations(backend), resolver))
     events = sse.build_router(resolver, settings, event_log)
     app.include_router(events)
     app.state.event_streams = events.streams  # the server ends open streams before it stops (server.py)

@@ -1,6 +1,6 @@
 """The log entries the search index set aside (DESIGN.md principle 6): listed, applied again, or purged by an admin.
 
-An admin key manages its own namespace's entries; in dev mode (the node is its user's own) every namespace's.
+An admin key manages its own namespace's entries only (the namespace is the boundary, in dev mode too).
 Purging drops entries from the quarantine; with ``erase``, their memories are purged first, through the one purge
 path every admin purge takes (every log entry about the memory is erased, the quarantined ones included).
 """
@@ -8,7 +8,6 @@ path every admin purge takes (every log entry about the memory is erased, the qu
 from __future__ import annotations
 
 import contextlib
-import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -26,34 +25,33 @@ class Purged:
 
 
 class QuarantineOperations:
-    def __init__(self, backend: Backend, *, dev: bool) -> None:
+    def __init__(self, backend: Backend) -> None:
         self._backend = backend
-        self._dev = dev
 
     async def entries(self, caller: Caller) -> tuple[list[Quarantined], int]:
         require_scope(caller, "admin")
-        return await self._backend.search_client.quarantined(caller, all_namespaces=self._dev)
+        return await self._backend.search_client.quarantined(caller)
 
     async def retry(self, caller: Caller, seqs: Sequence[int]) -> tuple[list[Quarantined], list[Quarantined]]:
         require_scope(caller, "admin")
-        return await self._backend.search_client.retry_quarantined(caller, seqs, all_namespaces=self._dev)
+        return await self._backend.search_client.retry_quarantined(caller, seqs)
 
     async def purge(self, caller: Caller, seqs: Sequence[int], *, erase: bool) -> Purged:
         require_scope(caller, "admin")
         if not erase:
-            dropped = await self._backend.search_client.drop_quarantined(caller, seqs, all_namespaces=self._dev)
+            dropped = await self._backend.search_client.drop_quarantined(caller, seqs)
             return Purged(dropped, [])
         chosen = await self._chosen(caller, seqs)
         erased: list[str] = []
-        for namespace, memory_id in sorted({(e.namespace, e.memory_id) for e in chosen if e.memory_id}):
+        for memory_id in sorted({e.memory_id for e in chosen if e.memory_id}):
             # The purge's record takes the memory's entries out of the quarantine when the index applies it;
             # NotFound: nothing of it but the entries set aside, which are dropped below.
             with contextlib.suppress(NotFound):
-                await self._backend.delete(dataclasses.replace(caller, namespace=namespace), memory_id, purge=True)
+                await self._backend.delete(caller, memory_id, purge=True)
             erased.append(memory_id)
         remaining = {e.seq for e in (await self.entries(caller))[0]}
         if left := [e.seq for e in chosen if e.seq in remaining]:
-            await self._backend.search_client.drop_quarantined(caller, left, all_namespaces=self._dev)
+            await self._backend.search_client.drop_quarantined(caller, left)
         return Purged(chosen, erased)
 
     async def _chosen(self, caller: Caller, seqs: Sequence[int]) -> list[Quarantined]:

@@ -40,7 +40,7 @@ class QuarantinedOut(BaseModel):
 
 
 class QuarantineList(BaseModel):
-    entries: list[QuarantinedOut] = Field(description="Oldest first: your namespace's (dev mode: every namespace's).")
+    entries: list[QuarantinedOut] = Field(description="Oldest first: your namespace's.")
     total: int = Field(description="Entries set aside on this node, over every namespace.")
 
 

@@ -61,7 +61,7 @@ class IndexOut(BaseModel):
         "(`engram index quarantine list`).",
     )
     quarantine_newest: QuarantinedNewest | None = Field(
-        default=None, description="The newest of them you may see (admin keys: your namespace; dev mode: any)."
+        default=None, description="The newest of them in your namespace (admin keys and dev mode only)."
     )
 
 
@@ -173,11 +173,11 @@ async def _caller_out(backend: Backend, caller: Caller, *, dev: bool) -> CallerO
     return out
 
 
-async def _quarantine_newest(backend: Backend, caller: Caller, *, dev: bool) -> QuarantinedNewest | None:
-    """The newest entry set aside that the caller may see (an admin's namespace; in dev mode any), or None."""
+async def _quarantine_newest(backend: Backend, caller: Caller) -> QuarantinedNewest | None:
+    """The newest entry set aside in the caller's namespace (admin keys, and dev mode's caller), or None."""
     admin = caller if "admin" in caller.scopes else dataclasses.replace(caller, scopes=caller.scopes | {"admin"})
     try:
-        entries, _ = await backend.search_client.quarantined(admin, all_namespaces=dev)
+        entries, _ = await backend.search_client.quarantined(admin)
     except errors.EngramError:  # the search service is down: the status says so elsewhere
         return None
     if not entries:
@@ -259,7 +259,7 @@ def add_probes(
                 quarantined=stats.quarantined,
             )
             if stats.quarantined and (resolver.dev or "admin" in caller.scopes):
-                index.quarantine_newest = await _quarantine_newest(backend, caller, dev=resolver.dev)
+                index.quarantine_newest = await _quarantine_newest(backend, caller)
         show_disk = resolver.dev or "admin" in caller.scopes
         return StatusOut(
             ready=readiness.ready,
