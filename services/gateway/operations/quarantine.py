@@ -7,7 +7,6 @@ path every admin purge takes (every log entry about the memory is erased, the qu
 
 from __future__ import annotations
 
-import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -46,8 +45,12 @@ class QuarantineOperations:
         for memory_id in sorted({e.memory_id for e in chosen if e.memory_id}):
             # The purge's record takes the memory's entries out of the quarantine when the index applies it;
             # NotFound: nothing of it but the entries set aside, which are dropped below.
-            with contextlib.suppress(NotFound):
+            try:
                 await self._backend.delete(caller, memory_id, purge=True)
+            except NotFound:
+                pass
+            except InvalidArgument:
+                continue  # an id no memory can have (the entry is malformed): it is only dropped
             erased.append(memory_id)
         remaining = {e.seq for e in (await self.entries(caller))[0]}
         if left := [e.seq for e in chosen if e.seq in remaining]:
