@@ -257,3 +257,15 @@ class SyncPage:
     cursor: int
     has_more: bool
     last_seq: int
+
+
+@dataclass(frozen=True, slots=True)
+class Quarantined:
+    """A log entry the search index could not apply and set aside (services/search/quarantine.py)."""
+
+    seq: int
+    namespace: str
+    memory_id: str  # "" when the entry names none
+    event: str
+    error: str  # why it could not be applied
+    at: float  # when it was set aside (epoch seconds)

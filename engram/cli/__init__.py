@@ -13,10 +13,22 @@ import sys
 from collections.abc import Sequence
 from typing import Any
 
-from engram.cli import coordination, find, hooks, keys, memories, models, node, packs, sync, vault
+from engram.cli import coordination, find, hooks, index, keys, memories, models, node, packs, sync, vault
 from engram.config import Settings, SettingsError
 
-GROUPS = (node, find, sync, keys, vault, models, memories, coordination, packs, hooks)  # the order of `engram --help`
+GROUPS = (
+    node,
+    find,
+    sync,
+    keys,
+    vault,
+    models,
+    memories,
+    coordination,
+    packs,
+    hooks,
+    index,
+)  # the order of `engram --help`
 
 
 def build_parser() -> argparse.ArgumentParser:

@@ -172,6 +172,8 @@ def render_status(status: dict[str, Any], url: str) -> str:
     """The human-readable form: one line per aspect, problems last with what to do."""
     node = status["node"]
     state = "ready" if status["ready"] else "NOT READY"
+    if status["ready"] and status.get("problems"):
+        state = "ready, degraded"  # problems that stop nothing (e.g. log entries the index set aside)
     uptime = _duration(node["uptime_seconds"]) if node.get("uptime_seconds") is not None else "?"
     lines = [f"Engram {node['version']} at {url}: {state} (pid {node['pid']}, up {uptime})"]
     services = " · ".join(f"{name} {state}" for name, state in status["services"].items())
@@ -184,6 +186,7 @@ def render_status(status: dict[str, Any], url: str) -> str:
         )
         rerank = index.get("reranker_model") or "off"
         lines.append(f"  models    embedding {index['embedding_model']} · rerank {rerank}")
+        lines += _quarantine_lines(index)
     else:
         lines.append("  index     unknown (the search service does not answer)")
     disk = status.get("disk")
@@ -199,6 +202,18 @@ def render_status(status: dict[str, Any], url: str) -> str:
         lines.append("  problems")
         lines.extend(f"    - {p['condition']}: {p['detail']}" for p in problems)
     return "\n".join(lines)
+
+
+def _quarantine_lines(index: dict[str, Any]) -> list[str]:
+    """Log entries the index set aside: how many, and the newest the caller may see with its error."""
+    count = index.get("quarantined") or 0
+    if not count:
+        return []
+    line = f"  quarantine {plural.counted(count, 'log entry', 'log entries')} set aside (the index serves the rest)"
+    newest = index.get("quarantine_newest")
+    if newest:
+        line += f" · newest: seq {newest['seq']} in {newest['namespace']} ({newest['event']}): {newest['error']}"
+    return [line, "             see them with `engram index quarantine list` (admin key)"]
 
 
 def _caller_lines(caller: dict[str, Any] | None) -> list[str]:

@@ -30,6 +30,7 @@ from engram.results import (
     MergeResult,
     Page,
     Pushed,
+    Quarantined,
     SaveResult,
     SearchResult,
     SupersedeResult,
@@ -264,6 +265,7 @@ class IndexStats:
     log_last_seq: int
     embedding_model: str
     reranker_model: str
+    quarantined: int = 0  # log entries the index set aside, over every namespace
 
 
 class SearchClient(_Client):
@@ -427,7 +429,45 @@ class SearchClient(_Client):
             log_last_seq=response.log_last_seq,
             embedding_model=response.embedding_model,
             reranker_model=response.reranker_model,
+            quarantined=response.quarantined,
         )
+
+    async def quarantined(self, caller: Caller, *, all_namespaces: bool = False) -> tuple[Quarantines, int]:
+        """The log entries the index set aside, of the caller's namespace (or every one), and how many over every
+        namespace (admin)."""
+        request = search_pb2.ListQuarantinedRequest(caller=wire.caller_to_proto(caller), all_namespaces=all_namespaces)
+        response = await self._call(self._stub.ListQuarantined, request)
+        return [_quarantined(e) for e in response.entries], response.total
+
+    async def retry_quarantined(
+        self, caller: Caller, seqs: Sequence[int], *, all_namespaces: bool = False
+    ) -> tuple[Quarantines, Quarantines]:
+        """Applies set-aside entries again (none named: all the caller may see): those applied, those still failing."""
+        request = search_pb2.RetryQuarantinedRequest(
+            caller=wire.caller_to_proto(caller), seqs=seqs, all_namespaces=all_namespaces
+        )
+        response = await self._call(self._stub.RetryQuarantined, request)
+        return [_quarantined(e) for e in response.applied], [_quarantined(e) for e in response.failed]
+
+    async def drop_quarantined(
+        self, caller: Caller, seqs: Sequence[int], *, all_namespaces: bool = False
+    ) -> Quarantines:
+        """Drops set-aside entries from the quarantine (none named: all the caller may see); answers those dropped."""
+        request = search_pb2.DropQuarantinedRequest(
+            caller=wire.caller_to_proto(caller), seqs=seqs, all_namespaces=all_namespaces
+        )
+        response = await self._call(self._stub.DropQuarantined, request)
+        return [_quarantined(e) for e in response.dropped]
+
+
+Quarantines = list[Quarantined]  # SearchClient.list shadows the builtin in its body
+
+
+def _quarantined(entry: search_pb2.QuarantinedEntry) -> Quarantined:
+    return Quarantined(
+        seq=entry.seq, namespace=entry.namespace, memory_id=entry.memory_id, event=entry.event, error=entry.error,
+        at=wire.ts_to_epoch(entry, "at") or 0.0,
+    )  # fmt: skip
 
 
 JOB_KINDS = ("expire", "dedupe", "contradictions", "team_summary", "decay", "enrich_backfill", "all")

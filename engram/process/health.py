@@ -18,6 +18,7 @@ log = logging.getLogger(__name__)
 LOG = "log"  # the NATS JetStream log: connection and write acknowledgements
 DISK = "disk"  # free space in the data dir
 INDEX = "index"  # the search index: loading, rebuilding, applying
+QUARANTINE = "index_quarantine"  # log entries the index could not apply and set aside (it serves meanwhile)
 
 ALL_SERVICES: frozenset[str] = frozenset()  # a problem that affects every service of the process
 
@@ -26,15 +27,17 @@ MIB = 1024 * 1024
 
 @dataclass(frozen=True, slots=True)
 class Problem:
-    """One failing condition: what is wrong, since when, and which services it stops (empty: all)."""
+    """One failing condition: what is wrong, since when, and which services it stops (empty: all). A degraded
+    one stops none: the process serves, and says what an operator should look at."""
 
     condition: str
     detail: str
     since: float
     services: frozenset[str] = ALL_SERVICES
+    degraded: bool = False
 
     def affects(self, service: str) -> bool:
-        return not self.services or service in self.services
+        return not self.degraded and (not self.services or service in self.services)
 
 
 Listener = Callable[[], None]
@@ -57,6 +60,16 @@ class Health:
         self._problems[condition] = Problem(condition, detail, held.since if held else time.time(), frozenset(services))
         self._changed()
 
+    def degrade(self, condition: str, detail: str) -> None:
+        """Records (or updates) a problem that stops nothing: reported by every probe, ready all the same."""
+        held = self._problems.get(condition)
+        if held is not None and held.detail == detail and held.degraded:
+            return
+        if held is None:
+            log.warning("degraded (%s): %s", condition, detail)
+        self._problems[condition] = Problem(condition, detail, held.since if held else time.time(), degraded=True)
+        self._changed()
+
     def clear(self, condition: str) -> None:
         held = self._problems.pop(condition, None)
         if held is not None:
@@ -67,7 +80,7 @@ class Health:
         return self._problems.get(condition)
 
     def problems(self, service: str | None = None) -> list[Problem]:
-        """Every problem, or those that stop ``service``."""
+        """Every problem (degraded ones too), or those that stop ``service``."""
         found = self._problems.values()
         return [p for p in found if service is None or p.affects(service)]
 

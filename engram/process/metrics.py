@@ -105,6 +105,7 @@ SSE_DROPPED = Counter(
 INDEX_APPLIED_SEQ = "engram_index_applied_seq"
 LOG_LAST_SEQ = "engram_log_last_seq"
 INDEX_LAG = "engram_index_lag"
+INDEX_QUARANTINED = "engram_index_quarantined_entries"
 SSE_CLIENTS = "engram_sse_clients"
 SSE_QUEUED_EVENTS = "engram_sse_queued_events"
 SSE_QUEUE_DEPTH_MAX = "engram_sse_queue_depth_max"
@@ -125,6 +126,9 @@ SAMPLED: dict[str, SampledGauge] = {
     INDEX_APPLIED_SEQ: SampledGauge("The last log sequence the search index has applied.", max),
     LOG_LAST_SEQ: SampledGauge("The newest log sequence the search service has seen (its follow of the log).", max),
     INDEX_LAG: SampledGauge("Log entries not yet applied to the search index (log last sequence - applied).", max),
+    INDEX_QUARANTINED: SampledGauge(
+        "Log entries the search index could not apply and set aside (engram index quarantine list).", max
+    ),
     SSE_CLIENTS: SampledGauge("Open SSE event streams.", sum),
     SSE_QUEUED_EVENTS: SampledGauge("Events waiting in the SSE clients' queues, over every client.", sum),
     SSE_QUEUE_DEPTH_MAX: SampledGauge("Events waiting in the fullest SSE client queue.", max),

@@ -255,7 +255,7 @@ class ReadinessServicer(readiness_pb2_grpc.ReadinessServicer):
         )
         response.started_at.FromNanoseconds(int(self._resources.started_at * 1e9))
         for problem in health.problems():
-            item = response.problems.add(condition=problem.condition, detail=problem.detail)
+            item = response.problems.add(condition=problem.condition, detail=problem.detail, degraded=problem.degraded)
             item.services.extend(sorted(problem.services))
             item.since.FromNanoseconds(int(problem.since * 1e9))
         if self._resources._disk is not None:

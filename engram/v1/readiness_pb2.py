@@ -25,7 +25,7 @@ _sym_db = _symbol_database.Default()
 from google.protobuf import timestamp_pb2 as google_dot_protobuf_dot_timestamp__pb2
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x65ngram/v1/readiness.proto\x12\tengram.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x15\n\x13GetReadinessRequest\"i\n\x07Problem\x12\x11\n\tcondition\x18\x01 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x02 \x01(\t\x12)\n\x05since\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08services\x18\x04 \x03(\t\"0\n\x0cServiceState\x12\x0f\n\x07service\x18\x01 \x01(\t\x12\x0f\n\x07serving\x18\x02 \x01(\x08\"D\n\tDiskState\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x12\n\nfree_bytes\x18\x02 \x01(\x04\x12\x15\n\rreserve_bytes\x18\x03 \x01(\x04\"\xd9\x01\n\x14GetReadinessResponse\x12)\n\x08services\x18\x01 \x03(\x0b\x32\x17.engram.v1.ServiceState\x12$\n\x08problems\x18\x02 \x03(\x0b\x32\x12.engram.v1.Problem\x12\x0f\n\x07version\x18\x03 \x01(\t\x12\x0b\n\x03pid\x18\x04 \x01(\x05\x12.\n\nstarted_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\"\n\x04\x64isk\x18\x06 \x01(\x0b\x32\x14.engram.v1.DiskState2\\\n\tReadiness\x12O\n\x0cGetReadiness\x12\x1e.engram.v1.GetReadinessRequest\x1a\x1f.engram.v1.GetReadinessResponseb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n\x19\x65ngram/v1/readiness.proto\x12\tengram.v1\x1a\x1fgoogle/protobuf/timestamp.proto\"\x15\n\x13GetReadinessRequest\"{\n\x07Problem\x12\x11\n\tcondition\x18\x01 \x01(\t\x12\x0e\n\x06\x64\x65tail\x18\x02 \x01(\t\x12)\n\x05since\x18\x03 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\x10\n\x08services\x18\x04 \x03(\t\x12\x10\n\x08\x64\x65graded\x18\x05 \x01(\x08\"0\n\x0cServiceState\x12\x0f\n\x07service\x18\x01 \x01(\t\x12\x0f\n\x07serving\x18\x02 \x01(\x08\"D\n\tDiskState\x12\x0c\n\x04path\x18\x01 \x01(\t\x12\x12\n\nfree_bytes\x18\x02 \x01(\x04\x12\x15\n\rreserve_bytes\x18\x03 \x01(\x04\"\xd9\x01\n\x14GetReadinessResponse\x12)\n\x08services\x18\x01 \x03(\x0b\x32\x17.engram.v1.ServiceState\x12$\n\x08problems\x18\x02 \x03(\x0b\x32\x12.engram.v1.Problem\x12\x0f\n\x07version\x18\x03 \x01(\t\x12\x0b\n\x03pid\x18\x04 \x01(\x05\x12.\n\nstarted_at\x18\x05 \x01(\x0b\x32\x1a.google.protobuf.Timestamp\x12\"\n\x04\x64isk\x18\x06 \x01(\x0b\x32\x14.engram.v1.DiskState2\\\n\tReadiness\x12O\n\x0cGetReadiness\x12\x1e.engram.v1.GetReadinessRequest\x1a\x1f.engram.v1.GetReadinessResponseb\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -35,13 +35,13 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_GETREADINESSREQUEST']._serialized_start=73
   _globals['_GETREADINESSREQUEST']._serialized_end=94
   _globals['_PROBLEM']._serialized_start=96
-  _globals['_PROBLEM']._serialized_end=201
-  _globals['_SERVICESTATE']._serialized_start=203
-  _globals['_SERVICESTATE']._serialized_end=251
-  _globals['_DISKSTATE']._serialized_start=253
-  _globals['_DISKSTATE']._serialized_end=321
-  _globals['_GETREADINESSRESPONSE']._serialized_start=324
-  _globals['_GETREADINESSRESPONSE']._serialized_end=541
-  _globals['_READINESS']._serialized_start=543
-  _globals['_READINESS']._serialized_end=635
+  _globals['_PROBLEM']._serialized_end=219
+  _globals['_SERVICESTATE']._serialized_start=221
+  _globals['_SERVICESTATE']._serialized_end=269
+  _globals['_DISKSTATE']._serialized_start=271
+  _globals['_DISKSTATE']._serialized_end=339
+  _globals['_GETREADINESSRESPONSE']._serialized_start=342
+  _globals['_GETREADINESSRESPONSE']._serialized_end=559
+  _globals['_READINESS']._serialized_start=561
+  _globals['_READINESS']._serialized_end=653
 # @@protoc_insertion_point(module_scope)

@@ -14,16 +14,18 @@ class GetReadinessRequest(_message.Message):
     def __init__(self) -> None: ...
 
 class Problem(_message.Message):
-    __slots__ = ("condition", "detail", "since", "services")
+    __slots__ = ("condition", "detail", "since", "services", "degraded")
     CONDITION_FIELD_NUMBER: _ClassVar[int]
     DETAIL_FIELD_NUMBER: _ClassVar[int]
     SINCE_FIELD_NUMBER: _ClassVar[int]
     SERVICES_FIELD_NUMBER: _ClassVar[int]
+    DEGRADED_FIELD_NUMBER: _ClassVar[int]
     condition: str
     detail: str
     since: _timestamp_pb2.Timestamp
     services: _containers.RepeatedScalarFieldContainer[str]
-    def __init__(self, condition: _Optional[str] = ..., detail: _Optional[str] = ..., since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., services: _Optional[_Iterable[str]] = ...) -> None: ...
+    degraded: bool
+    def __init__(self, condition: _Optional[str] = ..., detail: _Optional[str] = ..., since: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ..., services: _Optional[_Iterable[str]] = ..., degraded: _Optional[bool] = ...) -> None: ...
 
 class ServiceState(_message.Message):
     __slots__ = ("service", "serving")

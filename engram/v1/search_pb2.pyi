@@ -215,7 +215,7 @@ class StatCount(_message.Message):
     def __init__(self, key: _Optional[str] = ..., count: _Optional[int] = ...) -> None: ...
 
 class GetStatsResponse(_message.Message):
-    __slots__ = ("memories", "applied_seq", "embedding_model", "reranker_model", "log_last_seq", "by_agent", "by_type", "by_status", "by_team", "total")
+    __slots__ = ("memories", "applied_seq", "embedding_model", "reranker_model", "log_last_seq", "by_agent", "by_type", "by_status", "by_team", "total", "quarantined")
     MEMORIES_FIELD_NUMBER: _ClassVar[int]
     APPLIED_SEQ_FIELD_NUMBER: _ClassVar[int]
     EMBEDDING_MODEL_FIELD_NUMBER: _ClassVar[int]
@@ -226,6 +226,7 @@ class GetStatsResponse(_message.Message):
     BY_STATUS_FIELD_NUMBER: _ClassVar[int]
     BY_TEAM_FIELD_NUMBER: _ClassVar[int]
     TOTAL_FIELD_NUMBER: _ClassVar[int]
+    QUARANTINED_FIELD_NUMBER: _ClassVar[int]
     memories: int
     applied_seq: int
     embedding_model: str
@@ -236,7 +237,8 @@ class GetStatsResponse(_message.Message):
     by_status: _containers.RepeatedCompositeFieldContainer[StatCount]
     by_team: _containers.RepeatedCompositeFieldContainer[StatCount]
     total: int
-    def __init__(self, memories: _Optional[int] = ..., applied_seq: _Optional[int] = ..., embedding_model: _Optional[str] = ..., reranker_model: _Optional[str] = ..., log_last_seq: _Optional[int] = ..., by_agent: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_type: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_status: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_team: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., total: _Optional[int] = ...) -> None: ...
+    quarantined: int
+    def __init__(self, memories: _Optional[int] = ..., applied_seq: _Optional[int] = ..., embedding_model: _Optional[str] = ..., reranker_model: _Optional[str] = ..., log_last_seq: _Optional[int] = ..., by_agent: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_type: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_status: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., by_team: _Optional[_Iterable[_Union[StatCount, _Mapping]]] = ..., total: _Optional[int] = ..., quarantined: _Optional[int] = ...) -> None: ...
 
 class ListExpiringRequest(_message.Message):
     __slots__ = ("caller", "at", "limit")
@@ -385,3 +387,69 @@ class GetActivityResponse(_message.Message):
     DAYS_FIELD_NUMBER: _ClassVar[int]
     days: _containers.RepeatedCompositeFieldContainer[ActivityDay]
     def __init__(self, days: _Optional[_Iterable[_Union[ActivityDay, _Mapping]]] = ...) -> None: ...
+
+class QuarantinedEntry(_message.Message):
+    __slots__ = ("seq", "namespace", "memory_id", "event", "error", "at")
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    NAMESPACE_FIELD_NUMBER: _ClassVar[int]
+    MEMORY_ID_FIELD_NUMBER: _ClassVar[int]
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    ERROR_FIELD_NUMBER: _ClassVar[int]
+    AT_FIELD_NUMBER: _ClassVar[int]
+    seq: int
+    namespace: str
+    memory_id: str
+    event: str
+    error: str
+    at: _timestamp_pb2.Timestamp
+    def __init__(self, seq: _Optional[int] = ..., namespace: _Optional[str] = ..., memory_id: _Optional[str] = ..., event: _Optional[str] = ..., error: _Optional[str] = ..., at: _Optional[_Union[datetime.datetime, _timestamp_pb2.Timestamp, _Mapping]] = ...) -> None: ...
+
+class ListQuarantinedRequest(_message.Message):
+    __slots__ = ("caller", "all_namespaces")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    ALL_NAMESPACES_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallContext
+    all_namespaces: bool
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., all_namespaces: _Optional[bool] = ...) -> None: ...
+
+class ListQuarantinedResponse(_message.Message):
+    __slots__ = ("entries", "total")
+    ENTRIES_FIELD_NUMBER: _ClassVar[int]
+    TOTAL_FIELD_NUMBER: _ClassVar[int]
+    entries: _containers.RepeatedCompositeFieldContainer[QuarantinedEntry]
+    total: int
+    def __init__(self, entries: _Optional[_Iterable[_Union[QuarantinedEntry, _Mapping]]] = ..., total: _Optional[int] = ...) -> None: ...
+
+class RetryQuarantinedRequest(_message.Message):
+    __slots__ = ("caller", "all_namespaces", "seqs")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    ALL_NAMESPACES_FIELD_NUMBER: _ClassVar[int]
+    SEQS_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallContext
+    all_namespaces: bool
+    seqs: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., all_namespaces: _Optional[bool] = ..., seqs: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class RetryQuarantinedResponse(_message.Message):
+    __slots__ = ("applied", "failed")
+    APPLIED_FIELD_NUMBER: _ClassVar[int]
+    FAILED_FIELD_NUMBER: _ClassVar[int]
+    applied: _containers.RepeatedCompositeFieldContainer[QuarantinedEntry]
+    failed: _containers.RepeatedCompositeFieldContainer[QuarantinedEntry]
+    def __init__(self, applied: _Optional[_Iterable[_Union[QuarantinedEntry, _Mapping]]] = ..., failed: _Optional[_Iterable[_Union[QuarantinedEntry, _Mapping]]] = ...) -> None: ...
+
+class DropQuarantinedRequest(_message.Message):
+    __slots__ = ("caller", "all_namespaces", "seqs")
+    CALLER_FIELD_NUMBER: _ClassVar[int]
+    ALL_NAMESPACES_FIELD_NUMBER: _ClassVar[int]
+    SEQS_FIELD_NUMBER: _ClassVar[int]
+    caller: _common_pb2.CallContext
+    all_namespaces: bool
+    seqs: _containers.RepeatedScalarFieldContainer[int]
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., all_namespaces: _Optional[bool] = ..., seqs: _Optional[_Iterable[int]] = ...) -> None: ...
+
+class DropQuarantinedResponse(_message.Message):
+    __slots__ = ("dropped",)
+    DROPPED_FIELD_NUMBER: _ClassVar[int]
+    dropped: _containers.RepeatedCompositeFieldContainer[QuarantinedEntry]
+    def __init__(self, dropped: _Optional[_Iterable[_Union[QuarantinedEntry, _Mapping]]] = ...) -> None: ...

@@ -94,6 +94,21 @@ class SearchStub:
                 request_serializer=engram_dot_v1_dot_search__pb2.GetActivityRequest.SerializeToString,
                 response_deserializer=engram_dot_v1_dot_search__pb2.GetActivityResponse.FromString,
                 _registered_method=True)
+        self.ListQuarantined = channel.unary_unary(
+                '/engram.v1.Search/ListQuarantined',
+                request_serializer=engram_dot_v1_dot_search__pb2.ListQuarantinedRequest.SerializeToString,
+                response_deserializer=engram_dot_v1_dot_search__pb2.ListQuarantinedResponse.FromString,
+                _registered_method=True)
+        self.RetryQuarantined = channel.unary_unary(
+                '/engram.v1.Search/RetryQuarantined',
+                request_serializer=engram_dot_v1_dot_search__pb2.RetryQuarantinedRequest.SerializeToString,
+                response_deserializer=engram_dot_v1_dot_search__pb2.RetryQuarantinedResponse.FromString,
+                _registered_method=True)
+        self.DropQuarantined = channel.unary_unary(
+                '/engram.v1.Search/DropQuarantined',
+                request_serializer=engram_dot_v1_dot_search__pb2.DropQuarantinedRequest.SerializeToString,
+                response_deserializer=engram_dot_v1_dot_search__pb2.DropQuarantinedResponse.FromString,
+                _registered_method=True)
 
 
 class SearchServicer:
@@ -178,6 +193,26 @@ class SearchServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def ListQuarantined(self, request, context):
+        """Log entries the index could not apply and set aside, so that no entry stops it (admin): listed, applied again
+        from the log (after a fix or an upgrade), or dropped from the quarantine.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def RetryQuarantined(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def DropQuarantined(self, request, context):
+        """Missing associated documentation comment in .proto file."""
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SearchServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -240,6 +275,21 @@ def add_SearchServicer_to_server(servicer, server):
                     servicer.GetActivity,
                     request_deserializer=engram_dot_v1_dot_search__pb2.GetActivityRequest.FromString,
                     response_serializer=engram_dot_v1_dot_search__pb2.GetActivityResponse.SerializeToString,
+            ),
+            'ListQuarantined': grpc.unary_unary_rpc_method_handler(
+                    servicer.ListQuarantined,
+                    request_deserializer=engram_dot_v1_dot_search__pb2.ListQuarantinedRequest.FromString,
+                    response_serializer=engram_dot_v1_dot_search__pb2.ListQuarantinedResponse.SerializeToString,
+            ),
+            'RetryQuarantined': grpc.unary_unary_rpc_method_handler(
+                    servicer.RetryQuarantined,
+                    request_deserializer=engram_dot_v1_dot_search__pb2.RetryQuarantinedRequest.FromString,
+                    response_serializer=engram_dot_v1_dot_search__pb2.RetryQuarantinedResponse.SerializeToString,
+            ),
+            'DropQuarantined': grpc.unary_unary_rpc_method_handler(
+                    servicer.DropQuarantined,
+                    request_deserializer=engram_dot_v1_dot_search__pb2.DropQuarantinedRequest.FromString,
+                    response_serializer=engram_dot_v1_dot_search__pb2.DropQuarantinedResponse.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -566,6 +616,87 @@ class Search:
             '/engram.v1.Search/GetActivity',
             engram_dot_v1_dot_search__pb2.GetActivityRequest.SerializeToString,
             engram_dot_v1_dot_search__pb2.GetActivityResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ListQuarantined(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/engram.v1.Search/ListQuarantined',
+            engram_dot_v1_dot_search__pb2.ListQuarantinedRequest.SerializeToString,
+            engram_dot_v1_dot_search__pb2.ListQuarantinedResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def RetryQuarantined(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/engram.v1.Search/RetryQuarantined',
+            engram_dot_v1_dot_search__pb2.RetryQuarantinedRequest.SerializeToString,
+            engram_dot_v1_dot_search__pb2.RetryQuarantinedResponse.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def DropQuarantined(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_unary(
+            request,
+            target,
+            '/engram.v1.Search/DropQuarantined',
+            engram_dot_v1_dot_search__pb2.DropQuarantinedRequest.SerializeToString,
+            engram_dot_v1_dot_search__pb2.DropQuarantinedResponse.FromString,
             options,
             channel_credentials,
             insecure,

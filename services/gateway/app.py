@@ -24,7 +24,18 @@ from engram.services.gateway.identity import Resolver
 from engram.services.gateway.mcp.server import build_mcp
 from engram.services.gateway.operations import Operations
 from engram.services.gateway.operations.cursors import CursorTracker
-from engram.services.gateway.rest import consolidation, context, coordination, docs, memories, packs, status, sync
+from engram.services.gateway.operations.quarantine import QuarantineOperations
+from engram.services.gateway.rest import (
+    consolidation,
+    context,
+    coordination,
+    docs,
+    memories,
+    packs,
+    quarantine,
+    status,
+    sync,
+)
 from engram.services.gateway.rest.bodies import IMPORT_PATH, reads_json_body
 from engram.services.gateway.rest.problems import add_error_handlers
 from engram.services.gateway.schemas.results import ENGRAM_VERSION
@@ -84,6 +95,7 @@ def build_app(
     app.include_router(sync.build_router(backend, resolver))
     app.include_router(packs.build_router(backend, cursors, resolver))
     app.include_router(console.build_router(backend, resolver))
+    app.include_router(quarantine.build_router(QuarantineOperations(backend), resolver))
     app.include_router(docs.build_router(app.title))
     events = sse.build_router(resolver, settings, event_log)
     app.include_router(events)

@@ -44,6 +44,7 @@ class ProblemReport:
     condition: str
     detail: str
     since: float | None = None
+    degraded: bool = False  # stops nothing: the node serves, and says what an operator should look at
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,7 +60,12 @@ class Readiness:
 
     @property
     def ready(self) -> bool:
-        return bool(self.services) and all(self.services.values()) and not self.problems
+        return bool(self.services) and all(self.services.values()) and not any(not p.degraded for p in self.problems)
+
+    @property
+    def degraded(self) -> bool:
+        """Ready, with problems that stop nothing (e.g. log entries the index set aside)."""
+        return self.ready and bool(self.problems)
 
 
 class Backend:
@@ -187,7 +193,9 @@ class Backend:
                 short = state.service.removeprefix("engram.v1.").lower()
                 if short != "node":
                     services[short] = state.serving
-            problems.extend(ProblemReport(p.condition, p.detail, wire.ts_to_epoch(p, "since")) for p in reply.problems)
+            problems.extend(
+                ProblemReport(p.condition, p.detail, wire.ts_to_epoch(p, "since"), p.degraded) for p in reply.problems
+            )
         disk = None
         if first is not None and first.HasField("disk"):
             disk = {"path": first.disk.path, "free_bytes": first.disk.free_bytes,

@@ -9,6 +9,11 @@ Besides the memories the indexer derives the agent registry (agents.py). It is s
 bookkeeping every few seconds (and when idle, and at stop), not with every batch: it grows with the agents of
 every namespace. Stored with the sequence it is as of, it is brought up to the applied sequence on start by
 reading the entries in between from the log again, so a restart resumes it exactly.
+
+No entry of the log stops the index (DESIGN.md principle 6). When a batch fails, its entries are applied one at a
+time: one that keeps failing on its own while the index's storage accepts writes is set aside in the quarantine
+(quarantine.py) with its error, and the index moves on; readiness reports it (degraded, still serving) until an
+admin retries or drops it. A storage that refuses writes (full disk, server down) is waited out, as before.
 """
 
 from __future__ import annotations
@@ -19,9 +24,11 @@ import itertools
 import logging
 import math
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import Any, Protocol
 
+from engram import plural
 from engram.errors import DiskFull, InvalidArgument, Unavailable
 from engram.index import (
     CONTENT_KEY,
@@ -34,6 +41,7 @@ from engram.index import (
     VALID_TO,
     WORLD_FROM,
     WORLD_TO,
+    IndexDamaged,
     IndexPoint,
     MemoryIndex,
     version_point_id,
@@ -51,9 +59,11 @@ from engram.log.events import (
 )
 from engram.model import parse_time, servable_problem
 from engram.process import metrics
-from engram.process.health import INDEX, Health
+from engram.process.health import INDEX, QUARANTINE, Health
+from engram.results import Quarantined
 from engram.sameness import content_key
 from engram.services.search.agents import AgentRegistry
+from engram.services.search.quarantine import Quarantine, set_aside
 
 log = logging.getLogger(__name__)
 
@@ -76,6 +86,21 @@ VERIFY_ATTEMPTS = 3  # writes arriving while the counts are compared make a mism
 # 4: every current version's content key (engram.sameness), which a save that repeats a memory finds it by.
 LAYOUT = 4
 REGISTRY_SAVE_SECONDS = 2.0  # how often the agent registry is stored while entries keep coming
+# An entry that fails on its own is tried this many times (ENTRY_RETRY_SECONDS apart, and once more after the
+# storage took a write) before it is set aside: a passing hiccup of the storage does not quarantine it.
+ENTRY_ATTEMPTS = 3
+ENTRY_RETRY_SECONDS = 0.2
+# Failures of the index's storage, never of an entry: waited out and retried, never quarantined.
+STORAGE_FAULTS: tuple[type[BaseException], ...] = (DiskFull, Unavailable, IndexDamaged, OSError)
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    """What applying entries changed besides the index: skipped count, agent registry, quarantine."""
+
+    skipped: int
+    registry: AgentRegistry
+    quarantine: Quarantine
 
 
 class SpaceCheck(Protocol):
@@ -110,6 +135,9 @@ class Indexer:
         self._registry = AgentRegistry()
         self._registry_seq = 0  # the applied sequence the stored registry is as of
         self._registry_saved = -math.inf  # when it was stored (monotonic); -inf: with the next batch
+        self._quarantine = Quarantine()  # entries set aside, stored with the registry
+        # Held while entries are applied, so that a retry or a drop of quarantined entries (admin) comes between.
+        self._applying = asyncio.Lock()
         self._caught_up = asyncio.Event()
         self._target = 0
         self._seen = 0  # the newest sequence the log has delivered: where the log ends, as far as the index knows
@@ -128,6 +156,11 @@ class Indexer:
         return self._caught_up.is_set()
 
     @property
+    def quarantine(self) -> Quarantine:
+        """The log entries set aside because they could not be applied (a snapshot)."""
+        return self._quarantine
+
+    @property
     def registry(self) -> AgentRegistry:
         """The agent registry as of applied_seq (a snapshot: the indexer replaces it, never changes it)."""
         return self._registry
@@ -142,6 +175,8 @@ class Indexer:
         await asyncio.to_thread(self._erase_deleted)  # a purge whose erasure a crash interrupted
         self._applied = await asyncio.to_thread(self._index.applied_seq)
         self._skipped = await asyncio.to_thread(self._index.skipped_count) if self._applied else 0
+        self._quarantine = await asyncio.to_thread(self._stored_quarantine) if self._applied else Quarantine()
+        self._report_quarantine()
         await self._load_registry()
         await self._follow()  # the log resumes it by itself after a reconnection
         self._catch_up = asyncio.create_task(self._catch_up_then_verify(), name="index-catch-up")
@@ -196,7 +231,12 @@ class Indexer:
     def sample(self) -> Mapping[str, float]:
         """The index's gauges (engram.process.metrics): what it applied, where the log ends, the difference."""
         applied, last = self._applied, max(self._target, self._seen, self._applied)
-        return {metrics.INDEX_APPLIED_SEQ: applied, metrics.LOG_LAST_SEQ: last, metrics.INDEX_LAG: last - applied}
+        return {
+            metrics.INDEX_APPLIED_SEQ: applied,
+            metrics.LOG_LAST_SEQ: last,
+            metrics.INDEX_LAG: last - applied,
+            metrics.INDEX_QUARANTINED: self._quarantine.count,
+        }
 
     async def log_last_seq(self) -> int:
         try:
@@ -248,6 +288,10 @@ class Indexer:
                 return f"the index's agent registry cannot be read ({e})"
             if registry_seq > applied:
                 return f"the index's agent registry is as of log sequence {registry_seq}, after {applied}"
+            try:
+                self._stored_quarantine()
+            except ValueError as e:
+                return f"the index's quarantine cannot be read ({e})"
         return None
 
     def _stored_registry(self) -> tuple[AgentRegistry, int]:
@@ -258,9 +302,14 @@ class Indexer:
             raise ValueError(f"its sequence {seq!r} is not a number")
         return AgentRegistry.from_json(state.get("agents")), seq
 
-    def _state(self, registry: AgentRegistry, seq: int) -> dict[str, Any]:
-        """What set_applied_seq stores besides the sequence: the layout, and the agent registry as of seq."""
-        return {"layout": LAYOUT, "agents": registry.to_json(), "agents_seq": seq}
+    def _stored_quarantine(self) -> Quarantine:
+        """The stored quarantine; raises ValueError when it cannot be read."""
+        return Quarantine.from_json(self._index.indexer_state().get("quarantine"))
+
+    def _state(self, registry: AgentRegistry, seq: int, quarantine: Quarantine) -> dict[str, Any]:
+        """What set_applied_seq stores besides the sequence: the layout, the agent registry as of seq, and the
+        entries set aside up to it."""
+        return {"layout": LAYOUT, "agents": registry.to_json(), "agents_seq": seq, "quarantine": quarantine.to_json()}
 
     async def _load_registry(self) -> None:
         """The stored registry, brought up to the applied sequence with the entries after it, read again from
@@ -269,16 +318,19 @@ class Indexer:
         if self._applied:
             self._registry, self._registry_seq = await asyncio.to_thread(self._stored_registry)
         self._registry_saved = -math.inf
+        aside = self._quarantine.seqs()  # not in the registry either (reading one may be what failed)
         for start in range(self._registry_seq + 1, self._applied + 1, MAX_BATCH):
-            entries = [await self._log.read(seq) for seq in range(start, min(start + MAX_BATCH, self._applied + 1))]
-            self._registry = self._registry.with_entries(entry.body for entry in entries if entry is not None)
+            seqs = [seq for seq in range(start, min(start + MAX_BATCH, self._applied + 1)) if seq not in aside]
+            entries = [entry for seq in seqs if (entry := await self._log.read(seq)) is not None]
+            self._registry = _with_entries(self._registry, entries)
 
     async def _save_registry(self, *, force: bool = False) -> None:
         """Stores the registry as of the applied sequence if the stored one is behind (when idle, at stop), or
         with ``force`` in any case (with a new count of skipped entries)."""
         if self._registry_seq >= self._applied and not force:
             return
-        applied, skipped, state = self._applied, self._skipped, self._state(self._registry, self._applied)
+        applied, skipped = self._applied, self._skipped
+        state = self._state(self._registry, applied, self._quarantine)
         await asyncio.to_thread(lambda: self._index.set_applied_seq(applied, skipped=skipped, state=state))
         self._registry_seq, self._registry_saved = applied, time.monotonic()
 
@@ -361,6 +413,8 @@ class Indexer:
             self._applied = 0
             self._skipped = 0
             self._registry, self._registry_seq, self._registry_saved = AgentRegistry(), 0, -math.inf
+            self._quarantine = Quarantine()  # derived from the log like the rest: what still fails is set aside again
+        self._report_quarantine()
         self._queue = asyncio.Queue()
         await self._follow()
 
@@ -434,45 +488,220 @@ class Indexer:
             log.exception("index maintenance failed; it is retried when idle again")
 
     async def _apply_with_retry(self, batch: list[LogEntry]) -> None:
-        """Applies a batch, waiting out a full disk and retrying failed index writes; never skips the batch."""
+        """Applies a batch, waiting out a full disk and retrying while the index's storage refuses writes. When
+        the batch fails, its entries are applied one at a time and one that fails on its own is set aside."""
         delay = RETRY_FIRST_SECONDS
-        while True:
+        while batch := [entry for entry in batch if entry.seq > self._applied]:  # some applied one at a time
             paused = self._disk.index_space_problem() if self._disk is not None else None
             if paused is None:
-                save = time.monotonic() - self._registry_saved >= REGISTRY_SAVE_SECONDS
                 try:
-                    skipped, registry = await asyncio.to_thread(
-                        self._apply, batch, self._skipped, self._registry, save_registry=save
-                    )
+                    await self._apply_batch(batch)
                     break
-                except Exception as e:  # an index write failed: the index's storage is at fault, not the entry
-                    log.exception("applying log entries %d-%d failed", batch[0].seq, batch[-1].seq)
+                except Exception as e:  # the storage, or one entry: applying them one at a time tells which
+                    log.warning("applying log entries %d-%d failed (%r); applying them one at a time",
+                                batch[0].seq, batch[-1].seq, e)  # fmt: skip
+                try:
+                    await self._apply_singly(batch)
+                    break
+                except Exception as e:  # the index's storage refuses writes: wait, then try again
+                    log.exception("writing log entries %d-%d to the index failed", batch[0].seq, batch[-1].seq)
                     paused = f"writing to the index failed ({e}); retrying"
             self._health.fail(INDEX, f"index updates paused: {paused}", services=[SEARCH_SERVICE])
             await asyncio.sleep(delay)
             delay = min(delay * 2, RETRY_MAX_SECONDS)
         if self._caught_up.is_set():
             self._health.clear(INDEX)
+
+    async def _apply_batch(self, batch: list[LogEntry]) -> None:
+        save = time.monotonic() - self._registry_saved >= REGISTRY_SAVE_SECONDS
+        async with self._applying:
+            before = Applied(self._skipped, self._registry, self._quarantine)
+            after, stored = await asyncio.to_thread(self._apply, batch, before, save_registry=save)
+            await self._commit(batch[-1].seq, after, stored=stored)
+
+    async def _commit(self, seq: int, after: Applied, *, stored: bool) -> None:
+        """Makes what was written to the index (up to seq) the indexer's own, and wakes the reads waiting for it."""
+        changed = after.quarantine != self._quarantine
         async with self._changed:
-            self._applied = batch[-1].seq
-            self._skipped = skipped
-            self._registry = registry
-            if save:
-                self._registry_seq, self._registry_saved = batch[-1].seq, time.monotonic()
+            self._applied = max(self._applied, seq)
+            self._skipped, self._registry, self._quarantine = after.skipped, after.registry, after.quarantine
+            if stored:
+                self._registry_seq, self._registry_saved = self._applied, time.monotonic()
             self._changed.notify_all()
+        if changed:
+            self._report_quarantine()
 
-    def _apply(
-        self, batch: list[LogEntry], skipped: int, registry: AgentRegistry, *, save_registry: bool
-    ) -> tuple[int, AgentRegistry]:
-        """Applies entries in log order: runs of memory versions are applied together, then the cursor (with
-        the agent registry as of the batch's end when ``save_registry``).
+    async def _apply_singly(self, batch: list[LogEntry]) -> None:
+        """Applies entries one at a time; an entry that keeps failing while the storage takes writes is set aside.
+        Raises when the storage is at fault (the caller waits and tries again from the first entry not applied)."""
+        for entry in batch:
+            if entry.seq <= self._applied:
+                continue
+            error = await self._try_alone(entry)
+            if error is not None:
+                await self._set_aside(entry, error)
 
-        Returns the new count of skipped memory-creating entries and the new registry (the old one is unchanged,
-        so a batch that fails midway is retried from the same registry).
+    async def _try_alone(self, entry: LogEntry) -> BaseException | None:
+        """Applies one entry, a few times; answers its error if it keeps failing on its own, while a write of the
+        index's bookkeeping succeeds (raises if that fails too, or if the error is the storage's)."""
+        error: BaseException | None = None
+        for attempt in range(ENTRY_ATTEMPTS):
+            if attempt:
+                await asyncio.sleep(ENTRY_RETRY_SECONDS * attempt)
+            if attempt == ENTRY_ATTEMPTS - 1:
+                await self._probe_storage()
+            try:
+                await self._apply_batch([entry])
+                return None
+            except STORAGE_FAULTS:
+                raise
+            except Exception as e:  # about this entry, unless the storage fails the probe too
+                error = e
+        return error
+
+    async def _probe_storage(self) -> None:
+        """Rewrites the index's record of the applied sequence as it is: raises when the storage refuses writes."""
+        applied, skipped = self._applied, self._skipped
+        async with self._applying:
+            await asyncio.to_thread(lambda: self._index.set_applied_seq(applied, skipped=skipped))
+
+    async def _set_aside(self, entry: LogEntry, error: BaseException) -> None:
+        """Quarantines an entry and moves the index past it, stored together (a restart resumes both)."""
+        record = set_aside(entry, error, time.time())
+        async with self._applying:
+            skipped = self._skipped + (entry.event in MEMORY_CREATED_EVENTS)
+            after = Applied(skipped, self._registry, self._quarantine.adding([record]))
+            state = self._state(after.registry, entry.seq, after.quarantine)
+            await asyncio.to_thread(lambda: self._index.set_applied_seq(entry.seq, skipped=skipped, state=state))
+            await self._commit(entry.seq, after, stored=True)
+        log.warning(
+            "log entry %d (%s in %s, memory %s) cannot be applied to the index and is set aside: %s",
+            entry.seq, record.event, record.namespace, record.memory_id or "-", record.error,
+        )  # fmt: skip
+
+    def _report_quarantine(self) -> None:
+        """Readiness says the index serves but has entries set aside (degraded), or nothing when it has none."""
+        quarantine = self._quarantine
+        if not quarantine.count or (newest := quarantine.newest) is None:
+            self._health.clear(QUARANTINE)
+            return
+        self._health.degrade(
+            QUARANTINE,
+            f"{plural.counted(quarantine.count, 'log entry', 'log entries')} could not be applied to the search index "
+            f"and {'was' if quarantine.count == 1 else 'were'} set aside (the "
+            f"newest: log sequence {newest.seq}, {newest.event}); everything else is served. An admin lists them "
+            "with `engram index quarantine list`, and retries or purges them there.",
+        )
+
+    # -- the quarantine (admin) ------------------------------------------------------------------------------
+
+    def quarantined(self, namespace: str | None = None) -> list[Quarantined]:
+        """The entries set aside, of ``namespace`` (None: every namespace), oldest first."""
+        return self._quarantine.visible(namespace)
+
+    def _chosen(self, seqs: Iterable[int], namespace: str | None) -> set[int]:
+        """The sequences asked for (none: every entry of namespace); raises InvalidArgument for one not there."""
+        visible = {item.seq for item in self._quarantine.visible(namespace)}
+        wanted = set(seqs)
+        if missing := sorted(wanted - visible):
+            where = f" of namespace {namespace}" if namespace is not None else ""
+            raise InvalidArgument(
+                "seqs", f"{', '.join(map(str, missing))} not in the quarantine{where}; list it to see what is there."
+            )
+        return wanted or visible
+
+    async def retry_quarantined(
+        self, seqs: Iterable[int], namespace: str | None = None
+    ) -> tuple[list[Quarantined], list[Quarantined]]:
+        """Applies quarantined entries again, read from the log (after a fix or an upgrade): answers those applied
+        (out of the quarantine; one the log no longer holds, e.g. purged, too) and those still failing (kept, with
+        the new error). ``seqs`` empty: every entry of ``namespace`` (None: of every namespace). Raises when the
+        index's storage refuses writes."""
+        wanted = self._chosen(seqs, namespace)
+        applied: list[Quarantined] = []
+        failed: list[Quarantined] = []
+        async with self._applying:
+            entries = []
+            for item in [item for item in self._quarantine if item.seq in wanted]:
+                entry = await self._log.read(item.seq)
+                if entry is None:
+                    applied.append(item)  # erased from the log: nothing is left to apply
+                    continue
+                entries.append((item, entry))
+            for item, entry in entries:
+                aside = await asyncio.to_thread(self._apply_again, entry)
+                (applied if aside is None else failed).append(item if aside is None else aside)
+            created = sum(item.event in MEMORY_CREATED_EVENTS for item in applied)
+            registry = self._registry.with_entries(e.body for i, e in entries if i in applied)
+            quarantine = self._quarantine.without(item.seq for item in applied).adding(failed)
+            after = Applied(self._skipped - created, registry, quarantine)
+            await self._store(after)
+        for item in applied:
+            log.warning("quarantined log entry %d applied again (admin)", item.seq)
+        return applied, failed
+
+    async def drop_quarantined(self, seqs: Iterable[int], namespace: str | None = None) -> list[Quarantined]:
+        """Drops entries from the quarantine (admin): they stay in the log, not in the index (a rebuild of the
+        index sets them aside again unless the memory was purged meanwhile). ``seqs`` as for retry_quarantined."""
+        wanted = self._chosen(seqs, namespace)
+        async with self._applying:
+            dropped = [item for item in self._quarantine if item.seq in wanted]
+            after = Applied(self._skipped, self._registry, self._quarantine.without(wanted))
+            await self._store(after)
+        for item in dropped:
+            log.warning("quarantined log entry %d dropped from the quarantine (admin)", item.seq)
+        return dropped
+
+    async def _store(self, after: Applied) -> None:
+        """Stores a changed quarantine (and what goes with it) at the applied sequence. Hold self._applying."""
+        applied = self._applied
+        state = self._state(after.registry, applied, after.quarantine)
+        await asyncio.to_thread(lambda: self._index.set_applied_seq(applied, skipped=after.skipped, state=state))
+        await self._commit(applied, after, stored=True)
+
+    def _apply_again(self, entry: LogEntry) -> Quarantined | None:
+        """Applies one entry behind the cursor; the entry's quarantine record when it still fails."""
+        try:
+            aside, _ = self._effects([entry])
+        except STORAGE_FAULTS:
+            raise
+        except Exception as e:  # still failing: kept, with what it fails with now
+            return set_aside(entry, e, time.time())
+        return aside[0] if aside else None
+
+    # -- applying entries ---------------------------------------------------------------------------------
+
+    def _apply(self, batch: list[LogEntry], before: Applied, *, save_registry: bool) -> tuple[Applied, bool]:
+        """Applies entries in log order, then moves the cursor (with the agent registry and the quarantine as of
+        the batch's end when ``save_registry`` or when the quarantine changed).
+
+        Returns what changed besides the index (the old values stay unchanged, so a batch that fails midway is
+        retried from them) and whether the state was stored. An entry that cannot be served is set aside.
         """
-        registry = registry.with_entries(entry.body for entry in batch)
+        aside, purged = self._effects(batch)
+        bad = {item.seq for item in aside}
+        registry = before.registry.with_entries(entry.body for entry in batch if entry.seq not in bad)
+        skipped = before.skipped + sum(item.event in MEMORY_CREATED_EVENTS for item in aside)
+        quarantine = before.quarantine
+        gone = [item for namespace, memory_id in purged for item in quarantine.about(namespace, memory_id)]
+        if gone:  # their entries were erased from the log with the memory: nothing is left to set aside
+            quarantine = quarantine.without(item.seq for item in gone)
+            skipped -= sum(item.event in MEMORY_CREATED_EVENTS for item in gone)
+        if aside:
+            quarantine = quarantine.adding(aside)
+        store = save_registry or quarantine != before.quarantine
+        state = self._state(registry, batch[-1].seq, quarantine) if store else None
+        self._index.set_applied_seq(batch[-1].seq, skipped=skipped, state=state)
+        for item in aside:
+            log.warning("log entry %d (%s) cannot be served and is set aside: %s", item.seq, item.event, item.error)
+        return Applied(skipped, registry, quarantine), store
+
+    def _effects(self, batch: list[LogEntry]) -> tuple[list[Quarantined], list[tuple[str, str]]]:
+        """Writes what the entries change to the indexes; answers the entries set aside because they cannot be
+        served (the rest still applied) and the memories purged. Raises when a write to the index fails."""
         run: list[IndexPoint] = []
-        purged = False
+        aside: list[Quarantined] = []
+        purged: list[tuple[str, str]] = []
         for entry in batch:
             try:
                 event = entry.body.get("event")
@@ -483,21 +712,18 @@ class Indexer:
                         self._add_questions(entry)
                     elif event == MEMORY_PURGED:
                         self._purge(entry.body)
-                        purged = True
+                        purged.append((entry.body["namespace"], entry.body["memory_id"]))
                     else:
                         self._count_accesses(entry.body)
                 elif (point := _point(entry)) is not None:
                     run.append(point)
             except (KeyError, ValueError, TypeError, RecursionError) as e:
-                # An entry that cannot be served must not stop the index (or break reads): it is skipped.
-                log.warning("skipped log entry %d (%s): %s", entry.seq, entry.subject, e)
-                skipped += entry.event in MEMORY_CREATED_EVENTS
+                # An entry that cannot be served must not stop the index (or break reads): it is set aside.
+                aside.append(set_aside(entry, e, time.time()))
         self._apply_versions(run)
         if purged:  # before the cursor moves on: a crash meanwhile applies the batch, and erases, again
             self._erase_deleted()
-        state = self._state(registry, batch[-1].seq) if save_registry else None
-        self._index.set_applied_seq(batch[-1].seq, skipped=skipped, state=state)
-        return skipped, registry
+        return aside, purged
 
     def _apply_versions(self, points: list[IndexPoint]) -> None:
         """Makes the newest version of each memory its current one and files the versions it replaces.
@@ -596,6 +822,20 @@ ENRICHED_SEQS = "_enriched_seqs"  # the log entries that added questions to a me
 # Kept from the current version when a new one replaces it: they are not written by ingest but by reads and
 # enrichment, which the index alone knows about.
 _CARRIED = ("access_count", "last_accessed_at", ENRICHED_SEQS)
+
+
+def _with_entries(registry: AgentRegistry, entries: list[LogEntry]) -> AgentRegistry:
+    """The registry after these entries; one it cannot take (set aside when applied, but no longer kept in the
+    quarantine) is left out, as it was then, so that it never stops a start."""
+    try:
+        return registry.with_entries(entry.body for entry in entries)
+    except (KeyError, ValueError, TypeError, RecursionError):
+        for entry in entries:
+            try:
+                registry = registry.with_entries([entry.body])
+            except (KeyError, ValueError, TypeError, RecursionError) as e:
+                log.warning("log entry %d left out of the agent registry: %r", entry.seq, e)
+        return registry
 
 
 def _carry_over(current: IndexPoint, newest: IndexPoint) -> None:

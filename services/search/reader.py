@@ -423,11 +423,18 @@ class MemoryReader:
         """Every version of a memory, oldest first, and every log entry about it (what a purge erases)."""
         memory_id = parse_memory_id(memory_id)
         await self._ready_for(min_seq)
-        current = await asyncio.to_thread(self._current, caller.namespace, memory_id)
+        # Entries about it the index set aside count too (a purge erases them): with only those, no version.
+        aside = {item.seq for item in self._indexer.quarantine.about(caller.namespace, memory_id)}
+        try:
+            current = await asyncio.to_thread(self._current, caller.namespace, memory_id)
+        except NotFound:
+            if not aside:
+                raise
+            return History(memory_id, [], sorted(aside))
         earlier = await asyncio.to_thread(self._earlier, caller.namespace, memory_id)
         payloads = [*earlier, current]
-        seqs = sorted({int(p.get("seq", 0)) for p in payloads} | {int(s) for s in current.get(ENRICHED_SEQS, [])})
-        return History(memory_id, [_version_of(p) for p in payloads], [s for s in seqs if s])
+        seqs = {int(p.get("seq", 0)) for p in payloads} | {int(s) for s in current.get(ENRICHED_SEQS, [])} | aside
+        return History(memory_id, [_version_of(p) for p in payloads], sorted(s for s in seqs if s))
 
     async def memory_at(self, caller: Caller, memory_id: str, at: float, *, min_seq: int = 0) -> Memory:
         """The version of a memory that was current at ``at``."""

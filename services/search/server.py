@@ -39,7 +39,7 @@ class SearchService:
     name: str = "engram.v1.Search"
 
     def register(self, server: grpc.aio.Server) -> None:
-        search_pb2_grpc.add_SearchServicer_to_server(SearchServicer(self.reader), server)
+        search_pb2_grpc.add_SearchServicer_to_server(SearchServicer(self.reader, self.indexer), server)
 
     async def start(self) -> None:
         await self.indexer.start()

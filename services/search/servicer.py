@@ -8,7 +8,10 @@ import grpc
 
 from engram.errors import InvalidArgument
 from engram.grpc import wire
+from engram.model import Caller
 from engram.ownership import require_admin
+from engram.results import Quarantined
+from engram.services.search.indexer import Indexer
 from engram.services.search.reader import DAY_SECONDS, MemoryReader
 from engram.v1 import common_pb2, search_pb2, search_pb2_grpc
 
@@ -16,8 +19,9 @@ _RERANK = {search_pb2.RERANK_MODE_ON: True, search_pb2.RERANK_MODE_OFF: False}
 
 
 class SearchServicer(search_pb2_grpc.SearchServicer):
-    def __init__(self, reader: MemoryReader) -> None:
+    def __init__(self, reader: MemoryReader, indexer: Indexer) -> None:
         self._reader = reader
+        self._indexer = indexer
 
     async def SearchMemories(
         self, request: search_pb2.SearchMemoriesRequest, context: grpc.aio.ServicerContext
@@ -88,6 +92,7 @@ class SearchServicer(search_pb2_grpc.SearchServicer):
             embedding_model=self._reader.embedding_model,
             reranker_model=self._reader.reranker_model,
             log_last_seq=await self._reader.log_last_seq(),
+            quarantined=self._indexer.quarantine.count,
         )
         if not request.breakdown:
             response.memories = await self._reader.count(caller)
@@ -200,3 +205,43 @@ class SearchServicer(search_pb2_grpc.SearchServicer):
             yield search_pb2.ScanMemoriesResponse(
                 memories=[wire.memory_to_proto(m) for m in memories], vectors=vectors if request.with_vectors else []
             )
+
+    async def ListQuarantined(
+        self, request: search_pb2.ListQuarantinedRequest, context: grpc.aio.ServicerContext
+    ) -> search_pb2.ListQuarantinedResponse:
+        namespace = _quarantine_scope(wire.caller_from_proto(request.caller), request.all_namespaces)
+        return search_pb2.ListQuarantinedResponse(
+            entries=[_quarantined(item) for item in self._indexer.quarantined(namespace)],
+            total=self._indexer.quarantine.count,
+        )
+
+    async def RetryQuarantined(
+        self, request: search_pb2.RetryQuarantinedRequest, context: grpc.aio.ServicerContext
+    ) -> search_pb2.RetryQuarantinedResponse:
+        namespace = _quarantine_scope(wire.caller_from_proto(request.caller), request.all_namespaces)
+        applied, failed = await self._indexer.retry_quarantined(list(request.seqs), namespace)
+        return search_pb2.RetryQuarantinedResponse(
+            applied=[_quarantined(item) for item in applied], failed=[_quarantined(item) for item in failed]
+        )
+
+    async def DropQuarantined(
+        self, request: search_pb2.DropQuarantinedRequest, context: grpc.aio.ServicerContext
+    ) -> search_pb2.DropQuarantinedResponse:
+        namespace = _quarantine_scope(wire.caller_from_proto(request.caller), request.all_namespaces)
+        dropped = await self._indexer.drop_quarantined(list(request.seqs), namespace)
+        return search_pb2.DropQuarantinedResponse(dropped=[_quarantined(item) for item in dropped])
+
+
+def _quarantine_scope(caller: Caller, all_namespaces: bool) -> str | None:
+    """The namespace whose quarantined entries an admin manages (None: every one, which the gateway asks for in dev
+    mode only, where the node is its user's own)."""
+    require_admin(caller, "manage the entries the index set aside")
+    return None if all_namespaces else caller.namespace
+
+
+def _quarantined(item: Quarantined) -> search_pb2.QuarantinedEntry:
+    entry = search_pb2.QuarantinedEntry(
+        seq=item.seq, namespace=item.namespace, memory_id=item.memory_id, event=item.event, error=item.error
+    )
+    wire.set_ts(entry, "at", item.at)
+    return entry

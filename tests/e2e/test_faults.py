@@ -275,6 +275,10 @@ def test_an_unservable_entry_already_in_the_log_never_breaks_reads(node: NodeHan
         assert good["id"] in {m["id"] for m in listed.json()["memories"]}
         assert client.post("/v1/memories:search", json={"query": "lighthouses"}).status_code == 200
         assert client.get(f"/v1/memories/{deep.id}").status_code == 404
+        ready = client.get("/readyz")  # set aside and reported: degraded, still serving
+        assert ready.status_code == 200 and ready.json()["status"] == "degraded"
+        assert any(p["condition"] == "index_quarantine" and f"log sequence {seq}" in p["detail"]
+                   for p in ready.json()["problems"])  # fmt: skip
 
 
 def test_ctrl_c_in_a_terminal_stops_everything_in_order_without_a_traceback(tmp_path: Path, model_cache: Path) -> None:

@@ -36,6 +36,16 @@ class ProblemOut(BaseModel):
     condition: str = Field(description="What is failing: log, log_store, disk, index, or a service's name.")
     detail: str = Field(description="What is wrong and what to do about it.")
     since: str | None = Field(default=None, description="When it started (RFC 3339).")
+    degraded: bool = Field(
+        default=False, description="It stops nothing: the node serves (e.g. index_quarantine: log entries set aside)."
+    )
+
+
+class QuarantinedNewest(BaseModel):
+    seq: int
+    namespace: str
+    event: str
+    error: str
 
 
 class IndexOut(BaseModel):
@@ -45,6 +55,14 @@ class IndexOut(BaseModel):
     memories: int = Field(description="Active memories in your namespace.")
     embedding_model: str
     reranker_model: str | None = None
+    quarantined: int = Field(
+        default=0,
+        description="Log entries the index could not apply and set aside, over every namespace "
+        "(`engram index quarantine list`).",
+    )
+    quarantine_newest: QuarantinedNewest | None = Field(
+        default=None, description="The newest of them in your namespace (admin keys and dev mode only)."
+    )
 
 
 class DiskOut(BaseModel):
@@ -91,7 +109,10 @@ class StatusOut(BaseModel):
 
 
 def _problems(readiness: Readiness) -> list[ProblemOut]:
-    return [ProblemOut(condition=p.condition, detail=p.detail, since=format_time(p.since)) for p in readiness.problems]
+    return [
+        ProblemOut(condition=p.condition, detail=p.detail, since=format_time(p.since), degraded=p.degraded)
+        for p in readiness.problems
+    ]
 
 
 def _services(readiness: Readiness) -> dict[str, str]:
@@ -152,6 +173,19 @@ async def _caller_out(backend: Backend, caller: Caller, *, dev: bool) -> CallerO
     return out
 
 
+async def _quarantine_newest(backend: Backend, caller: Caller) -> QuarantinedNewest | None:
+    """The newest entry set aside in the caller's namespace (admin keys, and dev mode's caller), or None."""
+    admin = caller if "admin" in caller.scopes else dataclasses.replace(caller, scopes=caller.scopes | {"admin"})
+    try:
+        entries, _ = await backend.search_client.quarantined(admin)
+    except errors.EngramError:  # the search service is down: the status says so elsewhere
+        return None
+    if not entries:
+        return None
+    newest = entries[-1]
+    return QuarantinedNewest(seq=newest.seq, namespace=newest.namespace, event=newest.event, error=newest.error)
+
+
 def _sync_state(backend: Backend, settings: Settings | None) -> str:
     """An edge node: its sync with the cluster, in a line; else whether this gateway serves edge devices."""
     if settings is not None and settings.upstream:
@@ -188,7 +222,8 @@ def add_probes(
         started = time.monotonic()
         readiness = await _readiness_now(backend, event_log)
         body: dict[str, Any] = {
-            "status": "ready" if readiness.ready else "unavailable",
+            # degraded: ready (200), with problems that stop nothing, e.g. log entries the index set aside
+            "status": ("degraded" if readiness.degraded else "ready") if readiness.ready else "unavailable",
             "services": _services(readiness),
             "problems": [p.model_dump() for p in _problems(readiness)],
             "rerank": "off",
@@ -221,7 +256,10 @@ def add_probes(
                 memories=stats.memories,
                 embedding_model=stats.embedding_model,
                 reranker_model=stats.reranker_model or None,
+                quarantined=stats.quarantined,
             )
+            if stats.quarantined and (resolver.dev or "admin" in caller.scopes):
+                index.quarantine_newest = await _quarantine_newest(backend, caller)
         show_disk = resolver.dev or "admin" in caller.scopes
         return StatusOut(
             ready=readiness.ready,

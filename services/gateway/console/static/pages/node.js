@@ -22,14 +22,28 @@ function bytes(count) {
   return `${value.toFixed(unit ? 1 : 0)} ${units[unit]}`;
 }
 
+function quarantineText(index) {
+  // Log entries the index could not apply: it serves everything else; an admin lists, retries or purges them.
+  if (!index) return "—";
+  if (!index.quarantined) return "none";
+  const newest = index.quarantine_newest;
+  const error = newest && newest.error.length > 160 ? `${newest.error.slice(0, 160)}…` : newest?.error;
+  const detail = newest ? ` · newest: seq ${newest.seq} in ${newest.namespace} (${newest.event}): ${error}` : "";
+  const count = index.quarantined === 1 ? "1 log entry" : `${index.quarantined} log entries`;
+  return `${count}${detail} — engram index quarantine list (admin key)`;
+}
+
 export async function health(main, ctx) {
   const [ready, status] = await Promise.all([readiness(ctx.signal), get("/v1/status", {}, { signal: ctx.signal })]);
-  const isReady = ready.status === "ready";
+  // "degraded": ready, with problems that stop nothing (log entries the index set aside).
+  const state = ready.status === "ready" ? "ready" : ready.status === "degraded" ? "degraded" : "not ready";
+  const stateClass = { ready: "active", degraded: "pending", "not ready": "failed" }[state];
   const index = status.index;
   const facts = [
-    ["Ready", h("span", { dataset: { testid: "health-ready" }, class: `status status-${isReady ? "active" : "failed"}` }, isReady ? "ready" : "not ready")],
+    ["Ready", h("span", { dataset: { testid: "health-ready" }, class: `status status-${stateClass}` }, state)],
     ["Index lag", h("span", { dataset: { testid: "index-lag" } }, index ? `${index.lag} log entries` : "unknown (search is down)")],
     ["Applied / last sequence", index ? `${index.applied_seq} / ${index.log_last_seq}` : "—"],
+    ["Set aside", h("span", { dataset: { testid: "index-quarantine" } }, quarantineText(index))],
     ["Active memories", index ? String(index.memories) : "—"],
     ["Embedding model", index?.embedding_model || "—"],
     ["Reranker", index?.reranker_model || ready.rerank_model || "off"],
