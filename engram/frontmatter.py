@@ -11,6 +11,10 @@ UNCLOSED = "unclosed"  # opens with --- but never closes
 INVALID_YAML = "invalid_yaml"
 NOT_A_MAPPING = "not_a_mapping"  # YAML, but not key: value pairs
 ALIAS = "alias"  # repeats a value with *name: refused, see _NoAliasLoader
+TOO_DEEP = "too_deep"  # lists and mappings nested deeper than MAX_DEPTH: refused, see _NoAliasLoader
+# A memory's metadata nests at most 20 levels (engram.model.MAX_METADATA_DEPTH) and a frontmatter key is one level
+# above it; nothing a note needs comes near this, while a few thousand levels exhaust Python's stack.
+MAX_DEPTH = 32
 
 
 # What YAML's complaints mean, for someone writing `key: value` lines by hand (PyYAML's problems start so).
@@ -54,9 +58,12 @@ class FrontmatterError(ValueError):
 
 
 class _NoAliasLoader(yaml.SafeLoader):
-    """safe_load's loader, refusing aliases. ``*name`` repeats an anchored value, and a few nested repeats (the
-    "billion laughs") expand a few hundred bytes into gigabytes once the value is walked or copied. Frontmatter
-    has no use for them, so the first alias is refused before anything is built from it."""
+    """safe_load's loader, refusing aliases and deep nesting. ``*name`` repeats an anchored value, and a few nested
+    repeats (the "billion laughs") expand a few hundred bytes into gigabytes once the value is walked or copied.
+    Frontmatter has no use for them, so the first alias is refused before anything is built from it. PyYAML
+    composes and constructs nested values recursively, so the nesting is bounded before Python's stack is."""
+
+    _depth = 0
 
     def compose_node(self, parent: Any, index: Any) -> Any:
         if self.check_event(yaml.AliasEvent):
@@ -65,7 +72,14 @@ class _NoAliasLoader(yaml.SafeLoader):
                 f"the alias *{event.anchor} is not allowed (aliases can expand without bound); write the value out"
             )
             raise FrontmatterError(ALIAS, problem, event.start_mark.line + 2)
-        return super().compose_node(parent, index)
+        if self._depth >= MAX_DEPTH:
+            line = self.peek_event().start_mark.line + 2
+            raise FrontmatterError(TOO_DEEP, f"lists and mappings nest more than {MAX_DEPTH} levels deep", line)
+        self._depth += 1
+        try:
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 def split_frontmatter(text: str) -> tuple[dict[str, Any] | None, str]:

@@ -25,11 +25,22 @@ MAX_IDENTITY_CHARS = 128
 DEVICE_RULE = "use 1-64 characters from A-Z a-z 0-9 '_' '-' '.', starting with a letter or digit (no '@' or spaces)"
 # Teams become "team:<name>" tags and filters, and Claude Code's team names are kebab-case: the namespace rule fits.
 TEAM_PATTERN = NAMESPACE_PATTERN
+# A memory's source: what client or tool wrote it ("hook", "claude-code"), shown beside it in the console and its
+# history. It is the caller's word, never an authority, so the names Engram records for its own writes (and the
+# operator's surfaces) are not a caller's to take.
+SOURCE_PATTERN = r"[a-z][a-z0-9._-]{0,31}"
+MAX_SOURCE_CHARS = 32
+SOURCE_RULE = (
+    "use a short lowercase word such as 'hook' (1-32 characters from a-z 0-9 '.' '_' '-', starting with a letter)"
+)
+RESERVED_SOURCES = frozenset({"admin", "console", "sync", "consolidation", "enrichment", "engram", "system"})
 
 # fullmatch rather than ^...$: "$" also matches before a trailing newline, which would let "ns\n" through.
 _NAMESPACE_RE = re.compile(NAMESPACE_PATTERN)
 _AGENT_RE = re.compile(AGENT_PATTERN)
 _DEVICE_RE = re.compile(DEVICE_PATTERN)
+_SOURCE_RE = re.compile(SOURCE_PATTERN)
+_NOT_SOURCE_CHARS = re.compile(r"[^a-z0-9._-]+")
 
 
 def is_valid_namespace(name: object) -> TypeGuard[str]:
@@ -68,6 +79,36 @@ def validate_team(name: object) -> str:
     if not is_valid_namespace(name):
         raise ValueError(f"invalid team {name!r}: {NAMESPACE_RULE}")
     return _not_a_secret("team", name)
+
+
+def validate_source(name: object) -> str:
+    """Return ``name`` unchanged if a caller may name itself so (X-Engram-Source), else raise ValueError saying what
+    is allowed: a short lowercase word, not one of RESERVED_SOURCES, not a credential."""
+    if not isinstance(name, str) or _SOURCE_RE.fullmatch(name) is None:
+        shown = name[:40] if isinstance(name, str) else name
+        raise ValueError(f"{shown!r} is not a source: {SOURCE_RULE}")
+    if name in RESERVED_SOURCES:
+        raise ValueError(
+            f"'{name}' is reserved for what Engram itself records ({', '.join(sorted(RESERVED_SOURCES))}); "
+            "name your client or tool instead, e.g. 'hook' or 'nightly-script'"
+        )
+    return _not_a_secret("source", name)
+
+
+def source_of_client(name: str) -> str | None:
+    """The source a free-text client name stands for (MCP clientInfo.name, which its user cannot change): lower-cased,
+    every run of other characters (spaces, markup, line breaks, bidi controls) one "-", cut to MAX_SOURCE_CHARS,
+    starting with a letter. None when nothing usable is left, or it is reserved or a credential: the caller then gets
+    the transport's name. "Claude Code" -> "claude-code", "Cursor (1.2)" -> "cursor-1.2"."""
+    head = name[: MAX_SOURCE_CHARS * 8]
+    if scrub_text(head).redactions:  # lower-cased and cut, a token would no longer be recognised as one
+        return None
+    cleaned = _NOT_SOURCE_CHARS.sub("-", head.lower())
+    cleaned = cleaned.lstrip("0123456789._-")[:MAX_SOURCE_CHARS].rstrip("._-")
+    try:
+        return validate_source(cleaned)
+    except ValueError:
+        return None
 
 
 def _not_a_secret(what: str, name: str) -> str:

@@ -13,6 +13,7 @@ kind.
 
 from __future__ import annotations
 
+import dataclasses
 import functools
 import math
 import re
@@ -116,6 +117,8 @@ class _Rule:
     # host, the "password=" etc. survive), or None when the match turns out not to be a secret.
     secret: Callable[[re.Match[str]], _Span | None]
     keywords: tuple[str, ...] = ()
+    # A format rule's secret is a token: it is replaced to the token's real end (see _to_token_end).
+    token: bool = False
 
 
 def _whole(m: re.Match[str]) -> _Span | None:
@@ -198,23 +201,49 @@ def _engram_key(m: re.Match[str]) -> _Span | None:
     return None
 
 
-# An AWS secret access key has no prefix: 40 characters of base64. Alone it can't be told from other base64,
-# so it is taken only near evidence of AWS (a key id, or the word), and only when it is not hex (git SHAs,
-# SHA-1 digests) and has both cases.
+# The secret half of a cloud access-key pair has no prefix: 40 characters of base64 for AWS (and the S3-compatible
+# HMAC keys of Google Cloud Storage), 30 or 32 letters and digits for Alibaba Cloud and Tencent Cloud. Alone it can't
+# be told from other base64, so it is taken only when it is not hex (git SHAs, SHA-1 digests), has both cases and a
+# digit, looks random, and something says what it is, wherever the half is written apart from its id: the key id or
+# the provider's name nearby; a label naming a secret or credentials just before it ("the secret half is", "Secret
+# access key"); or, for a value alone on its line (a credentials file, a console's copy), such a label anywhere near.
 _AWS_SECRET_CANDIDATE = re.compile(r"(?<![A-Za-z0-9+/=_-])[A-Za-z0-9+/]{40}(?![A-Za-z0-9+/=_-])")
-_AWS_EVIDENCE = re.compile(r"(?i)aws|(?<![A-Za-z0-9])(?:AKIA|ASIA)")
-_AWS_WINDOW = 400
+_AWS_EVIDENCE = re.compile(r"(?i)aws|amazon|(?<![A-Za-z0-9])(?:AKIA|ASIA|GOOG1)")
+_CLOUD_SECRET_CANDIDATE = re.compile(r"(?<![A-Za-z0-9+/=_-])(?:[A-Za-z0-9]{32}|[A-Za-z0-9]{30})(?![A-Za-z0-9+/=_-])")
+_CLOUD_EVIDENCE = re.compile(r"(?i)alibaba|aliyun|tencent|(?<![A-Za-z0-9])(?:LTAI|AKID)")
+_SECRET_HALF_LABEL = re.compile(
+    r"(?i)secret|credential|access[ _-]?key|key[ _-]?(?:id|pair)|\[(?:default|profile)|client[ _-]?key"
+)
+_SECRET_HALF_KEYWORDS = ("secret", "credential", "key", "[default", "[profile")
+_AWS_WINDOW = 400  # characters either side in which the id, the provider or (for a line of its own) a label counts
+_LABEL_BEFORE = 80  # characters before the value in which a label counts wherever the value is
 
 
-def _aws_secret(m: re.Match[str]) -> _Span | None:
-    token = m.group(0)
-    if token.lower() == token or token.upper() == token or not _has_digit(token):
-        return None
-    if shannon_entropy(token) < 4.0:
-        return None
-    window = m.string[max(0, m.start() - _AWS_WINDOW) : m.end() + _AWS_WINDOW]
-    return m.span() if _AWS_EVIDENCE.search(window) else None
+def _secret_half(evidence: re.Pattern[str]) -> Callable[[re.Match[str]], _Span | None]:
+    def span(m: re.Match[str]) -> _Span | None:
+        token, text = m.group(0), m.string
+        if token.lower() == token or token.upper() == token or not _has_digit(token):
+            return None
+        if shannon_entropy(token) < 4.0:
+            return None
+        window = text[max(0, m.start() - _AWS_WINDOW) : m.end() + _AWS_WINDOW]
+        if evidence.search(window) or _SECRET_HALF_LABEL.search(text[max(0, m.start() - _LABEL_BEFORE) : m.start()]):
+            return m.span()
+        return m.span() if _alone_on_line(m) and _SECRET_HALF_LABEL.search(window) else None
 
+    return span
+
+
+def _alone_on_line(m: re.Match[str]) -> bool:
+    text = m.string
+    start = text.rfind("\n", 0, m.start()) + 1
+    end = text.find("\n", m.end())
+    return text[start : len(text) if end < 0 else end].strip(" \t\r'\",;") == m.group(0)
+
+
+_aws_secret = _secret_half(_AWS_EVIDENCE)
+_AWS_SECRET_KEYWORDS = ("aws", "akia", "asia", "amazon", "goog1", *_SECRET_HALF_KEYWORDS)
+_CLOUD_SECRET_KEYWORDS = ("alibaba", "aliyun", "tencent", "ltai", "akid", *_SECRET_HALF_KEYWORDS)
 
 _BASIC_AUTH = re.compile(
     r"(?P<prefix>(?i:authorization)[\"']?[ \t]*[:=][ \t]*[\"']?(?i:basic)[ \t]+)"
@@ -272,7 +301,7 @@ _PREFIXED: tuple[tuple[str, str, tuple[str, ...]], ...] = (
     ("service_token", _B + r"xkeysib-(?P<tail>[a-f0-9]{64}-[A-Za-z0-9]{16})", ("xkeysib-",)),  # Brevo
     ("service_token", _B + r"PMAK-(?P<tail>[a-f0-9]{24}-[a-f0-9]{34})", ("pmak-",)),  # Postman
     ("service_token", _B + r"NR(?:AK|II|JS)-(?P<tail>[A-Za-z0-9-]{19,}+)", ("nrak-", "nrii-", "nrjs-")),  # New Relic
-    ("service_token", _B + r"sntry[us]_(?P<tail>[A-Za-z0-9+/=_]{64,}+)", ("sntry",)),  # Sentry
+    ("service_token", _B + r"sntry[us]_(?P<tail>[A-Za-z0-9+/=_-]{32,}+)", ("sntry",)),  # Sentry (JWT-like or not)
     ("service_token", _B + r"(?:glc_|glsa_)(?P<tail>[A-Za-z0-9+/_]{32,}+={0,3}+)", ("glc_", "glsa_")),  # Grafana
     ("service_token", _B + r"lin_(?:api|oauth)_(?P<tail>[A-Za-z0-9]{40,}+)", ("lin_",)),  # Linear
     ("service_token", _B + r"dp\.(?:pt|st|sa|ct|scim|audit)\.(?P<tail>[A-Za-z0-9]{40,}+)", ("dp.",)),  # Doppler
@@ -616,7 +645,8 @@ _OWN_FORMAT_RULES: tuple[_Rule, ...] = (
     _Rule("azure_storage_key", _AZURE_SAS, _group("secret"), ("sig=",)),
     _Rule("docker_auth", _DOCKER_AUTH, _group("secret"), ("auth", "token")),
     # The AWS secret is looked for before the key id is replaced, and the id's marker still says "aws".
-    _Rule("aws_secret_key", _AWS_SECRET_CANDIDATE, _aws_secret, ("aws", "akia", "asia")),
+    _Rule("aws_secret_key", _AWS_SECRET_CANDIDATE, _aws_secret, _AWS_SECRET_KEYWORDS),
+    _Rule("service_token", _CLOUD_SECRET_CANDIDATE, _secret_half(_CLOUD_EVIDENCE), _CLOUD_SECRET_KEYWORDS),
     _Rule("aws_access_key", _AWS_ACCESS_KEY, _whole, ("akia", "asia", "abia", "acca", "a3t")),
 )
 _OWN_GENERIC_RULES: tuple[_Rule, ...] = (
@@ -634,9 +664,9 @@ _OWN_GENERIC_RULES: tuple[_Rule, ...] = (
 def _table() -> tuple[tuple[_Rule, ...], KeywordSet]:
     """Every rule in the order it runs, and their keywords. Built on first use: compiling the rule files' 245
     regexes takes a tenth of a second that importers of this module (the CLI's clients) need not pay."""
+    formats = (*_OWN_FORMAT_RULES, *map(_from_file, catalog.format_rules()))
     rules = (
-        *_OWN_FORMAT_RULES,
-        *map(_from_file, catalog.format_rules()),
+        *(dataclasses.replace(rule, token=True) for rule in formats),
         *_OWN_GENERIC_RULES,
         *map(_from_file, catalog.generic_rules()),
     )
@@ -695,6 +725,8 @@ def _apply(rule: _Rule, text: str, counts: dict[str, int]) -> str:
         span = rule.secret(m)
         if span is None or span[0] < last or span[0] >= span[1] or _in_marker(text, span):
             continue
+        if rule.token:
+            span = _to_token_end(text, span)
         parts += (text[last : span[0]], mark)
         last = span[1]
         counts[rule.kind] = counts.get(rule.kind, 0) + 1
@@ -702,6 +734,22 @@ def _apply(rule: _Rule, text: str, counts: dict[str, int]) -> str:
         return text
     parts.append(text[last:])
     return "".join(parts)
+
+
+# What may still follow where a format rule's pattern stopped inside a token: a provider that adds "-", "_" or
+# padding to a format (a Sentry token with a "-" past the characters its rule knew) must not leave the rest behind.
+_TOKEN_REST = re.compile(r"[A-Za-z0-9_-]*+={0,3}")
+_TOKEN_CHARS = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789_-=")
+
+
+def _to_token_end(text: str, span: _Span) -> _Span:
+    """The span widened over the rest of its token: letters, digits, "_", "-", then "=" padding. A secret that spans
+    lines or words (a PEM block, a seed phrase) is not one token and keeps its span."""
+    start, end = span
+    if end >= len(text) or text[end] not in _TOKEN_CHARS or any(c.isspace() for c in text[start:end]):
+        return span
+    rest = _TOKEN_REST.match(text, end)
+    return (start, rest.end()) if rest is not None else span
 
 
 def _in_marker(text: str, span: _Span) -> bool:

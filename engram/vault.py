@@ -288,6 +288,8 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any] | None, str]:
             raise VaultError("its frontmatter is not a set of `key: value` lines") from e
         if e.kind == frontmatter.ALIAS:
             raise VaultError(f"its frontmatter repeats a value with a YAML alias (line {e.line}): {e.problem}") from e
+        if e.kind == frontmatter.TOO_DEEP:
+            raise VaultError(f"its frontmatter {e.problem} (line {e.line}); flatten it") from e
         raise VaultError(f"its frontmatter is not valid YAML, {e.plain}") from e
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from engram.errors import InvalidArgument
-from engram.frontmatter import NOT_A_MAPPING, UNCLOSED, FrontmatterError, split_frontmatter
+from engram.frontmatter import NOT_A_MAPPING, TOO_DEEP, UNCLOSED, FrontmatterError, split_frontmatter
 from engram.packs.format import EXAMPLES_INDEX, KNOWLEDGE_INDEX, META, Pack, check_pack_path
 
 Severity = Literal["error", "warning"]
@@ -221,6 +221,8 @@ def parse_frontmatter(text: str) -> dict[str, Any]:
             raise ValueError("frontmatter has no closing '---' line.") from e
         if e.kind == NOT_A_MAPPING:
             raise ValueError("frontmatter must be YAML key: value pairs (e.g. uses: [knowledge/x.md]).") from e
+        if e.kind == TOO_DEEP:
+            raise ValueError(f"frontmatter {e.problem} (line {e.line}); flatten it.") from e
         raise ValueError(f"frontmatter is not valid YAML, {e.plain}.") from e
 
 

@@ -5,7 +5,6 @@ from __future__ import annotations
 import ipaddress
 import json
 import logging
-import re
 import threading
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
@@ -17,7 +16,14 @@ from engram.config import Settings, SettingsError
 from engram.errors import InvalidArgument, PermissionDenied, Unauthenticated
 from engram.keys import ApiKey, KeyStore
 from engram.model import Caller
-from engram.names import is_valid_namespace, split_agent, validate_device, validate_team
+from engram.names import (
+    is_valid_namespace,
+    source_of_client,
+    split_agent,
+    validate_device,
+    validate_source,
+    validate_team,
+)
 
 log = logging.getLogger(__name__)
 
@@ -32,9 +38,9 @@ AGENT_QUERY = "agent_id"
 DEVICE_HEADER = "x-engram-device"
 TEAM_HEADER = "x-engram-team"
 # What made the request, when not the transport itself: `hook` for what agents' hooks capture (engram/hooks/). Like
-# an agent's name it is the caller's word, shown beside each memory (console, history), never an authority.
+# an agent's name it is the caller's word, shown beside each memory (console, history), never an authority; its rule
+# (engram.names.validate_source) holds for every edge: refused in the header, normalised from MCP clientInfo.name.
 SOURCE_HEADER = "x-engram-source"
-SOURCE_PATTERN = re.compile(r"^[a-z][a-z0-9._-]{0,31}$")
 
 CREATE_KEY_HINT = "engram keys create --namespace N --agent A"
 CREATE_SYNC_KEY_HINT = "engram keys create --namespace N --device D --scopes sync"  # an edge device's key
@@ -168,7 +174,7 @@ class Resolver:
         return Caller(
             namespace=key.namespace if key else DEV_NAMESPACE,
             agent_id=agent,
-            source=_source(request.source_header) or _present(request.client_name) or default_source,
+            source=_source(request.source_header) or _client_source(request.client_name) or default_source,
             scopes=_scopes(key),
             device=self._device(request, key, named_device),
             team=self._team(request, key),
@@ -343,15 +349,17 @@ def check_bind(settings: Settings, keys: KeyStore) -> None:
 
 
 def _source(value: str | None) -> str | None:
-    """The source a request names itself (X-Engram-Source), None when it names none."""
+    """The source a request names itself (X-Engram-Source), None when it names none; refused when unusable, since
+    whoever sends the header can fix it."""
     if (named := _present(value)) is None:
         return None
-    if not SOURCE_PATTERN.match(named):
-        raise InvalidArgument(
-            "X-Engram-Source",
-            f"{named[:40]!r} is not a source: use a short lowercase word such as 'hook' (a-z, 0-9, ._-)",
-        )
-    return named
+    return _valid("X-Engram-Source", named, validate_source)
+
+
+def _client_source(client_name: str | None) -> str | None:
+    """The source an MCP client's clientInfo.name stands for, normalised (engram.names.source_of_client): the client
+    chose its name, not the agent or its user, so an unusable one is never refused, only made safe or dropped."""
+    return source_of_client(client_name) if client_name else None
 
 
 def _present(value: str | None) -> str | None:

@@ -595,6 +595,25 @@ async def test_a_secret_in_the_device_or_team_header_is_refused_and_never_stored
     tool_refused(result, "looks like a secret")
 
 
+@pytest.mark.parametrize("source", ["sync", "console", "admin"])
+async def test_a_reserved_source_header_is_refused_on_every_transport(world: World, source: str) -> None:
+    # Issue 33: one rule for a memory's source on every edge; Engram's own names are not a caller's to take.
+    saved = world.rest("POST", "/v1/memories", json={"content": "The lab's scanner is on floor 4"},
+                       headers={"X-Engram-Source": source})  # fmt: skip
+    assert saved.status_code == 400 and "is reserved for what Engram itself records" in saved.text, saved.text
+    async with http_client(world.node.mcp_url, key=world.keys["alice"], headers={"X-Engram-Source": source}) as client:
+        result = await client.call_tool("save_memory", {"content": "The lab's scanner is on floor 5"})
+    tool_refused(result, "X-Engram-Source", "reserved")
+
+
+async def test_a_secret_or_markup_as_the_mcp_client_name_is_never_the_stored_source(world: World) -> None:
+    token = world.token()
+    for name, source in ((token, "mcp"), ("<b>Agent\r\nX: y</b>\u202e", "b-agent-x-y-b")):
+        async with http_client(world.node.mcp_url, key=world.keys["alice"], name=name) as client:
+            saved = await call(client, "save_memory", content=f"Client names are normalised {unique()}")
+        assert world.get(saved["id"], "alice", saved["seq"])["source"] == source
+
+
 async def test_no_secret_of_any_path_is_on_disk(world: World) -> None:
     """Runs last in this module: every token a probe wrote, searched in every file under the data dir."""
     assert world.tokens, "the secret probes ran first"

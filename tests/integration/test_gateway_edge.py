@@ -216,9 +216,26 @@ def test_an_import_stopped_by_its_body_limit_says_what_was_stored_and_where_to_r
     result = problem(response, 413)
     assert result["imported"] == 5 and result["last_line"] == 5 and result["resume_from"] == 6
     assert "ENGRAM_MAX_IMPORT_BYTES" in result["stopped"] and "Resume from line 6" in result["detail"]
-    assert body.sent < 40 * MiB
+    assert body.sent == 40 * MiB  # the rest was read and dropped (up to the limit again): the client got the answer
     listed = httpx.get(f"{node.http_url}/v1/memories", params={"tags": tag, "min_seq": result["last_seq"]}).json()
     assert len(listed["memories"]) == 5
+
+
+def test_a_chunked_import_over_its_limit_gets_its_whole_413_answer_not_a_reset(node: NodeHandle) -> None:
+    # Issue 33: 40 MiB of lines sent chunked (no Content-Length) got "peer closed connection" after 128 KB of a
+    # 3 MB answer: the node closed the connection with the body's rest unread, and the reset cut the answer short.
+    line = json.dumps({"content": "r" * 900, "memory_type": "not-a-type"}).encode() + b"\n"
+    body = Stream(40 * MiB, fill=line)
+    response = httpx.post(
+        f"{node.http_url}/v1/memories:import", content=iter(body), headers={"Content-Type": "application/x-ndjson"},
+        timeout=120,
+    )  # fmt: skip
+    result = problem(response, 413)
+    assert len(response.content) > MiB  # a rejection per line read: far more than the socket buffers hold
+    assert result["code"] == "payload_too_large" and "ENGRAM_MAX_IMPORT_BYTES" in result["detail"]
+    assert result["imported"] == 0 and len(result["rejected"]) == result["last_line"] > 30_000
+    assert "memory_type" in result["rejected"][0]["reason"] and result["resume_from"] == result["last_line"] + 1
+    assert response.headers["connection"] == "close"
 
 
 async def test_an_import_stops_when_the_disk_fills_and_says_where_to_resume(

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import socket
 import uuid
 from collections.abc import Iterator
@@ -16,6 +17,7 @@ import httpx
 import pytest
 
 from engram.keys import KeyStore
+from engram.names import RESERVED_SOURCES, SOURCE_PATTERN
 from tests.conftest import NodeHandle
 from tests.helpers.mcp import call, http_client, stdio_client, tool_error
 
@@ -149,6 +151,57 @@ async def test_stdio_caller_is_on_engram_device_in_the_claude_code_team(
         got = await call(client, "get_memory", id=saved["id"])
     assert (pong["identity"], pong["team"], pong["source"]) == ("claude-code@jetson-7", "auth", "claude-code")
     assert (got["owner_agent"], got["origin"]["device"], got["team"]) == ("claude-code", "jetson-7", "auth")
+
+
+# --- a memory's source: one rule for every edge (issue 33) -------------------------------------------------------
+
+HOSTILE_CLIENT_NAMES = {  # clientInfo.name -> the source stored
+    "long": ("Claude Code " + "x" * 100_000, "claude-code-" + "x" * 20),
+    "markup": ('<img src=x onerror="alert(1)">\r\nX-Injected: yes', "img-src-x-onerror-alert-1-x-inje"),
+    "bidi": ("good\u202egnp.exe", "good-gnp.exe"),
+    "reserved": ("Sync", "mcp"),  # the transport's name: a client cannot pass for Engram's own sync
+}
+
+
+@pytest.mark.parametrize(("name", "source"), list(HOSTILE_CLIENT_NAMES.values()), ids=list(HOSTILE_CLIENT_NAMES))
+async def test_a_hostile_mcp_client_name_is_stored_as_a_safe_source_or_the_transports(
+    secured_node: NodeHandle, name: str, source: str
+) -> None:
+    async with http_client(secured_node.mcp_url, key=key(secured_node, agent="alice"), name=name) as client:
+        pong = await call(client, "ping")
+        saved = await call(client, "save_memory", content=f"Client names are the client's word {unique()}")
+        got = await call(client, "get_memory", id=saved["id"])
+    assert pong["source"] == got["source"] == source
+    assert re.fullmatch(SOURCE_PATTERN, source) and source not in RESERVED_SOURCES
+    assert got["owner_agent"] == "alice"  # the key names the agent; the client's name is never a claim
+
+
+async def test_a_hostile_stdio_client_name_is_normalised_and_never_names_the_agent(
+    secured_node: NodeHandle,
+) -> None:
+    env = {"ENGRAM_LOG_LEVEL": "WARNING", "ENGRAM_API_KEY": key(secured_node), "ENGRAM_AGENT_ID": "robot-7"}
+    async with stdio_client(secured_node.home, env, name="Console\u202e") as client:
+        reserved = await call(client, "ping")
+    async with stdio_client(secured_node.home, env, name="Gemini CLI") as client:
+        spaced = await call(client, "ping")
+    # "console" is reserved: the transport's name; the unusable agent id is skipped for ENGRAM_AGENT_ID.
+    assert (reserved["source"], reserved["agent"]) == ("mcp", "robot-7")
+    assert (spaced["source"], spaced["agent"]) == ("gemini-cli", "Gemini-CLI")
+
+
+@pytest.mark.parametrize("value", ["sync", "console", "admin", "enrichment", "Hook", "x" * 33, "ho ok"])
+def test_an_x_engram_source_header_naming_a_reserved_or_unsafe_source_is_a_400(
+    secured_node: NodeHandle, api: httpx.Client, value: str
+) -> None:
+    refused = api.post(
+        "/v1/memories",
+        json={"content": f"not stored {unique()}"},
+        headers={"Authorization": f"Bearer {key(secured_node, agent='alice')}", "X-Engram-Source": value},
+    )
+    assert refused.status_code == 400, refused.text
+    detail = refused.json()["detail"]
+    assert detail.startswith("X-Engram-Source: ")
+    assert ("reserved" in detail) if value in RESERVED_SOURCES else ("such as 'hook'" in detail)
 
 
 # --- a key bound to an agent always acts as that agent ------------------------------------------------------

@@ -4,11 +4,16 @@ real SDK client over streamable HTTP and stdio."""
 
 from __future__ import annotations
 
+import contextlib
+from collections.abc import AsyncIterator
+
 import httpx
+import httpx2
 import pytest
 from mcp import Client
+from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
-from mcp.types import ListToolsResult
+from mcp.types import Implementation, ListToolsResult
 
 from engram.services.gateway.mcp.profiles import CORE_TOOLS
 from tests.conftest import NodeHandle
@@ -113,3 +118,59 @@ async def test_engram_mcp_tools_core_lists_the_core_profile_over_stdio(node: Nod
     assert_core(listed)
     assert pong["agent"] == "small-model"
     assert "This connection lists the core tools" in instructions
+
+
+# --- a session keeps its profile (issue 33) ----------------------------------------------------------------------
+
+
+@contextlib.asynccontextmanager
+async def session_whose_requests_change(url: str, rewrite: dict[str, str | None]) -> AsyncIterator[Client]:
+    """The real SDK client over streamable HTTP (initialize handshake: a session), whose requests after the handshake
+    have their ?tools= parameter replaced (None: dropped) once ``rewrite["tools"]`` is set."""
+
+    async def tamper(request: httpx2.Request) -> None:
+        if "tools" not in rewrite:
+            return
+        url = request.url.copy_remove_param("tools")
+        request.url = url if rewrite["tools"] is None else url.copy_add_param("tools", rewrite["tools"])
+
+    async with (
+        httpx2.AsyncClient(timeout=60, event_hooks={"request": [tamper]}) as http,
+        Client(
+            streamable_http_client(url, http_client=http),
+            client_info=Implementation(name="pytest", version="1.0"),
+            mode="legacy",
+        ) as client,
+    ):
+        yield client
+
+
+async def test_a_core_session_keeps_its_tools_when_a_later_request_drops_the_profile(node: NodeHandle) -> None:
+    rewrite: dict[str, str | None] = {}
+    async with session_whose_requests_change(f"{node.mcp_url}?tools=core", rewrite) as client:
+        saved = await call(client, "save_memory", content="A session's tools are fixed when it starts.")
+        rewrite["tools"] = None  # every later request of the session without ?tools=core
+        listed = await client.list_tools()
+        with pytest.raises(MCPError) as refused:
+            await client.call_tool("update_memory", {"id": saved["id"], "tags": ["mcp"]})
+        pong = await call(client, "ping")
+    assert_core(listed)
+    assert "'update_memory' is not among this connection's tools (the core tool profile)" in str(refused.value)
+    assert pong["ok"] is True
+
+
+@pytest.mark.parametrize(("opened", "asked"), [("core", "full"), ("full", "core")])
+async def test_a_request_naming_another_profile_than_its_sessions_is_refused(
+    node: NodeHandle, opened: str, asked: str
+) -> None:
+    rewrite: dict[str, str | None] = {}
+    async with session_whose_requests_change(f"{node.mcp_url}?tools={opened}", rewrite) as client:
+        rewrite["tools"] = asked
+        with pytest.raises(MCPError) as refused:
+            await client.list_tools()
+        rewrite.pop("tools")
+        still = await client.list_tools()
+    message = str(refused.value)
+    assert f"This session has the {opened} tool profile, chosen when it was initialized" in message
+    assert f"start a new session with /mcp?tools={asked}" in message
+    assert ({tool.name for tool in still.tools} == CORE_TOOLS) is (opened == "core")

@@ -256,6 +256,39 @@ def test_the_frontmatter_parser_refuses_an_alias_before_expanding_it() -> None:
     assert frontmatter.split_frontmatter("---\nx: &x 1\n---\nbody") == ({"x": 1}, "body")
 
 
+def test_deeply_nested_frontmatter_is_rejected_by_path_and_the_rest_of_the_vault_imported(
+    secured_node: NodeHandle, tmp_path: Path
+) -> None:
+    # Issue 33: a note nesting 5,000 levels made `engram import` die of a RecursionError, the good notes with it.
+    _, key = _key(secured_node, "erin")
+    vault = tmp_path / "vault"
+    vault.mkdir()
+    (vault / "flow.md").write_text("---\nx: " + "[" * 5000 + "]" * 5000 + "\n---\nNested lists.\n")
+    (vault / "block.md").write_text("---\nx:\n  " + "- " * 5000 + "deep\n---\nBlock lists.\n")
+    (vault / "good.md").write_text("---\ntags: [ok]\nplace: {a: {b: [1, 2]}}\n---\nShallow notes import.\n")
+
+    result = _engram(secured_node, key, "import", str(vault))
+
+    assert result.returncode == 3, result.stderr
+    assert "RecursionError" not in result.stderr and "Traceback" not in result.stderr
+    assert "imported 1 new memory" in result.stderr and "rejected 2" in result.stderr
+    assert "flow.md: its frontmatter lists and mappings nest more than 32 levels deep (line 2); flatten it" in (
+        result.stderr
+    )
+    assert "block.md: its frontmatter lists and mappings nest more than 32 levels deep (line 3)" in result.stderr
+    with _rest(secured_node, key) as erin:
+        [memory] = _all(erin)
+    assert (memory["content"], memory["metadata"]["place"]) == ("Shallow notes import.", {"a": {"b": [1, 2]}})
+
+
+def test_the_frontmatter_parser_bounds_nesting_before_the_stack() -> None:
+    at_limit = "---\nx: " + "[" * (frontmatter.MAX_DEPTH - 1) + "]" * (frontmatter.MAX_DEPTH - 1) + "\n---\nbody"
+    assert frontmatter.split_frontmatter(at_limit)[1] == "body"
+    with pytest.raises(FrontmatterError) as info:
+        frontmatter.split_frontmatter("---\nx: " + "{a: " * 100_000 + "1" + "}" * 100_000 + "\n---\nbody")
+    assert (info.value.kind, info.value.line) == (frontmatter.TOO_DEEP, 2)
+
+
 def test_a_folder_without_notes_is_refused_before_anything_is_sent(secured_node: NodeHandle, tmp_path: Path) -> None:
     (tmp_path / "memories.jsonl").write_text('{"content": "x"}\n')
     result = _engram(secured_node, "no-key-needed", "import", str(tmp_path))

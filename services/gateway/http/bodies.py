@@ -13,6 +13,7 @@ from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass
 
+import anyio
 from starlette.datastructures import Headers
 from starlette.responses import Response
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
@@ -26,6 +27,9 @@ BODY_METHODS = frozenset({"POST", "PUT", "PATCH"})
 MAX_JSON_DEPTH = 32
 JSONRPC_INVALID_REQUEST = -32600
 MCP_DRAIN_BYTES = 16 * 1024 * 1024  # read and dropped after refusing an MCP message, so its client sees why
+# After an import passes its limit, at most as much again is read and dropped, for at most this long, so its client
+# gets the whole answer (what was stored, where to resume); a bigger or slower rest ends the connection.
+IMPORT_DRAIN_SECONDS = 10.0
 REQUEST_SETTING = "ENGRAM_MAX_REQUEST_BYTES"
 IMPORT_SETTING = "ENGRAM_MAX_IMPORT_BYTES"
 
@@ -156,7 +160,11 @@ async def _drained(receive: Receive, cap: int) -> bool:
 
 
 def _counted(receive: Receive, limit: int, setting: str) -> Receive:
-    """A receive that raises PayloadTooLarge once the body passes limit (the route decides what that stops)."""
+    """A receive that raises PayloadTooLarge once the body passes limit (the route decides what that stops).
+
+    The rest of the body is read and dropped first (up to limit bytes more, no memory kept): an HTTP client reads the
+    answer only after sending its whole body, and a connection closed with bytes still unread is reset, which cut
+    the import's 413 (a few MB: every line stored) short with "peer closed connection" on a chunked 40 MiB import."""
     seen = 0
 
     async def counted() -> Message:
@@ -165,6 +173,9 @@ def _counted(receive: Receive, limit: int, setting: str) -> Receive:
         if message["type"] == "http.request":
             seen += len(message.get("body", b""))
             if seen > limit:
+                if message.get("more_body", False):
+                    with anyio.move_on_after(IMPORT_DRAIN_SECONDS):
+                        await _drained(receive, limit)
                 raise _too_large(None, limit, setting, streamed=True)
         return message
 

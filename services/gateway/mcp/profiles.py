@@ -6,6 +6,10 @@ over streamable HTTP (the query parameter wins when both are given); otherwise t
 (``engram mcp --tools core`` over stdio) holds. A tool outside the profile is neither listed nor callable: calling
 it answers an error that names the full profile, so an agent never uses a tool whose schema it has not seen; the
 server's instructions, which name every tool, end by saying which ones the connection lists.
+
+A session keeps the profile its initialize request chose: a later request of it that drops the choice still has the
+session's tools, and one that names another profile is refused (a 2026-07-28 request has no session: each one
+carries its own choice).
 """
 
 from __future__ import annotations
@@ -109,8 +113,36 @@ def _noted(result: dict[str, Any], profile: str, listed: frozenset[str]) -> dict
     return {**result, "instructions": result["instructions"] + note}
 
 
+SESSION_KEY = "engram.tool_profile"  # where a session keeps its profile (the SDK's per-connection state)
+
+
 def _profile(ctx: ServerRequestContext[Any, Any], default: str) -> str:
+    """The request's profile: the one its session was initialized with, else what it asks for, else ``default``."""
     try:
-        return profile_of(ctx.request if isinstance(ctx.request, Request) else None, default)
+        asked = profile_of(ctx.request if isinstance(ctx.request, Request) else None, "")
     except InvalidArgument as e:  # refused over HTTP before the MCP layer; kept as a protocol error if not
         raise MCPError(code=INVALID_PARAMS, message=str(e)) from e
+    state = _session_state(ctx)
+    if ctx.method == "initialize":
+        state[SESSION_KEY] = asked or default
+    fixed: str = state.get(SESSION_KEY) or asked or default
+    if asked and asked != fixed:
+        raise MCPError(code=INVALID_PARAMS, message=switched(fixed, asked))
+    return fixed
+
+
+def switched(fixed: str, asked: str) -> str:
+    """What a request of a session answers when it names a profile other than the session's."""
+    return (
+        f"This session has the {fixed} tool profile, chosen when it was initialized; a session keeps its tools. "
+        f"For the {asked} profile, start a new session with /mcp?{QUERY_PARAMETER}={asked} (or {HEADER}: {asked})."
+    )
+
+
+def _session_state(ctx: ServerRequestContext[Any, Any]) -> dict[str, Any]:
+    """The scratch state of the connection (one MCP session) the request came on; the SDK hands middleware a
+    per-request ServerSession whose connection, which outlives the request, is only reachable as its attribute. A
+    2026-07-28 request over HTTP gets a connection of its own, so nothing carries over between such requests."""
+    connection = getattr(ctx.session, "_connection", None)
+    state = getattr(connection, "state", None)
+    return state if isinstance(state, dict) else {}

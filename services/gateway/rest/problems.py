@@ -72,7 +72,7 @@ def error_response(error: EngramError) -> Response:
         retry_after = getattr(error, "retry_after", DEFAULT_RETRY_AFTER_SECONDS)
         headers["Retry-After"] = str(max(1, math.ceil(retry_after)))
     if error.code == "payload_too_large":
-        # The rest of the body is never read: closing the connection stops the client sending it.
+        # Closing the connection stops the client sending the rest (an import's rest was read up to a bound first).
         headers["Connection"] = "close"
     # A stopped import also says what was stored and where to resume (the fields of ImportResult); a version
     # conflict, the version to read again.
