@@ -83,3 +83,15 @@ def test_version_flag_and_command_print_the_version(capsys: pytest.CaptureFixtur
 
     assert cli.main(["--version"]) == 0 and capsys.readouterr().out == f"engram {__version__}\n"
     assert cli.main(["version"]) == 0 and capsys.readouterr().out == f"{__version__}\n"
+
+
+def test_engram_mcp_serves_without_the_embedder_or_the_index(tmp_path: Path) -> None:
+    """`engram mcp` (started by an agent at every session) serves MCP and passes each call to the node over gRPC: the
+    model runtime, the vector index and the HTTP stack stay out of it."""
+    modules = "engram.services.node.stdio, engram.services.gateway.mcp.stdio, engram.process.launcher"
+    probe = f"import json, sys\nimport {modules}\nprint(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                          check=True)  # fmt: skip
+    loaded = heavy(set(json.loads(done.stdout)))
+    unwanted = ("numpy", "onnxruntime", "onnx", "tokenizers", "qdrant_edge", "fastapi", "httpx", "nats")
+    assert [m for m in loaded if m.split(".")[0] in unwanted] == []

@@ -13,10 +13,9 @@ import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path as FilePath
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
-from tokenizers import Tokenizer
 
 from engram.config import Settings
 from engram.errors import VersionConflict
@@ -28,6 +27,9 @@ from engram.services.gateway.operations.cursors import CursorTracker
 from engram.services.gateway.operations.memories import MemoryOperations
 from engram.services.gateway.schemas.requests import UpdateRequest
 from engram.services.gateway.schemas.results import MemoryOut
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer  # loaded on first count: `engram mcp` starts without it
 
 PINNED_TAG = "pinned"
 MAX_PINNED = 5  # pinned memories shown in detail; more pinned ones compete with the others
@@ -145,6 +147,8 @@ class TokenCounter:
     def _get(self) -> Tokenizer:
         with self._lock:
             if self._tokenizer is None:
+                from tokenizers import Tokenizer
+
                 from engram.embed.embedder import package_model_dir  # the module loads onnxruntime: only when used
 
                 tokenizer = Tokenizer.from_file(str(package_model_dir(self._model_cache) / "tokenizer.json"))
