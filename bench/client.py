@@ -81,8 +81,8 @@ class EngramClient:
         headers = {"X-Engram-Agent-ID": AGENT_ID}
         timeout = httpx.Timeout(60, read=1800)
         self._rest = await self._stack.enter_async_context(httpx.AsyncClient(headers=headers, timeout=timeout))
-        mcp_http = await self._stack.enter_async_context(
-            httpx2.AsyncClient(headers=headers, timeout=httpx2.Timeout(60, read=600))
+        mcp_http = await self._stack.enter_async_context(  # every tool: the bench calls update_memory too
+            httpx2.AsyncClient(headers=headers | {"X-Engram-Tools": "full"}, timeout=httpx2.Timeout(60, read=600))
         )
         self._mcp = await self._stack.enter_async_context(
             Client(

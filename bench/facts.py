@@ -378,11 +378,15 @@ async def _answer_sizes(mcp_url: str, facts: FactSet, saved: _Saved) -> dict[str
             searches.append(sum(len(getattr(block, "text", "").encode()) for block in result.content))
     async with agent_session(f"{mcp_url}?tools=core", facts.sessions[0].agent) as client:  # small-context clients
         core = await client.list_tools()
+    async with agent_session(f"{mcp_url}?tools=full", facts.sessions[0].agent) as client:  # one option away
+        full = await client.list_tools()
     return {
         "tools_list": tools_bytes,
         "tools": len(listed.tools),
         "tools_list_core": len(core.model_dump_json(by_alias=True, exclude_none=True).encode()),
         "tools_core": len(core.tools),
+        "tools_list_full": len(full.model_dump_json(by_alias=True, exclude_none=True).encode()),
+        "tools_full": len(full.tools),
         "search_limit5_median": statistics.median(searches) if searches else None,
         "save_median": statistics.median(saved.answer_bytes) if saved.answer_bytes else None,
     }

@@ -14,7 +14,11 @@ on stdin (Codex: as the last argument), against a real node. Then, per split:
   containing the expected label's keys;
 - tokens injected at session start: the session context of each project (GET /v1/session-context, as the hook
   asks it, the default 800-token budget);
-- hook latency per event name: p50/p95 of what the agent waits (the process and its pipes).
+- hook latency per event name: p50/p95 of what the agent waits (the process and its pipes);
+- answers as capture piles up (issue 34): the recall questions asked through search_memory (MCP, limit 5, the compact
+  answer an agent reads) after the sessions were captured once, then again after PILE_UP more sessions (the same
+  recorded sessions replayed under new session ids, captured as the hook does and delivered): the median answer size
+  in bytes and the questions answered at rank 1, before and after, and the session summaries stored.
 
 `python -m bench.hooks` runs this alone; `--offline` replays in-process without a node (precision and recall of
 what the extractor spools: the quick loop for tuning the rules on the tune split); `--latency` measures only the
@@ -24,6 +28,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import os
 import statistics
@@ -46,6 +51,7 @@ DEFAULT_DATA = Path(__file__).resolve().parent / "data" / "hooks"
 FIXTURE = REPO_ROOT / "tests" / "data" / "hooks" / "flaky_login.json"
 SPLITS = ("tune", "untouched")
 SEARCH_LIMIT = 5
+PILE_UP = 50  # sessions captured again (replays under new ids) before the questions are asked a second time
 CAPTURE_WAIT = 60.0  # seconds an event's background work may take before the replay gives up on it
 GAP_SECONDS = 0.2  # --latency: between calls, as between an agent's tool uses
 POSTTOOL_P95_TARGET_MS = 50.0
@@ -275,6 +281,7 @@ class HooksOptions:
     settings: dict[str, str]
     data: Path = DEFAULT_DATA
     quick: bool = False
+    pile_up: int = PILE_UP
 
 
 async def run_hooks(options: HooksOptions, phases: Any, out: dict[str, Any]) -> None:
@@ -312,11 +319,62 @@ async def run_hooks(options: HooksOptions, phases: Any, out: dict[str, Any]) -> 
             for session in mine:
                 total.add(score(session, stored.get(session.id, [])))
             out["splits"][split] = total.summary() | _answered(answers, split) | _context(node.http_url, mine)
+        if options.pile_up:
+            with phases("hooks/pile-up"):
+                out["pile_up"] = await _pile_up(options, node, sessions, env)
     finally:
         problems = node.log_problems()
         if problems:
             out["node_log_problems"] = problems[:20]
         out["node_exit_code"] = node.stop()
+
+
+async def _pile_up(
+    options: HooksOptions, node: Any, sessions: Sequence[Session], env: dict[str, str]
+) -> dict[str, Any]:
+    """The questions' answers (size, rank 1) before and after ``options.pile_up`` more sessions are captured."""
+    from bench.client import connect
+
+    asked = [(s, q) for s in sessions for q in s.questions]
+    before = await _answer_sizes(node, asked)
+    summaries_before = _summaries(node.http_url)
+    replays = [dataclasses.replace(sessions[i % len(sessions)], id=f"{sessions[i % len(sessions)].id}-again-{i}")
+               for i in range(options.pile_up)]  # fmt: skip
+    for session in replays:  # the hook's capture in-process (the same pipeline without a cold process per event)
+        replay_offline(session, project_dir(options.home_root / "hooks-projects", session), node.home)
+    flushed = subprocess.run([sys.executable, "-m", "engram.services.node", "hooks", "flush"], env=env,
+                             capture_output=True, text=True, timeout=600)  # fmt: skip
+    async with connect(node.http_url, node.mcp_url) as client:
+        probe = await client.save("hooks bench: pile-up catch-up probe", memory_type="fact")
+        await client.wait_indexed(int(probe.get("seq") or 0))
+    after = await _answer_sizes(node, asked)
+    return {"sessions_added": len(replays), "flush": flushed.stdout.strip()[-200:], "before": before, "after": after,
+            "summaries": {"before": summaries_before, "after": _summaries(node.http_url)}}  # fmt: skip
+
+
+async def _answer_sizes(node: Any, asked: Sequence[tuple[Session, Question]]) -> dict[str, Any]:
+    """Each question's compact search_memory answer (limit 5): the median size in bytes, the hits per answer, and
+    how many answer with a hit holding the label's keys first."""
+    from bench.client import connect
+
+    sizes, hits, first = [], [], 0
+    async with connect(node.http_url, node.mcp_url) as client:
+        for session, question in asked:
+            found = await client.tool("search_memory", query=question.question, limit=SEARCH_LIMIT)
+            sizes.append(len(json.dumps(found, ensure_ascii=False, separators=(",", ":")).encode()))
+            listed = found.get("hits", [])
+            hits.append(len(listed))
+            first += bool(listed) and session.label(question.label).matches(str(listed[0].get("content", "")))
+    return {"questions": len(asked), "median_bytes": statistics.median(sizes) if sizes else 0,
+            "mean_hits": round(statistics.mean(hits), 2) if hits else 0, "answered_rank1": first}  # fmt: skip
+
+
+def _summaries(base_url: str) -> int:
+    """The session summaries the node holds."""
+    with httpx.Client(base_url=base_url, timeout=60, headers={"X-Engram-Agent-ID": QUESTION_AGENT}) as api:
+        answer = api.get("/v1/memories", params={"memory_type": SUMMARY, "limit": 100})
+        answer.raise_for_status()
+        return len(answer.json()["memories"])
 
 
 def _stored(base_url: str, sessions: Sequence[Session]) -> dict[str, list[dict[str, Any]]]:
@@ -425,6 +483,8 @@ def main() -> None:
     mode.add_argument("--offline", action="store_true", help="extractor precision/recall in-process, no node")
     mode.add_argument("--latency", action="store_true", help="hook latency over cold processes only, no node")
     parser.add_argument("--runs", type=int, default=40, help="--latency: calls per event")
+    parser.add_argument("--quick", action="store_true", help="every third session only")
+    parser.add_argument("--pile-up", type=int, default=PILE_UP, help=f"sessions captured again (default {PILE_UP})")
     args = parser.parse_args()
     if args.offline:
         print(json.dumps(offline(args.data), indent=1))
@@ -440,7 +500,8 @@ def main() -> None:
 
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="engram-bench-hooks-") as tmp:
-        options = HooksOptions(home_root=Path(tmp), settings=node_env(DEFAULT_MODEL_CACHE, {}), data=args.data)
+        options = HooksOptions(home_root=Path(tmp), settings=node_env(DEFAULT_MODEL_CACHE, {}), data=args.data,
+                               quick=args.quick, pile_up=args.pile_up)  # fmt: skip
         asyncio.run(run_hooks(options, Phases(), out))
     print(json.dumps(out, indent=1))
 

@@ -450,10 +450,18 @@ def _facts_rows(facts: dict[str, Any]) -> Iterator[Row]:
     sizes = facts.get("answer_bytes") or {}
     if sizes:
         yield Row(
-            "facts: tools/list, every tool (bytes)",
+            "facts: tools/list, default (bytes)",
             str(sizes.get("tools_list")),
-            reference=f"{sizes.get('tools')} tools",
+            f"<= {TOOLS_LIST_TARGET_BYTES}",
+            f"{sizes.get('tools')} tools (issue 34: the default profile is core)",
+            _verdict(sizes.get("tools_list"), TOOLS_LIST_TARGET_BYTES, higher=False),
         )
+        if sizes.get("tools_list_full") is not None:
+            yield Row(
+                "facts: tools/list, every tool (bytes)",
+                str(sizes["tools_list_full"]),
+                reference=f"{sizes.get('tools_full')} tools (?tools=full)",
+            )
         if sizes.get("tools_list_core") is not None:
             core = sizes["tools_list_core"]
             yield Row(

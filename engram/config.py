@@ -63,7 +63,7 @@ class Settings:
     team: str | None = None  # stdio clients: the agent's team (else CLAUDE_TEAM_NAME, else ~/.claude/teams)
     # The MCP tools a connection lists unless it asks (?tools= or X-Engram-Tools over HTTP): full or core (the
     # everyday ones, for clients with a small context); `engram mcp --tools` for a stdio server.
-    mcp_tools: str = "full"
+    mcp_tools: str = "core"  # the everyday tools (under 20 KB of tools/list); full: every tool
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
     max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES

@@ -50,6 +50,8 @@ def connect_lines(mcp_url: str, home: str, *, keys_required: bool, command: list
         f"  Gemini CLI           gemini mcp add --scope user --transport http{header} engram {mcp_url}",
         f"                       or in ~/.gemini/settings.json: {_servers(gemini_entry)}",
         f"  Cursor               ~/.cursor/mcp.json: {_servers(http_entry)}",
+        f"  Tools                the everyday ones (core, under 20 KB of context); every tool: {mcp_url}?tools=full",
+        "                       (HTTP) or engram mcp --tools full (stdio)",
     ]
     if keys_required:
         lines += [

@@ -7,6 +7,8 @@ and whitespace trimmed: "Use  pnpm." and "use pnpm" say the same) and the fields
 conversation or pack, or at another sensitivity stay a memory of their own. The fields that only describe a memory
 (type, tags, topics, importance, summary, metadata) are not part of it: a fact saved again as a "decision" instead of
 a "fact" is the same fact, and the answer names the existing memory for the caller to update if the labels matter.
+A session's summary (captured by the hooks, one per session) is the exception: its conversation is not part of its
+key, so a session replayed or redone the same way repeats the summary it already has instead of adding its copy.
 
 Handoffs (a message to another agent: sending one twice is two messages) and the files of an expert pack (parts of a
 file, whose text may recur) have no key and never repeat anything. The key is computed from the scrubbed content, as
@@ -29,6 +31,7 @@ __all__ = ["SCOPE", "content_key", "key_of", "normalized"]
 # Closing quotes and brackets stay: they pair with an opening one.
 TRAILING = ".,;:!?\u2026\u3002\uff01\uff1f\uff0e\uff0c\uff1b\uff1a"
 SCOPE = ("team", "project", "conversation_id", "pack", "sensitivity")  # where a memory is found
+SESSION_SUMMARY = "session-summary"  # its key leaves out its conversation (the session it summarizes)
 KEY_CHARS = 32  # 128 bits of sha256: no two contents of one agent share a key by chance
 
 
@@ -49,6 +52,8 @@ def content_key(values: Mapping[str, Any]) -> str:
     metadata = values.get("metadata")
     pack = metadata.get("pack", "") if isinstance(metadata, Mapping) else ""
     scope = {name: values.get(name) or "" for name in SCOPE if name != "pack"}
+    if values.get("memory_type") == SESSION_SUMMARY:
+        scope["conversation_id"] = ""
     scope["pack"] = pack if isinstance(pack, str) else ""
     scope["sensitivity"] = scope["sensitivity"] or "normal"
     identity = json.dumps([text, *(scope[name] for name in SCOPE)], ensure_ascii=False)

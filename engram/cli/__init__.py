@@ -8,52 +8,72 @@ services under engram.services, the formats in the kernel)."""
 from __future__ import annotations
 
 import argparse
+import importlib
 import os
 import sys
-from collections.abc import Sequence
-from typing import Any
+from collections.abc import Callable, Sequence
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
-from engram.cli import coordination, find, hooks, index, keys, memories, models, node, packs, sync, vault
-from engram.config import Settings, SettingsError
+if TYPE_CHECKING:
+    from engram.config import Settings
 
-GROUPS = (
-    node,
-    find,
-    sync,
-    keys,
-    vault,
-    models,
-    memories,
-    coordination,
-    packs,
-    hooks,
-    index,
-)  # the order of `engram --help`
+# Each group module (engram.cli.<group>) and the commands it registers, in the order of `engram --help`. A command
+# imports its group alone: `engram search` never loads what `engram models` or `engram serve` need (a unit test keeps
+# this table equal to what each group registers, and another keeps heavy modules out of these imports).
+GROUPS: dict[str, tuple[str, ...]] = {
+    "node": ("serve", "edge", "mcp", "run", "status"),
+    "find": ("save", "search", "list", "get"),
+    "sync": ("sync",),
+    "keys": ("keys",),
+    "vault": ("import", "export"),
+    "models": ("models",),
+    "memories": ("update", "delete", "supersede", "unsupersede", "history", "at", "stats", "admin"),
+    "coordination": ("agents", "teams", "consolidate", "contradictions", "handoffs", "context", "pin", "unpin"),
+    "packs": ("packs",),
+    "hooks": ("hooks",),
+    "index": ("index",),
+}
+VERSION_FLAGS = ("--version", "version")
 
 
-def build_parser() -> argparse.ArgumentParser:
-    from engram import __version__
-
+def build_parser(command: str | None = None) -> argparse.ArgumentParser:
+    """The `engram` parser: every group's commands, or only those of the group of ``command`` (when it names one)."""
     parser = argparse.ArgumentParser(prog="engram", description="Engram: shared memory for AI agents.")
-    parser.add_argument("--version", action="version", version=f"engram {__version__}")
+    parser.add_argument("--version", action=_VersionAction)
     subparsers = parser.add_subparsers(dest="command", required=True)
-    for group in GROUPS:
-        group.register(subparsers)
+    owners = [group for group, commands in GROUPS.items() if command in commands]
+    for group in owners or GROUPS:
+        importlib.import_module(f"engram.cli.{group}").register(subparsers)
     subparsers.add_parser("version", help="print the version").set_defaults(func=_version)
     return parser
 
 
+def command_of(argv: Sequence[str]) -> str | None:
+    """The sub-command an ``engram`` command line names: its first word that is not an option."""
+    return next((word for word in argv if not word.startswith("-")), None)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
-    args = build_parser().parse_args(argv)
+    if len(argv) == 1 and argv[0] in VERSION_FLAGS:  # answered before any group is imported
+        return _answered(partial(_print_version, with_name=argv[0] == "--version"))
+    args = build_parser(command_of(argv)).parse_args(argv)
     args.argv = argv  # serve and edge hand their own command line to the node's supervisor
+    from engram.config import SettingsError
+
     try:
         settings = _settings(args)
     except SettingsError as e:
         print(f"engram: {e}", file=sys.stderr)
         return 2
+    return _answered(partial(args.func, args, settings))
+
+
+def _answered(command: Callable[[], int]) -> int:
+    """Runs a parsed command: its exit code, or that of the expected error it raised, said in one line."""
     try:
-        code: int = args.func(args, settings)
+        code = command()
         sys.stdout.flush()  # a reader gone (`engram list | head`) shows here, not in the interpreter's last flush
         return code
     except KeyboardInterrupt:
@@ -76,6 +96,7 @@ def _reader_gone() -> int:
 def _failed(error: Exception) -> int:
     """The exit code of an error a user can act on, said in one line (exit 2: a usage problem like a bad flag, such
     as a port in use; exit 1: the rest); anything else is a bug and raised."""
+    from engram.config import SettingsError
     from engram.embed.embedder import ModelMissing
     from engram.errors import EngramError
     from engram.process.launcher import NodeStartError
@@ -92,6 +113,8 @@ def _failed(error: Exception) -> int:
 
 def _settings(args: argparse.Namespace) -> Settings:
     """The settings, with what the command line says over the environment."""
+    from engram.config import Settings
+
     overrides: dict[str, Any] = {
         "home": getattr(args, "home", None),
         "host": getattr(args, "host", None),
@@ -111,7 +134,22 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def _version(args: argparse.Namespace, settings: Settings) -> int:
+    return _print_version(with_name=False)
+
+
+class _VersionAction(argparse.Action):
+    """--version, which reads the version only when asked (importlib.metadata costs ~20 ms on every command)."""
+
+    def __init__(self, option_strings: Sequence[str], dest: str, **_: Any) -> None:
+        super().__init__(option_strings, argparse.SUPPRESS, nargs=0, default=argparse.SUPPRESS, help="the version")
+
+    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
+        _print_version(with_name=True)
+        parser.exit()
+
+
+def _print_version(*, with_name: bool) -> int:
     from engram import __version__
 
-    print(__version__)
+    print(f"engram {__version__}" if with_name else __version__)
     return 0

@@ -48,8 +48,8 @@ def register(subparsers: Any) -> None:
     mcp = add_home(sub(subparsers, "mcp", "MCP over stdio, using (or starting) the node of the data dir"))
     mcp.add_argument(
         "--tools", choices=MCP_TOOL_PROFILES,
-        help="the tools to list: full (every tool) or core (the everyday ones, for a small context); default "
-        "ENGRAM_MCP_TOOLS, else full",
+        help="the tools to list: core (the everyday ones, under 20 KB) or full (every tool); default "
+        "ENGRAM_MCP_TOOLS, else core",
     )  # fmt: skip
     mcp.set_defaults(func=_mcp)
 

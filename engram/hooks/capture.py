@@ -58,7 +58,9 @@ def capture(event: HookEvent, settings: Settings) -> list[dict[str, Any]]:
         else:
             captures = [_capture(o, event, state, settings) for o in kept]
         if event.kind in (END, COMPACT) and not state.summarized and (state.captured or state.prompts):
-            captures.append(summary(event, state, settings))
+            made = summary(event, state, settings)
+            if not _summary_repeated(made, paths, state.project):
+                captures.append(made)
             state.summarized = event.kind == END
     spool(settings).append(captures)
     return captures
@@ -120,6 +122,19 @@ def _merged(observation: Observation, state: SessionState, *, by_key: bool = Tru
         if (by_key and recent.key == observation.key) or overlap >= NEAR_DUPLICATE:
             recent.count += 1
             return True
+    return False
+
+
+def _summary_repeated(made: dict[str, Any], paths: Paths, project: str) -> bool:
+    """Whether a session's summary says nearly what a recent one of the project said (a session replayed or redone
+    the same way): that one's count goes up instead of a copy crowding the answers (issue 34)."""
+    if not project:
+        return False
+    mine = Observation(SESSION_SUMMARY, made["content"], quality=1.0, key="")
+    with open_session(paths.projects, project) as state:
+        if _merged(mine, state, by_key=False):
+            return True
+        state.recent.append(Recent(SESSION_SUMMARY, "", sorted(set(words(mine.content))), made["source_id"]))
     return False
 
 

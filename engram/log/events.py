@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import base64
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-import numpy as np
-
-from engram.embed import Embedder
-from engram.embed.sparse import Bm25Encoder, SparseVector
 from engram.errors import NotFound
 from engram.log import LogEntry
 from engram.model import Caller, Memory, format_time
+
+if TYPE_CHECKING:  # the vectors' modules load numpy and the embedder's: imported where vectors are handled, so the
+    # readers of event names (an MCP server over stdio, the CLI) start without them
+    import numpy as np
+
+    from engram.embed import Embedder
+    from engram.embed.sparse import Bm25Encoder, SparseVector
 
 MEMORY_SAVED = "memory_saved"
 MEMORY_UPDATED = "memory_updated"
@@ -113,19 +116,27 @@ def memory_vectors(embedder: Embedder, sparse: Bm25Encoder, memories: list[Memor
 
 def encode_dense(row: np.ndarray) -> str:
     """A dense vector as event bodies carry it (little-endian float32, base64)."""
+    import numpy as np
+
     return base64.b64encode(np.asarray(row, dtype="<f4").tobytes()).decode()
 
 
 def decode_dense(vectors: dict[str, Any]) -> list[float]:
     """The dense vector of an event body (little-endian float32, base64)."""
+    import numpy as np
+
     return np.frombuffer(base64.b64decode(vectors["dense"]), dtype="<f4").tolist()
 
 
 def decode_questions(vectors: dict[str, Any]) -> list[list[float]]:
+    import numpy as np
+
     return [np.frombuffer(base64.b64decode(q), dtype="<f4").tolist() for q in vectors.get("questions", [])]
 
 
 def decode_sparse(vectors: dict[str, Any]) -> SparseVector:
+    from engram.embed.sparse import SparseVector
+
     sparse = vectors.get("sparse") or {}
     return SparseVector(list(sparse.get("indices", [])), [float(v) for v in sparse.get("values", [])])
 

@@ -30,6 +30,11 @@ _QUESTION_WORDS = frozenset(
      "did", "can", "could", "should", "would", "will", "have", "has", "had")
 )  # fmt: skip
 _EDGE_PUNCTUATION = "?,.!;:()'\"\u201c\u201d\u2018\u2019"
+# Words of a query about past sessions themselves (what was done, when), which session summaries answer best.
+_ABOUT_SESSIONS = re.compile(
+    r"\b(sessions?|summar(y|ies|i[sz]e)|recap|yesterday|last (time|week|night)|earlier today)\b",
+    re.IGNORECASE,
+)
 
 
 def query_kind(query: str) -> QueryKind:
@@ -53,3 +58,12 @@ def query_kind(query: str) -> QueryKind:
     # A capital after the first word names someone or something (the first word is capitalised anyway).
     names = any(w[:1].isupper() and not w.isupper() for w in words[1:])
     return "question" if asks and not names else "named"
+
+
+def about_sessions(query: str) -> bool:
+    """Whether a query asks about past sessions themselves, not what they found.
+
+    >>> about_sessions("what did we do in yesterday's session?"), about_sessions("why does the login test fail?")
+    (True, False)
+    """
+    return bool(_ABOUT_SESSIONS.search(query))

@@ -41,7 +41,7 @@ from engram.services.search.access import AccessRecorder
 from engram.services.search.agents import AgentRecord, time_or_never
 from engram.services.search.fusion import DEFAULT_RRF_K, Adaptive, Fused, adaptive, reach, relative, rrf
 from engram.services.search.indexer import ENRICHED_SEQS, Indexer
-from engram.services.search.queries import query_kind
+from engram.services.search.queries import about_sessions, query_kind
 from engram.updates import is_fact_sized, states_a_change
 
 if TYPE_CHECKING:
@@ -59,6 +59,7 @@ DEFAULT_RERANK_TOP_N = 20
 DEFAULT_LIST_LIMIT = 20
 COLD_WEIGHT = 0.5  # what the score of a memory in the cold tier counts (decay)
 TEAM_SUMMARY = "team-summary"  # the memory type of a team's summary (consolidate_team)
+SESSION_SUMMARY = "session-summary"  # the memory type of a captured session's summary (engram.hooks)
 SOURCES = (DENSE, SPARSE, QUESTIONS)
 FUSED = "fused"
 RERANK = "rerank"
@@ -89,6 +90,13 @@ class PipelineConfig:
     change_similarity: float = 0.5
     change_margin: float = 0.3
     newer_depth: int = 10
+    # A session's summary repeats the observations it summarizes: it counts this share of its score, unless the query
+    # asks about sessions (services/search/queries.py about_sessions), so the observations answer first.
+    summary_weight: float = 0.5
+    # The tail of an answer below a clear drop is left out: when an identifier's best hit matches it exactly (a BM25
+    # score of EXACT_MATCH of the reach), the hits that do not, scoring under `tail_ratio` of the best, are noise.
+    # Only there: fused scores are min-max normalised, so elsewhere a low one may still be close in meaning.
+    tail_ratio: float = 0.25
 
 
 @dataclass(slots=True)
@@ -181,11 +189,15 @@ class MemoryReader:
         )  # one hop to a worker thread for the embedding, the retrievers and the hits' memories (each hop waits)
         query_vector = np.asarray(dense, dtype=np.float32) if dense is not None else None
         candidates = self._above_floor(candidates, query_vector, floor, reachable)
+        exact = {c.hit.memory.id for c in candidates if reachable > 0 and c.sparse_score / reachable >= EXACT_MATCH}
         candidates = self._newest_first(candidates)
         hits = [c.hit for c in candidates]
         if use_rerank and hits:
             hits = await asyncio.to_thread(self._rerank, query, hits)
-        hits = _cold_last(hits)[:limit]
+        hits = _summaries_below(_cold_last(hits), self._config.summary_weight, about_sessions(query))
+        if floor > 0 and kind == "identifier" and not (use_rerank and hits):  # min_relevance 0 keeps everything
+            hits = _without_tail(hits, exact, self._config.tail_ratio)
+        hits = hits[:limit]
         if not explain:
             for hit in hits:
                 hit.explain = {}
@@ -247,10 +259,17 @@ class MemoryReader:
                 "question": "a question that names nothing: meaning (dense) leads, BM25 adds only a strong match",
                 "named": "names or a statement: relative fusion of meaning and exact matching",
             }[kind]
-        cut = f"hits below {floor:g} in meaning pass only by a strong exact match" if floor else "no relevance floor"
+        config = self._config
+        cut = (
+            f"hits below {floor:g} in meaning pass only by a strong exact match; after an identifier's exact match, "
+            f"hits that are not one and score under {config.tail_ratio:g} of it are left out"
+            if floor
+            else "no relevance floor"
+        )
         return (
-            f"{fusion}; a memory saved later that says nearly the same (cosine >= {self._config.newer_similarity:g}) "
-            f"ranks above the older one; {cut}."
+            f"{fusion}; a memory saved later that says nearly the same (cosine >= {config.newer_similarity:g}) "
+            f"ranks above the older one; session summaries count {config.summary_weight:g} of their score unless the "
+            f"query is about sessions; {cut}."
         )
 
     def _point_count(self) -> int:
@@ -645,6 +664,26 @@ def _cold_last(hits: list[Hit]) -> list[Hit]:
             hit.score *= COLD_WEIGHT
             demoted = True
     return sorted(hits, key=lambda h: h.score, reverse=True) if demoted else hits
+
+
+def _summaries_below(hits: list[Hit], weight: float, about_sessions: bool) -> list[Hit]:
+    """Session summaries count ``weight`` of their score, unless the query is ``about_sessions``: they rank below the
+    observations they summarize, which say the same in fewer words."""
+    if about_sessions or weight >= 1.0 or not any(h.memory.memory_type == SESSION_SUMMARY for h in hits):
+        return hits
+    for hit in hits:
+        if hit.memory.memory_type == SESSION_SUMMARY:  # a reranker's logit may be negative: lowered all the same
+            hit.score = hit.score * weight if hit.score > 0 else hit.score / weight
+    return sorted(hits, key=lambda h: h.score, reverse=True)
+
+
+def _without_tail(hits: list[Hit], exact: set[str], ratio: float) -> list[Hit]:
+    """The hits down to a clear drop: when the best hit is an ``exact`` match, the hits that are not, scoring under
+    ``ratio`` of the best, are left out (an identifier found exactly scores 1.0; what follows it at 0.15 is noise)."""
+    if not hits or hits[0].memory.id not in exact:
+        return hits
+    cut = hits[0].score * ratio
+    return [hit for hit in hits if hit.memory.id in exact or hit.score >= cut]
 
 
 def _vector(candidate: _Candidate) -> np.ndarray:

@@ -102,6 +102,8 @@ def test_banner_with_keys_required_shows_the_header_variants(tmp_path: Path, mod
         codex = wait_line(process, "Codex ")
         toml_token = wait_line(process, "bearer_token_env_var")
         gemini = wait_line(process, "Gemini CLI")
+        tools = wait_line(process, "Tools ")
+        tools += wait_line(process, "")
     finally:
         assert stop_process(process, signal.SIGINT) == 0
 
@@ -110,3 +112,4 @@ def test_banner_with_keys_required_shows_the_header_variants(tmp_path: Path, mod
     assert codex.endswith("--bearer-token-env-var ENGRAM_API_KEY")
     assert toml_token == 'bearer_token_env_var = "ENGRAM_API_KEY"'
     assert "--header 'Authorization: Bearer <key>' engram http://" in gemini
+    assert "/mcp?tools=full" in tools and "engram mcp --tools full" in tools  # every tool: one option away

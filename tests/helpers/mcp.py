@@ -13,6 +13,8 @@ from mcp import Client, StdioServerParameters
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
 
+from engram.services.gateway.mcp.profiles import FULL
+
 
 @contextlib.asynccontextmanager
 async def http_client(
@@ -23,8 +25,13 @@ async def http_client(
     name: str = "pytest",
     mode: str = "auto",
     headers: dict[str, str] | None = None,
+    tools: str | None = FULL,
 ) -> AsyncIterator[Client]:
+    """An SDK client of ``url``, listing the ``tools`` profile (every tool, unless the URL or the headers ask for
+    one; None: the server's default)."""
     headers = dict(headers or {})
+    if tools and "tools=" not in url and not any(name.lower() == "x-engram-tools" for name in headers):
+        headers["X-Engram-Tools"] = tools
     if key:
         headers["Authorization"] = f"Bearer {key}"
     if agent:
@@ -44,7 +51,10 @@ async def http_client(
 async def stdio_client(
     home: Path, env: dict[str, str], *, name: str = "pytest-stdio", args: Sequence[str] = ()
 ) -> AsyncIterator[Client]:
-    """`engram mcp --home HOME [args]` spawned by the SDK's stdio client."""
+    """`engram mcp --home HOME [args]` spawned by the SDK's stdio client, listing every tool unless ``args`` or
+    ``env`` name a profile."""
+    if "--tools" not in args and "ENGRAM_MCP_TOOLS" not in env:
+        args = (*args, "--tools", FULL)
     params = StdioServerParameters(
         command=sys.executable, args=["-m", "engram.services.node", "mcp", "--home", str(home), *args], env=env
     )

@@ -1,5 +1,5 @@
-"""Tool profiles (issue 24): a small-context client asks for the core tools (?tools=core, X-Engram-Tools, or
-`engram mcp --tools core`) and lists under 20 KB; the full profile lists every tool as before. A real node, the
+"""Tool profiles (issues 24 and 34): a connection lists the core tools (under 20 KB) unless it asks for the full
+profile (?tools=full, X-Engram-Tools, or `engram mcp --tools full`), which lists every tool. A real node, the
 real SDK client over streamable HTTP and stdio."""
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from tests.helpers.rest import assert_problem
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 # What a small-context client pays before its first call: the core tools with their descriptions and schemas.
-MAX_CORE_TOOLS_LIST_BYTES = 20 * 1024  # about 18 KB today (the full profile: about 40 KB)
+MAX_CORE_TOOLS_LIST_BYTES = 20 * 1024  # the default profile; the full one: about 40 KB
 INITIALIZE = {
     "jsonrpc": "2.0", "id": 1, "method": "initialize",
     "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "pytest", "version": "1"}},
@@ -74,13 +74,14 @@ async def test_the_core_profile_header_lists_the_same_tools_as_the_query_paramet
     assert_core(query_wins)
 
 
-async def test_the_full_profile_is_the_default_and_lists_every_tool_as_before(node: NodeHandle) -> None:
-    async with http_client(node.mcp_url) as client:
+async def test_the_core_profile_is_the_default_and_the_full_one_lists_every_tool(node: NodeHandle) -> None:
+    async with http_client(node.mcp_url, tools=None) as client:
         default = await client.list_tools()
-        assert "This connection lists" not in (client.instructions or "")
+        assert "This connection lists the core tools" in (client.instructions or "")
     async with http_client(f"{node.mcp_url}?tools=full") as client:
         full = await client.list_tools()
-    assert default == full
+        assert "This connection lists" not in (client.instructions or "")
+    assert_core(default)
     names = {tool.name for tool in full.tools}
     assert names > CORE_TOOLS and {"update_memory", "memory_history", "pin_memory", "load_engram"} <= names
 

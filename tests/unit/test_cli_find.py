@@ -294,7 +294,8 @@ def test_no_node_is_one_line_and_exit_2(capsys: pytest.CaptureFixture[str], tmp_
     for argv in (("search", "q"), ("list",), ("list", "--all"), ("get", ID_A, "--history"), ("save", "x")):
         assert cli.main([*argv, "--url", url, "--home", str(tmp_path)]) == 2
         out, err = capsys.readouterr()
-        assert out == "" and err.startswith(f"engram: no Engram node answers at {url} (ConnectError). Start one with")
+        refused = f"engram: no Engram node answers at {url} (ConnectionRefusedError). Start one with"
+        assert out == "" and err.startswith(refused)
 
 
 def test_get_of_what_is_no_id_says_where_whole_ids_are(capsys: pytest.CaptureFixture[str], tmp_path: Any) -> None:

@@ -43,3 +43,18 @@ def test_a_session_that_leaves_nothing_failing_proposes_no_handoff(tmp_path: Pat
     _fire(settings, base | {"hook_event_name": "UserPromptSubmit", "prompt": "We decided to use Postgres 16."})
     (summary,) = _fire(settings, base | {"hook_event_name": "SessionEnd", "reason": "clear"})
     assert "handoff" not in summary["metadata"] and "open-work" not in summary["tags"]
+
+
+def test_a_session_replayed_under_another_id_adds_no_second_summary_but_other_work_does(tmp_path: Path) -> None:
+    settings = Settings.from_env({}, home=tmp_path / "engram")
+
+    def session(session_id: str, prompt: str) -> list[dict[str, Any]]:
+        base = {"session_id": session_id, "cwd": str(tmp_path)}
+        _fire(settings, base | {"hook_event_name": "UserPromptSubmit", "prompt": prompt})
+        return _fire(settings, base | {"hook_event_name": "SessionEnd", "reason": "clear"})
+
+    (first,) = session("s1", "The login test fails on CI since the session cookie moved.")
+    assert first["memory_type"] == "session-summary"
+    assert session("s2", "The login test fails on CI since the session cookie moved.") == []  # merged into s1's
+    (other,) = session("s3", "Add dark mode to the settings page and keep the contrast accessible.")
+    assert other["memory_type"] == "session-summary" and "dark mode" in other["content"]

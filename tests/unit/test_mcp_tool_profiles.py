@@ -13,8 +13,8 @@ from engram.services.gateway.mcp.profiles import PROFILES, requested_profile
 
 def test_the_setting_names_the_profiles_the_gateway_has() -> None:
     assert tuple(PROFILES) == MCP_TOOL_PROFILES
-    assert Settings().mcp_tools == "full"
-    assert Settings.from_env({"ENGRAM_MCP_TOOLS": "core"}).mcp_tools == "core"
+    assert Settings().mcp_tools == "core"  # the everyday tools unless a client or the node asks for more
+    assert Settings.from_env({"ENGRAM_MCP_TOOLS": "full"}).mcp_tools == "full"
 
 
 def test_an_unknown_profile_setting_is_refused_at_startup_with_the_profiles_named() -> None:
@@ -23,9 +23,9 @@ def test_an_unknown_profile_setting_is_refused_at_startup_with_the_profiles_name
 
 
 def test_engram_mcp_tools_is_the_setting_and_refuses_an_unknown_profile(capsys: pytest.CaptureFixture[str]) -> None:
-    args = cli.build_parser().parse_args(["mcp", "--tools", "core"])
-    assert cli._settings(args).mcp_tools == "core"
-    assert cli._settings(cli.build_parser().parse_args(["list", "--tag", "x"])).mcp_tools == "full"
+    args = cli.build_parser().parse_args(["mcp", "--tools", "full"])
+    assert cli._settings(args).mcp_tools == "full"
+    assert cli._settings(cli.build_parser().parse_args(["list", "--tag", "x"])).mcp_tools == "core"
     with pytest.raises(SystemExit) as exited:
         cli.build_parser().parse_args(["mcp", "--tools", "tiny"])
     assert exited.value.code == 2 and "choose from 'full', 'core'" in capsys.readouterr().err

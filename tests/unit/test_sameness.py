@@ -47,6 +47,15 @@ def test_the_scope_is_part_of_the_key_and_the_labels_are_not() -> None:
     assert key_of(memory(sensitivity="normal")) == content_key({"content": "use pnpm, not npm"})
 
 
+def test_a_session_summary_repeats_the_same_summary_of_another_session_of_its_project() -> None:
+    summary = "Session summary (claude-code, project shop). Asked: fix the cart total. Changed: cart.py."
+    replayed = [memory(summary, memory_type="session-summary", project="shop", conversation_id=c) for c in "ab"]
+    assert key_of(replayed[0]) == key_of(replayed[1])
+    assert key_of(memory(summary, memory_type="session-summary", project="blog")) != key_of(replayed[0])
+    facts = [memory(summary, project="shop", conversation_id=c) for c in "ab"]  # any other type: its conversation
+    assert key_of(facts[0]) != key_of(facts[1])
+
+
 def test_handoffs_pack_files_and_empty_text_repeat_nothing() -> None:
     assert key_of(memory(handoff=Handoff("gemini-cli", "pending", 0.0))) == ""
     assert key_of(memory(memory_type=PACK_FILE)) == ""

@@ -163,6 +163,21 @@ def test_detail_shows_content_type_owner_date_and_id_and_a_title_is_one_line() -
     assert title(memory("x " * 200)).endswith("…") and "\n" not in title(memory("a\nb"))
 
 
+def test_no_text_is_said_twice_neither_a_long_first_line_nor_a_summary_repeating_a_fix(counter: TokenCounter) -> None:
+    fix = (
+        "Fixed: `nginx -t` failed with unknown directive proxy_request_bufering in site.conf:41; it passed after "
+        "correcting the directive's spelling."
+    )
+    summary = f"Session summary (claude-code, project media-portal). Asked: uploads over 10 MB fail. Learned: {fix}"
+    observation = memory(fix, memory_type="observation", importance="high")
+    recap = memory(summary, memory_type="session-summary", age_days=0.1)
+    out = compose(rank([observation, recap], [], DEFAULT, now=NOW), counter, 8000)
+    assert [m.shown for m in out.memories] == ["detail", "detail"]
+    assert out.markdown.count("proxy_request_bufering") == 1, out.markdown
+    assert f"### {fix}\n_observation" in out.markdown  # the whole line is the heading, not cut then repeated
+    assert "Asked: uploads over 10 MB fail. Learned: (above)\n_session-summary" in out.markdown
+
+
 def test_a_change_names_the_resources_that_may_read_differently() -> None:
     body = {"memory_id": "m1", "memory": {"memory_type": "fact", "tags": [], "project": ""}}
     assert changed_uris("memory_saved", body) == ["engram://recent", "engram://memory/m1"]

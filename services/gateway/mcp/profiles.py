@@ -1,11 +1,12 @@
-"""Tool profiles: which tools a connection lists. ``full`` lists every tool (about 40 KB of tools/list); ``core``
-lists the everyday ones (under 20 KB), for clients whose context is small.
+"""Tool profiles: which tools a connection lists. ``core``, the default, lists the everyday ones (under 20 KB of
+tools/list: every session pays for it in context); ``full`` lists every tool (about 40 KB).
 
-A client picks a profile per connection: ``?tools=core`` on the MCP URL or the ``X-Engram-Tools: core`` header
+A client picks a profile per connection: ``?tools=full`` on the MCP URL or the ``X-Engram-Tools: full`` header
 over streamable HTTP (the query parameter wins when both are given); otherwise the server's ENGRAM_MCP_TOOLS
-(``engram mcp --tools core`` over stdio) holds. A tool outside the profile is neither listed nor callable: calling
-it answers an error that names the full profile, so an agent never uses a tool whose schema it has not seen; the
-server's instructions, which name every tool, end by saying which ones the connection lists.
+(``engram mcp --tools full`` over stdio) holds, ``core`` unless set; the banner's client lines name the option.
+A tool outside the profile is neither listed nor callable: calling it answers an error that names the full profile,
+so an agent never uses a tool whose schema it has not seen; the server's instructions, which name every tool, end by
+saying which ones the connection lists and how to reach the others.
 
 A session keeps the profile its initialize request chose: a later request of it that drops the choice still has the
 session's tools, and one that names another profile is refused (a 2026-07-28 request has no session: each one
@@ -35,7 +36,7 @@ CORE_TOOLS = frozenset({
 })  # fmt: skip
 # The tools each profile lists (None: every tool); the names are ENGRAM_MCP_TOOLS' choices (engram.config).
 PROFILES: dict[str, frozenset[str] | None] = {FULL: None, "core": CORE_TOOLS}
-_CHOICES = f"{FULL} (every tool) or core (the everyday ones, for a small context)"
+_CHOICES = f"{FULL} (every tool) or core (the everyday ones, the default)"
 # The requests a profile shapes: the two that hand out the server's instructions, and the two of tools.
 _SHAPED = ("initialize", "server/discover", "tools/list", "tools/call")
 # Added to the server's instructions for a connection that lists fewer tools than they name.
@@ -52,7 +53,8 @@ def requested_profile(query: str | None, header: str | None) -> str | None:
             continue
         profile = value.strip().lower()
         if profile not in PROFILES:
-            raise InvalidArgument(where, f"{value[:40]!r} is not a tool profile; use {_CHOICES}, e.g. /mcp?tools=core.")
+            problem = f"{value[:40]!r} is not a tool profile; use {_CHOICES}, e.g. /mcp?tools={FULL}."
+            raise InvalidArgument(where, problem)
         return profile
     return None
 

@@ -8,15 +8,15 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import math
+import re
 import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path as FilePath
-from typing import Literal
+from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, Field
-from tokenizers import Tokenizer
 
 from engram.config import Settings
 from engram.errors import VersionConflict
@@ -28,6 +28,9 @@ from engram.services.gateway.operations.cursors import CursorTracker
 from engram.services.gateway.operations.memories import MemoryOperations
 from engram.services.gateway.schemas.requests import UpdateRequest
 from engram.services.gateway.schemas.results import MemoryOut
+
+if TYPE_CHECKING:
+    from tokenizers import Tokenizer  # loaded on first count: `engram mcp` starts without it
 
 PINNED_TAG = "pinned"
 MAX_PINNED = 5  # pinned memories shown in detail; more pinned ones compete with the others
@@ -63,6 +66,9 @@ PROJECT_DESCRIPTION = "Only memories of this project."
 QUERY_DESCRIPTION = "What you are about to work on: its search hits are added, and count for more."
 
 Shown = Literal["detail", "title", "truncated"]
+MIN_REPEATED_CHARS = 24  # a sentence this long said again word for word is left out (shorter ones may recur by chance)
+_SENTENCE_OR_LINE = re.compile(r"(?<=[.!?])\s+|\n")
+REPEATED = "(above)"  # what a sentence said already in the document reads as
 
 
 # --- Markdown of memories (shared with the MCP resources) --------------------------------------------------
@@ -94,20 +100,35 @@ def meta_line(memory: Memory) -> str:
     return "_" + " · ".join(part for part in parts if part) + "_"
 
 
-def detail(memory: Memory) -> str:
-    """A memory in full: its title as a heading, its content, then its fields."""
-    return f"{_heading_and_content(memory)}\n{meta_line(memory)}"
+def detail(memory: Memory, shown: str = "") -> str:
+    """A memory in full: its title as a heading, its content, then its fields; sentences of its content that
+    ``shown`` (the document so far) already holds are left out."""
+    return f"{_heading_and_content(memory, shown)}\n{meta_line(memory)}"
 
 
-def _heading_and_content(memory: Memory) -> str:
-    """The title as a heading, then the content; without a summary the title is the content's first line, which
-    is not repeated."""
+def _heading_and_content(memory: Memory, shown: str = "") -> str:
+    """The title as a heading, then the content. Without a summary the title is the content's first line: that line
+    is the heading, whole, and is not repeated below it."""
     heading, body = title(memory), memory.content.strip()
     if not memory.summary.strip():
         first, _, rest = body.partition("\n")
-        if " ".join(first.split()) == heading:
-            body = rest.strip()
+        line = " ".join(first.split())
+        if line == heading or (heading.endswith("…") and line.startswith(heading[:-1])):
+            heading, body = (_unrepeated(line, shown) if shown else line) or line, rest.strip()
+    body = _unrepeated(body, shown) if shown else body
     return f"### {heading}\n{body}" if body else f"### {heading}"
+
+
+def _unrepeated(text: str, shown: str) -> str:
+    """``text`` without the sentences ``shown`` already holds word for word (a session's summary repeats the fix
+    its observation states): each is replaced by a pointer to it."""
+    flat = " ".join(text.split())
+    cut = flat
+    for piece in _SENTENCE_OR_LINE.split(shown):
+        sentence = " ".join(piece.strip("#-_ ").split())
+        if len(sentence) >= MIN_REPEATED_CHARS and sentence in cut:
+            cut = cut.replace(sentence, REPEATED)
+    return text if cut == flat else cut  # untouched text keeps its lines
 
 
 def listed(memory: Memory) -> str:
@@ -145,6 +166,8 @@ class TokenCounter:
     def _get(self) -> Tokenizer:
         with self._lock:
             if self._tokenizer is None:
+                from tokenizers import Tokenizer
+
                 from engram.embed.embedder import package_model_dir  # the module loads onnxruntime: only when used
 
                 tokenizer = Tokenizer.from_file(str(package_model_dir(self._model_cache) / "tokenizer.json"))
@@ -288,7 +311,7 @@ def compose(candidates: Sequence[Candidate], counter: TokenCounter, budget: int)
     shown: list[tuple[Candidate, Shown]] = []
     demoted: list[Candidate] = []
     for candidate, section in detailed:
-        if doc.add(detail(candidate.memory), section):
+        if doc.add(detail(candidate.memory, doc.text()), section):
             shown.append((candidate, "detail"))
         else:
             demoted.append(candidate)

@@ -15,7 +15,6 @@ from pydantic import BaseModel
 
 from engram.config import Settings
 from engram.errors import EngramError, InvalidArgument
-from engram.index import DENSE
 from engram.model import (
     JSON_SUFFIX,
     TIME_FIELDS,
@@ -107,6 +106,8 @@ class MemoryOperations:
 
         It never fails the save it follows (the memory is stored already): a failing check is logged and the
         save answers without warnings."""
+        from engram.index import DENSE  # the index port loads the embedder's modules: `engram mcp` imports this one
+
         try:
             async with asyncio.timeout(SIMILAR_CHECK_SECONDS):
                 outcome = await self._backend.search(

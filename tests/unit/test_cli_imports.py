@@ -1,0 +1,97 @@
+"""The `engram` command answers at once: each command imports its own group only, and the everyday ones (the
+version, finding and saving memories, the node's status) none of the heavy modules the node needs (issue 34)."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from engram import cli
+
+# Modules that cost tens to hundreds of milliseconds each to import, none of which these commands use.
+HEAVY = (
+    "numpy", "onnxruntime", "onnx", "tokenizers", "grpc", "google.protobuf", "qdrant_edge", "fastapi", "starlette",
+    "pydantic", "mcp", "httpx", "nats", "rich", "asyncio",
+)  # fmt: skip
+# Each command line, run in a fresh interpreter (a refused connection for the ones that call the node).
+LIGHT_COMMANDS = (
+    ["--version"],
+    ["version"],
+    ["search", "--help"],
+    ["search", "redis port", "--url", "http://127.0.0.1:9"],
+    ["save", "a fact", "--url", "http://127.0.0.1:9"],
+    ["list", "--url", "http://127.0.0.1:9"],
+    ["get", "0196a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", "--url", "http://127.0.0.1:9"],
+    ["update", "--help"],
+    ["handoffs", "--help"],
+    ["hooks", "--help"],
+)
+PROBE = """
+import contextlib, io, json, sys
+from engram.cli import main
+quiet = (contextlib.redirect_stdout(io.StringIO()), contextlib.redirect_stderr(io.StringIO()))
+with quiet[0], quiet[1], contextlib.suppress(SystemExit):
+    main(json.loads(sys.argv[1]))
+print(json.dumps(sorted(sys.modules)))
+"""
+
+
+def imported_by(argv: list[str], cwd: Path) -> set[str]:
+    """The modules a fresh interpreter holds after running ``engram ARGV``."""
+    done = subprocess.run(
+        [sys.executable, "-c", PROBE, json.dumps(argv)], capture_output=True, text=True, cwd=cwd, timeout=60, check=True
+    )
+    return set(json.loads(done.stdout))
+
+
+def heavy(modules: set[str]) -> list[str]:
+    return sorted(m for m in modules if any(m == h or m.startswith(f"{h}.") for h in HEAVY))
+
+
+@pytest.mark.parametrize("argv", LIGHT_COMMANDS, ids=" ".join)
+def test_everyday_commands_import_none_of_the_heavy_modules(argv: list[str], tmp_path: Path) -> None:
+    modules = imported_by(argv, tmp_path)
+    assert heavy(modules) == [], f"engram {' '.join(argv)} imports {heavy(modules)}"
+
+
+def test_a_command_imports_its_own_group_only(tmp_path: Path) -> None:
+    groups = {m.removeprefix("engram.cli.") for m in imported_by(["search", "--help"], tmp_path) if
+              m.startswith("engram.cli.")}  # fmt: skip
+    assert "find" in groups and not groups & {"models", "node", "packs", "vault", "coordination", "sync", "keys"}
+
+
+def test_the_version_is_answered_without_any_group() -> None:
+    modules = imported_by(["--version"], Path.cwd())
+    assert not {m for m in modules if m.startswith("engram.cli.")}
+
+
+def test_the_group_table_names_the_commands_each_group_registers() -> None:
+    for group, commands in cli.GROUPS.items():
+        parser = cli.build_parser(commands[0])
+        registered = set(parser._subparsers._group_actions[0].choices) - {"version"}  # type: ignore[union-attr]
+        assert registered == set(commands), group
+    every = set(cli.build_parser()._subparsers._group_actions[0].choices)  # type: ignore[union-attr]
+    assert every == {c for commands in cli.GROUPS.values() for c in commands} | {"version"}
+
+
+def test_version_flag_and_command_print_the_version(capsys: pytest.CaptureFixture[str]) -> None:
+    from engram import __version__
+
+    assert cli.main(["--version"]) == 0 and capsys.readouterr().out == f"engram {__version__}\n"
+    assert cli.main(["version"]) == 0 and capsys.readouterr().out == f"{__version__}\n"
+
+
+def test_engram_mcp_serves_without_the_embedder_or_the_index(tmp_path: Path) -> None:
+    """`engram mcp` (started by an agent at every session) serves MCP and passes each call to the node over gRPC: the
+    model runtime, the vector index and the HTTP stack stay out of it."""
+    modules = "engram.services.node.stdio, engram.services.gateway.mcp.stdio, engram.process.launcher"
+    probe = f"import json, sys\nimport {modules}\nprint(json.dumps(sorted(sys.modules)))"
+    done = subprocess.run([sys.executable, "-c", probe], capture_output=True, text=True, cwd=tmp_path, timeout=120,
+                          check=True)  # fmt: skip
+    loaded = heavy(set(json.loads(done.stdout)))
+    unwanted = ("numpy", "onnxruntime", "onnx", "tokenizers", "qdrant_edge", "fastapi", "httpx", "nats")
+    assert [m for m in loaded if m.split(".")[0] in unwanted] == []
