@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -47,7 +48,7 @@ from engram.log.events import (
     state_in,
 )
 from engram.log.syncstore import SyncStore
-from engram.model import Caller, Memory, Origin, format_time, input_of
+from engram.model import TIME_FIELDS, Caller, Memory, Origin, format_time, input_of
 from engram.names import validate_agent, validate_device, validate_team
 from engram.ownership import (
     ADMIN_SCOPE,
@@ -61,7 +62,7 @@ from engram.ownership import (
 from engram.process import metrics
 from engram.results import Pushed, SyncChange, SyncPage
 from engram.scrub import Redaction, merge, scrub_text, scrub_value
-from engram.validation import Limits, validate
+from engram.validation import Limits, check_storable, check_time, validate
 
 MAX_ATTEMPTS = 20  # re-reads of a memory that other writers keep changing while a change is applied
 SERVER_PARENT = "server:"  # a parent that names a version the device pulled: server:<version>
@@ -297,6 +298,8 @@ def _parse(change: SyncChange) -> dict[str, Any]:
         raise InvalidArgument("body_json", "must be a memory event body with the memory after the change.")
     if body.get("event") not in MEMORY_STATE_EVENTS or body.get("event") != change.event:
         raise InvalidArgument("event", f"{change.event!r} is not a change a device pushes.")
+    for name, value in body.items():  # every field, not only those a save takes (times, counts, vectors)
+        check_storable(name, value)
     return body
 
 
@@ -305,6 +308,12 @@ def _memory(caller: Caller, body: dict[str, Any]) -> Memory:
         memory = Memory.from_dict(body["memory"])
     except (KeyError, TypeError, ValueError) as e:
         raise InvalidArgument("memory", f"cannot be read ({e}).") from e
+    # Every time it holds is one Engram stores (a save checks those it takes; a device sends them all).
+    for name in TIME_FIELDS:
+        check_time(f"memory.{name}", getattr(memory, name))
+    if memory.handoff is not None:
+        check_time("memory.handoff.updated_at", memory.handoff.updated_at)
+        check_time("memory.handoff.expires_at", memory.handoff.expires_at)
     if memory.namespace != caller.namespace:
         raise PermissionDenied(f"The change is in namespace '{memory.namespace}'; this key syncs '{caller.namespace}'.")
     if memory.sensitivity == "secret":
@@ -446,10 +455,11 @@ def _usable(vectors: Any, dim: int) -> TypeGuard[dict[str, Any]]:
     if not isinstance(vectors, dict) or not isinstance(vectors.get("sparse"), dict):
         return False
     try:
-        decode_sparse(vectors)
-        return len(decode_dense(vectors)) == dim
+        sparse, dense = decode_sparse(vectors), decode_dense(vectors)
     except (KeyError, TypeError, ValueError):
         return False
+    # A vector the index refuses (a NaN in its float32 bytes) is made again here instead.
+    return len(dense) == dim and all(math.isfinite(v) for v in (*dense, *sparse.values))
 
 
 def _models(vectors: dict[str, Any]) -> tuple[str, str]:
