@@ -2,9 +2,12 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
+import types
+import typing
 from dataclasses import dataclass, field, fields
 from typing import Any
 
@@ -37,6 +40,8 @@ TIME_RANGE = "0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z"
 # Edge turns a larger one into an inexact float; a Qdrant server's gRPC API cannot carry it at all).
 MIN_STORED_INT = -(2**63)
 MAX_STORED_INT = 2**63 - 1
+# Versions and counts: exact in every JSON number (JavaScript's, a double), as the gateway's MAX_VERSION.
+MAX_COUNT = 2**53 - 1
 _SURROGATE = re.compile("[\ud800-\udfff]")  # a code point JSON text decodes to only from a lone \\uD8xx escape
 _PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
 MAX_PATH_KEY_CHARS = 40  # a key named in an error is cut here: a key that long may be a pasted secret
@@ -297,6 +302,77 @@ def _tail(field: str, steps: list[str | int]) -> str:
         if len(tail) > MAX_PATH_CHARS // 2:
             break
     return tail
+
+
+def check_fields(path: str, value: Any) -> None:
+    """Raises InvalidArgument naming ``path.field`` (``memory.access_count``) for the first field of the dataclass
+    ``value``, or of one nested in it, whose value is not of the type it declares (str, int, float, bool, a list or
+    dict of them, a nested dataclass, or None where allowed). A dataclass built from JSON a caller wrote (a device's
+    pushed memory) holds whatever the JSON held: a float count or a list for a text is refused here, not stored and
+    then unreadable."""
+    hints = _hints(type(value))
+    for item in fields(value):
+        _check_type(f"{path}.{item.name}", getattr(value, item.name), hints[item.name])
+
+
+_HINTS: dict[type, dict[str, Any]] = {}  # the field types of each dataclass checked, resolved once
+
+
+def _hints(kind: type) -> dict[str, Any]:
+    found = _HINTS.get(kind)
+    if found is None:
+        found = _HINTS[kind] = typing.get_type_hints(kind)
+    return found
+
+
+def _check_type(path: str, value: Any, hint: Any) -> None:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any:
+        return
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return
+        hint = next(a for a in args if a is not type(None))  # the model's unions are "X | None"
+        origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is list:
+        if not isinstance(value, list):
+            raise InvalidArgument(path, f"must be a list, not {_json_type(value)}.")
+        for index, item in enumerate(value):
+            _check_type(f"{path}[{index}]", item, args[0] if args else Any)
+        return
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise InvalidArgument(path, f"must be a JSON object, not {_json_type(value)}.")
+        return
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        if not isinstance(value, hint):  # built by from_dict; anything else was not an object
+            raise InvalidArgument(path, f"must be a JSON object, not {_json_type(value)}.")
+        check_fields(path, value)
+        return
+    fits = {
+        str: isinstance(value, str),
+        bool: isinstance(value, bool),
+        int: isinstance(value, int) and not isinstance(value, bool),
+        float: isinstance(value, int | float) and not isinstance(value, bool),
+    }.get(hint, True)
+    if not fits:
+        wanted = {str: "text", bool: "true or false", int: "a whole number", float: "a number"}[hint]
+        raise InvalidArgument(path, f"must be {wanted}, not {_json_type(value)}.")
+
+
+def _json_type(value: Any) -> str:
+    """What a value is, in JSON's words."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, int):
+        return "a whole number"
+    if isinstance(value, float):
+        return "a number with a fraction"
+    if isinstance(value, str):
+        return "text"
+    return "a list" if isinstance(value, list | tuple) else "an object"
 
 
 _SURROGATE_PROBLEM = (

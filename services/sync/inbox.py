@@ -62,7 +62,7 @@ from engram.ownership import (
 from engram.process import metrics
 from engram.results import Pushed, SyncChange, SyncPage
 from engram.scrub import Redaction, merge, scrub_text, scrub_value
-from engram.validation import Limits, check_storable, check_time, validate
+from engram.validation import MAX_COUNT, Limits, check_fields, check_storable, check_time, validate
 
 MAX_ATTEMPTS = 20  # re-reads of a memory that other writers keep changing while a change is applied
 SERVER_PARENT = "server:"  # a parent that names a version the device pulled: server:<version>
@@ -308,7 +308,9 @@ def _memory(caller: Caller, body: dict[str, Any]) -> Memory:
         memory = Memory.from_dict(body["memory"])
     except (KeyError, TypeError, ValueError) as e:
         raise InvalidArgument("memory", f"cannot be read ({e}).") from e
-    # Every time it holds is one Engram stores (a save checks those it takes; a device sends them all).
+    # Every field of the type it declares, every time one Engram stores (a save checks what it takes; a device sends
+    # every field), counts where JSON numbers are exact.
+    check_fields("memory", memory)
     for name in TIME_FIELDS:
         check_time(f"memory.{name}", getattr(memory, name))
     if memory.handoff is not None:
@@ -318,8 +320,10 @@ def _memory(caller: Caller, body: dict[str, Any]) -> Memory:
         raise PermissionDenied(f"The change is in namespace '{memory.namespace}'; this key syncs '{caller.namespace}'.")
     if memory.sensitivity == "secret":
         raise InvalidArgument("sensitivity", "secret memories never leave their device.")
-    if memory.version < 1:
-        raise InvalidArgument("version", "must be 1 or more.")
+    if not 1 <= memory.version <= MAX_COUNT:
+        raise InvalidArgument("memory.version", f"must be from 1 to {MAX_COUNT}.")
+    if not 0 <= memory.access_count <= MAX_COUNT:
+        raise InvalidArgument("memory.access_count", f"must be from 0 to {MAX_COUNT}.")
     memory.history, memory.seq = [], 0
     return memory
 

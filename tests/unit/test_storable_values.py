@@ -1,5 +1,6 @@
-"""The kernel's rule on values no index can store (issue 33): non-finite numbers, integers beyond 64 bits and lone
-surrogates are refused with the path of the value, at any depth, in the metadata and in every text of a memory."""
+"""The kernel's rules on values no index can store (issue 33): non-finite numbers, integers beyond 64 bits and lone
+surrogates are refused with the path of the value, at any depth, in the metadata and in every text of a memory; a
+memory read from JSON (a device's push) holds the types its fields declare."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from typing import Any
 import pytest
 
 from engram.errors import InvalidArgument
-from engram.model import MemoryInput
+from engram.model import Handoff, Memory, MemoryInput, Relation
 from engram.packs.format import parse_meta
-from engram.validation import MAX_STORED_INT, MIN_STORED_INT, Limits, check_storable, validate
+from engram.validation import MAX_STORED_INT, MIN_STORED_INT, Limits, check_fields, check_storable, validate
 
 LIMITS = Limits(max_content_bytes=1000, max_metadata_bytes=10_000)
 
@@ -79,3 +80,35 @@ def test_a_long_or_odd_key_is_quoted_and_cut_in_the_path() -> None:
 def test_a_pack_meta_json_holding_nan_is_refused() -> None:
     with pytest.raises(InvalidArgument, match=r"meta.json.version: is NaN"):
         parse_meta('{"name": "p", "description": "d", "version": NaN}')
+
+
+@pytest.mark.parametrize(
+    ("changes", "path", "words"),
+    [
+        ({"access_count": 1.5}, "memory.access_count", "must be a whole number, not a number with a fraction"),
+        ({"version": True}, "memory.version", "must be a whole number, not true or false"),
+        ({"summary": ["a"]}, "memory.summary", "must be text, not a list"),
+        ({"tags": ["ok", 3]}, "memory.tags[1]", "must be text, not a whole number"),
+        ({"metadata": [1]}, "memory.metadata", "must be a JSON object, not a list"),
+        ({"conversation_id": {"a": 1}}, "memory.conversation_id", "must be text, not an object"),
+        ({"handoff": {"target_agent": 5}}, "memory.handoff.target_agent", "must be text"),
+        ({"relations": [{"kind": "supersedes", "memory_id": None}]}, "memory.relations[0].memory_id", "not null"),
+    ],
+)
+def test_a_memory_read_from_json_holds_the_types_its_fields_declare(
+    changes: dict[str, Any], path: str, words: str
+) -> None:
+    """A device pushes whole memories as JSON: a field of another type is refused, naming it (sync's edge)."""
+    memory = Memory.from_dict({"id": "m", "namespace": "n", "content": "c", "owner_agent": "a", **changes})
+    with pytest.raises(InvalidArgument) as info:
+        check_fields("memory", memory)
+    assert info.value.field == path and words in info.value.problem
+
+
+def test_a_memory_of_every_field_passes_the_type_check() -> None:
+    memory = Memory(
+        id="m", namespace="n", content="c", owner_agent="a", tags=["t"], metadata={"x": [1, {"y": None}]},
+        created_at=1.0, relations=[Relation("supersedes", "m0")], handoff=Handoff("b", "pending", 2.0, 3.0),
+        questions=["q"], access_count=2**53 - 1,
+    )  # fmt: skip
+    check_fields("memory", Memory.from_dict(memory.to_dict()))
