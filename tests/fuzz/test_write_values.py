@@ -7,7 +7,10 @@ client would send NaN as null), REST import, sync push and update on a real node
 tool error, a rejected line or change) or an acceptance whose memory the node's index (Qdrant Edge) serves back with
 read-your-writes; never a 5xx. Then the node's log is replayed into a fresh Qdrant Edge index and the Qdrant server
 adapter (qdrant-client's local mode, with a check that every payload is one a server's JSON API carries): both
-apply every entry. ENGRAM_FUZZ_EXAMPLES sets the payloads per path; ENGRAM_FUZZ_RANDOM=1 draws a new seed."""
+apply every entry. ENGRAM_FUZZ_EXAMPLES sets the payloads per path; ENGRAM_FUZZ_RANDOM=1 draws a new seed.
+
+Beside it: numbers at their limits served back as given by every answer (REST, MCP), and `engram import` of a
+vault or of JSON lines rejecting the one entry that holds a NaN."""
 
 from __future__ import annotations
 
@@ -15,6 +18,8 @@ import json
 import math
 import os
 import random
+import subprocess
+import sys
 from collections import Counter
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
@@ -33,7 +38,7 @@ from engram.index.qdrant_server import QdrantServerIndex
 from engram.log.nats import NatsLog
 from engram.model import MAX_METADATA_DEPTH, parse_time
 from engram.services.search.indexer import Indexer
-from tests.conftest import NodeHandle, start_node
+from tests.conftest import NodeHandle, engram_env, start_node
 from tests.helpers.mcp import call, http_client
 
 pytestmark = [pytest.mark.e2e, pytest.mark.anyio]
@@ -405,3 +410,31 @@ async def test_numbers_at_their_limits_come_back_as_given_in_rest_and_mcp_answer
     async with http_client(node.mcp_url) as client:
         shown = await call(client, "get_memory", id=memory_id)
     assert shown["metadata"] == limits
+
+
+@pytest.mark.parametrize("source", ["vault", "jsonl"])
+def test_engram_import_rejects_the_note_or_line_holding_nan_and_imports_the_rest(
+    node: NodeHandle, tmp_path: Path, source: str
+) -> None:
+    """`engram import` of a vault (YAML reads `.nan` and `.inf`) or of JSON lines: the bad one is rejected, naming
+    the field, the good one imported, and the index goes on."""
+    marker = uuid7()
+    if source == "vault":
+        path = tmp_path / "vault"
+        path.mkdir()
+        (path / "bad.md").write_text(f"---\nratio: .nan\nlimit: -.inf\n---\nThe vault note with a NaN {marker}\n")
+        (path / "good.md").write_text(f"---\nratio: 0.5\n---\nThe good vault note {marker}\n")
+    else:
+        path = tmp_path / "lines.jsonl"
+        path.write_text(f'{{"content": "A line with a NaN {marker}", "metadata": {{"ratio": NaN}}}}\n'
+                        f'{{"content": "The good line {marker}", "metadata": {{"ratio": 0.5}}}}\n')  # fmt: skip
+    command = [sys.executable, "-m", "engram.services.node", "import", str(path), "--url", node.http_url, "--json"]
+    done = subprocess.run(command, env=engram_env(node.model_cache), capture_output=True, text=True, timeout=180)
+    outcome = json.loads(done.stdout)
+    assert outcome["imported"] == 1, (done.stdout, done.stderr)
+    (rejection,) = outcome["rejected"]
+    assert rejection["reason"].startswith("metadata.ratio: is NaN"), rejection
+    with httpx.Client(base_url=node.http_url, timeout=60) as http:
+        found = http.get("/v1/memories", params={"limit": 100, "min_seq": outcome.get("last_seq", 0)}).json()
+        assert [m["metadata"]["ratio"] for m in found["memories"] if marker in m["content"]] == [0.5]
+        assert http.get("/readyz").status_code == 200
