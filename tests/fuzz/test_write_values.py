@@ -14,6 +14,7 @@ vault or of JSON lines rejecting the one entry that holds a NaN."""
 
 from __future__ import annotations
 
+import base64
 import json
 import math
 import os
@@ -27,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 import pytest
 from qdrant_client import QdrantClient
 
@@ -198,6 +200,8 @@ class Fuzz:
     http: httpx.Client
     rng: random.Random
     tally: Tally
+    vectors: dict[str, Any] = field(default_factory=dict)  # an entry's vectors, as a device pulls them
+    vector_cases: int = 0  # the device vectors sent so far: each kind in turn
 
     def served(self, path: str, memory_id: str, seq: int, body: Any, sent: dict[str, Any] | None = None) -> None:
         """An accepted memory is read back through the index; its metadata as sent when nothing was redacted."""
@@ -242,9 +246,12 @@ class Fuzz:
             self.served("rest import line", item["id"], result["last_seq"], lines[item["line"] - 1])
 
     def sync_push(self) -> None:
-        memory = self._device_memory()
+        with_vectors = self.rng.random() < 0.5  # of a memory the cluster takes, so that they are looked at
+        memory = self._device_memory(TAME if with_vectors else self.pools())
         body = {"schema": 1, "event": "memory_saved", "namespace": NAMESPACE, "agent": "anonymous",
                 "memory_id": memory["id"], "version": memory.get("version", 1), "memory": memory}  # fmt: skip
+        if with_vectors:
+            body["vectors"] = self._device_vectors()
         change = {"source_id": f"{DEVICE}:{self.rng.randrange(10**12)}", "event": "memory_saved", "body": body,
                   "seq": 1, "parent": ""}  # fmt: skip
         push = {"device": DEVICE, "changes": [change], "restore": self.rng.random() < 0.3}
@@ -271,9 +278,34 @@ class Fuzz:
         """Half the payloads hold every edge case, half only what a memory may hold (those must be indexed)."""
         return WILD if self.rng.random() < 0.5 else TAME
 
-    def _device_memory(self) -> dict[str, Any]:
+    def _device_vectors(self) -> dict[str, Any]:
+        """Vectors made with the cluster's models (so the cluster keeps them when it can), some the index refuses:
+        a NaN, a wrong width, a sparse index beyond u32, repeated, or without its value."""
+        if not self.vectors:
+            pulled = self.http.get("/v1/sync/pull", params={"device": DEVICE, "cursor": 0, "limit": 1}).json()
+            self.vectors = pulled["changes"][0]["body"]["vectors"]
+        dense = np.frombuffer(base64.b64decode(self.vectors["dense"]), dtype="<f4").copy()
+        sparse: dict[str, Any] = {"indices": [7, 11], "values": [0.5, 1.5]}
+        self.vector_cases += 1
+        match self.vector_cases % 7:
+            case 0:
+                dense[self.rng.randrange(len(dense))] = np.nan
+            case 1:
+                dense = dense[:-1]
+            case 2:
+                sparse = {"indices": [2**32], "values": [1.0]}
+            case 3:
+                sparse = {"indices": [-1, 3], "values": [1.0, 1.0]}
+            case 4:
+                sparse = {"indices": [3, 3], "values": [1.0, 2.0]}
+            case 5:
+                sparse = {"indices": [1, 2], "values": [1.0]}
+        return {"model": self.vectors["model"], "dense": base64.b64encode(dense.tobytes()).decode(),
+                "sparse_model": self.vectors["sparse_model"], "sparse": sparse}  # fmt: skip
+
+    def _device_memory(self, pools: Pools) -> dict[str, Any]:
         """Every field of a memory as a device's log holds it, some at their limits."""
-        rng, pools = self.rng, self.pools()
+        rng = self.rng
         memory: dict[str, Any] = {"id": uuid7(), "namespace": NAMESPACE, "owner_agent": "anonymous",
                                   "memory_type": "fact", "status": "active", "version": 1}  # fmt: skip
         memory.update(save_fields(rng, pools))
