@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import math
 import re
-from dataclasses import dataclass, field
+import types
+import typing
+from dataclasses import dataclass, field, fields
 from typing import Any
 
 from engram.config import Settings
@@ -33,6 +36,15 @@ TEAM_TAG_PREFIX = "team:"  # every memory of a team carries the tag team:<team>
 EARLIEST_TIME = -62135596800.0  # 0001-01-01T00:00:00Z
 END_OF_TIME = 253402300800.0  # 10000-01-01T00:00:00Z, the first moment after the last one stored
 TIME_RANGE = "0001-01-01T00:00:00Z to 9999-12-31T23:59:59Z"
+# The whole numbers every index adapter stores as they are: Qdrant's payload integers are signed 64-bit (Qdrant
+# Edge turns a larger one into an inexact float; a Qdrant server's gRPC API cannot carry it at all).
+MIN_STORED_INT = -(2**63)
+MAX_STORED_INT = 2**63 - 1
+# Versions and counts: exact in every JSON number (JavaScript's, a double), as the gateway's MAX_VERSION.
+MAX_COUNT = 2**53 - 1
+_SURROGATE = re.compile("[\ud800-\udfff]")  # a code point JSON text decodes to only from a lone \\uD8xx escape
+_PLAIN_KEY = re.compile(r"[A-Za-z_][A-Za-z0-9_-]*")
+MAX_PATH_KEY_CHARS = 40  # a key named in an error is cut here: a key that long may be a pasted secret
 
 
 @dataclass(slots=True)
@@ -55,6 +67,11 @@ class CleanInput:
 
 def validate(draft: MemoryInput, limits: Limits) -> CleanInput:
     """Returns the cleaned input or raises InvalidArgument naming the field and what to fix."""
+    for item in fields(draft):
+        value = getattr(draft, item.name)
+        # Texts and lists; the metadata once parsed (its paths named: metadata.x), the times by check_time.
+        if isinstance(value, str | list) and item.name != "metadata_json":
+            check_storable(item.name, value)
     content = draft.content.strip() if isinstance(draft.content, str) else ""
     if not content:
         raise InvalidArgument("content", "is required: the text of the memory, e.g. 'The API uses OAuth2'.")
@@ -215,9 +232,173 @@ def _metadata(raw: str, limit: int) -> dict[str, Any]:
         value = json.loads(raw)
     except json.JSONDecodeError as e:
         raise InvalidArgument("metadata", f"is not valid JSON ({e.msg}).") from e
+    except ValueError as e:  # e.g. a whole number of more than 4300 digits, which Python refuses to read
+        raise InvalidArgument("metadata", f"is not valid JSON ({e}).") from e
     if not isinstance(value, dict):
         raise InvalidArgument("metadata", "must be a JSON object of key-value pairs.")
+    check_storable("metadata", value)
     return value
+
+
+def check_storable(field: str, value: Any) -> None:
+    """Raises InvalidArgument naming the path (``metadata.x``, ``tags[2]``) of the first value inside ``value`` (a
+    JSON-like value, nested to any depth) that no index can store: a number that is not finite (NaN, Infinity,
+    -Infinity, or a literal beyond the float range such as 1e400), a whole number beyond 64 bits, or text with a
+    lone UTF-16 surrogate. Python's JSON parsers accept all of them, the log carries them, and the index then
+    refuses the entry: refused at every edge, nothing stored can stop the index."""
+    # No recursion, and a value's path is spelled out only for the one refused: each item keeps its key and its
+    # parent's place, so a value nested past every limit is walked in time linear in its size.
+    stack: list[tuple[Any, _Place]] = [(value, None)]
+    while stack:
+        item, place = stack.pop()
+        if isinstance(item, str):
+            if _SURROGATE.search(item):
+                raise InvalidArgument(_path(field, place), _SURROGATE_PROBLEM)
+        elif isinstance(item, bool) or item is None:
+            continue
+        elif isinstance(item, float):
+            if not math.isfinite(item):
+                raise InvalidArgument(_path(field, place), _non_finite(item))
+        elif isinstance(item, int):
+            if not MIN_STORED_INT <= item <= MAX_STORED_INT:
+                raise InvalidArgument(
+                    _path(field, place), f"is a whole number beyond 64 bits; the index stores integers from "
+                    f"{MIN_STORED_INT} to {MAX_STORED_INT}. Send a larger one as a string."
+                )  # fmt: skip
+        elif isinstance(item, dict):
+            for key in item:
+                if isinstance(key, str) and _SURROGATE.search(key):
+                    raise InvalidArgument(_path(field, place), f"has a key with {_SURROGATE_PROBLEM[4:]}")
+            stack.extend((child, (str(key), place)) for key, child in reversed(item.items()))
+        elif isinstance(item, list | tuple):
+            stack.extend((child, (index, place)) for index, child in reversed(list(enumerate(item))))
+
+
+# Where a value sits: its key (or list index) and its container's place; None for the value checked itself.
+_Place = tuple[str | int, "_Place"] | None
+MAX_PATH_CHARS = 200  # a path longer than this is shown by its start and its end
+
+
+def _path(field: str, place: _Place) -> str:
+    steps: list[str | int] = []
+    while place is not None:
+        step, place = place
+        steps.append(step)
+    path = field
+    for step in reversed(steps):
+        path = f"{path}[{step}]" if isinstance(step, int) else child_path(path, step)
+        if len(path) > 4 * MAX_PATH_CHARS:  # a path this long is cut below anyway: stop building it
+            break
+    if len(path) <= MAX_PATH_CHARS:
+        return path
+    return f"{path[: MAX_PATH_CHARS // 2]}...{_tail(field, steps)}"
+
+
+def _tail(field: str, steps: list[str | int]) -> str:
+    """The last steps of a path (``steps`` innermost first), as they are written at its end."""
+    tail = ""
+    for step in steps[:8]:
+        tail = (f"[{step}]" if isinstance(step, int) else child_path("", step)) + tail
+        if len(tail) > MAX_PATH_CHARS // 2:
+            break
+    return tail
+
+
+def check_fields(path: str, value: Any) -> None:
+    """Raises InvalidArgument naming ``path.field`` (``memory.access_count``) for the first field of the dataclass
+    ``value``, or of one nested in it, whose value is not of the type it declares (str, int, float, bool, a list or
+    dict of them, a nested dataclass, or None where allowed). A dataclass built from JSON a caller wrote (a device's
+    pushed memory) holds whatever the JSON held: a float count or a list for a text is refused here, not stored and
+    then unreadable."""
+    hints = _hints(type(value))
+    for item in fields(value):
+        _check_type(f"{path}.{item.name}", getattr(value, item.name), hints[item.name])
+
+
+_HINTS: dict[type, dict[str, Any]] = {}  # the field types of each dataclass checked, resolved once
+
+
+def _hints(kind: type) -> dict[str, Any]:
+    found = _HINTS.get(kind)
+    if found is None:
+        found = _HINTS[kind] = typing.get_type_hints(kind)
+    return found
+
+
+def _check_type(path: str, value: Any, hint: Any) -> None:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is Any:
+        return
+    if origin in (typing.Union, types.UnionType):
+        if value is None and type(None) in args:
+            return
+        hint = next(a for a in args if a is not type(None))  # the model's unions are "X | None"
+        origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if origin is list:
+        if not isinstance(value, list):
+            raise InvalidArgument(path, f"must be a list, not {_json_type(value)}.")
+        for index, item in enumerate(value):
+            _check_type(f"{path}[{index}]", item, args[0] if args else Any)
+        return
+    if origin is dict:
+        if not isinstance(value, dict):
+            raise InvalidArgument(path, f"must be a JSON object, not {_json_type(value)}.")
+        return
+    if isinstance(hint, type) and dataclasses.is_dataclass(hint):
+        if not isinstance(value, hint):  # built by from_dict; anything else was not an object
+            raise InvalidArgument(path, f"must be a JSON object, not {_json_type(value)}.")
+        check_fields(path, value)
+        return
+    fits = {
+        str: isinstance(value, str),
+        bool: isinstance(value, bool),
+        int: isinstance(value, int) and not isinstance(value, bool),
+        float: isinstance(value, int | float) and not isinstance(value, bool),
+    }.get(hint, True)
+    if not fits:
+        wanted = {str: "text", bool: "true or false", int: "a whole number", float: "a number"}[hint]
+        raise InvalidArgument(path, f"must be {wanted}, not {_json_type(value)}.")
+
+
+def _json_type(value: Any) -> str:
+    """What a value is, in JSON's words."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "true or false"
+    if isinstance(value, int):
+        return "a whole number"
+    if isinstance(value, float):
+        return "a number with a fraction"
+    if isinstance(value, str):
+        return "text"
+    return "a list" if isinstance(value, list | tuple) else "an object"
+
+
+_SURROGATE_PROBLEM = (
+    "has a lone UTF-16 surrogate (a \\ud800-\\udfff escape without its pair), which is not text; send valid Unicode."
+)
+
+
+def _non_finite(number: float) -> str:
+    if math.isnan(number):
+        written = "NaN"
+    else:  # 1e400 and the like are read as infinite too
+        written = "Infinity" if number > 0 else "-Infinity"
+        written += " (or a number too large for a double, such as 1e400)"
+    return (
+        f"is {written}; JSON numbers are finite and the index refuses any other. Send a finite number, null, or "
+        "the value as a string."
+    )
+
+
+def child_path(path: str, key: str) -> str:
+    """The path of ``key`` in the object at ``path``: ``metadata.x``, or ``metadata["a b"]`` for a key that is not a
+    plain name (quoted as JSON, cut to MAX_PATH_KEY_CHARS, so that no error quotes a control character or a secret)."""
+    if len(key) <= MAX_PATH_KEY_CHARS and _PLAIN_KEY.fullmatch(key):
+        return f"{path}.{key}"
+    shown = key if len(key) <= MAX_PATH_KEY_CHARS else key[: MAX_PATH_KEY_CHARS - 3] + "..."
+    return f"{path}[{json.dumps(shown)}]"
 
 
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*+"', re.DOTALL)

@@ -16,6 +16,7 @@ from pathlib import Path, PurePosixPath
 from typing import Any
 
 from engram.errors import InvalidArgument
+from engram.validation import check_storable
 
 GLOBAL_PACK = "_global"  # the memory shared by every pack (the seed's <packs-dir>/_global)
 META = "meta.json"
@@ -102,6 +103,7 @@ def parse_meta(text: str, *, source: str = META) -> dict[str, Any]:
         raise InvalidArgument(source, f"is not valid JSON ({e.msg} at line {e.lineno}).") from e
     if not isinstance(meta, dict):
         raise InvalidArgument(source, "must be a JSON object with at least a name and a description.")
+    check_storable(source, meta)
     if "extends" in meta and meta["extends"] not in (None, ""):
         check_pack_name(meta["extends"], field_name=f"{source}: extends")
     return meta

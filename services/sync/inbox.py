@@ -22,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import dataclasses
 import json
+import math
 import time
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass
@@ -47,7 +48,7 @@ from engram.log.events import (
     state_in,
 )
 from engram.log.syncstore import SyncStore
-from engram.model import Caller, Memory, Origin, format_time, input_of
+from engram.model import TIME_FIELDS, Caller, Memory, Origin, format_time, input_of
 from engram.names import validate_agent, validate_device, validate_team
 from engram.ownership import (
     ADMIN_SCOPE,
@@ -61,9 +62,10 @@ from engram.ownership import (
 from engram.process import metrics
 from engram.results import Pushed, SyncChange, SyncPage
 from engram.scrub import Redaction, merge, scrub_text, scrub_value
-from engram.validation import Limits, validate
+from engram.validation import MAX_COUNT, Limits, check_fields, check_storable, check_time, validate
 
 MAX_ATTEMPTS = 20  # re-reads of a memory that other writers keep changing while a change is applied
+MAX_SPARSE_INDEX = 2**32 - 1  # Qdrant's sparse vector indices are u32
 SERVER_PARENT = "server:"  # a parent that names a version the device pulled: server:<version>
 RESTORED = "restore:"  # the answer store's key of a restored change: restore:<device>:<source_id>
 # What a device receives: every memory state, purges and conflicts. Read counts stay where they were counted, and
@@ -297,6 +299,8 @@ def _parse(change: SyncChange) -> dict[str, Any]:
         raise InvalidArgument("body_json", "must be a memory event body with the memory after the change.")
     if body.get("event") not in MEMORY_STATE_EVENTS or body.get("event") != change.event:
         raise InvalidArgument("event", f"{change.event!r} is not a change a device pushes.")
+    for name, value in body.items():  # every field, not only those a save takes (times, counts, vectors)
+        check_storable(name, value)
     return body
 
 
@@ -305,12 +309,22 @@ def _memory(caller: Caller, body: dict[str, Any]) -> Memory:
         memory = Memory.from_dict(body["memory"])
     except (KeyError, TypeError, ValueError) as e:
         raise InvalidArgument("memory", f"cannot be read ({e}).") from e
+    # Every field of the type it declares, every time one Engram stores (a save checks what it takes; a device sends
+    # every field), counts where JSON numbers are exact.
+    check_fields("memory", memory)
+    for name in TIME_FIELDS:
+        check_time(f"memory.{name}", getattr(memory, name))
+    if memory.handoff is not None:
+        check_time("memory.handoff.updated_at", memory.handoff.updated_at)
+        check_time("memory.handoff.expires_at", memory.handoff.expires_at)
     if memory.namespace != caller.namespace:
         raise PermissionDenied(f"The change is in namespace '{memory.namespace}'; this key syncs '{caller.namespace}'.")
     if memory.sensitivity == "secret":
         raise InvalidArgument("sensitivity", "secret memories never leave their device.")
-    if memory.version < 1:
-        raise InvalidArgument("version", "must be 1 or more.")
+    if not 1 <= memory.version <= MAX_COUNT:
+        raise InvalidArgument("memory.version", f"must be from 1 to {MAX_COUNT}.")
+    if not 0 <= memory.access_count <= MAX_COUNT:
+        raise InvalidArgument("memory.access_count", f"must be from 0 to {MAX_COUNT}.")
     memory.history, memory.seq = [], 0
     return memory
 
@@ -446,10 +460,18 @@ def _usable(vectors: Any, dim: int) -> TypeGuard[dict[str, Any]]:
     if not isinstance(vectors, dict) or not isinstance(vectors.get("sparse"), dict):
         return False
     try:
-        decode_sparse(vectors)
-        return len(decode_dense(vectors)) == dim
+        sparse, dense = decode_sparse(vectors), decode_dense(vectors)
     except (KeyError, TypeError, ValueError):
         return False
+    # A vector the index refuses (a NaN in its float32 bytes; a sparse index that is not a distinct u32, or without
+    # its value) is made again here instead.
+    indices = sparse.indices
+    return (
+        len(dense) == dim
+        and all(math.isfinite(v) for v in (*dense, *sparse.values))
+        and len(indices) == len(sparse.values) == len(set(indices))
+        and all(isinstance(i, int) and not isinstance(i, bool) and 0 <= i <= MAX_SPARSE_INDEX for i in indices)
+    )
 
 
 def _models(vectors: dict[str, Any]) -> tuple[str, str]:

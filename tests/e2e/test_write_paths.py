@@ -584,6 +584,202 @@ async def test_every_write_path_is_in_the_table(world: World) -> None:
     assert not missing, f"write paths without boundary probes: {missing}; add them to PATHS"
 
 
+# -- values no index can store (issue 33) -------------------------------------------------------------------------
+# Each write path with a probe that sends NaN, Infinity or -Infinity (JSON the parsers of the gateway accept) where
+# the path takes a value, or why it takes none. Refused means a 400 / a tool error / a rejected line or change that
+# names the field; afterwards the index still applies the next write (a value stored and then refused by the index
+# stopped it for every namespace).
+
+MCP_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+RAW_PROTOCOL = "2025-11-25"
+
+
+def raw_mcp_call(w: World, tool: str, arguments: str, who: str = "alice") -> dict[str, Any]:
+    """Calls ``tool`` with ``arguments`` as raw JSON text (the SDK client would send NaN as null); the result."""
+    headers = {**MCP_HEADERS, **bearer(w.keys[who])}
+    hello = {"protocolVersion": RAW_PROTOCOL, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}
+    opening = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}
+    with httpx.Client(headers=headers, timeout=60) as http:
+        opened = http.post(w.node.mcp_url, json=opening)
+        assert opened.status_code == 200, opened.text
+        session = {"Mcp-Session-Id": opened.headers["mcp-session-id"], "MCP-Protocol-Version": RAW_PROTOCOL}
+        http.post(w.node.mcp_url, json={"jsonrpc": "2.0", "method": "notifications/initialized"}, headers=session)
+        call = f'"method":"tools/call","params":{{"name":"{tool}","arguments":{arguments}}}'
+        request = f'{{"jsonrpc":"2.0","id":2,{call}}}'
+        answered = http.post(w.node.mcp_url, content=request.encode(), headers=session)
+        http.delete(w.node.mcp_url, headers=session)
+    assert answered.status_code == 200, answered.text
+    result: dict[str, Any] = answered.json()["result"]
+    return result
+
+
+def still_indexing(w: World) -> None:
+    """A save after the probe is read back through the index (read-your-writes waits for the index to apply it)."""
+    w.save("alice", f"The index still applies writes ({secrets.randbelow(10**9)})")
+
+
+def rest_value(method: str, path: str, body: str, *words: str, who: str = "alice") -> Probe:
+    """``body`` (raw JSON text, with {own} for a fresh memory of alice's) sent to ``path``: a 400 naming ``words``."""
+
+    async def probe(w: World) -> None:
+        own = w.save("alice", f"A memory to change ({secrets.randbelow(10**9)})")["id"]
+        answer = w.rest(method, path.format(own=own), who, content=body.replace("{own}", own).encode(),
+                        headers={"Content-Type": "application/json"})  # fmt: skip
+        refused(answer, 400)
+        assert all(word in answer.json()["detail"] for word in words), answer.text
+        still_indexing(w)
+
+    return probe
+
+
+def mcp_value(tool: str, arguments: str, *words: str, who: str = "alice") -> Probe:
+    """``tool`` called with ``arguments`` (raw JSON text, {own} as above): a tool error naming ``words``."""
+
+    async def probe(w: World) -> None:
+        own = w.save("alice", f"A memory to change ({secrets.randbelow(10**9)})")["id"]
+        result = raw_mcp_call(w, tool, arguments.replace("{own}", own), who)
+        text = " ".join(part.get("text", "") for part in result["content"])
+        assert result.get("isError") and all(word in text for word in words), result
+        still_indexing(w)
+
+    return probe
+
+
+async def rest_import_value(w: World) -> None:
+    lines = '{"content": "poison", "metadata": {"x": NaN}}\n{"content": "The import goes on after a refused line"}'
+    answer = w.rest(
+        "POST", "/v1/memories:import", content=lines.encode(), headers={"Content-Type": "application/x-ndjson"}
+    )
+    assert answer.status_code == 200 and answer.json()["imported"] == 1, answer.text
+    (rejection,) = answer.json()["rejected"]
+    assert rejection["line"] == 1 and rejection["reason"].startswith("metadata.x: is NaN"), rejection
+    w.get(answer.json()["items"][0]["id"], "alice", answer.json()["last_seq"])
+    still_indexing(w)
+
+
+async def rest_packs_value(w: World) -> None:
+    name = unique("pack")
+    meta = f'{{"name": "{name}", "description": "d", "version": NaN}}'
+    body = f'{{"name": "{name}", "meta": {meta}, "files": {{"role.md": "# Role"}}}}'
+    answer = w.rest("POST", "/v1/packs", "packs", content=body.encode(), headers={"Content-Type": "application/json"})
+    refused(answer, 400)
+    assert answer.json()["detail"].startswith("meta.json.version: is NaN"), answer.text
+    refused(w.rest("GET", f"/v1/packs/{name}", "packs"), 404)  # refused before any file was written
+    still_indexing(w)
+
+
+async def mcp_meta_value(w: World) -> None:
+    """An installed pack's meta.json rewritten with a NaN: refused, the pack's meta as it was."""
+    name = unique("pack")
+    pack = {"name": name, "meta": {"name": name, "description": "A test pack", "version": "1.0.0"},
+            "files": {"role.md": "# Role\nYou coach.\n"}}  # fmt: skip
+    assert w.rest("POST", "/v1/packs", "packs", json=pack).status_code == 200
+    meta = json.dumps(json.dumps({"name": name, "description": "d", "version": float("nan")}))
+    result = raw_mcp_call(w, "write_engram_file", f'{{"name": "{name}", "path": "meta.json", "content": {meta}}}',
+                          "packs")  # fmt: skip
+    text = " ".join(part.get("text", "") for part in result["content"])
+    assert result.get("isError") and "meta.json.version: is NaN" in text, result
+    assert w.rest("GET", f"/v1/packs/{name}", "packs").json()["meta"]["version"] == "1.0.0"
+    still_indexing(w)
+
+
+def sync_value(restore: bool) -> Probe:
+    async def probe(w: World) -> None:
+        memory = {"id": uuid7(), "namespace": w.alpha, "content": "A device's poison", "owner_agent": "alice",
+                  "version": 1, "memory_type": "general", "status": "active", "metadata": {"x": float("nan")},
+                  "created_at": 1e300}  # fmt: skip
+        body = {"schema": 1, "event": "memory_saved", "namespace": w.alpha, "agent": "alice",
+                "memory_id": memory["id"], "version": 1, "memory": memory}  # fmt: skip
+        change = {"source_id": f"{w.device}:{secrets.randbelow(10**9)}", "event": "memory_saved", "body": body,
+                  "seq": 1, "parent": ""}  # fmt: skip
+        push = json.dumps({"device": w.device, "changes": [change], "restore": restore})  # NaN as the JSON NaN
+        answer = w.rest("POST", "/v1/sync/push", "device", content=push.encode(),
+                        headers={"Content-Type": "application/json"})  # fmt: skip
+        assert answer.status_code == 200, answer.text
+        (result,) = answer.json()["results"]
+        assert not result["accepted"] and result["reason"].startswith("memory.metadata.x: is NaN"), result
+        memory["metadata"] = {"x": 1}  # and a time no memory can hold
+        change["source_id"] = f"{w.device}:{secrets.randbelow(10**9)}"
+        push = json.dumps({"device": w.device, "changes": [change], "restore": restore})
+        (result,) = w.rest("POST", "/v1/sync/push", "device", content=push.encode(),
+                           headers={"Content-Type": "application/json"}).json()["results"]  # fmt: skip
+        assert not result["accepted"] and result["reason"].startswith("memory.created_at: is outside"), result
+        still_indexing(w)
+
+    return probe
+
+
+NO_VALUE = "takes no value of the caller's to store"
+SCHEMA_TEXT = "its arguments are text, ids and booleans: the schema refuses a number"
+VALUES: dict[str, Probe] = {
+    "POST /v1/memories": rest_value("POST", "/v1/memories", '{"content": "poison", "metadata": {"x": NaN}}',
+                                    "metadata.x: is NaN"),
+    "PATCH /v1/memories/{memory_id}": rest_value("PATCH", "/v1/memories/{own}", '{"metadata": {"a": [1, Infinity]}}',
+                                                 "metadata.a[1]: is Infinity"),
+    "DELETE /v1/memories/{memory_id}": NO_VALUE,
+    "POST /v1/memories/{memory_id}:supersede": rest_value(
+        "POST", "/v1/memories/{own}:supersede", '{"content": "x", "metadata": {"deep": {"er": -Infinity}}}',
+        "metadata.deep.er: is -Infinity"),
+    "POST /v1/memories/{memory_id}:unsupersede": rest_value(
+        "POST", "/v1/memories/{own}:unsupersede", '{"expected_version": NaN}', "expected_version"),
+    "POST /v1/memories:import": rest_import_value,
+    "POST /v1/handoffs": rest_value("POST", "/v1/handoffs", '{"target_agent": "bob", "context": "x", '
+                                    '"next_steps": ["a", NaN]}', "next_steps.1"),
+    "POST /v1/handoffs/{memory_id}/accept": rest_value("POST", "/v1/handoffs/{own}/accept", '{"note": NaN}', "note"),
+    "POST /v1/handoffs/{memory_id}/complete": rest_value("POST", "/v1/handoffs/{own}/complete", '{"note": Infinity}',
+                                                         "note"),
+    "POST /v1/memories/{memory_id}/pin": NO_VALUE,
+    "DELETE /v1/memories/{memory_id}/pin": NO_VALUE,
+    "POST /v1/consolidate": rest_value("POST", "/v1/consolidate", '{"consolidated_content": NaN, "memory_ids": '
+                                       '["{own}"]}', "consolidated_content"),
+    "POST /v1/contradictions/resolve": rest_value("POST", "/v1/contradictions/resolve", '{"id": "{own}", "other_id": '
+                                                  '"{own}", "resolution": "merge", "content": NaN}', "content",
+                                                  who="admin"),
+    "POST /v1/teams/{team}/consolidate": NO_VALUE,
+    "POST /v1/teams:consolidate": NO_VALUE,
+    "POST /v1/consolidation/jobs": rest_value("POST", "/v1/consolidation/jobs", '{"kind": "dedupe", "options": '
+                                              '{"force": NaN}}', "options.force"),
+    "POST /v1/packs": rest_packs_value,
+    "POST /v1/sync/push": sync_value(False),
+    "POST /v1/sync/push restore": sync_value(True),
+    "mcp save_memory": mcp_value("save_memory", '{"content": "poison", "metadata": {"x": NaN}}', "metadata.x: is NaN"),
+    "mcp update_memory": mcp_value("update_memory", '{"id": "{own}", "metadata": {"x": Infinity}}',
+                                   "metadata.x: is Infinity"),
+    "mcp delete_memory": NO_VALUE,
+    "mcp supersede_memory": mcp_value("supersede_memory", '{"old_id": "{own}", "content": "x", "metadata": '
+                                      '{"x": [-Infinity]}}', "metadata.x[0]: is -Infinity"),
+    "mcp unsupersede_memory": mcp_value("unsupersede_memory", '{"id": "{own}", "expected_version": NaN}',
+                                        "expected_version"),
+    "mcp create_handoff": mcp_value("create_handoff", '{"target_agent": "bob", "context": NaN}', "context"),
+    "mcp accept_handoff": mcp_value("accept_handoff", '{"id": "{own}", "note": NaN}', "note"),
+    "mcp complete_handoff": mcp_value("complete_handoff", '{"id": "{own}", "note": Infinity}', "note"),
+    "mcp consolidate_memory": mcp_value("consolidate_memory", '{"consolidated_content": NaN, "memory_ids": ["{own}"]}',
+                                        "consolidated_content"),
+    "mcp consolidate_team": SCHEMA_TEXT,
+    "mcp pin_memory": NO_VALUE,
+    "mcp unpin_memory": NO_VALUE,
+    "mcp write_engram_file": mcp_meta_value,
+    "mcp capture_memory": mcp_value("capture_memory", '{"name": "p", "content": "x", "category": "c", "summary": NaN}',
+                                    "summary", who="packs"),
+    "mcp correct_memory": SCHEMA_TEXT,
+    "mcp add_knowledge": SCHEMA_TEXT,
+    "mcp install_engram": "installs from https git only; meta.json is checked by the same parse_meta as "
+                          "write_engram_file (mcp write_engram_file)",
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("path", [p for p, probe in VALUES.items() if not isinstance(probe, str)])
+async def test_each_write_path_refuses_a_value_no_index_stores(world: World, path: str) -> None:
+    probe = VALUES[path]
+    assert not isinstance(probe, str)
+    await probe(world)
+    world.unchanged()
+
+
+def test_every_write_path_has_a_value_probe() -> None:
+    assert VALUES.keys() == PATHS.keys(), sorted(VALUES.keys() ^ PATHS.keys())
+
+
 @pytest.mark.parametrize("header", ["X-Engram-Device", "X-Engram-Team"])
 async def test_a_secret_in_the_device_or_team_header_is_refused_and_never_stored(world: World, header: str) -> None:
     token = world.token()

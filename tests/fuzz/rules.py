@@ -58,3 +58,9 @@ TIME_RULES = (
     # so year 0000, or an offset that crosses either end, is refused (JSON Schema's date-time cannot say so).
     "is outside the times Engram stores",
 )
+
+VALUE_RULES = (
+    # Free JSON (metadata) holds any JSON value, but the index stores integers of 64 bits and finite numbers only
+    # (engram.validation.check_storable): JSON Schema's "any value" cannot say so.
+    "is a whole number beyond 64 bits",
+)

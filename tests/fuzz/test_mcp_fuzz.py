@@ -26,7 +26,7 @@ from mcp import Client
 from schemathesis import GenerationMode
 
 from tests.conftest import NodeHandle
-from tests.fuzz.rules import CONSOLIDATION_RULES, PACK_RULES, TIME_RULES
+from tests.fuzz.rules import CONSOLIDATION_RULES, PACK_RULES, TIME_RULES, VALUE_RULES
 from tests.helpers.mcp import http_client
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
@@ -51,6 +51,7 @@ STATE_RULES = (
     *CONSOLIDATION_RULES,
     *PACK_RULES,
     *TIME_RULES,
+    *VALUE_RULES,
 )
 
 

@@ -22,7 +22,7 @@ from schemathesis.core import NOT_SET
 
 from engram.services.gateway.sse.routes import STREAM_PATH
 from tests.conftest import NodeHandle
-from tests.fuzz.rules import CONSOLIDATION_RULES, PACK_RULES, TIME_RULES
+from tests.fuzz.rules import CONSOLIDATION_RULES, PACK_RULES, TIME_RULES, VALUE_RULES
 
 pytestmark = [pytest.mark.e2e, pytest.mark.slow]
 
@@ -44,6 +44,7 @@ CROSS_FIELD_RULES = (
     *CONSOLIDATION_RULES,
     *PACK_RULES,
     *TIME_RULES,
+    *VALUE_RULES,
 )
 
 

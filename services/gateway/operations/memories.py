@@ -59,7 +59,7 @@ from engram.services.gateway.schemas.results import (
     UnsupersedeResult,
     WarningOut,
 )
-from engram.validation import check_time
+from engram.validation import check_storable, check_time
 
 log = logging.getLogger(__name__)
 
@@ -322,6 +322,8 @@ def memory_input(request: BaseModel) -> MemoryInput:
         value = given.get(stored_name(name))
         if value is None:
             continue
+        # Before the value is encoded: a NaN would travel as JSON text, a lone surrogate breaks the wire.
+        check_storable(stored_name(name), value)
         if name.endswith(JSON_SUFFIX):
             value = encode_metadata(value)
         elif name == "expires_at":

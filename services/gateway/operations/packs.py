@@ -43,6 +43,7 @@ from engram.services.gateway.backend import Backend
 from engram.services.gateway.identity import require_scope
 from engram.services.gateway.operations.cursors import CursorTracker
 from engram.services.gateway.operations.memories import expiry_time
+from engram.validation import check_storable
 
 PACKS_SCOPE = "packs"
 META_TAG = "pack-meta"
@@ -515,6 +516,7 @@ class PackService:
         midway) updates the parts already written instead of writing them twice."""
         require_packs_scope(caller)
         name = check_pack_name(pack.name)
+        check_storable(META, pack.meta)  # before any file is written: meta.json is stored last
         existing = self._assemble(name, await self._scan(caller, SearchFilter(pack=name)), required=False)
         installed = META in existing.files
         if installed and not replace:
