@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import base64
+import math
 from collections.abc import Callable
 from typing import TYPE_CHECKING, Any
 
@@ -16,6 +17,8 @@ if TYPE_CHECKING:  # the vectors' modules load numpy and the embedder's: importe
 
     from engram.embed import Embedder
     from engram.embed.sparse import Bm25Encoder, SparseVector
+
+MAX_SPARSE_INDEX = 2**32 - 1  # Qdrant's sparse vector indices are u32
 
 MEMORY_SAVED = "memory_saved"
 MEMORY_UPDATED = "memory_updated"
@@ -138,7 +141,16 @@ def decode_sparse(vectors: dict[str, Any]) -> SparseVector:
     from engram.embed.sparse import SparseVector
 
     sparse = vectors.get("sparse") or {}
-    return SparseVector(list(sparse.get("indices", [])), [float(v) for v in sparse.get("values", [])])
+    indices, values = list(sparse.get("indices", [])), [float(v) for v in sparse.get("values", [])]
+    # What Qdrant cannot take is refused here, before it reaches the index: a sparse vector with fewer values than
+    # indices makes Qdrant Edge's Rust code panic mid-write, and an index beyond u32 overflows.
+    if len(indices) != len(values) or len(set(indices)) != len(indices):
+        raise ValueError(f"a sparse vector needs one value per distinct index ({len(indices)} and {len(values)})")
+    if not all(type(i) is int and 0 <= i <= MAX_SPARSE_INDEX for i in indices):
+        raise ValueError("a sparse vector's indices are whole numbers from 0 to 2**32-1")
+    if not all(math.isfinite(v) for v in values):
+        raise ValueError("a sparse vector's values are finite numbers")
+    return SparseVector(indices, values)
 
 
 def newer_than(namespace: str, memory_id: str, version: int) -> Callable[[LogEntry], bool]:

@@ -94,6 +94,15 @@ ENTRY_RETRY_SECONDS = 0.2
 STORAGE_FAULTS: tuple[type[BaseException], ...] = (DiskFull, Unavailable, IndexDamaged, OSError)
 
 
+class IndexPanic(RuntimeError):
+    """The index's native code panicked on an entry (pyo3's PanicException, which is no Exception)."""
+
+
+def _panicked(error: BaseException) -> bool:
+    """Is this a panic of the index's Rust code (pyo3_runtime.PanicException, not importable by name)?"""
+    return type(error).__name__ == "PanicException"
+
+
 @dataclass(frozen=True, slots=True)
 class Applied:
     """What applying entries changed besides the index: skipped count, agent registry, quarantine."""
@@ -516,7 +525,12 @@ class Indexer:
         save = time.monotonic() - self._registry_saved >= REGISTRY_SAVE_SECONDS
         async with self._applying:
             before = Applied(self._skipped, self._registry, self._quarantine)
-            after, stored = await asyncio.to_thread(self._apply, batch, before, save_registry=save)
+            try:
+                after, stored = await asyncio.to_thread(self._apply, batch, before, save_registry=save)
+            except BaseException as e:  # a Rust panic in the index is a BaseException: it would end the indexer
+                if not _panicked(e):
+                    raise
+                raise IndexPanic(f"the index panicked on log entries {batch[0].seq}-{batch[-1].seq}: {e}") from e
             await self._commit(batch[-1].seq, after, stored=stored)
 
     async def _commit(self, seq: int, after: Applied, *, stored: bool) -> None:
@@ -563,7 +577,12 @@ class Indexer:
         """Rewrites the index's record of the applied sequence as it is: raises when the storage refuses writes."""
         applied, skipped = self._applied, self._skipped
         async with self._applying:
-            await asyncio.to_thread(lambda: self._index.set_applied_seq(applied, skipped=skipped))
+            try:
+                await asyncio.to_thread(lambda: self._index.set_applied_seq(applied, skipped=skipped))
+            except BaseException as e:  # a panic here is the storage's (see IndexPanic): paused and retried
+                if not _panicked(e):
+                    raise
+                raise IndexPanic(f"the index panicked on a write of its own state: {e}") from e
 
     async def _set_aside(self, entry: LogEntry, error: BaseException) -> None:
         """Quarantines an entry and moves the index past it, stored together (a restart resumes both)."""
@@ -667,6 +686,10 @@ class Indexer:
             raise
         except Exception as e:  # still failing: kept, with what it fails with now
             return set_aside(entry, e, time.time())
+        except BaseException as e:  # a Rust panic in the index (see IndexPanic)
+            if not _panicked(e):
+                raise
+            return set_aside(entry, IndexPanic(f"the index panicked: {e}"), time.time())
         return aside[0] if aside else None
 
     # -- applying entries ---------------------------------------------------------------------------------

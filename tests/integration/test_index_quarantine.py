@@ -263,3 +263,28 @@ def _nested(depth: int) -> dict:
     for _ in range(depth):
         value = {"a": value}
     return value
+
+
+async def test_an_entry_whose_sparse_vector_would_make_the_edge_index_panic_is_set_aside(nats_server: NatsServer, tmp_path: Path) -> None:
+    """A sparse vector with fewer values than indices makes Qdrant Edge's Rust code panic (pyo3's PanicException,
+    a BaseException) mid-write: it used to end the indexer's task while readiness still said ready. Such a vector
+    is refused before it reaches the index (a panic that still happens is an IndexPanic, set aside the same way)."""
+    log = await NatsLog.connect(nats_server.url)
+    health = Health()
+    index = EdgeIndex(tmp_path / "index", dim=DIM)
+    indexer = await _started(log, index, health)
+    try:
+        memory = Memory(id=uuid7(), namespace="b", content="panic", owner_agent="a")
+        vectors = {**_vectors("panic", [1.0] + [0.0] * (DIM - 1)), "sparse": {"indices": [1, 2, 3], "values": [0.5]}}
+        body = event_body(MEMORY_SAVED, memory, Caller("b", "a"), vectors=vectors)
+        bad_seq = (await log.append("b", MEMORY_SAVED, body, msg_id=f"{memory.id}:1")).seq
+        _, last = await _save(log, "after the panic", namespace="c")
+        await indexer.wait_for(last, timeout=20)
+        assert _contents(index, "c") == {"after the panic"}
+        [aside] = indexer.quarantine
+        assert aside.seq == bad_seq and "sparse vector" in aside.error
+        assert health.ready(SEARCH_SERVICE) and health.problem(QUARANTINE) is not None
+    finally:
+        await indexer.stop()
+        index.close()
+        await log.close()
