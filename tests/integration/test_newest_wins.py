@@ -50,6 +50,12 @@ class Team:
         result: dict[str, Any] = answer.json()
         return result
 
+    def update(self, who: str, memory_id: str, content: str) -> dict[str, Any]:
+        answer = self.rest("PATCH", f"/v1/memories/{memory_id}", who, json={"content": content})
+        assert answer.status_code == 200, answer.text
+        result: dict[str, Any] = answer.json()
+        return result
+
     def search(self, query: str, min_seq: int, **extra: Any) -> list[str]:
         body = {"query": query, "limit": 10, "min_seq": min_seq, **extra}
         found = self.rest("POST", "/v1/memories:search", "carol", json=body)
@@ -159,6 +165,11 @@ async def test_the_owner_or_an_admin_undoes_a_supersession_and_nobody_else(
     again = assert_problem(team.rest("POST", path, "alice"), 400)
     assert "is active, not superseded: there is no supersession to undo" in again["detail"]
 
+    # The undo stands (issue 33): bob supersedes it again only once alice has changed it.
+    stands = assert_problem(team.rest("POST", f"/v1/memories/{old['id']}:supersede", "bob", json={"content": "x"}), 403)
+    assert stands["detail"].startswith(f"'alice' undid a supersession of memory '{old['id']}'"), stands
+    team.update("alice", old["id"], "The release branch is cut on Thursdays, at noon")
+
     # An admin undoes it over MCP; the owner over the CLI.
     team.supersede("bob", old["id"], "The release branch is cut on Fridays")
     async with http_client(team.node.mcp_url, key=team.keys["bob"]) as client:
@@ -167,9 +178,10 @@ async def test_the_owner_or_an_admin_undoes_a_supersession_and_nobody_else(
         by_admin = await call(client, "unsupersede_memory", id=old["id"])
     after = team.get(old["id"], by_admin["seq"])
     assert (after["status"], after["updated_by"], after["owner_agent"]) == ("active", "root", "alice")
+    team.update("alice", old["id"], "The release branch is cut on Thursdays, at one")
     team.supersede("bob", old["id"], "The release branch is cut on Mondays")
     out = engram(capsys, monkeypatch, team.keys["alice"], "unsupersede", old["id"], "--url", team.node.http_url)
-    assert out.startswith(f"Restored {old['id']}: active again at version 7")
+    assert out.startswith(f"Restored {old['id']}: active again at version 9")
 
 
 async def test_an_open_handoff_is_superseded_only_by_its_owner(team: Team) -> None:
