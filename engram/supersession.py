@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from engram.errors import InvalidArgument, NotFound, PermissionDenied
+from engram.errors import InvalidArgument, PermissionDenied
 from engram.ids import memory_id as parse_memory_id
 from engram.model import PACK_FILE, Caller, Memory
 from engram.ownership import owns, require_may_supersede
@@ -57,15 +57,13 @@ async def require_may_supersede_now(state: Memories, caller: Caller, old: Memory
 async def replacement_for(
     state: Memories, caller: Caller, old: Memory, new_id: str, *, min_seq: int = 0, field: str = "new_id"
 ) -> Memory:
-    """The memory ``new_id`` of the caller's namespace once checked as the replacement of ``old``: raises
-    InvalidArgument (naming ``field``) unless it may be (see the module's docstring)."""
+    """The memory ``new_id`` of the caller's namespace once checked as the replacement of ``old``: raises NotFound
+    when the namespace has none (another namespace's id included), else InvalidArgument (naming ``field``) unless it
+    may be (see the module's docstring)."""
     new_id = parse_memory_id(new_id, field=field)
     if new_id == old.id:
         raise InvalidArgument(field, "a memory cannot supersede itself.")
-    try:
-        new = await state.get(caller, new_id, min_seq=min_seq, for_update=True)
-    except NotFound as e:
-        raise InvalidArgument(field, f"no memory '{new_id}' in this namespace replaces '{old.id}'.") from e
+    new = await state.get(caller, new_id, min_seq=min_seq, for_update=True)  # NotFound: not in this namespace
     require_replacement(new, caller, field=field)
     return new
 

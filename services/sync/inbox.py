@@ -226,12 +226,7 @@ class Inbox:
             replacement = parse_memory_id(pushed.superseded_by, field="superseded_by")
             if replacement == pushed.id:
                 raise InvalidArgument("superseded_by", "a memory cannot supersede itself.")
-            try:
-                await self._state.get(actor, replacement, min_seq=based_on, for_update=True)
-            except NotFound as e:
-                raise InvalidArgument(
-                    "superseded_by", f"no memory '{pushed.superseded_by}' in this namespace replaces '{pushed.id}'."
-                ) from e
+            await self._state.get(actor, replacement, min_seq=based_on, for_update=True)  # NotFound: not here
             return
         if current.status == "superseded" and current.superseded_by == pushed.superseded_by:
             return  # the supersession the cluster has: this version changes something else
