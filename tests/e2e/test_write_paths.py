@@ -612,7 +612,7 @@ PACK_REFUSED = "only its installer or a key with the packs (or admin) scope"
 
 async def rest_save_internal(w: World) -> None:
     for kind in ("pack-file", "team-summary", "observation", "session-summary"):
-        refused(w.rest("POST", "/v1/memories", "dave", json={"content": "x", "memory_type": kind}), 422)
+        refused(w.rest("POST", "/v1/memories", "dave", json={"content": "x", "memory_type": kind}), 400)
 
 
 async def rest_update_pack_file(w: World) -> None:
