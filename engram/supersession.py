@@ -13,10 +13,10 @@ from __future__ import annotations
 
 from typing import Protocol
 
-from engram.errors import InvalidArgument, PermissionDenied
+from engram.errors import InvalidArgument, NotFound, PermissionDenied
 from engram.ids import memory_id as parse_memory_id
 from engram.model import PACK_FILE, Caller, Memory
-from engram.ownership import owns, require_may_supersede
+from engram.ownership import UNOWNED, owns, require_may_supersede
 from engram.results import History
 from engram.validation import HANDOFF
 
@@ -97,3 +97,22 @@ def require_replacement_input(expires_at: float | None, handoff_target: str) -> 
         raise InvalidArgument("expires_at", "a replacement stays: leave expires_at empty (it would leave nothing).")
     if handoff_target:
         raise InvalidArgument("handoff_target", "a replacement is not a handoff: create the handoff on its own.")
+
+
+async def require_not_holding_up(state: Memories, caller: Caller, memory: Memory, action: str) -> None:
+    """Raises InvalidArgument when ``memory`` is the current replacement of another agent's memory and ``action``
+    (archiving it, giving it an expiry) would leave neither active: a replacement stays, as it was vouched for."""
+    for relation in memory.relations:
+        if relation.kind != "supersedes":
+            continue
+        try:
+            old = await state.get(caller, relation.memory_id, min_seq=memory.seq, for_update=True)
+        except NotFound:
+            continue
+        others = old.owner_agent not in UNOWNED and old.owner_agent != memory.owner_agent
+        if others and old.status == "superseded" and old.superseded_by == memory.id:
+            raise InvalidArgument(
+                "id", f"memory '{memory.id}' replaces '{old.id}' of '{old.owner_agent}'; {action} would leave neither "
+                f"active. Supersede it with a newer memory instead, or ask '{old.owner_agent}' to undo the "
+                "supersession.",
+            )  # fmt: skip

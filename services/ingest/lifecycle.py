@@ -42,6 +42,7 @@ from engram.log.events import (
 from engram.model import COLD, UPDATABLE, Caller, Memory, MemoryInput, Relation, format_time, input_of, stored_name
 from engram.ownership import (
     UNOWNED,
+    is_admin,
     require_admin,
     require_handoff_target,
     require_may_supersede,
@@ -60,7 +61,12 @@ from engram.results import (
 )
 from engram.scrub import Redaction, scrub_text
 from engram.services.ingest.writer import MemoryWriter, counted
-from engram.supersession import replacement_for, require_may_supersede_now, require_replacement_input
+from engram.supersession import (
+    replacement_for,
+    require_may_supersede_now,
+    require_not_holding_up,
+    require_replacement_input,
+)
 from engram.validation import HANDOFF, with_team_tag
 
 MAX_ATTEMPTS = 50  # re-applications of one change after other writers got there first
@@ -136,6 +142,8 @@ class Lifecycle:
         self, caller: Caller, memory_id: str, draft: MemoryInput, fields: list[str], *, expected_version: int = 0
     ) -> SaveResult:
         mask = _mask(fields)
+        if "expires_at" in mask and draft.expires_at is not None:
+            await self._keep_replacement(caller, memory_id, "an expiry")
 
         def change(current: Memory) -> tuple[Memory, tuple[Redaction, ...]] | None:
             if current.status == "superseded":
@@ -164,6 +172,7 @@ class Lifecycle:
                 return None
             return self._next(current, caller, status="archived"), ()
 
+        await self._keep_replacement(caller, memory_id, "archiving it")
         memory, seq, _ = await self._mutate(caller, memory_id, MEMORY_DELETED, change, expected_version)
         return DeleteResult(memory.id, seq, memory)
 
@@ -545,6 +554,14 @@ class Lifecycle:
         """The current version of a memory with every write acknowledged so far applied (read your writes: a memory
         saved a moment ago may not be indexed yet)."""
         return await self._state.get(caller, memory_id, min_seq=await self._log.last_seq(), for_update=True)
+
+    async def _keep_replacement(self, caller: Caller, memory_id: str, action: str) -> None:
+        """A replacement of another agent's memory stays active (engram.supersession); an admin may still act."""
+        if is_admin(caller):
+            return
+        current = await self._latest(caller, parse_memory_id(memory_id))
+        require_owner(current, caller)  # who may is said first, as the change itself would
+        await require_not_holding_up(self._state, caller, current, action)
 
     async def _head(self, caller: Caller, memory_id: str) -> Memory:
         """The memory at the end of memory_id's supersession chain, walked by the search service in one call (no

@@ -64,7 +64,7 @@ from engram.ownership import (
 from engram.process import metrics
 from engram.results import Pushed, SyncChange, SyncPage
 from engram.scrub import Redaction, merge, scrub_text, scrub_value
-from engram.supersession import replacement_for, require_may_supersede_now
+from engram.supersession import replacement_for, require_may_supersede_now, require_not_holding_up
 from engram.validation import Limits, validate
 
 MAX_ATTEMPTS = 20  # re-reads of a memory that other writers keep changing while a change is applied
@@ -220,6 +220,11 @@ class Inbox:
         ingest's supersede calls): an active memory the actor may supersede, replaced by an active memory of this
         namespace the actor vouches for. A memory the cluster lacks altogether (a restore) only needs a replacement
         of this namespace other than itself."""
+        if current is not None and ADMIN_SCOPE not in actor.scopes:  # a replacement of another's memory stays
+            if pushed.status == "archived" and current.status != "archived":
+                await require_not_holding_up(self._state, actor, current, "archiving it")
+            elif pushed.expires_at is not None and pushed.expires_at != current.expires_at:
+                await require_not_holding_up(self._state, actor, current, "an expiry")
         if not _supersedes(pushed):
             return
         if current is None:

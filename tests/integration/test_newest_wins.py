@@ -285,3 +285,21 @@ async def test_the_owner_sees_other_agents_supersessions_in_its_list_and_session
     assert "superseded_by_others" not in after
     async with http_client(f"{team.node.mcp_url}?tools=core", key=team.keys["alice"]) as client:
         assert "unsupersede_memory" in {tool.name for tool in (await client.list_tools()).tools}
+
+
+async def test_a_replacement_of_another_agents_memory_stays_active(team: Team) -> None:
+    """Issue 33: archiving the replacement, or giving it an expiry, would bury the memory it replaced too."""
+    old = team.save("alice", "The cache cluster has 3 nodes")
+    new = team.supersede("bob", old["id"], "The cache cluster has 5 nodes")
+    path = f"/v1/memories/{new['id']}"
+    for refused in (
+        team.rest("DELETE", path, "bob"),
+        team.rest("PATCH", path, "bob", json={"expires_at": "2099-01-01T00:00:00Z"}),
+    ):
+        detail = assert_problem(refused, 400)["detail"]
+        assert f"replaces '{old['id']}' of 'alice'" in detail and "would leave neither active" in detail, detail
+    assert team.get(new["id"])["status"] == "active"
+    assert team.rest("PATCH", path, "bob", json={"content": "The cache cluster has 6 nodes"}).status_code == 200
+    undone = team.rest("POST", f"/v1/memories/{old['id']}:unsupersede", "alice")
+    assert undone.status_code == 200, undone.text
+    assert team.rest("DELETE", path, "bob").status_code == 200  # no longer anyone's replacement
