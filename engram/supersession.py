@@ -6,7 +6,8 @@ So that this never buries a memory, the memory superseded is an active one (neve
 replacement is an active memory of the same namespace that the superseding agent vouches for: its own (or an unowned
 one; an admin vouches for any), never archived, superseded, expiring (expires_at), a handoff or a pack's file. An
 undo by the owner stands: once the owner (or an admin) has undone a supersession, no other agent supersedes that
-memory again until its owner changes it (a version of the owner's after the undo).
+memory again until its owner changes it (a version of the owner's after the undo). And a replacement stays: while it
+holds another agent's memory superseded, it is neither archived nor given an expiry (require_not_holding_up).
 """
 
 from __future__ import annotations
@@ -15,12 +16,11 @@ from typing import Protocol
 
 from engram.errors import InvalidArgument, NotFound, PermissionDenied
 from engram.ids import memory_id as parse_memory_id
+from engram.log.events import MEMORY_UNSUPERSEDED
 from engram.model import PACK_FILE, Caller, Memory
 from engram.ownership import UNOWNED, owns, require_may_supersede
 from engram.results import History
 from engram.validation import HANDOFF
-
-UNDONE = "memory_unsuperseded"  # the event of an undone supersession (engram.log.events.MEMORY_UNSUPERSEDED)
 
 
 class Memories(Protocol):
@@ -46,7 +46,7 @@ async def require_may_supersede_now(state: Memories, caller: Caller, old: Memory
     versions = (await state.history(caller, old.id, min_seq=old.seq)).versions
     # Its latest version is an undo of its own supersession (the one before was superseded); an undo that only
     # dropped a replacement's supersedes relation is not one.
-    if len(versions) >= 2 and versions[-1].event == UNDONE and versions[-2].status == "superseded":
+    if len(versions) >= 2 and versions[-1].event == MEMORY_UNSUPERSEDED and versions[-2].status == "superseded":
         raise PermissionDenied(
             f"'{versions[-1].agent_id}' undid a supersession of memory '{old.id}' (owned by '{old.owner_agent}'); it "
             "stays active until its owner changes it. Save your own memory next to it, or ask "
