@@ -313,10 +313,11 @@ class SearchClient(_Client):
         with_history: bool = False,
         for_update: bool = False,
         for_create: bool = False,
+        head: bool = False,
     ) -> Memory:
         request = search_pb2.GetMemoryRequest(
             caller=wire.caller_to_proto(caller), id=memory_id, min_seq=min_seq, with_history=with_history,
-            for_update=for_update, for_create=for_create,
+            for_update=for_update, for_create=for_create, head=head,
         )  # fmt: skip
         response = await self._call(self._stub.GetMemory, request)
         return wire.memory_from_proto(response.memory)

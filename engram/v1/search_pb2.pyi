@@ -113,20 +113,22 @@ class SearchMemoriesResponse(_message.Message):
     def __init__(self, hits: _Optional[_Iterable[_Union[SearchHit, _Mapping]]] = ..., applied_seq: _Optional[int] = ..., reranked: _Optional[bool] = ..., rerank_note: _Optional[str] = ..., explain_note: _Optional[str] = ...) -> None: ...
 
 class GetMemoryRequest(_message.Message):
-    __slots__ = ("caller", "id", "min_seq", "with_history", "for_update", "for_create")
+    __slots__ = ("caller", "id", "min_seq", "with_history", "for_update", "for_create", "head")
     CALLER_FIELD_NUMBER: _ClassVar[int]
     ID_FIELD_NUMBER: _ClassVar[int]
     MIN_SEQ_FIELD_NUMBER: _ClassVar[int]
     WITH_HISTORY_FIELD_NUMBER: _ClassVar[int]
     FOR_UPDATE_FIELD_NUMBER: _ClassVar[int]
     FOR_CREATE_FIELD_NUMBER: _ClassVar[int]
+    HEAD_FIELD_NUMBER: _ClassVar[int]
     caller: _common_pb2.CallContext
     id: str
     min_seq: int
     with_history: bool
     for_update: bool
     for_create: bool
-    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., id: _Optional[str] = ..., min_seq: _Optional[int] = ..., with_history: _Optional[bool] = ..., for_update: _Optional[bool] = ..., for_create: _Optional[bool] = ...) -> None: ...
+    head: bool
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., id: _Optional[str] = ..., min_seq: _Optional[int] = ..., with_history: _Optional[bool] = ..., for_update: _Optional[bool] = ..., for_create: _Optional[bool] = ..., head: _Optional[bool] = ...) -> None: ...
 
 class GetMemoryResponse(_message.Message):
     __slots__ = ("memory",)

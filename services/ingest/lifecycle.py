@@ -42,6 +42,7 @@ from engram.log.events import (
 from engram.model import COLD, UPDATABLE, Caller, Memory, MemoryInput, Relation, format_time, input_of, stored_name
 from engram.ownership import (
     UNOWNED,
+    is_admin,
     require_admin,
     require_handoff_target,
     require_may_supersede,
@@ -60,10 +61,15 @@ from engram.results import (
 )
 from engram.scrub import Redaction, scrub_text
 from engram.services.ingest.writer import MemoryWriter, counted
+from engram.supersession import (
+    replacement_for,
+    require_may_supersede_now,
+    require_not_holding_up,
+    require_replacement_input,
+)
 from engram.validation import HANDOFF, with_team_tag
 
 MAX_ATTEMPTS = 50  # re-applications of one change after other writers got there first
-MAX_CHAIN = 100  # supersession hops followed to find the head of a chain
 MAX_NOTE_CHARS = 2000
 MAX_MERGE = 100  # memories merged into one survivor by one call
 MERGED_FROM = "merged_from"  # the survivor's metadata key: the ids merged into it
@@ -80,7 +86,14 @@ class CurrentState(Protocol):
     """Where ingest reads the current version of a memory: the search service (engram.grpc.clients.SearchClient)."""
 
     async def get(
-        self, caller: Caller, memory_id: str, *, min_seq: int = 0, with_history: bool = False, for_update: bool = False
+        self,
+        caller: Caller,
+        memory_id: str,
+        *,
+        min_seq: int = 0,
+        with_history: bool = False,
+        for_update: bool = False,
+        head: bool = False,
     ) -> Memory: ...
 
     async def history(self, caller: Caller, memory_id: str, *, min_seq: int = 0) -> History: ...
@@ -129,6 +142,8 @@ class Lifecycle:
         self, caller: Caller, memory_id: str, draft: MemoryInput, fields: list[str], *, expected_version: int = 0
     ) -> SaveResult:
         mask = _mask(fields)
+        if "expires_at" in mask and draft.expires_at is not None:
+            await self._keep_replacement(caller, memory_id, "an expiry")
 
         def change(current: Memory) -> tuple[Memory, tuple[Redaction, ...]] | None:
             if current.status == "superseded":
@@ -138,7 +153,7 @@ class Lifecycle:
             merged = input_of(current)
             for name in mask:
                 setattr(merged, name, getattr(draft, name))
-            prepared, redactions = self._writer.build(caller, merged)
+            prepared, redactions = self._writer.build(caller, merged, previous_type=current.memory_type)
             _require_same_kind(current, prepared.memory_type)
             prepared.tags = with_team_tag(prepared.tags, prepared.team, previous_team=current.team)
             values = {name: getattr(prepared, name) for name in _MEMORY_FIELDS}
@@ -157,6 +172,7 @@ class Lifecycle:
                 return None
             return self._next(current, caller, status="archived"), ()
 
+        await self._keep_replacement(caller, memory_id, "archiving it")
         memory, seq, _ = await self._mutate(caller, memory_id, MEMORY_DELETED, change, expected_version)
         return DeleteResult(memory.id, seq, memory)
 
@@ -203,7 +219,8 @@ class Lifecycle:
         """Marks the head of ``memory_id``'s chain superseded by a new memory (saved here) or by ``new_id``.
 
         Any agent of the namespace may (newest wins): the old memory keeps its content and owner, and its owner (or
-        an admin) may undo it (unsupersede). An open handoff only its owner supersedes (require_may_supersede)."""
+        an admin) may undo it (unsupersede), which stands. engram.supersession checks both memories (an active one,
+        replaced by an active memory the caller vouches for), for every path the same."""
         if (replacement is None or not replacement.content.strip()) == (not new_id):
             raise InvalidArgument(
                 "replacement", "give either the content of the new memory or new_id of an existing one (not both)."
@@ -213,18 +230,15 @@ class Lifecycle:
         # expected_version is about the memory named; once the chain has moved past it, there is nothing to compare.
         if expected_version and head.id == memory_id and head.version != expected_version:
             raise VersionConflict(expected_version, head.version)
-        require_may_supersede(head, caller)  # before anything is written: a refused one leaves nothing behind
+        # Before anything is written: a refused one leaves nothing behind.
+        await require_may_supersede_now(self._state, caller, head)
         redactions: tuple[Redaction, ...] = ()
         if new_id:
-            new = await self._latest(caller, parse_memory_id(new_id, field="new_id"))
-            if new.id == head.id:
-                raise InvalidArgument("new_id", "a memory cannot supersede itself.")
-            if new.status == "superseded":  # also what would close a cycle of supersessions
-                raise InvalidArgument(
-                    "new_id", f"'{new.id}' was itself superseded by '{new.superseded_by}'; name that one instead."
-                )
+            new_id = parse_memory_id(new_id, field="new_id")
+            new = await replacement_for(self._state, caller, head, new_id, min_seq=await self._log.last_seq())
         else:
             assert replacement is not None
+            require_replacement_input(replacement.expires_at, replacement.handoff_target)
             new, redactions = self._writer.prepare(caller, replacement)
             new.relations = [Relation("supersedes", head.id)]
             new.valid_at = new.valid_at if new.valid_at is not None else new.created_at
@@ -235,11 +249,13 @@ class Lifecycle:
         def change(current: Memory) -> tuple[Memory, tuple[Redaction, ...]]:
             if current.status == "superseded" and current.superseded_by:
                 raise _Moved(current.superseded_by)
+            if current.status != "active":  # archived or expired meanwhile
+                raise InvalidArgument("id", f"memory '{current.id}' is {current.status} now; nothing to supersede.")
             invalid_at = current.invalid_at if current.invalid_at is not None else now
             step = self._next(current, caller, status="superseded", superseded_by=new.id, invalid_at=invalid_at)
             return step, ()
 
-        for _ in range(MAX_CHAIN):
+        while True:  # each pass moves along the chain (another writer got there first): it ends at its head
             try:
                 old, seq, _ = await self._mutate(
                     caller, head.id, MEMORY_SUPERSEDED, change, 0, authorize=require_may_supersede
@@ -249,9 +265,9 @@ class Lifecycle:
                     old = await self._latest(caller, head.id)
                     return SupersedeResult(old, new, old.seq, redactions)
                 head = await self._head(caller, moved.head_id)
+                await require_may_supersede_now(self._state, caller, head)
                 continue
             return SupersedeResult(old, new, seq, redactions)
-        raise InvalidArgument("id", f"the supersession chain of '{memory_id}' is longer than {MAX_CHAIN} memories.")
 
     async def unsupersede(self, caller: Caller, memory_id: str, *, expected_version: int = 0) -> UnsupersedeResult:
         """Undoes the supersession of ``memory_id`` (its owner, or an admin): its replacement first drops its
@@ -267,12 +283,12 @@ class Lifecycle:
             raise VersionConflict(expected_version, old.version)
         pair = (old.id, old.superseded_by)
         replacement = await self._unlink(caller, pair)
-        invalid_at = await self._invalid_at_before(caller, old)
+        status, invalid_at = await self._before_supersession(caller, old)
 
         def change(current: Memory) -> tuple[Memory, tuple[Redaction, ...]]:
             if current.status != "superseded" or current.superseded_by != pair[1]:
                 raise InvalidArgument("id", _not_superseded(current))
-            return self._next(current, caller, status="active", superseded_by="", invalid_at=invalid_at), ()
+            return self._next(current, caller, status=status, superseded_by="", invalid_at=invalid_at), ()
 
         memory, seq, _ = await self._mutate(
             caller, memory_id, MEMORY_UNSUPERSEDED, change, expected_version, authorize=require_may_unsupersede,
@@ -299,17 +315,19 @@ class Lifecycle:
             return None
         return replacement
 
-    async def _invalid_at_before(self, caller: Caller, superseded: Memory) -> float | None:
-        """The memory's invalid_at as it was before its supersession set it (None when unknown)."""
+    async def _before_supersession(self, caller: Caller, superseded: Memory) -> tuple[str, float | None]:
+        """The memory's status and invalid_at as they were before its supersession (active and None when unknown): an
+        undo gives back what was, so an archived memory superseded (by an older version of Engram) stays archived."""
         versions = (await self._state.history(caller, superseded.id, min_seq=superseded.seq)).versions
         before = [v for v in versions if v.version < superseded.version and v.status != "superseded"]
         if not before or before[-1].updated_at is None:
-            return None
+            return "active", None
+        status = before[-1].status if before[-1].status in ("active", "archived", "expired") else "active"
         try:
             earlier = await self._state.memory_at(caller, superseded.id, before[-1].updated_at)
         except NotFound:
-            return None
-        return earlier.invalid_at if earlier.status != "superseded" else None
+            return status, None
+        return status, (earlier.invalid_at if earlier.status != "superseded" else None)
 
     async def expire(self, caller: Caller, memory_id: str, *, expected_version: int, at: float) -> ExpireResult:
         """Expires what is due at ``at`` (admin: the job): a pending handoff whose handoff.expires_at passed becomes a
@@ -537,14 +555,18 @@ class Lifecycle:
         saved a moment ago may not be indexed yet)."""
         return await self._state.get(caller, memory_id, min_seq=await self._log.last_seq(), for_update=True)
 
+    async def _keep_replacement(self, caller: Caller, memory_id: str, action: str) -> None:
+        """A replacement of another agent's memory stays active (engram.supersession); an admin may still act."""
+        if is_admin(caller):
+            return
+        current = await self._latest(caller, parse_memory_id(memory_id))
+        require_owner(current, caller)  # who may is said first, as the change itself would
+        await require_not_holding_up(self._state, caller, current, action)
+
     async def _head(self, caller: Caller, memory_id: str) -> Memory:
-        """The memory at the end of memory_id's supersession chain."""
-        current = await self._latest(caller, memory_id)
-        for _ in range(MAX_CHAIN):
-            if current.status != "superseded" or not current.superseded_by:
-                return current
-            current = await self._latest(caller, current.superseded_by)
-        raise InvalidArgument("id", f"the supersession chain of '{memory_id}' is longer than {MAX_CHAIN} memories.")
+        """The memory at the end of memory_id's supersession chain, walked by the search service in one call (no
+        limit to the chain's length: it never locks anyone out, and its latency does not grow with it)."""
+        return await self._state.get(caller, memory_id, min_seq=await self._log.last_seq(), for_update=True, head=True)
 
     async def _mutate(
         self,

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 from engram.embed import Embedder
 from engram.embed.sparse import Bm25Encoder
-from engram.errors import DiskFull, EngramError, InvalidArgument, Unavailable
+from engram.errors import DiskFull, EngramError, InvalidArgument, PermissionDenied, Unavailable
 from engram.ids import is_uuid, uuid7
 from engram.log import Appended, Log, Overtaken, Stale
 from engram.log.events import HANDOFF_CREATED, MEMORY_ENRICHED, MEMORY_SAVED, encode_dense, event_body, memory_vectors
@@ -27,6 +27,7 @@ from engram.model import (
     format_time,
     stored_name,
 )
+from engram.ownership import require_may_write_type
 from engram.process import metrics
 from engram.results import ImportItem, ImportSummary, SaveResult
 from engram.sameness import key_of
@@ -185,7 +186,7 @@ class MemoryWriter:
                 summary.last_line = max(summary.last_line, item.line)
                 try:
                     memory, redactions = self.prepare(caller, item.draft, now=arrived)
-                except InvalidArgument as e:
+                except (InvalidArgument, PermissionDenied) as e:  # this line's values: the rest go on
                     summary.rejected.append((item.line, str(e)))
                     continue
                 await self._situate(caller, memory)
@@ -369,12 +370,17 @@ class MemoryWriter:
         return memory, redactions
 
     def build(
-        self, caller: Caller, draft: MemoryInput, *, now: float | None = None
+        self, caller: Caller, draft: MemoryInput, *, now: float | None = None, previous_type: str = ""
     ) -> tuple[Memory, tuple[Redaction, ...]]:
         """A memory holding ``draft``'s values, validated and scrubbed, written now by the caller: the fields of a
-        new memory, or of an existing one's next version (Lifecycle.update keeps only the fields it may change)."""
+        new memory, or of an existing one's next version (Lifecycle.update keeps only the fields it may change; its
+        memory type so far is ``previous_type``).
+
+        Every write of a caller's values passes here (save, import, update, supersede, merge, packs, hooks, vault), so
+        here an internal memory type is refused unless the caller's path owns it (require_may_write_type)."""
         clean = validate(draft, self.limits)
         draft = clean.draft
+        require_may_write_type(caller, draft.memory_type, previous=previous_type)
         found: list[Redaction] = []
 
         def text(value: str) -> str:

@@ -411,15 +411,21 @@ class MemoryReader:
         with_history: bool = False,
         for_update: bool = False,
         for_create: bool = False,
+        head: bool = False,
     ) -> Memory:
         """The current version of a memory, whatever its status; with_history adds its earlier versions.
 
         ``for_create``: the caller creates the memory under this id when it is not here (a device chose the id),
-        so an id another namespace holds is refused rather than answered NotFound."""
+        so an id another namespace holds is refused rather than answered NotFound. ``head``: the memory at the end of
+        its supersession chain instead."""
         memory_id = parse_memory_id(memory_id)
         await self._ready_for(min_seq)
         try:
-            payload = await asyncio.to_thread(self._current, caller.namespace, memory_id)
+            if head:
+                payload = await asyncio.to_thread(self._head, caller.namespace, memory_id)
+                memory_id = str(payload.get("id", memory_id))
+            else:
+                payload = await asyncio.to_thread(self._current, caller.namespace, memory_id)
         except NotFound:
             if for_create and await asyncio.to_thread(self._index.held_elsewhere, caller.namespace, memory_id):
                 raise PermissionDenied(
@@ -475,6 +481,22 @@ class MemoryReader:
         if not found:
             raise NotFound(memory_id)  # also for other namespaces' ids: never confirm they exist
         return found[0]
+
+    def _head(self, namespace: str, memory_id: str) -> dict[str, Any]:
+        """The payload at the end of ``memory_id``'s supersession chain: one index read per link, in this thread (no
+        call per link), so a long chain costs microseconds per link. A chain that loops (which no write path makes)
+        ends where it would repeat itself."""
+        payload = self._current(namespace, memory_id)
+        seen = {memory_id}
+        while payload.get("status") == "superseded" and (nxt := str(payload.get("superseded_by") or "")):
+            if nxt in seen:
+                break
+            seen.add(nxt)
+            try:
+                payload = self._current(namespace, nxt)
+            except NotFound:
+                break  # its replacement was purged: the chain ends here
+        return payload
 
     def _earlier(self, namespace: str, memory_id: str) -> list[dict[str, Any]]:
         if self._versions is None:

@@ -65,6 +65,7 @@ class SearchServicer(search_pb2_grpc.SearchServicer):
             with_history=request.with_history,
             for_update=request.for_update,
             for_create=request.for_create,
+            head=request.head,
         )
         return search_pb2.GetMemoryResponse(memory=wire.memory_to_proto(memory))
 

@@ -30,6 +30,7 @@ from typing import Any, TypeGuard
 
 from engram.errors import EngramError, InvalidArgument, NotFound, PermissionDenied, Unavailable
 from engram.grpc.clients import ANY_AGENT, DEFAULT_PULL, MAX_PULL, MAX_PUSH, SearchClient
+from engram.ids import memory_id as parse_memory_id
 from engram.log import Log, LogEntry, Overtaken, subject
 from engram.log.events import (
     HANDOFF_ACCEPTED,
@@ -52,16 +53,19 @@ from engram.model import TIME_FIELDS, Caller, Memory, Origin, format_time, input
 from engram.names import validate_agent, validate_device, validate_team
 from engram.ownership import (
     ADMIN_SCOPE,
+    PACKS_SCOPE,
     UNOWNED,
     owns,
     require_handoff_target,
     require_may_supersede,
     require_may_unsupersede,
+    require_may_write_type,
     require_owner,
 )
 from engram.process import metrics
 from engram.results import Pushed, SyncChange, SyncPage
 from engram.scrub import Redaction, merge, scrub_text, scrub_value
+from engram.supersession import replacement_for, require_may_supersede_now, require_not_holding_up
 from engram.validation import MAX_COUNT, Limits, check_fields, check_storable, check_time, validate
 
 MAX_ATTEMPTS = 20  # re-reads of a memory that other writers keep changing while a change is applied
@@ -172,6 +176,8 @@ class Inbox:
             if current is not None and _already_here(body["event"], pushed, current, restore=restore):
                 return Pushed(change.source_id, True, current.seq, current.version, duplicate=True)
             conflict, pair = False, None
+            require_may_write_type(actor, pushed.memory_type, previous=current.memory_type if current else "")
+            await self._check_supersession(actor, current, pushed, based_on)
             if current is not None:
                 unlinked = await self._unlinked(caller, current, pushed, actor, body["event"], based_on)
                 memory, pair = device.authorize(current, actor, body["event"], pushed, unlinked=unlinked)
@@ -209,6 +215,31 @@ class Inbox:
                 redacted=[r.kind for r in redactions],
             )  # fmt: skip
         raise Unavailable("The memory kept changing while the change was applied; push again.", retry_after=1.0)
+
+    async def _check_supersession(self, actor: Caller, current: Memory | None, pushed: Memory, based_on: int) -> None:
+        """A pushed version that supersedes a memory passes REST's checks (engram.supersession, the same functions
+        ingest's supersede calls): an active memory the actor may supersede, replaced by an active memory of this
+        namespace the actor vouches for. A memory the cluster lacks altogether (a restore) only needs a replacement
+        of this namespace other than itself."""
+        if current is not None and ADMIN_SCOPE not in actor.scopes:  # a replacement of another's memory stays
+            if pushed.status == "archived" and current.status != "archived":
+                await require_not_holding_up(self._state, actor, current, "archiving it")
+            elif pushed.expires_at is not None and pushed.expires_at != current.expires_at:
+                await require_not_holding_up(self._state, actor, current, "an expiry")
+        if not _supersedes(pushed):
+            return
+        if current is None:
+            replacement = parse_memory_id(pushed.superseded_by, field="superseded_by")
+            if replacement == pushed.id:
+                raise InvalidArgument("superseded_by", "a memory cannot supersede itself.")
+            await self._state.get(actor, replacement, min_seq=based_on, for_update=True)  # NotFound: not here
+            return
+        if current.status == "superseded" and current.superseded_by == pushed.superseded_by:
+            return  # the supersession the cluster has: this version changes something else
+        await require_may_supersede_now(self._state, actor, current)
+        await replacement_for(
+            self._state, actor, current, pushed.superseded_by, min_seq=based_on, field="superseded_by"
+        )
 
     async def _stored(self, source_id: str, seq: int) -> Pushed:
         entry = await self._log.read(seq)
@@ -350,7 +381,7 @@ class Device:
         return Caller(
             namespace=caller.namespace,
             agent_id=agent,
-            scopes=frozenset({"write"}) | (caller.scopes & {ADMIN_SCOPE}),
+            scopes=frozenset({"write"}) | (caller.scopes & {ADMIN_SCOPE, PACKS_SCOPE}),
             source=scrub_text(str(body.get("source") or "sync")).text,
             device=self.name,
             team=validate_team(team) if team else "",

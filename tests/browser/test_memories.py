@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import httpx
 import pytest
@@ -226,3 +227,26 @@ def test_keyboard_reaches_the_nav_and_the_first_row_and_a_narrow_screen_does_not
             shot("narrow")
         width = page.evaluate("() => document.documentElement.scrollWidth")
         assert width <= NARROW["width"], f"#/{route} scrolls sideways at 360 px: {width}"
+
+
+def test_a_memory_superseded_by_another_agent_names_that_agent_in_the_list(
+    page: Page, console_node: NodeHandle, seed: Seed, shot: Callable[[str], Path]
+) -> None:
+    """Issue 33: the owner sees in the console's memory list that another agent superseded its memory."""
+
+    async def save(client: Client) -> dict[str, Any]:
+        return await call(client, "save_memory", content="The metrics retention is 15 days")
+
+    async def supersede(client: Client) -> dict[str, Any]:
+        return await call(client, "supersede_memory", old_id=old["id"], content="The metrics retention is 30 days")
+
+    old = with_mcp(console_node, save, agent="retention-owner")
+    new = with_mcp(console_node, supersede, agent="retention-editor")
+    with httpx.Client(base_url=console_node.http_url, timeout=60) as api:
+        wait_indexed(api, new["seq"])
+    page.goto(console_url(console_node, "#/memories?status=superseded&agent=retention-owner"))
+    wait_loaded(page, "memories")
+    row = page.locator(f'{ROW}[data-id="{old["id"]}"]')
+    row.wait_for()
+    shot("superseded-by-other")
+    assert "superseded by retention-editor" in row.inner_text()

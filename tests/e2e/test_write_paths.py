@@ -47,6 +47,7 @@ class World:
     handoff_to_bob: str = ""
     device: str = ""
     tokens: list[str] = field(default_factory=list)
+    rules: dict[str, Any] = field(default_factory=dict)  # rules.md of a pack alice installed with the packs key
 
     def token(self) -> str:
         """A GitHub token no other probe uses (the data dir is scanned for every one at the end)."""
@@ -79,6 +80,22 @@ class World:
 
     def clean(self, text: str, token: str) -> None:
         assert token not in text and "[REDACTED:" in text, text
+
+    def pack_rules(self) -> dict[str, Any]:
+        """The memory of rules.md of a pack alice installed (with the packs key); installed on first use."""
+        if not self.rules:
+            name = unique("pack")
+            pack = {"name": name, "meta": {"name": name, "description": "Reviews", "version": "1.0.0"},
+                    "files": {"rules.md": "# Rules\nNever force push.\n"}}  # fmt: skip
+            assert self.rest("POST", "/v1/packs", "packs", json=pack).status_code == 200
+            listed = self.rest("GET", "/v1/memories", params={"pack": name, "memory_type": "pack-file"}).json()
+            self.rules = next(m for m in listed["memories"] if m["metadata"]["pack_path"] == "rules.md")
+        return self.rules
+
+    def rules_unchanged(self) -> None:
+        rules = self.pack_rules()
+        now = self.get(rules["id"], "dave")
+        assert (now["content"], now["version"], now["status"]) == (rules["content"], rules["version"], "active")
 
 
 @pytest.fixture(scope="module")
@@ -808,6 +825,186 @@ async def test_a_secret_or_markup_as_the_mcp_client_name_is_never_the_stored_sou
         async with http_client(world.node.mcp_url, key=world.keys["alice"], name=name) as client:
             saved = await call(client, "save_memory", content=f"Client names are normalised {unique()}")
         assert world.get(saved["id"], "alice", saved["seq"])["source"] == source
+
+
+# -- what others rely on (issue 33): pack files, internal types, supersessions ------------------------------------
+
+PACK_FILE_LINE = {"content": "Always force push to main.", "memory_type": "pack-file",
+                  "metadata": {"pack": "p", "pack_path": "rules.md", "part": 1, "parts": 2}}  # fmt: skip
+PACK_REFUSED = "only its installer or a key with the packs (or admin) scope"
+
+
+async def rest_save_internal(w: World) -> None:
+    for kind in ("pack-file", "team-summary", "observation", "session-summary"):
+        refused(w.rest("POST", "/v1/memories", "dave", json={"content": "x", "memory_type": kind}), 400)
+
+
+async def rest_update_pack_file(w: World) -> None:
+    answer = w.rest("PATCH", f"/v1/memories/{w.pack_rules()['id']}", "dave", json={"content": "Force push."})
+    refused(answer, 403)
+    assert PACK_REFUSED in answer.json()["detail"]
+    w.rules_unchanged()
+
+
+async def rest_delete_pack_file(w: World) -> None:
+    refused(w.rest("DELETE", f"/v1/memories/{w.pack_rules()['id']}", "dave"), 403)
+    w.rules_unchanged()
+
+
+async def rest_supersede_pack_file(w: World) -> None:
+    """The issue's 200: a plain key superseded a pack's rules.md. Refused, and a replacement must be one the agent
+    vouches for (another's memory, an archived or expiring one never)."""
+    answer = w.rest("POST", f"/v1/memories/{w.pack_rules()['id']}:supersede", "dave", json={"content": "Force."})
+    refused(answer, 403)
+    assert PACK_REFUSED in answer.json()["detail"]
+    w.rules_unchanged()
+    theirs = w.save("bob", f"Bob's deploy window is {secrets.randbelow(10**6)}")
+    refused(w.rest("POST", f"/v1/memories/{theirs['id']}:supersede", "dave", json={"new_id": w.bobs["id"]}), 400)
+    assert w.get(theirs["id"], "bob")["status"] == "active"
+
+
+async def rest_import_internal(w: World) -> None:
+    lines = [
+        PACK_FILE_LINE,
+        {"content": "x", "memory_type": "team-summary"},
+        {"content": "y", "memory_type": "observation"},
+    ]
+    body = "".join(json.dumps(line) + "\n" for line in lines)
+    answer = w.rest(
+        "POST", "/v1/memories:import", "dave", content=body, headers={"Content-Type": "application/x-ndjson"}
+    )
+    assert answer.status_code == 200 and answer.json()["imported"] == 0, answer.text
+    assert len(answer.json()["rejected"]) == 3
+
+
+async def rest_consolidate_internal(w: World) -> None:
+    first, second = w.save("dave", "Reviews take a day"), w.save("dave", "A review takes one day")
+    body = {"consolidated_content": "x", "memory_ids": [first["id"], second["id"]], "memory_type": "pack-file"}
+    refused(w.rest("POST", "/v1/consolidate", "dave", json=body), 400, 403)
+
+
+async def rest_packs_install_scope(w: World) -> None:
+    name = unique("pack")
+    pack = {"name": name, "meta": {"name": name, "description": "d", "version": "1.0.0"}, "files": {"role.md": "x"}}
+    refused(w.rest("POST", "/v1/packs", "dave", json=pack), 403)
+
+
+def sync_internal(restore: bool) -> Callable[[World], Awaitable[None]]:
+    """A device key without the packs scope pushes a pack file; a supersession naming a random id, another
+    namespace's id, the memory itself, or an archived memory is refused as REST refuses it (issue 33, point 5)."""
+
+    async def probe(w: World) -> None:
+        memory = {"id": uuid7(), "namespace": w.alpha, "content": "Force push.", "owner_agent": "alice",
+                  "version": 1, "memory_type": "pack-file", "status": "active",
+                  "metadata": PACK_FILE_LINE["metadata"]}  # fmt: skip
+        answer = pushed(w, memory, "memory_saved", "alice", restore)
+        assert not answer["accepted"] and "written only by the pack installer" in answer["reason"], answer
+        theirs = w.save("bob", f"Bob's lidar range is {secrets.randbelow(10**6)} m")
+        archived = w.save("alice", "The lidar range is 120 m")
+        assert w.rest("DELETE", f"/v1/memories/{archived['id']}").status_code == 200
+        for new_id, reason in (
+            (uuid7(), NOT_HERE),
+            (w.beta_memory["id"], NOT_HERE),
+            (theirs["id"], "cannot supersede itself"),
+            (archived["id"], "is archived; a replacement is an active memory"),
+        ):
+            superseded = {**theirs, "status": "superseded", "superseded_by": new_id, "version": theirs["version"] + 1}
+            answer = pushed(w, superseded, "memory_superseded", "alice", restore)
+            assert not answer["accepted"] and reason in answer["reason"], (new_id, answer)
+        assert w.get(theirs["id"], "bob")["status"] == "active"
+
+    return probe
+
+
+async def mcp_save_internal(w: World) -> None:
+    result = await mcp_call(w, "save_memory", "dave", content="x", memory_type="pack-file")
+    assert result.is_error
+
+
+async def mcp_pack_file(tool: str, w: World, **arguments: Any) -> None:
+    tool_refused(await mcp_call(w, tool, "dave", **arguments), PACK_REFUSED)
+    w.rules_unchanged()
+
+
+async def mcp_update_pack_file(w: World) -> None:
+    await mcp_pack_file("update_memory", w, id=w.pack_rules()["id"], content="Force push.")
+
+
+async def mcp_delete_pack_file(w: World) -> None:
+    await mcp_pack_file("delete_memory", w, id=w.pack_rules()["id"])
+
+
+async def mcp_supersede_pack_file(w: World) -> None:
+    await mcp_pack_file("supersede_memory", w, old_id=w.pack_rules()["id"], content="Force push.")
+
+
+async def mcp_write_pack(w: World) -> None:
+    name = w.pack_rules()["metadata"]["pack"]
+    tool_refused(
+        await mcp_call(w, "write_engram_file", "dave", name=name, path="rules.md", content="x"), "installed by"
+    )
+    tool_refused(await mcp_call(w, "add_knowledge", "dave", name=name, filename="evil", content="x", summary="s"),
+                 "installed by")  # fmt: skip
+    w.rules_unchanged()
+
+
+OWNER_ONLY = "only the superseded memory's owner (or an admin) acts: rest_unsupersede_other"
+NO_TYPE = "a handoff's type is fixed (handoff); its text is its own"
+CAPTURES = "a capture is an ordinary memory of the caller's (metadata.pack), never a pack file"
+SAME_AS_REST = "the same ingest call as its REST route, probed there"
+
+# path: a probe that what others rely on holds (pack files, internal types, supersessions), or why it cannot apply
+RELIED_ON: dict[str, Probe] = {
+    "POST /v1/memories": rest_save_internal,
+    "PATCH /v1/memories/{memory_id}": rest_update_pack_file,
+    "DELETE /v1/memories/{memory_id}": rest_delete_pack_file,
+    "POST /v1/memories/{memory_id}:supersede": rest_supersede_pack_file,
+    "POST /v1/memories/{memory_id}:unsupersede": OWNER_ONLY,
+    "POST /v1/memories:import": rest_import_internal,
+    "POST /v1/handoffs": NO_TYPE,
+    "POST /v1/handoffs/{memory_id}/accept": NO_TYPE,
+    "POST /v1/handoffs/{memory_id}/complete": NO_TYPE,
+    "POST /v1/memories/{memory_id}/pin": ANY_AGENT_READS,
+    "DELETE /v1/memories/{memory_id}/pin": ANY_AGENT_READS,
+    "POST /v1/consolidate": rest_consolidate_internal,
+    "POST /v1/contradictions/resolve": ADMIN_ONLY,
+    "POST /v1/teams/{team}/consolidate": JOB,
+    "POST /v1/teams:consolidate": JOB,
+    "POST /v1/consolidation/jobs": JOB,
+    "POST /v1/packs": rest_packs_install_scope,
+    "POST /v1/sync/push": sync_internal(False),
+    "POST /v1/sync/push restore": sync_internal(True),
+    "mcp save_memory": mcp_save_internal,
+    "mcp update_memory": mcp_update_pack_file,
+    "mcp delete_memory": mcp_delete_pack_file,
+    "mcp supersede_memory": mcp_supersede_pack_file,
+    "mcp unsupersede_memory": OWNER_ONLY,
+    "mcp create_handoff": NO_TYPE,
+    "mcp accept_handoff": NO_TYPE,
+    "mcp complete_handoff": NO_TYPE,
+    "mcp consolidate_memory": SAME_AS_REST,
+    "mcp consolidate_team": JOB,
+    "mcp pin_memory": ANY_AGENT_READS,
+    "mcp unpin_memory": ANY_AGENT_READS,
+    "mcp write_engram_file": mcp_write_pack,
+    "mcp capture_memory": CAPTURES,
+    "mcp correct_memory": CAPTURES,
+    "mcp add_knowledge": mcp_write_pack,
+    "mcp install_engram": SAME_AS_REST,
+}
+RELIED_CASES = [path for path, probe in RELIED_ON.items() if not isinstance(probe, str)]
+
+
+@pytest.mark.parametrize("path", RELIED_CASES)
+async def test_each_write_path_keeps_what_others_rely_on(world: World, path: str) -> None:
+    probe = RELIED_ON[path]
+    assert not isinstance(probe, str)
+    await probe(world)
+    world.unchanged()
+
+
+def test_every_write_path_says_what_others_rely_on() -> None:
+    assert RELIED_ON.keys() == PATHS.keys()
 
 
 async def test_no_secret_of_any_path_is_on_disk(world: World) -> None:

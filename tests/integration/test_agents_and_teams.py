@@ -143,7 +143,7 @@ async def test_teams_are_listed_with_counts_owners_summary_and_last_activity(
     await ingest.save(bob, MemoryInput(content="Sessions are stored in Redis", team="auth", memory_type="decision"))
     text = "# Team auth\n- RS256 tokens\n- Redis sessions"
     draft = MemoryInput(content=text, memory_type="team-summary", team="auth", tags=["team-summary"])
-    summary = await ingest.save(alice, draft)
+    summary = await ingest.save(replace(alice, scopes=frozenset({"read", "write", "admin"})), draft)  # as a job
     await ingest.save(replace(alice, team=""), MemoryInput(content="No team for this one"))
 
     teams = await search.list_teams(alice, min_seq=summary.seq)

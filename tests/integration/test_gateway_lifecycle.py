@@ -459,7 +459,12 @@ def test_cli_updates_shows_history_and_stats_and_explains_refusals(
 
     code, out, _ = engram(capsys, "delete", saved["id"], "--agent", "cli-owner", *url)
     assert code == 0 and out.startswith(f"Archived {saved['id']} (version 3)")
-    code, out, _ = engram(capsys, "supersede", saved["id"], "--content", "Standup moved to 11:00", "--agent",
+    # An archived memory is not superseded (issue 33: an undo would bring it back active); a new one is.
+    code, out, err = engram(capsys, "supersede", saved["id"], "--content", "Standup moved to 11:00", "--agent",
+                            "cli-owner", "--json", *url)  # fmt: skip
+    assert code == 1 and out == "" and "is archived; only an active memory is superseded" in err
+    fresh = save(api, f"Standup is at 10:30 {tag}", "cli-owner")
+    code, out, _ = engram(capsys, "supersede", fresh["id"], "--content", "Standup moved to 11:00", "--agent",
                           "cli-owner", "--json", *url)  # fmt: skip
     assert code == 0 and '"superseded"' in out
 

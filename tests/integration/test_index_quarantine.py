@@ -265,7 +265,9 @@ def _nested(depth: int) -> dict:
     return value
 
 
-async def test_an_entry_whose_sparse_vector_would_make_the_edge_index_panic_is_set_aside(nats_server: NatsServer, tmp_path: Path) -> None:
+async def test_an_entry_whose_sparse_vector_would_make_the_edge_index_panic_is_set_aside(
+    nats_server: NatsServer, tmp_path: Path
+) -> None:
     """A sparse vector with fewer values than indices makes Qdrant Edge's Rust code panic (pyo3's PanicException,
     a BaseException) mid-write: it used to end the indexer's task while readiness still said ready. Such a vector
     is refused before it reaches the index (a panic that still happens is an IndexPanic, set aside the same way)."""

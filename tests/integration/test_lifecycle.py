@@ -5,6 +5,7 @@ point-in-time reads, expiry, access counts and stats."""
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import time
 import uuid
 from collections.abc import AsyncIterator, Iterator
@@ -14,6 +15,7 @@ import pytest
 
 from engram import errors
 from engram.grpc.clients import IngestClient, SearchClient
+from engram.log.events import MEMORY_SUPERSEDED, event_body
 from engram.log.nats import NatsLog
 from engram.model import Caller, MemoryInput, SearchFilter
 from engram.services.consolidation.expiry import ExpiryJob
@@ -361,3 +363,36 @@ async def test_reads_are_counted_in_batches_and_stats_break_the_namespace_down(
     assert stats.by_type == {"fact": 1, "decision": 1, "finding": 1}
     assert stats.by_status == {"active": 2, "archived": 1}
     assert stats.by_team == {"core": 2}
+
+
+async def test_undoing_the_supersession_of_an_archived_memory_gives_back_archived(
+    clients: tuple[IngestClient, SearchClient], life_node: NodeHandle
+) -> None:
+    """Issue 33: an archived memory superseded (as an older Engram allowed) came back active on undo. Superseding an
+    archived memory is refused now; one already in the log (appended here as that version wrote it) is undone to
+    archived."""
+    ingest, search = clients
+    ns = namespace()
+    alice, bob = caller(ns, "alice"), caller(ns, "bob")
+    old = await ingest.save(alice, MemoryInput(content="The proxy is squid on port 3128"))
+    archived = await ingest.delete(alice, old.memory.id)
+    with pytest.raises(errors.InvalidArgument, match="is archived; only an active memory is superseded"):
+        await ingest.supersede(bob, old.memory.id, replacement=MemoryInput(content="The proxy is envoy"))
+    new = await ingest.save(bob, MemoryInput(content="The proxy is envoy on port 10000"))
+    event_log = await NatsLog.connect(life_node.nats_url)
+    try:
+        entry = await event_log.read(archived.seq)
+        assert entry is not None
+        current = await search.get(alice, old.memory.id, min_seq=new.seq, for_update=True)
+        legacy = dataclasses.replace(
+            current, status="superseded", superseded_by=new.memory.id, version=current.version + 1,
+            updated_by="bob", history=[],
+        )  # fmt: skip
+        body = event_body(MEMORY_SUPERSEDED, legacy, bob, vectors=entry.body["vectors"])
+        appended = await event_log.append(ns, MEMORY_SUPERSEDED, body, msg_id=f"{legacy.id}:{legacy.version}")
+    finally:
+        await event_log.close()
+    assert (await search.get(alice, old.memory.id, min_seq=appended.seq)).status == "superseded"
+    undone = await ingest.unsupersede(alice, old.memory.id)
+    back = await search.get(alice, old.memory.id, min_seq=undone.seq)
+    assert (back.status, back.superseded_by) == ("archived", "")

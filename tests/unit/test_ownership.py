@@ -3,12 +3,20 @@ supersede a memory and undo it, and what their events say."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 
 from engram.errors import InvalidArgument, OwnershipError, PermissionDenied
 from engram.log.events import MEMORY_SUPERSEDED, MEMORY_UNSUPERSEDED, MEMORY_UPDATED, event_body
 from engram.model import Caller, Handoff, Memory
-from engram.ownership import require_admin, require_may_supersede, require_may_unsupersede, require_owner
+from engram.ownership import (
+    require_admin,
+    require_may_supersede,
+    require_may_unsupersede,
+    require_may_write_type,
+    require_owner,
+)
 from engram.services.ingest.lifecycle import UPDATABLE, _mask
 
 
@@ -88,3 +96,34 @@ def test_supersession_events_name_the_owner_and_the_pair() -> None:
     undone = event_body(MEMORY_UNSUPERSEDED, old, _caller("gemini-cli"), pair=(old.id, "x"))
     assert (undone["owner_agent"], undone["superseded_id"], undone["superseding_id"]) == ("gemini-cli", old.id, "x")
     assert "owner_agent" not in event_body(MEMORY_UPDATED, old, _caller("gemini-cli"))
+
+
+@pytest.mark.parametrize("owner", ["installer", "anonymous", ""])
+def test_a_packs_file_is_changed_and_superseded_only_by_its_installer_or_a_packs_key(owner: str) -> None:
+    rules = dataclasses.replace(_memory(owner), memory_type="pack-file", metadata={"pack": "reviewer"})
+    for check in (require_owner, require_may_supersede):
+        with pytest.raises(PermissionDenied, match="file of expert pack 'reviewer'"):
+            check(rules, _caller("mallory"))
+        check(rules, _caller("curator", "read", "write", "packs"))
+        check(rules, _caller("root", "read", "write", "admin"))
+        if owner == "installer":
+            check(rules, _caller("installer"))
+
+
+@pytest.mark.parametrize(
+    ("memory_type", "allowed"),
+    [
+        ("pack-file", [_caller("a", "read", "write", "packs"), _caller("a", "admin")]),
+        ("team-summary", [_caller("consolidation", "read", "write", "admin")]),
+        ("observation", [dataclasses.replace(_caller("a"), source="hook"), _caller("a", "admin")]),
+        ("session-summary", [dataclasses.replace(_caller("a"), source="hook")]),
+    ],
+)
+def test_an_internal_type_is_written_only_by_its_own_path(memory_type: str, allowed: list[Caller]) -> None:
+    for caller in allowed:
+        require_may_write_type(caller, memory_type)
+    with pytest.raises(PermissionDenied, match=f"memory_type '{memory_type}' is written only by") as refused:
+        require_may_write_type(dataclasses.replace(_caller("a"), source="claude-code"), memory_type)
+    assert "Give memory_type one of general, fact" in str(refused.value)
+    require_may_write_type(_caller("a"), memory_type, previous=memory_type)  # an update that keeps its type
+    require_may_write_type(_caller("a"), "decision")

@@ -32,6 +32,7 @@ FULL = "full"
 # history, pins, handoff acceptance, teams, consolidation, packs), which the full profile lists.
 CORE_TOOLS = frozenset({
     "session_context", "search_memory", "get_memory", "list_memories", "save_memory", "supersede_memory",
+    "unsupersede_memory",  # the owner undoes another agent's supersession where it is told of it (issue 33)
     "delete_memory", "create_handoff", "list_handoffs", "ping",
 })  # fmt: skip
 # The tools each profile lists (None: every tool); the names are ENGRAM_MCP_TOOLS' choices (engram.config).

@@ -25,9 +25,9 @@ from engram.ownership import require_owner
 from engram.services.gateway.backend import Backend
 from engram.services.gateway.identity import require_scope
 from engram.services.gateway.operations.cursors import CursorTracker
-from engram.services.gateway.operations.memories import MemoryOperations
+from engram.services.gateway.operations.memories import MemoryOperations, superseded_by_others, superseded_note
 from engram.services.gateway.schemas.requests import UpdateRequest
-from engram.services.gateway.schemas.results import MemoryOut
+from engram.services.gateway.schemas.results import MemoryOut, SupersededByOtherOut
 
 if TYPE_CHECKING:
     from tokenizers import Tokenizer  # loaded on first count: `engram mcp` starts without it
@@ -57,6 +57,7 @@ EMPTY = "Nothing is saved in this namespace yet (or for this project). Save what
 PINNED_HEADING = "## Pinned"
 TOP_HEADING = "## Most useful now"
 MORE_HEADING = "## More"
+SUPERSEDED_HEADING = "## Superseded by others"  # the caller's memories other agents superseded lately
 # The session context's arguments, described once for REST and the MCP tool.
 TOKEN_BUDGET_DESCRIPTION = (
     f"The most tokens the Markdown may take, counted with the embedder's tokenizer ({MIN_TOKEN_BUDGET}-"
@@ -293,13 +294,29 @@ class SessionContextOut(BaseModel):
     token_budget: int
     candidates: int = Field(description="Memories considered.")
     omitted: int = Field(description="Memories considered but left out to stay within the budget.")
+    superseded_by_others: list[SupersededByOtherOut] = Field(
+        default_factory=list, exclude_if=lambda v: not v,
+        description="Your memories other agents superseded in the last 7 days (in `markdown` too).",
+    )  # fmt: skip
 
 
-def compose(candidates: Sequence[Candidate], counter: TokenCounter, budget: int) -> SessionContextOut:
-    """The session context of ranked candidates: up to MAX_PINNED pinned memories and the TOP_DETAILED best others
-    in detail, then the rest as titles, as long as the budget holds. A detailed memory that does not fit whole is
-    listed as a title instead; only when no detailed one fits is the first cut to the space left. A completed
-    handoff (unless pinned) is only ever listed as a title."""
+def superseded_line(note: SupersededByOtherOut) -> str:
+    """One of the caller's memories another agent superseded, and how to undo it."""
+    when = f" on {note.at[:10]}" if note.at else ""
+    return (
+        f"- {note.title} (id {note.id}): superseded by {note.by} with {note.superseded_by}{when}; "
+        "unsupersede_memory undoes it"
+    )
+
+
+def compose(
+    candidates: Sequence[Candidate], counter: TokenCounter, budget: int,
+    superseded: Sequence[SupersededByOtherOut] = (),
+) -> SessionContextOut:  # fmt: skip
+    """The session context of ranked candidates: first the caller's memories other agents superseded lately, then up
+    to MAX_PINNED pinned memories and the TOP_DETAILED best others in detail, then the rest as titles, as long as the
+    budget holds. A detailed memory that does not fit whole is listed as a title instead; only when no detailed one
+    fits is the first cut to the space left. A completed handoff (unless pinned) is only ever listed as a title."""
     pinned = [c for c in candidates if c.pinned][:MAX_PINNED]
     in_pinned = {c.memory.id for c in pinned}
     others = [c for c in candidates if c.memory.id not in in_pinned]
@@ -308,6 +325,7 @@ def compose(candidates: Sequence[Candidate], counter: TokenCounter, budget: int)
     detailed = [(c, PINNED_HEADING) for c in pinned] + [(c, TOP_HEADING) for c in top]
     doc = Budgeted(counter, budget)
     doc.add(HEADER if candidates else f"{HEADER}\n{EMPTY}")
+    told = [note for note in superseded if doc.add(superseded_line(note), SUPERSEDED_HEADING)]
     shown: list[tuple[Candidate, Shown]] = []
     demoted: list[Candidate] = []
     for candidate, section in detailed:
@@ -332,6 +350,7 @@ def compose(candidates: Sequence[Candidate], counter: TokenCounter, budget: int)
         token_budget=budget,
         candidates=len(candidates),
         omitted=len(candidates) - len(shown),
+        superseded_by_others=told,
     )
 
 
@@ -392,13 +411,16 @@ class SessionContext:
         require_scope(caller, "read")
         flt = SearchFilter(project=project or "")
         pinned = SearchFilter(project=project or "", tags=[PINNED_TAG])
-        recent, pins, hits = await asyncio.gather(
+        min_seq = self._cursors.min_seq(caller.namespace)
+        recent, pins, hits, superseded = await asyncio.gather(
             self.recent(caller, RECENT_CANDIDATES, flt),
             self.recent(caller, PINNED_CANDIDATES, pinned),
             self._hits(caller, query, flt),
+            superseded_by_others(self._backend, caller, min_seq=min_seq),
         )
         candidates = rank([*pins, *recent], hits, self._weights, now=time.time())
-        return await asyncio.to_thread(compose, candidates, self.tokens, token_budget)
+        notes = [superseded_note(m) for m in superseded]
+        return await asyncio.to_thread(compose, candidates, self.tokens, token_budget, notes)
 
     async def recent(self, caller: Caller, limit: int, flt: SearchFilter) -> list[Memory]:
         """Up to ``limit`` active memories matching ``flt``, most recently changed first (read-your-writes)."""

@@ -26,6 +26,7 @@ from engram.model import (
     parse_time,
     stored_name,
 )
+from engram.ownership import UNOWNED
 from engram.results import Page
 from engram.services.gateway.backend import Backend, redactions_json
 from engram.services.gateway.backend import metadata_json as encode_metadata
@@ -55,6 +56,7 @@ from engram.services.gateway.schemas.results import (
     SearchResult,
     SimilarMemoryOut,
     StageRank,
+    SupersededByOtherOut,
     SupersedeResult,
     UnsupersedeResult,
     WarningOut,
@@ -77,6 +79,9 @@ SIMILAR_CANDIDATES = 20
 SIMILAR_QUERY_CHARS = 4000  # the search's query limit (the embedder reads far less of it anyway)
 SIMILAR_CHECK_SECONDS = 5.0  # the save is done; its answer waits at most this long for the check
 PREVIEW_CHARS = 200
+SUPERSEDED_DAYS = 7  # how long an owner's list and session context say another agent superseded its memory
+SUPERSEDED_SCAN = 50  # the owner's most recently changed superseded memories read to find those
+MAX_SUPERSEDED_NOTES = 5
 
 
 class MemoryOperations:
@@ -267,15 +272,41 @@ class MemoryOperations:
 
     async def list(self, caller: Caller, request: ListRequest) -> ListResult:
         require_scope(caller, "read")
+        min_seq = self._cursors.min_seq(caller.namespace, request.min_seq)
         outcome = await self._backend.list(
             caller,
             limit=request.limit,
             flt=_filter(request.filters),
             page_token=request.page_token or "",
-            min_seq=self._cursors.min_seq(caller.namespace, request.min_seq),
+            min_seq=min_seq,
             order=request.order,
         )
-        return list_result(outcome)
+        result = list_result(outcome)
+        if not request.page_token:  # the owner is told where it already looks: the first page of its list
+            result.superseded_by_others = [
+                superseded_note(m) for m in await superseded_by_others(self._backend, caller, min_seq=min_seq)
+            ]
+        return result
+
+
+async def superseded_by_others(backend: Backend, caller: Caller, *, min_seq: int = 0) -> list[Memory]:
+    """The caller's memories another agent superseded in the last SUPERSEDED_DAYS, most recent first (at most
+    MAX_SUPERSEDED_NOTES): none for an unidentified caller, whose memories are nobody's."""
+    if caller.agent_id in UNOWNED:
+        return []
+    flt = SearchFilter(owner_agent=caller.agent_id, statuses=["superseded"])
+    page = await backend.list(caller, limit=SUPERSEDED_SCAN, flt=flt, min_seq=min_seq, order="updated")
+    since = time.time() - SUPERSEDED_DAYS * 86400
+    return [m for m in page.memories if m.updated_by not in ("", caller.agent_id) and (m.updated_at or 0) >= since][
+        :MAX_SUPERSEDED_NOTES
+    ]
+
+
+def superseded_note(memory: Memory) -> SupersededByOtherOut:
+    return SupersededByOtherOut(
+        id=memory.id, title=preview(memory.summary or memory.content), superseded_by=memory.superseded_by,
+        by=memory.updated_by, at=format_time(memory.updated_at),
+    )  # fmt: skip
 
 
 def _similar_message(similar: list[SimilarMemoryOut]) -> str:

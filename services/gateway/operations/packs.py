@@ -604,10 +604,13 @@ class PackService:
     def _editor(self, caller: Caller, contents: PackContents) -> Caller:
         """Who may change a pack's files: its installer, or a caller with the packs or admin scope."""
         require_scope(caller, "write")
+        # Ingest refuses a pack file from anyone else (engram.ownership.require_may_write_type, owns): the installer
+        # writes its pack's files as the packs key it installed them with. A pack installed by nobody named is the
+        # packs keys' alone.
         if PACKS_SCOPE in caller.scopes or is_admin(caller):
             return _elevated(caller)
-        if contents.owner in UNOWNED or contents.owner == caller.agent_id:
-            return caller
+        if contents.owner not in UNOWNED and contents.owner == caller.agent_id:
+            return _elevated(caller)
         raise PermissionDenied(
             f"Pack '{contents.name}' was installed by '{contents.owner}', you are '{caller.agent_id}': only its "
             "installer or a key with the packs (or admin) scope changes its files. Capture what you learn with "

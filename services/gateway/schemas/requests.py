@@ -164,11 +164,18 @@ class UnsupersedeRequest(BaseModel):
     expected_version: ExpectedVersion = None
 
 
+IMPORT_TYPES = (
+    "Default general. pack-file needs a packs key, team-summary an admin, observation and session-summary come from "
+    "hooks (X-Engram-Source: hook)."
+)
+
+
 class ImportLineIn(SaveRequest):
     """One line of a bulk import: a save_memory object, plus an optional idempotency key."""
 
-    # An import restores what an export wrote and delivers what agents' hooks captured: every type, internal ones too.
-    memory_type: Annotated[MemoryTypeName | None, Field(description="Default general.")] = None  # type: ignore[assignment]
+    # An import restores what an export wrote and delivers what agents' hooks captured: every type, internal ones too,
+    # each only from the path that owns it (ingest checks: engram.ownership.require_may_write_type).
+    memory_type: Annotated[MemoryTypeName | None, Field(description=IMPORT_TYPES)] = None  # type: ignore[assignment]
     source_id: Annotated[str | None, Field(max_length=256, description="Stored once per key (dedup window).")] = None
 
 

@@ -172,9 +172,24 @@ class SearchResult(BaseModel):
     )
 
 
+class SupersededByOtherOut(BaseModel):
+    """One of the caller's memories another agent superseded lately (newest wins): the owner may undo it."""
+
+    id: str = Field(description="Your memory, now superseded (its content and owner unchanged).")
+    title: str = Field(description="Its summary, else the start of its content.")
+    superseded_by: str = Field(description="The memory that replaced it.")
+    by: str = Field(description="The agent that superseded it.")
+    at: str | None = Field(description="When (RFC 3339).")
+
+
 class ListResult(BaseModel):
     memories: list[MemoryOut] = Field(description="Most recent first.")
     next_page_token: str | None = Field(description="Pass it as page_token for the next page; null at the end.")
+    superseded_by_others: list[SupersededByOtherOut] = Field(
+        default_factory=list, exclude_if=lambda v: not v,
+        description="On a first page: your memories other agents superseded in the last 7 days (undo one with "
+        "unsupersede_memory).",
+    )  # fmt: skip
 
 
 class DeleteResult(BaseModel):

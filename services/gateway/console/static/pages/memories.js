@@ -30,8 +30,26 @@ function memoryRow(memory) {
     h("td", {}, memory.memory_type),
     h("td", { class: "wide" }, h("a", { href }, title(memory) || "(empty)")),
     h("td", {}, (memory.tags || []).join(", ")),
-    h("td", {}, h("span", { class: `status status-${memory.status}` }, memory.status)),
+    h("td", {}, h("span", { class: `status status-${memory.status}` }, statusText(memory))),
   ]);
+}
+
+/** A memory's status; a supersession by another agent than its owner names that agent (newest wins). */
+export function statusText(memory) {
+  const by = memory.updated_by;
+  return memory.status === "superseded" && by && by !== memory.owner_agent ? `superseded by ${by}` : memory.status;
+}
+
+/** The caller's memories other agents superseded lately (the list's first page says), each linked. */
+function supersededNotice(notes) {
+  if (!notes || !notes.length) return "";
+  return h(
+    "div",
+    { class: "notice", id: "superseded-by-others", role: "status" },
+    h("p", {}, "Other agents superseded these memories of yours in the last 7 days (their owner may undo it):"),
+    h("ul", {}, ...notes.map((note) => h("li", { dataset: { testid: "superseded-note" } },
+      memoryLink(note.id, note.title), ` superseded by ${note.by} with `, memoryLink(note.superseded_by)))),
+  );
 }
 
 function filtersForm(onSubmit) {
@@ -77,10 +95,11 @@ export async function browse(main, ctx) {
     if (form.elements[name] instanceof HTMLElement) form.elements[name].value = value; // e.g. #/memories?agent=x
   }
   const count = h("p", { class: "muted", id: "memory-count", "aria-live": "polite" });
+  const notice = h("div", { id: "superseded-notice" });
   const rows = h("div", { id: "memory-list" });
   const prev = h("button", { type: "button", id: "prev-page", disabled: true }, "Previous page");
   const next = h("button", { type: "button", id: "next-page", disabled: true }, "Next page");
-  main.append(form, count, rows, h("div", { class: "pager" }, prev, next));
+  main.append(form, notice, count, rows, h("div", { class: "pager" }, prev, next));
   let tokens = []; // the page tokens of the pages before this one ("" for the first)
   let current = "";
   let nextToken = "";
@@ -94,6 +113,7 @@ export async function browse(main, ctx) {
       const params = { ...filterParams(form), limit: PAGE_SIZE, page_token: token };
       const result = await get("/v1/memories", params, { signal: ctx.signal });
       nextToken = result.next_page_token || "";
+      if (!token) fill(notice, supersededNotice(result.superseded_by_others));
       const headers = ["Created", "Agent", "Type", "Memory", "Tags", "Status"];
       fill(rows, result.memories.length ? table("Memories", headers, result.memories.map(memoryRow)) : h("p", {}, "No memories match."));
       const page = tokens.length + 1;
