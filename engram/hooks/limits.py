@@ -88,12 +88,12 @@ def bounded(value: Any, depth: int = 0) -> Any:
     """The value with every string over MAX_FIELD_CHARS, list or object over MAX_ITEMS and level over MAX_DEPTH cut,
     each cut said by a marker."""
     if isinstance(value, str):
-        return cut_text(value)
+        return cut_text(_encodable(value))
     if isinstance(value, dict | list) and depth >= MAX_DEPTH:
         return CUT.format(what=f"nested deeper than {MAX_DEPTH} levels")
     if isinstance(value, dict):
         items = list(value.items())
-        out = {str(k)[:MAX_FIELD_CHARS]: bounded(v, depth + 1) for k, v in items[:MAX_ITEMS]}
+        out = {_encodable(str(k)[:MAX_FIELD_CHARS]): bounded(v, depth + 1) for k, v in items[:MAX_ITEMS]}
         if len(items) > MAX_ITEMS:
             out["_cut"] = CUT.format(what=f"{len(items) - MAX_ITEMS} more fields")
         return out
@@ -103,6 +103,16 @@ def bounded(value: Any, depth: int = 0) -> Any:
             kept.append(CUT.format(what=f"{len(value) - MAX_ITEMS} more items"))
         return kept
     return value
+
+
+def _encodable(text: str) -> str:
+    """The text with lone surrogates (JSON's "\\ud800", which json.loads keeps) as "?": written as UTF-8 they raised
+    in the session file and the spool, and the capture was lost."""
+    try:
+        text.encode()
+    except UnicodeEncodeError:
+        return text.encode("utf-8", "replace").decode()
+    return text
 
 
 def cut_text(text: str, limit: int = MAX_FIELD_CHARS) -> str:

@@ -85,3 +85,12 @@ def test_a_command_naming_a_private_file_is_recognised_however_it_is_written() -
         assert mentions_private(command), command
     assert not mentions_private("pytest tests/test_login.py -q")
     assert paths_in(".venv/bin/pytest tests/x.py && cat logs/a.log") == ["tests/x.py", "logs/a.log"]
+
+
+def test_lone_surrogates_in_a_payload_become_writable_text(tmp_path: Path) -> None:
+    # json.loads keeps "\ud800" as a lone surrogate, which UTF-8 cannot encode: the session file and the spool raised.
+    raw = b'{"prompt": "use \\ud800 postgres", "tool_input": {"command\\udc00": "pytest x\\udc00.py"}}'
+    read = payload(raw)
+    assert read["prompt"] == "use ? postgres" and read["tool_input"] == {"command?": "pytest x?.py"}
+    Spool(tmp_path).append([{"content": read["prompt"], "metadata": read["tool_input"]}])
+    assert "use ? postgres" in (tmp_path / "captures.jsonl").read_text(encoding="utf-8")
