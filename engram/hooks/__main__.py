@@ -1,9 +1,12 @@
 """`python -m engram.hooks AGENT EVENT [--home DIR] [PAYLOAD]`: the command an agent's hook runs.
 
 It answers first and works after: the payload is read (stdin, or the last argument for Codex's notify), the answer
-printed (only a session start has one: the session context), and the process forks; the parent exits at once and
-the child, detached from the agent's pipes, extracts, scrubs, spools and delivers. Until the fork only the standard
-library is imported, so the agent waits about as long as the interpreter takes to start. The installed command
+printed (only a session start has one: the session context), and the event put in the data dir's inbox
+(engram.hooks.inbox). When no capture worker is running for the data dir the process forks one and exits at once;
+the worker, detached from the agent's pipes, extracts, scrubs, spools and delivers every event the inbox receives
+until it stays empty a moment (engram.hooks.worker), so a burst of events costs one worker, not one process each.
+Until then only the standard library is imported, so the agent waits about as long as the interpreter takes to
+start. The installed command
 runs this file by its path under `python -S` (no site-packages to set up: ~15 ms less); the work sets them up."""
 
 from __future__ import annotations
@@ -40,16 +43,43 @@ def main(argv: list[str] | None = None) -> int:
             if agent == "gemini-cli":
                 sys.stdout.write("{}\n")  # Gemini CLI reads the hook's stdout as JSON
     sys.stdout.flush()
+    lock = _queue(agent, name, raw, total, home)
+    if lock is None:  # a worker is capturing for this data dir: it takes this event too
+        return 0
+    folder, held = lock
     if _detached():
         code = 0
         try:
-            work(agent, name, payload(raw, total), home)
+            work(folder, held, home)
         except Exception:  # the top of the background process: note it where `engram hooks status` shows it
             code = 1
             _note(home, _traceback())
         finally:
             os._exit(code)
+    os.close(held)  # the worker holds the lock now
     return 0
+
+
+def _queue(agent: str, name: str, raw: bytes, total: int, home: str | None) -> tuple[str, int] | None:
+    """Puts the event in the data dir's inbox (engram.hooks.inbox); the inbox and the worker lock's descriptor when
+    no worker holds it (this process starts one), else None."""
+    from engram.hooks import inbox
+
+    try:
+        folder = inbox.folder(os.path.join(home_dir(home), "hooks"))
+        if not inbox.put(folder, inbox.record(agent, name, raw, total, inbox.engram_env())):
+            _note(home, f"the inbox is full ({inbox.MAX_INBOX_BYTES} bytes): a {agent} {name} event was dropped")
+        held = inbox.claim(folder)
+    except OSError:  # the data dir cannot be written: nothing can be captured, and the agent goes on
+        _note(home, _traceback())
+        return None
+    return (folder, held) if held is not None else None
+
+
+def home_dir(home: str | None) -> str:
+    """The data dir as engram.config.Settings finds it (--home, else ENGRAM_HOME, else ~/.engram), known before
+    anything but the standard library is imported (the hook reads the variable itself for that reason)."""
+    return os.path.expanduser(home or os.environ.get("ENGRAM_HOME") or os.path.join("~", ".engram"))
 
 
 def _input(agent: str, args: list[str]) -> tuple[bytes, int]:
@@ -110,14 +140,14 @@ def _detached() -> bool:
     return True
 
 
-def work(agent: str, name: str, payload: dict[str, Any], home: str | None) -> None:
-    """Captures the event, then delivers the spool (skipped when another hook process is delivering it)."""
-    from engram.hooks.capture import capture, deliver
-    from engram.hooks.events import parse
+def work(folder: str, lock: int, home: str | None) -> None:
+    """The capture worker (engram.hooks.worker): captures what the inbox holds, this event first, and delivers."""
+    _site()
+    from pathlib import Path
 
-    settings = _settings(home)
-    capture(parse(agent, name, payload), settings)
-    deliver(settings, wait=False)
+    from engram.hooks.worker import run
+
+    run(folder, lock, Path(home_dir(home)), lambda text: _note(home, text))
 
 
 def _settings(home: str | None) -> Any:
