@@ -11,7 +11,7 @@ import pytest
 
 from engram.config import Settings
 from engram.hooks import inbox
-from engram.hooks.__main__ import home_dir
+from engram.hooks.hook import home_dir
 from engram.hooks.session import session_file
 from engram.hooks.worker import drain_now, waiting
 
