@@ -130,7 +130,7 @@ def _detached() -> bool:
         return False
     os.setsid()  # out of the agent's process group: a timeout that kills the hook does not kill the work
     try:  # noqa: SIM105 (contextlib is not imported in the hook process)
-        os.nice(10)  # the agent's process (and this hook's parent, still exiting) go first on a busy machine
+        os.nice(19)  # the agent's processes (the next hooks of a burst too) go first on a busy machine
     except OSError:
         pass
     devnull = os.open(os.devnull, os.O_RDWR)
@@ -141,6 +141,9 @@ def _detached() -> bool:
 
 def work(folder: str, lock: int, home: str | None) -> None:
     """The capture worker (engram.hooks.worker): captures what the inbox holds, this event first, and delivers."""
+    from engram.hooks.inbox import settle
+
+    settle(folder)
     _site()
     from pathlib import Path
 
