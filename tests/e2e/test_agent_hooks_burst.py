@@ -99,21 +99,37 @@ def test_a_burst_of_events_is_captured_in_order_exactly_once_by_one_worker(
     assert not (node.home / "hooks" / "errors.log").exists()
 
 
-def test_a_killed_worker_is_replaced_by_the_next_hook_and_nothing_is_lost(tmp_path: Path, model_cache: Path) -> None:
-    agent, _, engram_home = _offline_agent(tmp_path, model_cache)
+def _kill_worker_mid_way(agent: Agent, session: str, prompts: list[str]) -> None:
+    """Fires the prompts back to back and kills the capture worker once it has captured two of them."""
+    state = session_file(agent.engram_home / "hooks" / "sessions", session)
+    before = _events(state)
+    _burst(agent, session, [{"hook_event_name": "UserPromptSubmit", "prompt": p} for p in prompts])
+    wait_for(lambda: _events(state) >= before + 2, "the worker to start capturing")
+    (worker,) = _hook_processes(agent.engram_home)
+    os.kill(worker, signal.SIGKILL)
+    wait_for(lambda: not _hook_processes(agent.engram_home), "the worker to be gone")
+    inbox = agent.engram_home / "hooks" / FOLDER
+    assert (inbox / TAKING).exists() and _events(state) < before + len(prompts)  # killed mid-way: the rest wait
+    _assert_private(inbox)
+
+
+def _prompts(rng: random.Random, numbers: range) -> list[str]:
+    vocabulary = ["".join(rng.choice("abcdefghijklmnop") for _ in range(7)) for _ in range(400)]
+    return [f"Prompt {n}: " + " ".join(rng.choices(vocabulary, k=7000)) for n in numbers]  # ~55 KB: slow to scrub
+
+
+def test_a_killed_worker_is_replaced_by_the_next_hook_or_by_flush_and_nothing_is_lost(
+    tmp_path: Path, model_cache: Path
+) -> None:
+    agent, env, engram_home = _offline_agent(tmp_path, model_cache)
     inbox = engram_home / "hooks" / FOLDER
     session = f"killed-{tmp_path.name}"
     state = session_file(engram_home / "hooks" / "sessions", session)
     rng = random.Random(35)
-    vocabulary = ["".join(rng.choice("abcdefghijklmnop") for _ in range(7)) for _ in range(400)]
-    prompts = [f"Prompt {n}: " + " ".join(rng.choices(vocabulary, k=7000)) for n in range(16)]  # ~55 KB: slow to scrub
-    _burst(agent, session, [{"hook_event_name": "UserPromptSubmit", "prompt": p} for p in prompts])
-    wait_for(lambda: _events(state) >= 2, "the worker to start capturing")
-    (worker,) = _hook_processes(engram_home)
-    os.kill(worker, signal.SIGKILL)
-    wait_for(lambda: not _hook_processes(engram_home), "the worker to be gone")
-    assert (inbox / TAKING).exists() and _events(state) < len(prompts)  # killed mid-way: its events wait there
-    _assert_private(inbox)
+    prompts = _prompts(rng, range(16))
+    _kill_worker_mid_way(agent, session, prompts)
+    status = engram("hooks", "status", env=env, cwd=agent.project).stdout
+    assert "event(s) waiting for the capture worker" in status, status
 
     last = "Prompt 16: we decided to keep the inbox private."
     _burst(agent, session, [{"hook_event_name": "UserPromptSubmit", "prompt": last}])  # the next hook starts a worker
@@ -124,3 +140,12 @@ def test_a_killed_worker_is_replaced_by_the_next_hook_and_nothing_is_lost(tmp_pa
     assert len(prompts) + 1 <= _events(state) <= len(prompts) + 2
     assert not (inbox / TAKING).exists() and not (inbox / EVENTS).exists()
     _assert_private(inbox)
+
+    _kill_worker_mid_way(agent, session, _prompts(rng, range(17, 27)))  # no hook comes after: flush takes them
+    engram("hooks", "flush", env=env, cwd=agent.project)  # exits 1: no node answers, the captures stay in the spool
+    kept = [p.split(":")[0] for p in json.loads(state.read_text())["prompts"]]
+    assert [p for i, p in enumerate(kept) if i == 0 or kept[i - 1] != p][-10:] == [f"Prompt {n}" for n in range(17, 27)]
+    assert (
+        not (inbox / TAKING).exists()
+        and "waiting for the capture worker" not in engram("hooks", "status", env=env, cwd=agent.project).stdout
+    )
