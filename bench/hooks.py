@@ -22,7 +22,9 @@ on stdin (Codex: as the last argument), against a real node. Then, per split:
 
 `python -m bench.hooks` runs this alone; `--offline` replays in-process without a node (precision and recall of
 what the extractor spools: the quick loop for tuning the rules on the tune split); `--latency` measures only the
-hook latency over cold processes without a node. `python -m bench --hooks` runs it as a bench section."""
+hook latency over cold processes without a node; `--burst N` fires N PostToolUse events back to back (then
+`--parallel` at once) without a node and reports what the agent waited, the CPU each event cost and whether each was
+taken in. `python -m bench --hooks` runs it as a bench section."""
 
 from __future__ import annotations
 
@@ -31,6 +33,7 @@ import asyncio
 import dataclasses
 import json
 import os
+import resource
 import statistics
 import subprocess
 import sys
@@ -54,6 +57,7 @@ SEARCH_LIMIT = 5
 PILE_UP = 50  # sessions captured again (replays under new ids) before the questions are asked a second time
 CAPTURE_WAIT = 60.0  # seconds an event's background work may take before the replay gives up on it
 GAP_SECONDS = 0.2  # --latency: between calls, as between an agent's tool uses
+BURST_PARALLEL = 8  # --burst: events fired at once, as an agent's parallel tool calls
 POSTTOOL_P95_TARGET_MS = 50.0
 SECRETS_TARGET = 0
 OBSERVATION, SUMMARY = "observation", "session-summary"
@@ -476,18 +480,100 @@ def measure(runs: int) -> dict[str, tuple[float, float]]:
     return results
 
 
+def burst(count: int, parallel: int, main: str | None = None) -> dict[str, Any]:
+    """PostToolUse events fired back to back without a node (issue 35): what the agent waits per event, sequentially
+    and ``parallel`` at a time (an agent's parallel tool calls), against `python -S -c pass` in the same run; the CPU
+    each event costs (the hook and its background work, user + sys: this process adopts the orphaned background
+    processes as their subreaper and reaps them), and whether every event was taken in, once."""
+    events = json.loads(FIXTURE.read_text())["events"]
+    tools = [p for p in events if p["hook_event_name"] == "PostToolUse"]
+    _subreaper()
+    out: dict[str, Any] = {"events": count, "parallel": parallel, "load": round(os.getloadavg()[0], 1)}
+    with tempfile.TemporaryDirectory() as tmp:
+        home = Path(tmp) / "engram"
+        env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")} | {"ENGRAM_PORT": "9"}
+        words = command("claude-code", "PostToolUse", home)
+        if main:  # another checkout's hook (the code before a change), run the same way
+            words[3] = main
+        line = shell(words)
+        bare = shell([sys.executable, "-S", "-c", "pass"])
+        for mode, width in (("sequential", 1), ("parallel", parallel)):
+            session = f"burst-{mode}"
+            bodies = [json.dumps(tools[i % len(tools)] | {"session_id": session, "cwd": tmp}) for i in range(count)]
+            out[f"python_s_{mode}"] = _summary(_fire(bare, [""] * count, width, env))
+            _reap()
+            before = resource.getrusage(resource.RUSAGE_CHILDREN)
+            started = time.perf_counter()
+            waits = _fire(line, bodies, width, env)
+            _reap()
+            after = resource.getrusage(resource.RUSAGE_CHILDREN)
+            cpu = (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
+            out[f"hook_{mode}"] = _summary(waits) | {
+                "cpu_ms_per_event": round(cpu * 1000 / count, 1),
+                "all_done_s": round(time.perf_counter() - started, 2),
+                "taken_in": _events(session_file(home / "hooks" / "sessions", session)),
+            }
+    return out
+
+
+def _fire(line: str, bodies: list[str], width: int, env: dict[str, str]) -> list[float]:
+    """Runs the command once per body, ``width`` at a time, each new one as soon as the agent would send it; the
+    milliseconds each one kept its caller waiting."""
+    waits: list[float] = []
+    for at in range(0, len(bodies), width):
+        running = []
+        for body in bodies[at : at + width]:
+            started = time.perf_counter()
+            process = subprocess.Popen(["bash", "-c", line], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                                       stderr=subprocess.DEVNULL, env=env, text=True)  # fmt: skip
+            running.append((started, process, body))
+        for started, process, body in running:
+            process.communicate(body, timeout=60)
+            waits.append((time.perf_counter() - started) * 1000)
+    return waits
+
+
+def _summary(ms: list[float]) -> dict[str, float]:
+    ms = sorted(ms)
+    return {"p50": round(statistics.median(ms), 1), "p95": round(ms[max(0, round(0.95 * len(ms)) - 1)], 1)}
+
+
+def _subreaper() -> None:
+    """Orphaned descendants (the hook's background work) become this process's children (Linux), so that their CPU
+    time counts in RUSAGE_CHILDREN once reaped."""
+    import ctypes
+
+    PR_SET_CHILD_SUBREAPER = 36
+    ctypes.CDLL(None, use_errno=True).prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0)
+
+
+def _reap() -> None:
+    """Waits for every child (the adopted background processes too) to end."""
+    while True:
+        try:
+            os.waitpid(-1, 0)
+        except ChildProcessError:
+            return
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(prog="python -m bench.hooks", description=__doc__.split("\n\n")[0])
     parser.add_argument("--data", type=Path, default=DEFAULT_DATA)
     mode = parser.add_mutually_exclusive_group()
     mode.add_argument("--offline", action="store_true", help="extractor precision/recall in-process, no node")
     mode.add_argument("--latency", action="store_true", help="hook latency over cold processes only, no node")
+    mode.add_argument("--burst", type=int, metavar="N", help="N PostToolUse events back to back, no node (issue 35)")
+    parser.add_argument("--parallel", type=int, default=BURST_PARALLEL, help="--burst: events fired at once")
+    parser.add_argument("--hook", help="--burst: the hook script to time (another checkout's engram/hooks/__main__.py)")
     parser.add_argument("--runs", type=int, default=40, help="--latency: calls per event")
     parser.add_argument("--quick", action="store_true", help="every third session only")
     parser.add_argument("--pile-up", type=int, default=PILE_UP, help=f"sessions captured again (default {PILE_UP})")
     args = parser.parse_args()
     if args.offline:
         print(json.dumps(offline(args.data), indent=1))
+        return
+    if args.burst:
+        print(json.dumps(burst(args.burst, args.parallel, args.hook), indent=1))
         return
     if args.latency:
         print(f"hook latency over {args.runs} cold processes (load average {os.getloadavg()[0]:.1f})")

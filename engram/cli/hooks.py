@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -50,7 +51,7 @@ def register(subparsers: Any) -> None:
     for name, text, act in (
         ("pause", "stop capturing (and injecting context) until resume", _pause),
         ("resume", "capture again", _resume),
-        ("flush", "send what waits in the spool to the node now", _flush),
+        ("flush", "capture what waits in the inbox, then send what waits in the spool to the node now", _flush),
     ):
         add_home(sub(actions, name, text)).set_defaults(act=act)
 
@@ -144,6 +145,7 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
     from engram.hooks.install import everywhere
     from engram.hooks.privacy import opted_out, paused
     from engram.hooks.target import applied
+    from engram.hooks.worker import waiting
 
     settings = applied(settings)
     paths = Paths.of(settings)
@@ -155,6 +157,9 @@ def _status(args: argparse.Namespace, settings: Settings) -> int:
     print("capture: " + ("paused (engram hooks resume)" if paused(paths.hooks) else "on"))
     if (opt_out := opted_out(str(Path.cwd()))) is not None:
         print(f"this folder: opted out by {opt_out}")
+    if count := waiting(settings.home):
+        print(f"inbox: {count} event(s) waiting for the capture worker (it takes them within seconds; if none is "
+              "running, the next hook or `engram hooks flush` captures them)")  # fmt: skip
     for line in spool(settings).report(node_url(settings)):
         print(line)
     errors = paths.hooks / "errors.log"
@@ -183,8 +188,10 @@ def _resume(args: argparse.Namespace, settings: Settings) -> int:
 def _flush(args: argparse.Namespace, settings: Settings) -> int:
     from engram.hooks.capture import deliver, node_url, spool
     from engram.hooks.target import applied
+    from engram.hooks.worker import drain_now
 
     settings = applied(settings)
+    drain_now(settings.home, lambda text: print(f"engram: an event could not be captured: {text}", file=sys.stderr))
     result = deliver(settings, wait=True)
     print(f"sent {result.sent}: {result.stored} stored, {result.present} already stored, {result.rejected} refused; "
           f"{result.left} waiting")  # fmt: skip

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engram.hooks.files import open_private, private_dir
+from engram.hooks.files import open_private, private_dir, write_private
 from engram.hooks.limits import cut_text
 
 MAX_RECENT = 50  # observations kept to compare new ones with
@@ -141,15 +141,22 @@ def session_file(directory: Path, session_id: str) -> Path:
 
 @contextlib.contextmanager
 def open_session(directory: Path, session_id: str) -> Iterator[SessionState]:
-    """The session's state, locked against the session's other hook processes; written back on exit (private: 0600
-    in a 0700 folder)."""
+    """The session's state, locked against other processes capturing for it (a lock file beside it); written back on
+    exit atomically (a capture worker killed mid-write leaves the state as it was), private: 0600 in a 0700 folder."""
     path = session_file(private_dir(directory), session_id)
-    fd = open_private(path, os.O_RDWR)
-    with os.fdopen(fd, "r+", encoding="utf-8") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        state = SessionState.from_json(session_id, handle.read(MAX_STATE_BYTES * 4))
+    lock = open_private(path.with_name(f".{path.name}.lock"), os.O_RDWR)
+    try:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        state = SessionState.from_json(session_id, _read(path))
         yield state
-        handle.seek(0)
-        handle.truncate()
-        handle.write(state.bounded_json())
-        handle.flush()
+        write_private(path, state.bounded_json().encode())
+    finally:
+        os.close(lock)
+
+
+def _read(path: Path) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            return handle.read(MAX_STATE_BYTES * 4)
+    except FileNotFoundError:
+        return ""
