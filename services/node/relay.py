@@ -18,7 +18,6 @@ from __future__ import annotations
 import base64
 import contextlib
 import fcntl
-import http.client
 import json
 import os
 import socket
@@ -27,12 +26,18 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from engram import claudeteams
 from engram.names import is_valid_namespace
+from engram.plainhttp import http_client
 from engram.process.nodeinfo import SPAWN_LOCK, NodeInfo, attach_socket_path, read_node_info
+
+if TYPE_CHECKING:
+    import http.client
+
+_http = http_client(https=False)  # the node's loopback address: no ssl to load
 
 ATTACH_TIMEOUT = 5.0  # connecting to a node that answers takes milliseconds
 REFUSED = (401, 403)  # the node refuses the session's credentials: the in-process server explains them per tool call
@@ -174,7 +179,7 @@ class Session:
 
     def _post_once(self, line: bytes, message: Any, *, refusable: bool, answered: threading.Event | None) -> int:
         request_id = message.get("id") if isinstance(message, dict) else None
-        connection = http.client.HTTPConnection(self._host, self._port)
+        connection = _http.HTTPConnection(self._host, self._port)
         try:
             headers = {**self._request_headers(message), "Content-Type": "application/json"}
             connection.request("POST", self._path, body=line, headers=headers)
@@ -186,7 +191,7 @@ class Session:
                 return response.status
             self._relay_answer(response, request_id, initialize=_method(message) == "initialize", answered=answered)
             return response.status
-        except (OSError, http.client.HTTPException, ValueError) as e:
+        except (OSError, _http.HTTPException, ValueError) as e:
             if refusable and isinstance(e, OSError):
                 raise
             if request_id is not None:
@@ -223,7 +228,7 @@ class Session:
 
     def _listen(self) -> None:
         """Relays the session's GET stream (server notifications) while the node keeps it open."""
-        connection = http.client.HTTPConnection(self._host, self._port)
+        connection = _http.HTTPConnection(self._host, self._port)
         try:
             headers = {**self._request_headers(), "Accept": "text/event-stream"}
             connection.request("GET", self._path, headers=headers)
@@ -231,7 +236,7 @@ class Session:
             if response.status == 200 and "text/event-stream" in response.getheader("content-type", ""):
                 for data in _events(response):
                     self._write(data)
-        except (OSError, http.client.HTTPException):
+        except (OSError, _http.HTTPException):
             pass  # the node went away or ended the stream: requests say so
         finally:
             connection.close()
@@ -239,8 +244,8 @@ class Session:
     def _close(self) -> None:
         if self._id is None:
             return
-        connection = http.client.HTTPConnection(self._host, self._port, timeout=ATTACH_TIMEOUT)
-        with contextlib.suppress(OSError, http.client.HTTPException):
+        connection = _http.HTTPConnection(self._host, self._port, timeout=ATTACH_TIMEOUT)
+        with contextlib.suppress(OSError, _http.HTTPException):
             connection.request("DELETE", self._path, headers=self._request_headers())
             connection.getresponse().read()
         connection.close()

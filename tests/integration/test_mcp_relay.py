@@ -23,7 +23,10 @@ pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
 EVENT_SECONDS = 30.0
 # What an MCP server in-process needs and a relay must not load (each costs a share of the second it took to start).
-HEAVY = ("mcp", "mcp_types", "pydantic", "pydantic_core", "httpx", "httpx2", "fastapi", "starlette", "grpc", "anyio")
+HEAVY = (
+    "mcp", "mcp_types", "pydantic", "pydantic_core", "httpx", "httpx2", "fastapi", "starlette", "grpc", "anyio",
+    "asyncio", "ssl",
+)  # fmt: skip
 # Runs `engram mcp` as its entry point does, then says on stderr which of HEAVY it loaded.
 PROBE = f"""
 import atexit, json, sys
