@@ -10,8 +10,8 @@ from types import ModuleType
 def http_client(*, https: bool) -> ModuleType:
     """http.client; without ssl (and so without HTTPSConnection) when ``https`` is False and neither is loaded.
 
-    A process that loaded it so and later needs https imports ssl itself (urllib3, httpx and asyncio do); only
-    http.client.HTTPSConnection stays absent in it. The CLI and `engram mcp` each talk to one URL per process.
+    A process that goes on to use https after one plain request calls ``forget_plain()`` first (urllib.request,
+    which the MCP SDK and gRPC stacks load, needs HTTPSConnection).
     """
     if https or "http.client" in sys.modules or "ssl" in sys.modules:
         import http.client
@@ -24,3 +24,10 @@ def http_client(*, https: bool) -> ModuleType:
         return http.client
     finally:
         del sys.modules["ssl"]
+
+
+def forget_plain() -> None:
+    """Drops an http.client loaded without ssl, so that the next import loads the whole module."""
+    loaded = sys.modules.get("http.client")
+    if loaded is not None and not hasattr(loaded, "HTTPSConnection"):
+        del sys.modules["http.client"]

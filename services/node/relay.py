@@ -103,6 +103,7 @@ class Session:
         self._id: str | None = None
         self._protocol: str | None = None
         self._in_flight: list[threading.Event] = []
+        self._accepted = False  # the node has answered a request of this session without refusing its credentials
 
     def run(self, lines: Lines) -> bytes | None:
         """Relays ``lines`` until they end; what was read but not relayed when the node refused to start the session."""
@@ -111,11 +112,12 @@ class Session:
             if message is None:
                 self._write(_error(None, JSON_RPC_PARSE, "Parse error: each line must be one JSON-RPC message"))
                 continue
-            if self._id is None and _method(message) == "initialize":
-                if not self._initialize(line, message):
+            request = isinstance(message, dict) and "id" in message and "method" in message
+            if request and not self._accepted:  # initialize, or a 2026-07-28 client's first request (server/discover)
+                if not self._first(line, message):
                     return line + b"\n" + lines.unread()
                 continue
-            if isinstance(message, dict) and "id" in message and "method" in message:
+            if request:
                 self._ask_team()
                 self._answering(line, message)
             else:
@@ -137,13 +139,16 @@ class Session:
             answered.wait(max(0.0, deadline - time.monotonic()))
         self._close()
 
-    def _initialize(self, line: bytes, message: dict[str, Any]) -> bool:
+    def _first(self, line: bytes, message: dict[str, Any]) -> bool:
+        """Sends the session's first request, waiting for its answer; False when the node refuses the session's
+        credentials or is gone (the in-process server then takes the session over, from this request on)."""
         try:
             status = self._post(line, message, refusable=True)
         except OSError:
-            return False  # the node went away between attaching and now: serve in-process
+            return False  # the node went away between attaching and now
         if status in REFUSED:
             return False
+        self._accepted = True
         if self._id is not None:
             threading.Thread(target=self._listen, daemon=True).start()
         return True

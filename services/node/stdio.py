@@ -22,6 +22,9 @@ def run_stdio(settings: Settings, *, before_serving: Callable[[], None] = lambda
         return
     if unread:
         sys.stdin = _replaying(unread)
+    from engram.plainhttp import forget_plain
+
+    forget_plain()  # the relay's http.client has no ssl; what serves in-process needs urllib.request's https
     before_serving()
     import asyncio
     import faulthandler

@@ -17,7 +17,7 @@ from mcp.shared.exceptions import MCPDeprecationWarning
 from mcp.types import Implementation, ResourceUpdatedNotification
 
 from tests.conftest import NodeHandle
-from tests.helpers.mcp import call, stdio_client
+from tests.helpers.mcp import call, stdio_client, tool_error
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -127,3 +127,14 @@ async def test_a_relayed_handshake_session_hears_resource_updates_on_its_get_str
                 with anyio.move_on_after(2.0):
                     await arrived.wait()
     assert set(notes) == {"engram://recent"}
+
+
+async def test_a_session_the_node_refuses_is_served_in_process_and_explains_engram_api_key(
+    secured_node: NodeHandle,
+) -> None:
+    # The node answers the relayed first request with a 401; the in-process server takes the session over from that
+    # request on and says at each tool call what to fix, as it did before the relay.
+    env = stdio_env(ENGRAM_LOG_LEVEL="ERROR", ENGRAM_API_KEY="engram_not-a-real-key")
+    async with stdio_client(secured_node.home, env) as client:
+        message = await tool_error(client, "ping")
+    assert "ENGRAM_API_KEY is not valid" in message and "engram keys create" in message

@@ -4,6 +4,8 @@ of a 2026-07-28 request as the MCP SDK checks them, and the team a relay sends."
 from __future__ import annotations
 
 import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -47,3 +49,16 @@ def test_the_relayed_team_is_engram_team_else_the_claude_code_team(tmp_path: Pat
     assert local_team(None, {**claude, "CLAUDE_TEAM_NAME": "not a team"}) == "auth"  # skipped, as in-process
     assert local_team(None, claude) == "auth"
     assert local_team(None, {"CLAUDE_CONFIG_DIR": str(tmp_path / "none")}) == ""
+
+
+def test_http_client_without_ssl_is_forgotten_before_https_is_needed() -> None:
+    # The relay's http.client has no ssl; when it hands the session to the in-process server, that one's stack
+    # (urllib.request) needs https again.
+    probe = (
+        "import sys\n"
+        "from engram.plainhttp import forget_plain, http_client\n"
+        "assert not hasattr(http_client(https=False), 'HTTPSConnection') and 'ssl' not in sys.modules\n"
+        "forget_plain()\n"
+        "from urllib.request import HTTPSHandler\n"
+    )
+    subprocess.run([sys.executable, "-c", probe], check=True, timeout=60)
