@@ -74,7 +74,13 @@ def relay_headers(*, api_key: str | None, tools: str, agent: str | None, device:
         headers["X-Engram-Default-Agent"] = agent.strip()
     if device and device.strip():
         headers["X-Engram-Default-Device"] = device.strip()
-    return headers
+    return {name: _sendable(value) for name, value in headers.items()}
+
+
+def _sendable(value: str) -> str:
+    """``value`` as a header can carry it: a setting with a line break or a non-ASCII character (never valid in a
+    key, an agent id, a device or a team) goes escaped, for the node to refuse naming the setting."""
+    return value if value.isascii() and value.isprintable() else value.encode("unicode_escape").decode("ascii")
 
 
 def local_team(configured: str | None, environ: Mapping[str, str]) -> str:
@@ -158,7 +164,7 @@ class Session:
             return
         team, self._team = self._team, None
         if name := team():
-            self._headers["X-Engram-Default-Team"] = name
+            self._headers["X-Engram-Default-Team"] = _sendable(name)
 
     def _request_headers(self, message: Any = None) -> dict[str, str]:
         headers = {**self._headers, "Accept": "application/json, text/event-stream"}

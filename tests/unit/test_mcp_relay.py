@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 from mcp.shared.inbound import decode_header_value
 
-from engram.services.node.relay import Lines, _header_value, _routing_headers, local_team
+from engram.services.node.relay import Lines, _header_value, _routing_headers, local_team, relay_headers
 
 
 def test_lines_are_taken_one_by_one_and_the_rest_is_left_to_replay() -> None:
@@ -62,3 +62,12 @@ def test_http_client_without_ssl_is_forgotten_before_https_is_needed() -> None:
         "from urllib.request import HTTPSHandler\n"
     )
     subprocess.run([sys.executable, "-c", probe], check=True, timeout=60)
+
+
+def test_a_setting_no_header_can_carry_is_sent_escaped_for_the_node_to_refuse() -> None:
+    headers = relay_headers(api_key=None, tools="core", agent="robot\n7", device="tablé")
+    assert (headers["X-Engram-Default-Agent"], headers["X-Engram-Default-Device"]) == ("robot\\n7", "tabl\\xe9")
+    assert relay_headers(api_key=" k ", tools="full", agent="claude-code@laptop", device=None) == {
+        "X-Engram-Tools": "full", "User-Agent": "engram-mcp-relay", "Authorization": "Bearer k",
+        "X-Engram-Default-Agent": "claude-code@laptop",
+    }  # fmt: skip
