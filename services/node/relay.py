@@ -61,6 +61,8 @@ def relay(home: Path, headers: Mapping[str, str], *, team: Callable[[], str]) ->
         return b""
     info, holder = attached
     with holder:
+        if urlsplit(info.http_url).scheme != "http":
+            return b""  # a node behind TLS: the in-process server's stack speaks it
         session = Session(info.mcp_url, dict(headers), team=team, write=_stdout_writer())
         return session.run(Lines(sys.stdin.buffer.fileno()))
 
