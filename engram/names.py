@@ -3,9 +3,10 @@
 from __future__ import annotations
 
 import re
-from typing import TypeGuard
+from typing import TYPE_CHECKING, TypeGuard
 
-from engram.scrub import scrub_text
+if TYPE_CHECKING:
+    from engram.scrub import ScrubResult
 
 # Namespaces become NATS subject tokens and file/collection names, so they exclude "." (the NATS token
 # separator), "@", "*", ">" and whitespace; 64 characters keeps derived subjects and paths short.
@@ -101,7 +102,7 @@ def source_of_client(name: str) -> str | None:
     starting with a letter. None when nothing usable is left, or it is reserved or a credential: the caller then gets
     the transport's name. "Claude Code" -> "claude-code", "Cursor (1.2)" -> "cursor-1.2"."""
     head = name[: MAX_SOURCE_CHARS * 8]
-    if scrub_text(head).redactions:  # lower-cased and cut, a token would no longer be recognised as one
+    if _scrubbed(head).redactions:  # lower-cased and cut, a token would no longer be recognised as one
         return None
     cleaned = _NOT_SOURCE_CHARS.sub("-", head.lower())
     cleaned = cleaned.lstrip("0123456789._-")[:MAX_SOURCE_CHARS].rstrip("._-")
@@ -114,7 +115,7 @@ def source_of_client(name: str) -> str | None:
 def _not_a_secret(what: str, name: str) -> str:
     """Names are stored with every memory and shown to every agent of the namespace: one that is a credential (a
     token pasted into X-Engram-Device, say) is refused, never stored."""
-    if found := scrub_text(name).redactions:
+    if found := _scrubbed(name).redactions:
         raise ValueError(
             f"invalid {what}: it looks like a secret ({found[0].kind}); names are shown to every agent, so use a "
             "plain name such as 'laptop' or 'claude-code'"
@@ -142,3 +143,11 @@ def device_name(name: str) -> str:
     at most 64 characters; "device" when nothing usable is left."""
     cleaned = re.sub(r"[^A-Za-z0-9._-]", "-", name.strip()).lstrip("._-")[:64]
     return cleaned or "device"
+
+
+def _scrubbed(text: str) -> ScrubResult:
+    # Imported on use: the secret catalog takes a few hundred ms to load, and `engram mcp` checks team names
+    # (is_valid_namespace) before it knows whether it needs anything more.
+    from engram.scrub import scrub_text
+
+    return scrub_text(text)

@@ -152,25 +152,27 @@ def request(call: Call, base_url: str, headers: dict[str, str]) -> Response:
     """One REST request with the standard library's http.client: a command answers sooner without importing an HTTP
     client (httpx costs ~100 ms, urllib.request ~20 ms, several times the request itself); an HTTP error status is
     an answer, not an exception. Raises OSError when the node cannot be reached."""
-    import http.client
     from urllib.parse import urlencode, urlsplit
+
+    from engram.plainhttp import http_client
 
     url = urlsplit(base_url.rstrip("/") + call.path)
     if url.scheme not in ("http", "https") or not url.hostname:
         raise OSError(f"{base_url!r} is not an http(s) URL")
+    client = http_client(https=url.scheme == "https")
     params = {name: value for name, value in (call.params or {}).items() if value is not None}
     target = (url.path or "/") + (f"?{urlencode(params, doseq=True)}" if params else "")
     data = None if call.body is None else json.dumps(call.body).encode()
     headers = {**headers, "Accept": "application/json"}
     if data is not None:
         headers["Content-Type"] = "application/json"
-    kind = http.client.HTTPSConnection if url.scheme == "https" else http.client.HTTPConnection
+    kind = client.HTTPSConnection if url.scheme == "https" else client.HTTPConnection
     connection = kind(url.hostname, url.port, timeout=DEFAULT_TIMEOUT)
     try:
         connection.request(call.method, target, body=data, headers=headers)
         answer = connection.getresponse()
         return Response(answer.status, answer.reason, answer.read().decode("utf-8", "replace"))
-    except http.client.HTTPException as e:  # a garbled or cut answer: as unreachable as no answer
+    except client.HTTPException as e:  # a garbled or cut answer: as unreachable as no answer
         raise OSError(f"{type(e).__name__}: {e}") from e
     finally:
         connection.close()

@@ -13,8 +13,7 @@ from engram import plural
 from engram.cli.common import URL_HELP, add_home, no_node, node_url, sub
 from engram.config import MCP_TOOL_PROFILES, Settings
 from engram.progress import format_bytes
-from engram.services.node.standalone import SERVICES
-from engram.services.node.supervisor import SUPERVISED_FLAG
+from engram.services.node import SERVICES, SUPERVISED_FLAG
 
 EXIT_READY = 0
 EXIT_NOT_READY = 1
@@ -115,8 +114,7 @@ def _edge(args: argparse.Namespace, settings: Settings) -> int:
 def _mcp(args: argparse.Namespace, settings: Settings) -> int:
     from engram.services.node.stdio import run_stdio
 
-    _logging(settings)
-    run_stdio(settings)
+    run_stdio(settings, before_serving=lambda: _logging(settings))
     return 0
 
 

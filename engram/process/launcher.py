@@ -14,10 +14,9 @@ import grpc
 
 from engram.grpc.rpc import channel
 from engram.process.children import python_module
-from engram.process.nodeinfo import NodeInfo, read_node_info
+from engram.process.nodeinfo import SPAWN_LOCK, NodeInfo, read_node_info
 from engram.v1 import node_control_pb2, node_control_pb2_grpc
 
-SPAWN_LOCK = "spawn.lock"
 DEFAULT_START_TIMEOUT = 120.0  # the first start builds the ONNX model
 
 

@@ -8,6 +8,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 NODE_FILE = "node.json"
+SPAWN_LOCK = "spawn.lock"  # held by whoever looks for the node to start it, so exactly one process starts it
+ATTACH_SOCKET = "run/attach.sock"  # held open by the node's local clients (services/node/node.py NodeControl)
+MAX_SOCKET_PATH = 104  # sun_path holds 108 bytes on Linux, 104 on macOS (with the final NUL)
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,3 +46,9 @@ def read_node_info(home: Path) -> NodeInfo | None:
     except PermissionError:
         pass
     return info
+
+
+def attach_socket_path(home: Path) -> Path | None:
+    """Where the node of ``home`` counts its local clients, or None when the path is too long for a Unix socket."""
+    path = home.resolve() / ATTACH_SOCKET
+    return path if len(os.fsencode(path)) < MAX_SOCKET_PATH else None

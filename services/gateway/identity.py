@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import ipaddress
-import json
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
@@ -12,6 +11,9 @@ from pathlib import Path
 
 from starlette.requests import HTTPConnection
 
+from engram import claudeteams
+from engram.claudeteams import CLAUDE_TEAM_VARIABLES
+from engram.claudeteams import CLAUDE_TEAMS_READ as CLAUDE_TEAMS_READ  # re-exported
 from engram.config import Settings, SettingsError
 from engram.errors import InvalidArgument, PermissionDenied, Unauthenticated
 from engram.keys import ApiKey, KeyStore
@@ -41,6 +43,14 @@ TEAM_HEADER = "x-engram-team"
 # an agent's name it is the caller's word, shown beside each memory (console, history), never an authority; its rule
 # (engram.names.validate_source) holds for every edge: refused in the header, normalised from MCP clientInfo.name.
 SOURCE_HEADER = "x-engram-source"
+# What `engram mcp` relays of its own settings when it forwards a stdio client to the node's /mcp (its
+# ENGRAM_AGENT_ID, ENGRAM_DEVICE, and ENGRAM_TEAM or the Claude Code team it runs in): the fallbacks a stdio server
+# uses, honoured at the same place in each order, after everything the request or its key states. They carry less
+# than X-Engram-Agent-ID, X-Engram-Device and X-Engram-Team, which any caller may send and which come first; a key
+# created with --agent never consults them.
+DEFAULT_AGENT_HEADER = "x-engram-default-agent"
+DEFAULT_DEVICE_HEADER = "x-engram-default-device"
+DEFAULT_TEAM_HEADER = "x-engram-default-team"
 
 CREATE_KEY_HINT = "engram keys create --namespace N --agent A"
 CREATE_SYNC_KEY_HINT = "engram keys create --namespace N --device D --scopes sync"  # an edge device's key
@@ -53,11 +63,6 @@ NAME_YOURSELF_STDIO = (
     "set ENGRAM_AGENT_ID (e.g. claude-code@laptop), let the MCP client send its clientInfo.name, "
     f"or set ENGRAM_API_KEY to a key created with --agent (`{CREATE_KEY_HINT}`)"
 )
-
-# Claude Code's agent teams: ~/.claude/teams/<team>/config.json, rewritten as members join and leave.
-CLAUDE_TEAM_VARIABLES = ("CLAUDE_TEAM_NAME", "CLAUDE_CODE_TEAM_NAME")
-CLAUDE_TEAMS_READ = 5  # team configs read at most, newest first: the newest usable one wins
-CLAUDE_TEAM_CONFIG_MAX_BYTES = 256 * 1024  # member prompts make configs a few KiB; more is not a team config
 
 
 @dataclass(frozen=True, slots=True)
@@ -72,6 +77,9 @@ class RequestIdentity:
     team_header: str | None = None  # X-Engram-Team
     source_header: str | None = None  # X-Engram-Source
     client_host: str | None = None  # the peer's address (HTTP only)
+    default_agent: str | None = None  # X-Engram-Default-Agent: a relaying `engram mcp`'s ENGRAM_AGENT_ID
+    default_device: str | None = None  # X-Engram-Default-Device: its ENGRAM_DEVICE
+    default_team: str | None = None  # X-Engram-Default-Team: its ENGRAM_TEAM, else its Claude Code team
 
     @classmethod
     def from_http(
@@ -95,6 +103,9 @@ class RequestIdentity:
             team_header=headers.get(TEAM_HEADER),
             source_header=headers.get(SOURCE_HEADER),
             client_host=client_host,
+            default_agent=headers.get(DEFAULT_AGENT_HEADER),
+            default_device=headers.get(DEFAULT_DEVICE_HEADER),
+            default_team=headers.get(DEFAULT_TEAM_HEADER),
         )
 
     @classmethod
@@ -198,13 +209,15 @@ class Resolver:
         if key is not None and key.agent:
             return _bound_agent(request, key.agents)
         # A shared key or none (dev mode): the caller names itself. DESIGN.md order: header, query parameter,
-        # clientInfo.name, ENGRAM_AGENT_ID (stdio), anonymous.
+        # clientInfo.name, ENGRAM_AGENT_ID (stdio, or relayed by `engram mcp` as X-Engram-Default-Agent), anonymous.
         if claims := _claims(request):
             return claims[0].agent, claims[0].device
         if (name := _present(request.client_name)) is not None and (named := _agent_from_client_name(name)):
             # Client names are free text ("Claude Code"); an unusable one is skipped rather than refused,
             # since the agent never chose it.
             return named
+        if (relayed := _present(request.default_agent)) is not None:
+            return _split("X-Engram-Default-Agent (ENGRAM_AGENT_ID of engram mcp)", relayed)
         configured = _present(self._settings.agent_id) if self._stdio else None
         if configured is not None:
             return _split("ENGRAM_AGENT_ID", configured)
@@ -224,6 +237,8 @@ class Resolver:
             return key.device
         if named_device:
             return named_device
+        if (relayed := _present(request.default_device)) is not None:
+            return _valid("X-Engram-Default-Device (ENGRAM_DEVICE of engram mcp)", relayed, validate_device)
         if self._stdio or _is_loopback_peer(request.client_host):
             # stdio runs on the agent's machine; a loopback peer runs on the gateway's. (Behind a reverse proxy on
             # the same host every peer looks local: such deployments should send X-Engram-Device.)
@@ -231,11 +246,14 @@ class Resolver:
         return ""
 
     def _team(self, request: RequestIdentity, key: ApiKey | None) -> str:
-        # X-Engram-Team, the key's team, then (stdio) ENGRAM_TEAM, CLAUDE_TEAM_NAME, the newest Claude Code team.
+        # X-Engram-Team, the key's team, then (stdio) ENGRAM_TEAM, CLAUDE_TEAM_NAME, the newest Claude Code team
+        # (relayed by `engram mcp` as X-Engram-Default-Team).
         if (header := _present(request.team_header)) is not None:
             return _valid("X-Engram-Team", header, validate_team)
         if key is not None and key.team:
             return key.team
+        if (relayed := _present(request.default_team)) is not None:
+            return _valid("X-Engram-Default-Team (ENGRAM_TEAM of engram mcp)", relayed, validate_team)
         return self._local_team() if self._stdio else ""
 
 
@@ -274,51 +292,8 @@ class LocalTeam:
 
 
 def newest_claude_team(claude_dir: Path) -> str:
-    """The newest active agent team of Claude Code under ``claude_dir`` (``~/.claude``), or "".
-
-    Each team is ``teams/<name>/config.json``: ``{"name", "leadAgentId", "members": [{"name", "agentId",
-    "isActive"?}]}``. Claude Code rewrites it as members join and leave, and deletes the directory when the team
-    is deleted, so the most recently modified config is the team in use. A team whose every member is marked
-    ``"isActive": false`` has stopped (nobody runs in it) and is skipped; so are unreadable or malformed configs
-    and names that are not valid team names. At most CLAUDE_TEAMS_READ small files are read.
-    """
-    for config in _newest_first(claude_dir / "teams")[:CLAUDE_TEAMS_READ]:
-        if name := _active_team_name(config):
-            return name
-    return ""
-
-
-def _newest_first(teams: Path) -> list[Path]:
-    dated: list[tuple[float, Path]] = []
-    try:
-        for config in teams.glob("*/config.json"):
-            try:
-                dated.append((config.stat().st_mtime, config))
-            except OSError:
-                continue  # removed while we looked (TeamDelete)
-    except OSError:
-        return []
-    return [config for _, config in sorted(dated, key=lambda d: d[0], reverse=True)]
-
-
-def _active_team_name(config: Path) -> str:
-    try:
-        with config.open("rb") as f:
-            raw = f.read(CLAUDE_TEAM_CONFIG_MAX_BYTES + 1)
-        data = json.loads(raw) if len(raw) <= CLAUDE_TEAM_CONFIG_MAX_BYTES else None
-    except (OSError, ValueError):  # unreadable, half-written or not JSON (UnicodeDecodeError is a ValueError)
-        return ""
-    if not isinstance(data, dict):
-        return ""
-    members = data.get("members")
-    if isinstance(members, list) and members and all(_stopped(m) for m in members):
-        return ""
-    name = data.get("name") or config.parent.name
-    return name if is_valid_namespace(name) else ""
-
-
-def _stopped(member: object) -> bool:
-    return isinstance(member, dict) and member.get("isActive") is False
+    """The newest active agent team of Claude Code under ``claude_dir`` (engram.claudeteams), or ""."""
+    return claudeteams.newest_claude_team(claude_dir, is_valid_namespace)
 
 
 def require_scope(caller: Caller, scope: str) -> None:

@@ -24,7 +24,7 @@ from engram.names import device_name
 from engram.process import metrics
 from engram.process.health import MIB, disk_space
 from engram.process.natsd import NatsServer, NatsSupervisor
-from engram.process.nodeinfo import NODE_FILE, NodeInfo
+from engram.process.nodeinfo import NODE_FILE, NodeInfo, attach_socket_path
 from engram.process.ports import listen_socket
 from engram.process.runtime import MIN_WRITE_ROOM, Resources, RunningServer, serve
 from engram.services.node.owner import owner_lock
@@ -39,11 +39,18 @@ log = logging.getLogger(__name__)
 VERSION = __version__
 DEFAULT_IDLE_GRACE = 3.0
 DEFAULT_FIRST_CLIENT_WAIT = 60.0
+ATTACH_NAME_TIMEOUT = 5.0  # a client of the attach socket names itself at once
 SUPERVISOR_MIN_FREE_MB = 64  # a nats-server stuck on a full disk is restarted only once this much is free
 
 
 class NodeControl(node_control_pb2_grpc.NodeControlServicer):
-    """Counts attached stdio clients; a node started for them stops when the last one leaves."""
+    """Counts attached stdio clients; a node started for them stops when the last one leaves.
+
+    A client attaches with the Attach stream (gRPC), or, when it should not pay for loading gRPC (`engram mcp`
+    relaying to /mcp with the standard library), by holding a connection to the data dir's attach socket
+    (engram.process.nodeinfo.attach_socket_path): it writes its name as one line, reads one line once it is counted,
+    and is counted until it closes the connection or the node stops.
+    """
 
     name = "engram.v1.NodeControl"
 
@@ -57,6 +64,7 @@ class NodeControl(node_control_pb2_grpc.NodeControlServicer):
         self._grace = grace
         self._attached = 0
         self._idle_task: asyncio.Task[None] | None = None
+        self._attach_server: asyncio.Server | None = None
         self.http_url = ""
         self.grpc_address = ""
 
@@ -66,27 +74,69 @@ class NodeControl(node_control_pb2_grpc.NodeControlServicer):
     async def start(self) -> None:
         if self._idle_exit:
             self._schedule_idle_stop(DEFAULT_FIRST_CLIENT_WAIT)
+        path = attach_socket_path(self._home)
+        if path is None:
+            return  # a data dir too deep for a socket path: clients attach over gRPC only
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.unlink(missing_ok=True)  # left by a node that did not stop cleanly; the data dir's lock is ours
+        self._attach_server = await asyncio.start_unix_server(self._attach_local, path=str(path))
+        path.chmod(0o600)  # the data dir's user only, as node.json's readers are
 
     async def stop(self) -> None:
         if self._idle_task is not None:
             self._idle_task.cancel()
+        if self._attach_server is not None:
+            self._attach_server.close()
+            if (path := attach_socket_path(self._home)) is not None:
+                path.unlink(missing_ok=True)
 
     async def Attach(
         self, request: node_control_pb2.AttachRequest, context: grpc.aio.ServicerContext
     ) -> AsyncIterator[node_control_pb2.AttachResponse]:
-        self._attached += 1
-        if self._idle_task is not None:
-            self._idle_task.cancel()
-            self._idle_task = None
-        log.info("client attached: %s (pid %d); %d attached", request.client, request.pid, self._attached)
+        self._joined(f"{request.client} (pid {request.pid})")
         try:
             yield node_control_pb2.AttachResponse(attached=self._attached)
             await self._stop.wait()  # the stream stays open until the client leaves or the node stops
         finally:
-            self._attached -= 1
-            log.info("client detached: %s; %d attached", request.client, self._attached)
-            if self._idle_exit and self._attached == 0:
-                self._schedule_idle_stop(self._grace)
+            self._left(request.client)
+
+    async def _attach_local(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            client = (await asyncio.wait_for(reader.readline(), ATTACH_NAME_TIMEOUT))[:200].decode(errors="replace")
+        except (TimeoutError, OSError, ValueError):
+            writer.close()
+            return
+        if self._stop.is_set():
+            writer.close()  # stopping: the client finds no line and starts (or waits for) another node
+            return
+        client = client.strip() or "local client"
+        self._joined(client)
+        try:
+            writer.write(f"{self._attached}\n".encode())
+            await writer.drain()
+            left = asyncio.ensure_future(reader.read())  # EOF (b"") when the client goes
+            stopping = asyncio.ensure_future(self._stop.wait())
+            await asyncio.wait({left, stopping}, return_when=asyncio.FIRST_COMPLETED)
+            for task in (left, stopping):
+                task.cancel()
+        except OSError:
+            pass
+        finally:
+            self._left(client)
+            writer.close()
+
+    def _joined(self, client: str) -> None:
+        self._attached += 1
+        if self._idle_task is not None:
+            self._idle_task.cancel()
+            self._idle_task = None
+        log.info("client attached: %s; %d attached", client, self._attached)
+
+    def _left(self, client: str) -> None:
+        self._attached -= 1
+        log.info("client detached: %s; %d attached", client, self._attached)
+        if self._idle_exit and self._attached == 0:
+            self._schedule_idle_stop(self._grace)
 
     async def GetNodeInfo(
         self, request: node_control_pb2.GetNodeInfoRequest, context: grpc.aio.ServicerContext

@@ -12,7 +12,6 @@ from typing import Any, TypeVar
 
 from engram.config import Settings, SettingsError
 
-SERVICES = ("ingest", "search", "consolidation", "sync", "gateway")
 WAIT_NOTICE_SECONDS = 3.0  # a service still waiting for NATS after this long says so
 
 T = TypeVar("T")

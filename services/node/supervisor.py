@@ -33,11 +33,11 @@ from typing import NoReturn
 from engram.process.children import die_with_parent, python_module
 from engram.process.nodeinfo import NODE_FILE
 from engram.process.ports import PortInUse, listen_socket
+from engram.services.node import SUPERVISED_FLAG
 from engram.services.node.owner import NodeRunningError, owner_lock
 
 log = logging.getLogger("engram.services.node.supervisor")  # also when run as __main__
 
-SUPERVISED_FLAG = "--supervised"  # hidden: given to the node child, with the descriptors it inherits
 # Memory faults: what a truncated or unbacked memory-mapped file raises. The index is set aside before a restart.
 MEMORY_FAULTS = frozenset({signal.SIGBUS, signal.SIGSEGV})
 # Deaths worth a restart: native crashes, and SIGKILL (the kernel's out-of-memory killer). A node ended by any

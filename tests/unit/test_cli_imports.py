@@ -85,6 +85,12 @@ def test_version_flag_and_command_print_the_version(capsys: pytest.CaptureFixtur
     assert cli.main(["version"]) == 0 and capsys.readouterr().out == f"{__version__}\n"
 
 
+def test_a_command_for_a_plain_http_url_loads_no_ssl(tmp_path: Path) -> None:
+    modules = imported_by(["search", "redis port", "--url", "http://127.0.0.1:9"], tmp_path)
+    assert "http.client" in modules and "ssl" not in modules
+    assert "ssl" in imported_by(["search", "redis port", "--url", "https://127.0.0.1:9"], tmp_path)
+
+
 def test_engram_mcp_serves_without_the_embedder_or_the_index(tmp_path: Path) -> None:
     """`engram mcp` (started by an agent at every session) serves MCP and passes each call to the node over gRPC: the
     model runtime, the vector index and the HTTP stack stay out of it."""

@@ -662,3 +662,55 @@ def test_public_bind_with_a_key_is_allowed(tmp_path: Path, keys: KeyStore, alice
 def test_loopback_bind_without_keys_is_allowed(tmp_path: Path, keys: KeyStore) -> None:
     check_bind(Settings(home=tmp_path, host="127.0.0.1"), keys)
     check_bind(Settings(home=tmp_path, host="localhost", dev_mode=False), keys)
+
+
+# --- what a relaying `engram mcp` sends of its stdio settings: X-Engram-Default-* -----------------------------------
+
+
+def relayed(key: str | None = None, *, client: str | None = None, **headers: str) -> RequestIdentity:
+    """An HTTP request as `engram mcp` relays it, with X-Engram-Default-<Name> headers from ``headers``."""
+    sent = {f"X-Engram-Default-{name.capitalize()}": value for name, value in headers.items()}
+    if key is not None:
+        sent["Authorization"] = f"Bearer {key}"
+    return RequestIdentity.from_http(Headers(sent), {}, client, client_host="127.0.0.1")
+
+
+def test_a_relayed_default_agent_comes_after_the_client_name_as_engram_agent_id_does(
+    tmp_path: Path, keys: KeyStore, shared_key: str
+) -> None:
+    resolver = Resolver(secured_settings(tmp_path), keys)
+    assert resolver.resolve(relayed(shared_key, agent="robot-7")).agent_id == "robot-7"
+    assert resolver.resolve(relayed(shared_key, client="cursor", agent="robot-7")).agent_id == "cursor"
+    assert resolver.resolve(relayed(shared_key, client="***", agent="robot-7@desk")).agent_id == "robot-7"
+    named = http(shared_key, agent_query="alice")
+    request = RequestIdentity.from_http(
+        Headers({"Authorization": f"Bearer {shared_key}", "X-Engram-Default-Agent": "robot-7"}), {"agent_id": "alice"}
+    )
+    assert resolver.resolve(named).agent_id == resolver.resolve(request).agent_id == "alice"
+
+
+def test_a_relayed_default_agent_never_moves_a_bound_key(tmp_path: Path, keys: KeyStore, alice_key: str) -> None:
+    # No more power than ?agent_id=: a key created with --agent acts as its agent, whatever the header says.
+    caller = Resolver(secured_settings(tmp_path), keys).resolve(relayed(alice_key, agent="mallory"))
+    assert (caller.agent_id, caller.agent_from_key) == ("alice", True)
+
+
+def test_a_relayed_default_device_comes_after_what_the_request_and_its_key_name(tmp_path: Path, keys: KeyStore) -> None:
+    _, keyed = keys.create(namespace="team-a", agent="alice", device="ci")
+    resolver = Resolver(dev_settings(tmp_path, device="gateway-host"), keys)
+    assert resolver.resolve(relayed(device="desk")).device == "desk"  # over the gateway's own host name
+    assert resolver.resolve(relayed(keyed, device="desk")).device == "ci"
+    assert resolver.resolve(relayed(agent="bob@phone", device="desk")).device == "phone"
+    with pytest.raises(InvalidArgument, match="X-Engram-Default-Device"):
+        resolver.resolve(relayed(device="not a device"))
+
+
+def test_a_relayed_default_team_comes_after_the_team_header_and_the_keys_team(tmp_path: Path, keys: KeyStore) -> None:
+    _, keyed = keys.create(namespace="team-a", agent="alice", team="from-key")
+    resolver = Resolver(dev_settings(tmp_path), keys)
+    assert resolver.resolve(relayed(team="fleet")).team == "fleet"
+    assert resolver.resolve(relayed(keyed, team="fleet")).team == "from-key"
+    headers = Headers({"X-Engram-Team": "from-header", "X-Engram-Default-Team": "fleet"})
+    assert resolver.resolve(RequestIdentity.from_http(headers, {})).team == "from-header"
+    with pytest.raises(InvalidArgument, match="X-Engram-Default-Team"):
+        resolver.resolve(relayed(team="no spaces allowed"))

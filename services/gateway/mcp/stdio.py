@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import logging
 import os
-from pathlib import Path
 
+from engram import claudeteams
 from engram.config import Settings
 from engram.errors import EngramError
 from engram.keys import KeyStore
@@ -38,8 +38,7 @@ def claude_code_team(settings: Settings) -> LocalTeam:
     The variables read here belong to Claude Code, not to Engram's settings: CLAUDE_TEAM_NAME (and the
     CLAUDE_CODE_TEAM_NAME Claude Code gives its teammates), and CLAUDE_CONFIG_DIR, which moves ~/.claude.
     """
-    claude_dir = os.environ.get("CLAUDE_CONFIG_DIR") or str(Path.home() / ".claude")
-    return LocalTeam(settings.team, environ=os.environ, claude_dir=Path(claude_dir).expanduser())
+    return LocalTeam(settings.team, environ=os.environ, claude_dir=claudeteams.claude_dir(os.environ))
 
 
 def _warn_if_unusable(resolver: Resolver) -> None:
