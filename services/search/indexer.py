@@ -625,7 +625,7 @@ class Indexer:
         if missing := sorted(wanted - visible):
             where = f" of namespace {namespace}" if namespace is not None else ""
             raise InvalidArgument(
-                "seqs", f"{', '.join(map(str, missing))} not in the quarantine{where}; list it to see what is there."
+                "seqs", f"{plural.listed(missing)} not in the quarantine{where}; list it to see what is there."
             )
         return wanted or visible
 

@@ -529,6 +529,23 @@ mcp_delete = mcp_id_probes("delete_memory")
 mcp_supersede = mcp_id_probes("supersede_memory", id_arg="old_id", content="x")
 mcp_unsupersede_foreign, _ = mcp_id_probes("unsupersede_memory")
 
+
+def quarantine_probes(action: str) -> tuple[Probe, Probe, str]:
+    """The quarantine's retry and purge (issue 33): an admin acts on its own namespace's entries only (sequences
+    of other namespaces, beta's included, are refused and beta's memory stays as it was); a plain key is refused."""
+    body: dict[str, Any] = {"seqs": list(range(1, 1000))} | ({"erase": True} if action == "purge" else {})
+
+    async def foreign(w: World) -> None:  # none of them is alpha's: refused, beta's entries are not reached
+        answer = w.rest("POST", f"/v1/index/quarantine/{action}", "admin", json=body)
+        refused(answer, 400)
+        assert "not in the quarantine" in answer.text and "more" in answer.text, answer.text
+
+    async def other(w: World) -> None:
+        refused(w.rest("POST", f"/v1/index/quarantine/{action}", "alice", json=body), 403)
+
+    return foreign, other, NO_TEXT
+
+
 PATHS: dict[str, tuple[Probe, Probe, Probe]] = {
     # path: (another namespace's id, another agent, a secret)
     "POST /v1/memories": (NO_ID, rest_save_claim, rest_save_secret),
@@ -550,6 +567,8 @@ PATHS: dict[str, tuple[Probe, Probe, Probe]] = {
     "POST /v1/packs": (NO_ID, PACK_SCOPE, rest_packs_secret),
     "POST /v1/sync/push": sync_push,
     "POST /v1/sync/push restore": sync_restore,
+    "POST /v1/index/quarantine/retry": quarantine_probes("retry"),
+    "POST /v1/index/quarantine/purge": quarantine_probes("purge"),
     "mcp save_memory": (NO_ID, mcp_claim("save_memory", content="x"), mcp_save_secret),
     "mcp update_memory": (*mcp_update, mcp_update_secret),
     "mcp delete_memory": (*mcp_delete, NO_TEXT),
@@ -613,7 +632,7 @@ RAW_PROTOCOL = "2025-11-25"
 
 def raw_mcp_call(w: World, tool: str, arguments: str, who: str = "alice") -> dict[str, Any]:
     """Calls ``tool`` with ``arguments`` as raw JSON text (the SDK client would send NaN as null); the result."""
-    headers = {**MCP_HEADERS, **bearer(w.keys[who])}
+    headers = {**MCP_HEADERS, **bearer(w.keys[who]), "X-Engram-Tools": "full"}  # every tool, not the core ones
     hello = {"protocolVersion": RAW_PROTOCOL, "capabilities": {}, "clientInfo": {"name": "raw", "version": "1"}}
     opening = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": hello}
     with httpx.Client(headers=headers, timeout=60) as http:
@@ -759,6 +778,8 @@ VALUES: dict[str, Probe] = {
     "POST /v1/packs": rest_packs_value,
     "POST /v1/sync/push": sync_value(False),
     "POST /v1/sync/push restore": sync_value(True),
+    "POST /v1/index/quarantine/retry": NO_VALUE,
+    "POST /v1/index/quarantine/purge": NO_VALUE,
     "mcp save_memory": mcp_value("save_memory", '{"content": "poison", "metadata": {"x": NaN}}', "metadata.x: is NaN"),
     "mcp update_memory": mcp_value("update_memory", '{"id": "{own}", "metadata": {"x": Infinity}}',
                                    "metadata.x: is Infinity"),
@@ -974,6 +995,8 @@ RELIED_ON: dict[str, Probe] = {
     "POST /v1/packs": rest_packs_install_scope,
     "POST /v1/sync/push": sync_internal(False),
     "POST /v1/sync/push restore": sync_internal(True),
+    "POST /v1/index/quarantine/retry": ADMIN_ONLY,
+    "POST /v1/index/quarantine/purge": ADMIN_ONLY,
     "mcp save_memory": mcp_save_internal,
     "mcp update_memory": mcp_update_pack_file,
     "mcp delete_memory": mcp_delete_pack_file,

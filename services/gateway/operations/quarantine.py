@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from engram import plural
 from engram.errors import InvalidArgument, NotFound
 from engram.model import Caller
 from engram.results import Quarantined
@@ -63,6 +64,6 @@ class QuarantineOperations:
         wanted = set(seqs)
         if missing := sorted(wanted - {e.seq for e in entries}):
             raise InvalidArgument(
-                "seqs", f"{', '.join(map(str, missing))} not in the quarantine; list it to see what is there."
+                "seqs", f"{plural.listed(missing)} not in the quarantine; list it to see what is there."
             )
         return [e for e in entries if not wanted or e.seq in wanted]
