@@ -13,9 +13,11 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing stays out of a command's start (PEP 563 annotations, for mypy)
 if TYPE_CHECKING:
+    from typing import Any
+
     from engram.config import Settings
 
 # Each group module (engram.cli.<group>) and the commands it registers, in the order of `engram --help`. A command
@@ -35,6 +37,10 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "index": ("index",),
 }
 VERSION_FLAGS = ("--version", "version")
+# The commands that read no setting but where the node is and the key to it: with no other ENGRAM_* variable set they
+# read those three alone (engram.cli.common.NodeSettings) instead of engram.config's Settings, whose ~90 validated
+# fields (and the dataclasses and typing they import) were a fifth of `engram search`'s start.
+NODE_ONLY_COMMANDS = ("save", "search", "list", "get")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
@@ -60,11 +66,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _answered(partial(_print_version, with_name=argv[0] == "--version"))
     args = build_parser(command_of(argv)).parse_args(argv)
     args.argv = argv  # serve and edge hand their own command line to the node's supervisor
-    from engram.config import SettingsError
-
     try:
         settings = _settings(args)
-    except SettingsError as e:
+    except ValueError as e:
+        from engram.config import SettingsError  # here: a command that reads no Settings does not import it
+
+        if not isinstance(e, SettingsError):
+            raise
         print(f"engram: {e}", file=sys.stderr)
         return 2
     return _answered(partial(args.func, args, settings))
@@ -113,6 +121,11 @@ def _failed(error: Exception) -> int:
 
 def _settings(args: argparse.Namespace) -> Settings:
     """The settings, with what the command line says over the environment."""
+    from engram.cli.common import NodeSettings  # here: `engram --version` imports no group and not this
+
+    if args.command in NODE_ONLY_COMMANDS and NodeSettings.enough(os.environ):
+        light: Settings = NodeSettings.from_env(os.environ, home=args.home)  # type: ignore[assignment]  # all they read
+        return light
     from engram.config import Settings
 
     overrides: dict[str, Any] = {

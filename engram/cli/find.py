@@ -13,7 +13,6 @@ import time
 import unicodedata
 from collections.abc import Sequence
 from functools import partial
-from typing import IO, Any
 from urllib.parse import quote
 
 from engram.cli.common import (
@@ -32,8 +31,21 @@ from engram.cli.common import (
 )
 from engram.cli.memories import given_fields, memory_fields, render_history
 from engram.cli.shortids import ID_HELP, expand_ids
-from engram.config import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT, Settings
-from engram.model import MEMORY_TYPES, SENSITIVITIES, STATUSES, format_time, parse_time
+from engram.vocab import (
+    DEFAULT_SEARCH_LIMIT,
+    MAX_SEARCH_LIMIT,
+    MEMORY_TYPES,
+    SENSITIVITIES,
+    STATUSES,
+    format_time,
+    parse_time,
+)
+
+TYPE_CHECKING = False  # typing and engram.config stay out of a command's start (PEP 563 annotations, for mypy)
+if TYPE_CHECKING:
+    from typing import IO, Any
+
+    from engram.config import Settings
 
 # The names of the REST Filters (services/gateway/schemas/requests.py), each set by one option below; a unit test
 # fails when the two drift.

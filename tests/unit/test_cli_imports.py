@@ -4,6 +4,8 @@ version, finding and saving memories, the node's status) none of the heavy modul
 from __future__ import annotations
 
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -11,6 +13,8 @@ from pathlib import Path
 import pytest
 
 from engram import cli
+from engram.cli.common import NodeSettings
+from engram.config import DEFAULT_PORT, Settings, SettingsError
 
 # Modules that cost tens to hundreds of milliseconds each to import, none of which these commands use.
 HEAVY = (
@@ -41,10 +45,11 @@ print(json.dumps(sorted(sys.modules)))
 
 
 def imported_by(argv: list[str], cwd: Path) -> set[str]:
-    """The modules a fresh interpreter holds after running ``engram ARGV``."""
-    done = subprocess.run(
-        [sys.executable, "-c", PROBE, json.dumps(argv)], capture_output=True, text=True, cwd=cwd, timeout=60, check=True
-    )
+    """The modules a fresh interpreter holds after running ``engram ARGV`` (no ENGRAM_* variable but the data dir)."""
+    env = {name: value for name, value in os.environ.items() if not name.startswith("ENGRAM_")}
+    env["ENGRAM_HOME"] = str(cwd / "home")
+    done = subprocess.run([sys.executable, "-c", PROBE, json.dumps(argv)], capture_output=True, text=True, cwd=cwd,
+                          timeout=60, check=True, env=env)  # fmt: skip
     return set(json.loads(done.stdout))
 
 
@@ -85,10 +90,55 @@ def test_version_flag_and_command_print_the_version(capsys: pytest.CaptureFixtur
     assert cli.main(["version"]) == 0 and capsys.readouterr().out == f"{__version__}\n"
 
 
-def test_a_command_for_a_plain_http_url_loads_no_ssl(tmp_path: Path) -> None:
-    modules = imported_by(["search", "redis port", "--url", "http://127.0.0.1:9"], tmp_path)
-    assert "http.client" in modules and "ssl" not in modules
-    assert "ssl" in imported_by(["search", "redis port", "--url", "https://127.0.0.1:9"], tmp_path)
+# What save, search, list and get do without for a plain http node (each ~10-30 ms of a start): http.client and the
+# email parser it imports (a raw-socket request: engram.plainhttp), ssl, dataclasses and typing, the settings' and
+# the memory model's modules (engram.cli.common.NodeSettings, engram.vocab).
+UNUSED_BY_FIND = ("http.client", "email", "ssl", "dataclasses", "typing", "inspect", "engram.config", "engram.model")
+
+
+@pytest.mark.parametrize("argv", [["search", "redis port"], ["save", "a fact"], ["list"], ["get", "3f4a5b"],
+                                  ["search", "x", "--url", "http://127.0.0.1:9"]], ids=" ".join)  # fmt: skip
+def test_finding_and_saving_over_plain_http_load_no_http_client_ssl_or_dataclasses(
+    argv: list[str], tmp_path: Path
+) -> None:
+    modules = imported_by(argv, tmp_path)
+    assert [m for m in modules if m.split(".")[0] in UNUSED_BY_FIND or m in UNUSED_BY_FIND] == []
+
+
+def test_an_https_node_is_asked_through_http_client_and_ssl(tmp_path: Path) -> None:
+    modules = imported_by(["search", "redis port", "--url", "https://127.0.0.1:9"], tmp_path)
+    assert {"ssl", "http.client"} <= modules
+
+
+@pytest.mark.parametrize(
+    "env",
+    [{}, {"ENGRAM_HOME": "~/elsewhere"}, {"ENGRAM_HOME": "", "ENGRAM_PORT": " 9000 "}, {"ENGRAM_API_KEY": "ek_1"},
+     {"ENGRAM_PORT": "0", "ENGRAM_API_KEY": ""}, {"HOME_OF_SOMETHING": "x"}],
+)  # fmt: skip
+@pytest.mark.parametrize("home", [None, "~/given", ""])
+def test_node_settings_read_what_settings_read(env: dict[str, str], home: str | None) -> None:
+    assert NodeSettings.enough(env)
+    light, full = NodeSettings.from_env(env, home=home), Settings.from_env(env, home=home)
+    assert (light.home, light.port, light.api_key) == (full.home, full.port, full.api_key)
+    assert NodeSettings.from_env({}).port == DEFAULT_PORT
+
+
+@pytest.mark.parametrize("port", ["abc", "99999", "-1", "1.5"])
+def test_node_settings_refuse_a_port_as_settings_do(port: str) -> None:
+    with pytest.raises(SettingsError) as full:
+        Settings.from_env({"ENGRAM_PORT": port})
+    with pytest.raises(SettingsError, match=f"^{re.escape(str(full.value))}$"):
+        NodeSettings.from_env({"ENGRAM_PORT": port})
+
+
+def test_any_other_engram_variable_goes_through_settings(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    assert not NodeSettings.enough({"ENGRAM_FUSION": "rrf"}) and NodeSettings.enough({"ENGRAM_FUSION": ""})
+    monkeypatch.setenv("ENGRAM_HOME", str(tmp_path))
+    monkeypatch.setenv("ENGRAM_FUSION", "bad")
+    assert cli.main(["search", "x", "--url", "http://127.0.0.1:9"]) == 2
+    assert capsys.readouterr().err == "engram: ENGRAM_FUSION must be 'adaptive', 'relative' or 'rrf', got 'bad'\n"
 
 
 def test_engram_mcp_serves_without_the_embedder_or_the_index(tmp_path: Path) -> None:
