@@ -4,14 +4,13 @@
 
 from __future__ import annotations
 
+import _socket  # the socket module's C part: the socket module's enums cost ~4 ms to import
 import re
-import socket
 import sys
 
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     from types import ModuleType
-    from typing import BinaryIO
 
 # What http.client refuses in a request's target, host and header values (the same expressions), so that a command
 # fails alike on both paths.
@@ -46,11 +45,60 @@ def request(
             raise ValueError(f"Invalid header value {encoded!r}")
         lines.append(name.encode("ascii") + b": " + encoded)
     address = _host(host, 80)  # bytes: a str host would have socket import the idna codec (~1 ms) to encode it
-    with socket.create_connection((address, port), timeout) as sock:  # type: ignore[arg-type]  # getaddrinfo takes bytes
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+    sock = _connect(address, port, timeout)
+    try:
+        sock.setsockopt(_socket.IPPROTO_TCP, _socket.TCP_NODELAY, 1)
         sock.sendall(b"\r\n".join(lines) + b"\r\n\r\n" + (body or b""))
-        with sock.makefile("rb") as answer:
-            return _read_answer(answer, method)
+        return _read_answer(_Answer(sock), method)
+    finally:
+        sock.close()
+
+
+def _connect(host: bytes, port: int, timeout: float) -> _socket.socket:
+    """socket.create_connection: each address of host in turn; the last one's error when none connects."""
+    error: OSError | None = None
+    for family, kind, proto, _, address in _socket.getaddrinfo(host, port, 0, _socket.SOCK_STREAM):
+        sock = None
+        try:
+            sock = _socket.socket(family, kind, proto)
+            sock.settimeout(timeout)
+            sock.connect(address)
+            return sock
+        except OSError as e:
+            error = e
+            if sock is not None:
+                sock.close()
+    raise error or OSError("getaddrinfo returns an empty list")
+
+
+class _Answer:
+    """An answer's bytes as they arrive: lines and sized reads over recv (what socket.makefile gives)."""
+
+    def __init__(self, sock: _socket.socket) -> None:
+        self.sock, self.buffer = sock, bytearray()
+
+    def _more(self) -> bool:
+        data = self.sock.recv(65536)
+        self.buffer += data
+        return bool(data)
+
+    def _take(self, size: int) -> bytes:
+        taken = bytes(self.buffer[:size])
+        del self.buffer[:size]
+        return taken
+
+    def readline(self, limit: int) -> bytes:
+        """Up to and with the next newline, at most ``limit`` bytes; fewer at the end of the answer."""
+        while b"\n" not in self.buffer and len(self.buffer) < limit and self._more():
+            pass
+        end = self.buffer.find(b"\n") + 1 or len(self.buffer)
+        return self._take(min(end, limit))
+
+    def read(self, size: int = -1) -> bytes:
+        """``size`` bytes (fewer at the end of the answer), or every byte to the end with -1."""
+        while (size < 0 or len(self.buffer) < size) and self._more():
+            pass
+        return self._take(len(self.buffer) if size < 0 else size)
 
 
 def _host(host: str, port: int) -> bytes:
@@ -61,7 +109,7 @@ def _host(host: str, port: int) -> bytes:
     return name if port == 80 else name + b":" + str(port).encode()
 
 
-def _read_answer(answer: BinaryIO, method: str) -> tuple[int, str, bytes]:
+def _read_answer(answer: _Answer, method: str) -> tuple[int, str, bytes]:
     """The status, reason and body of an HTTP/1.x answer (1xx interim answers skipped)."""
     while True:
         status, reason = _status_line(_line(answer))
@@ -82,7 +130,7 @@ def _read_answer(answer: BinaryIO, method: str) -> tuple[int, str, bytes]:
     return status, reason, answer.read()
 
 
-def _line(answer: BinaryIO) -> bytes:
+def _line(answer: _Answer) -> bytes:
     line: bytes = answer.readline(_MAX_LINE + 1)
     if len(line) > _MAX_LINE:
         raise OSError("LineTooLong: got more than 65536 bytes when reading a line")
@@ -99,7 +147,7 @@ def _status_line(line: bytes) -> tuple[int, str]:
     return int(code), reason.strip()
 
 
-def _headers(answer: BinaryIO) -> dict[str, str]:
+def _headers(answer: _Answer) -> dict[str, str]:
     """The answer's header fields, by lowercase name."""
     headers: dict[str, str] = {}
     for _ in range(100):  # http.client's limit
@@ -111,14 +159,14 @@ def _headers(answer: BinaryIO) -> dict[str, str]:
     raise OSError("HTTPException: got more than 100 headers")
 
 
-def _exactly(answer: BinaryIO, size: int) -> bytes:
+def _exactly(answer: _Answer, size: int) -> bytes:
     data: bytes = answer.read(size)
     if len(data) < size:
         raise OSError(f"IncompleteRead: {len(data)} bytes read, {size - len(data)} more expected")
     return data
 
 
-def _chunked(answer: BinaryIO) -> bytes:
+def _chunked(answer: _Answer) -> bytes:
     parts: list[bytes] = []
     while True:
         size_line = _line(answer).split(b";", 1)[0].strip()

@@ -44,14 +44,19 @@ NODE_ONLY_COMMANDS = ("save", "search", "list", "get")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The `engram` parser: every group's commands, or only those of the group of ``command`` (when it names one)."""
+    """The `engram` parser: every group's commands, or only those of the group of ``command`` (when it names one), in
+    which only ``command`` is built (the others are named, as the root's usage and help list them)."""
     parser = argparse.ArgumentParser(prog="engram", description="Engram: shared memory for AI agents.")
     parser.add_argument("--version", action=_VersionAction)
     subparsers = parser.add_subparsers(dest="command", required=True)
     owners = [group for group, commands in GROUPS.items() if command in commands]
+    if owners:  # the group's other commands are listed but not filled in (engram.cli.common.sub)
+        setattr(subparsers, "engram_only", command)  # noqa: B010  # an attribute of ours on argparse's action
     for group in owners or GROUPS:
         importlib.import_module(f"engram.cli.{group}").register(subparsers)
-    subparsers.add_parser("version", help="print the version").set_defaults(func=_version)
+    from engram.cli.common import add_parser  # loaded by every group already
+
+    add_parser(subparsers, "version", help="print the version").set_defaults(func=_version)
     return parser
 
 

@@ -88,9 +88,50 @@ def node_options(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 
 def sub(subparsers: Any, name: str, text: str) -> argparse.ArgumentParser:
-    """A sub-command parser whose description is its help, capitalised."""
-    parser: argparse.ArgumentParser = subparsers.add_parser(name, help=text, description=text[:1].upper() + text[1:])
-    return parser
+    """A sub-command parser whose description is its help, capitalised; left unfilled (_Unfilled) when the command
+    line runs another command (build_parser sets ``engram_only``)."""
+    return add_parser(subparsers, name, help=text, description=text[:1].upper() + text[1:])
+
+
+def add_parser(subparsers: Any, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+    """subparsers.add_parser(name, ...); an _Unfilled stand-in when the command line runs another command (build_parser
+    sets ``engram_only`` on the subparsers of the root)."""
+    if getattr(subparsers, "engram_only", name) == name:
+        parser: argparse.ArgumentParser = subparsers.add_parser(name, **kwargs)
+        return parser
+    real, subparsers._parser_class = subparsers._parser_class, _Unfilled
+    try:
+        unfilled: argparse.ArgumentParser = subparsers.add_parser(name, **kwargs)
+        return unfilled
+    finally:
+        subparsers._parser_class = real
+
+
+class _Unfilled(argparse.ArgumentParser):
+    """The parser of a command that this command line does not run (another of its group): named by the root parser
+    as before (its usage, help and choices), but never built: an argparse parser costs ~1 ms (gettext lookups) and
+    each option ~0.2 ms more (a help formatter), and a group's other commands add dozens."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # never parses: nothing to set up
+        pass
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> Any:
+        return None
+
+    def add_argument_group(self, *args: Any, **kwargs: Any) -> Any:
+        return self
+
+    def add_mutually_exclusive_group(self, *args: Any, **kwargs: Any) -> Any:
+        return self
+
+    def add_subparsers(self, *args: Any, **kwargs: Any) -> Any:
+        return self
+
+    def add_parser(self, *args: Any, **kwargs: Any) -> Any:  # what add_subparsers returned is asked for parsers
+        return self
+
+    def set_defaults(self, *args: Any, **kwargs: Any) -> None:
+        return None
 
 
 def node_url(given: str | None, settings: Settings) -> str:

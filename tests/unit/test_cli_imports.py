@@ -3,6 +3,7 @@ version, finding and saving memories, the node's status) none of the heavy modul
 
 from __future__ import annotations
 
+import argparse
 import json
 import os
 import re
@@ -13,7 +14,7 @@ from pathlib import Path
 import pytest
 
 from engram import cli
-from engram.cli.common import NodeSettings
+from engram.cli.common import NodeSettings, _Unfilled
 from engram.config import DEFAULT_PORT, Settings, SettingsError
 
 # Modules that cost tens to hundreds of milliseconds each to import, none of which these commands use.
@@ -83,6 +84,23 @@ def test_the_group_table_names_the_commands_each_group_registers() -> None:
     assert every == {c for commands in cli.GROUPS.values() for c in commands} | {"version"}
 
 
+@pytest.mark.parametrize(
+    "argv",
+    [["search", "redis port", "--limit", "3", "--tag", "a", "--after", "2026-01-31", "--json"], ["list", "--all"],
+     ["save", "-", "--type", "fact"], ["get", "3f4a5b", "--history"]],
+)  # fmt: skip
+def test_a_command_parses_alike_when_only_it_is_built(argv: list[str]) -> None:
+    alone, every = cli.build_parser(argv[0]), cli.build_parser()
+    assert {name for name, p in _commands(alone).items() if not isinstance(p, _Unfilled)} == {argv[0]}
+    assert vars(alone.parse_args(argv)) == vars(every.parse_args(argv))
+    assert _commands(alone)[argv[0]].format_help() == _commands(every)[argv[0]].format_help()
+
+
+def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    commands: dict[str, argparse.ArgumentParser] = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr,assignment]
+    return commands
+
+
 def test_version_flag_and_command_print_the_version(capsys: pytest.CaptureFixture[str]) -> None:
     from engram import __version__
 
@@ -90,10 +108,12 @@ def test_version_flag_and_command_print_the_version(capsys: pytest.CaptureFixtur
     assert cli.main(["version"]) == 0 and capsys.readouterr().out == f"{__version__}\n"
 
 
-# What save, search, list and get do without for a plain http node (each ~10-30 ms of a start): http.client and the
-# email parser it imports (a raw-socket request: engram.plainhttp), ssl, dataclasses and typing, the settings' and
-# the memory model's modules (engram.cli.common.NodeSettings, engram.vocab).
-UNUSED_BY_FIND = ("http.client", "email", "ssl", "dataclasses", "typing", "inspect", "engram.config", "engram.model")
+# What save, search, list and get do without for a plain http node (each ~4-30 ms of a start): http.client and the
+# email parser it imports, and the socket module (a request on _socket: engram.plainhttp), ssl, dataclasses and
+# typing, the settings' and the memory model's modules (engram.cli.common.NodeSettings, engram.vocab).
+UNUSED_BY_FIND = (
+    "http.client", "email", "ssl", "socket", "dataclasses", "typing", "inspect", "engram.config", "engram.model",
+)  # fmt: skip
 
 
 @pytest.mark.parametrize("argv", [["search", "redis port"], ["save", "a fact"], ["list"], ["get", "3f4a5b"],

@@ -5,9 +5,13 @@ stand-in server that records each request's bytes and answers canned ones."""
 from __future__ import annotations
 
 import http.client
+import os
 import socket
+import subprocess
+import sys
 import threading
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 
@@ -120,6 +124,20 @@ def test_the_command_says_a_garbled_answer_as_before(stand_in: StandIn, capsys: 
     assert capsys.readouterr().err == (
         f"engram: no Engram node answers at {url} (OSError). Start one with `engram serve`, or pass --url / --home.\n"
     )
+
+
+@pytest.mark.parametrize(
+    ("argv", "said"),
+    [(["--url", "http://127.0.0.1:99999"], "engram: Port out of range 0-65535\n"),
+     (["--url", "http://127.0.0.1:9", "--agent", "a\nb"], "engram: Invalid header value b'a\\nb'\n")],
+)  # fmt: skip
+def test_a_request_that_cannot_be_sent_is_one_line(argv: list[str], said: str, tmp_path: Path) -> None:
+    """In a fresh interpreter: main's ssl-less http.client made these end in an ImportError from urllib.request."""
+    run = "import sys; from engram.cli import main; sys.exit(main())"
+    env = {name: value for name, value in os.environ.items() if not name.startswith("ENGRAM_")}
+    done = subprocess.run([sys.executable, "-c", run, "search", "x", *argv], capture_output=True, text=True,
+                          cwd=tmp_path, env=env | {"ENGRAM_HOME": str(tmp_path)}, timeout=60)  # fmt: skip
+    assert (done.returncode, done.stdout, done.stderr) == (1, "", said)
 
 
 def test_control_characters_are_refused_as_http_client_refuses_them(stand_in: StandIn) -> None:
