@@ -46,7 +46,11 @@ NODE_ONLY_COMMANDS = ("save", "search", "list", "get")
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The `engram` parser: every group's commands, or only those of the group of ``command`` (when it names one), in
     which only ``command`` is built (the others are named, as the root's usage and help list them)."""
-    parser = argparse.ArgumentParser(prog="engram", description="Engram: shared memory for AI agents.")
+    from engram.cli.common import HelpFormatter, add_parser
+
+    parser = argparse.ArgumentParser(
+        prog="engram", description="Engram: shared memory for AI agents.", formatter_class=HelpFormatter
+    )
     parser.add_argument("--version", action=_VersionAction)
     subparsers = parser.add_subparsers(dest="command", required=True)
     owners = [group for group, commands in GROUPS.items() if command in commands]
@@ -54,8 +58,6 @@ def build_parser(command: str | None = None) -> argparse.ArgumentParser:
         setattr(subparsers, "engram_only", command)  # noqa: B010  # an attribute of ours on argparse's action
     for group in owners or GROUPS:
         importlib.import_module(f"engram.cli.{group}").register(subparsers)
-    from engram.cli.common import add_parser  # loaded by every group already
-
     add_parser(subparsers, "version", help="print the version").set_defaults(func=_version)
     return parser
 

@@ -7,7 +7,6 @@ from __future__ import annotations
 import argparse
 import json
 import re
-import shutil
 import sys
 import time
 import unicodedata
@@ -28,6 +27,7 @@ from engram.cli.common import (
     preview,
     run_call,
     sub,
+    terminal_columns,
 )
 from engram.cli.memories import given_fields, memory_fields, render_history
 from engram.cli.shortids import ID_HELP, expand_ids
@@ -328,7 +328,7 @@ def _whole_id(text: str) -> bool:
 
 def columns() -> int:
     """The terminal's width, or DEFAULT_COLUMNS when the output goes elsewhere."""
-    return shutil.get_terminal_size((DEFAULT_COLUMNS, 24)).columns
+    return terminal_columns(DEFAULT_COLUMNS)
 
 
 def render_saved(answer: dict[str, Any]) -> str:

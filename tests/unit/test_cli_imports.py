@@ -7,6 +7,7 @@ import argparse
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -14,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from engram import cli
-from engram.cli.common import NodeSettings, _Unfilled
+from engram.cli.common import NodeSettings, _Unfilled, terminal_columns
 from engram.config import DEFAULT_PORT, Settings, SettingsError
 
 # Modules that cost tens to hundreds of milliseconds each to import, none of which these commands use.
@@ -96,6 +97,16 @@ def test_a_command_parses_alike_when_only_it_is_built(argv: list[str]) -> None:
     assert _commands(alone)[argv[0]].format_help() == _commands(every)[argv[0]].format_help()
 
 
+@pytest.mark.parametrize("columns", [None, "", "abc", "0", "-5", "57", "300"])
+def test_the_terminal_width_is_shutils(columns: str | None, monkeypatch: pytest.MonkeyPatch) -> None:
+    if columns is None:
+        monkeypatch.delenv("COLUMNS", raising=False)
+    else:
+        monkeypatch.setenv("COLUMNS", columns)
+    for fallback in (80, 120):
+        assert terminal_columns(fallback) == shutil.get_terminal_size((fallback, 24)).columns
+
+
 def _commands(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
     commands: dict[str, argparse.ArgumentParser] = parser._subparsers._group_actions[0].choices  # type: ignore[union-attr,assignment]
     return commands
@@ -108,11 +119,13 @@ def test_version_flag_and_command_print_the_version(capsys: pytest.CaptureFixtur
     assert cli.main(["version"]) == 0 and capsys.readouterr().out == f"{__version__}\n"
 
 
-# What save, search, list and get do without for a plain http node (each ~4-30 ms of a start): http.client and the
+# What save, search, list and get do without for a plain http node (each ~2-30 ms of a start): http.client and the
 # email parser it imports, and the socket module (a request on _socket: engram.plainhttp), ssl, dataclasses and
-# typing, the settings' and the memory model's modules (engram.cli.common.NodeSettings, engram.vocab).
+# typing, the settings' and the memory model's modules (engram.cli.common.NodeSettings, engram.vocab), and shutil
+# (argparse's help formatter imports it for the terminal's width: engram.cli.common.HelpFormatter).
 UNUSED_BY_FIND = (
     "http.client", "email", "ssl", "socket", "dataclasses", "typing", "inspect", "engram.config", "engram.model",
+    "shutil",
 )  # fmt: skip
 
 
