@@ -130,6 +130,7 @@ UNUSED_BY_FIND = (
 
 
 @pytest.mark.parametrize("argv", [["search", "redis port"], ["save", "a fact"], ["list"], ["get", "3f4a5b"],
+                                  ["get", "0196a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b", "--history"],
                                   ["search", "x", "--url", "http://127.0.0.1:9"]], ids=" ".join)  # fmt: skip
 def test_finding_and_saving_over_plain_http_load_no_http_client_ssl_or_dataclasses(
     argv: list[str], tmp_path: Path
@@ -184,3 +185,18 @@ def test_engram_mcp_serves_without_the_embedder_or_the_index(tmp_path: Path) -> 
     loaded = heavy(set(json.loads(done.stdout)))
     unwanted = ("numpy", "onnxruntime", "onnx", "tokenizers", "qdrant_edge", "fastapi", "httpx", "nats")
     assert [m for m in loaded if m.split(".")[0] in unwanted] == []
+
+
+WHOLE = "0196a1b2-c3d4-7e5f-8a9b-0c1d2e3f4a5b"
+ID_TEXTS = (
+    WHOLE, f" {WHOLE.upper()} ", WHOLE.replace("-", ""), f"{{{WHOLE}}}", f"urn:uuid:{WHOLE}", "3f4a5b", "",
+    f"{WHOLE}\n", "\u0660" + WHOLE[1:], WHOLE[:-1] + "g", WHOLE.replace("-", "_"),
+)  # fmt: skip
+
+
+@pytest.mark.parametrize("text", ID_TEXTS)
+def test_get_knows_a_whole_id_as_engram_ids_does(text: str) -> None:
+    from engram.cli.find import _whole_id
+    from engram.ids import is_uuid
+
+    assert _whole_id(text) == is_uuid(text.strip().lower())
