@@ -4,7 +4,6 @@ engram.model, in a module that imports no dataclasses or typing so that a comman
 from __future__ import annotations
 
 import re
-from datetime import UTC, datetime
 
 MEMORY_TYPES = (
     "general", "fact", "preference", "decision", "finding", "hypothesis",
@@ -33,6 +32,8 @@ def format_time(epoch: float | None) -> str | None:
     """Epoch seconds → RFC 3339 UTC with milliseconds, or None."""
     if epoch is None:
         return None
+    from datetime import UTC, datetime  # here: ~2 ms of a command's start that only formats a --after time
+
     return datetime.fromtimestamp(epoch, UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
@@ -57,6 +58,8 @@ def parse_time(value: str | float | int | None) -> float | None:
         offset = 0 if m[8] or not m[9] else (1 if m[9] == "+" else -1) * (int(m[10]) * 3600 + int(m[11]) * 60)
         seconds = _days_from_civil(year, month, day) * 86400 + hour * 3600 + minute * 60 + min(second, 59)
         return seconds + float(m[7] or 0) - offset
+    from datetime import UTC, datetime
+
     moment = datetime.fromisoformat(value.replace("Z", "+00:00"))
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=UTC)

@@ -122,10 +122,11 @@ def test_version_flag_and_command_print_the_version(capsys: pytest.CaptureFixtur
 # What save, search, list and get do without for a plain http node (each ~2-30 ms of a start): http.client and the
 # email parser it imports, and the socket module (a request on _socket: engram.plainhttp), ssl, dataclasses and
 # typing, the settings' and the memory model's modules (engram.cli.common.NodeSettings, engram.vocab), and shutil
-# (argparse's help formatter imports it for the terminal's width: engram.cli.common.HelpFormatter).
+# (argparse's help formatter imports it for the terminal's width: engram.cli.common.HelpFormatter), and datetime until
+# a time is given (engram.vocab imports it when it formats or parses one).
 UNUSED_BY_FIND = (
     "http.client", "email", "ssl", "socket", "dataclasses", "typing", "inspect", "engram.config", "engram.model",
-    "shutil",
+    "shutil", "datetime",
 )  # fmt: skip
 
 
