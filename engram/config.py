@@ -11,6 +11,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engram.vocab import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT  # noqa: F401  # defined where the CLI reads them
+
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 DEFAULT_GRPC_LISTEN = "127.0.0.1:0"
@@ -24,8 +26,6 @@ DEFAULT_MAX_IMPORT_LINE_BYTES = 1024 * 1024  # one line of a bulk import
 # never held whole, so it may be larger than a JSON request; the limit bounds how long one request can run.
 DEFAULT_MAX_IMPORT_BYTES = 32 * 1024 * 1024
 DEFAULT_DISK_RESERVE_MB = 100  # writes stop (and readiness says why) when less is free in the data dir
-DEFAULT_SEARCH_LIMIT = 10
-MAX_SEARCH_LIMIT = 100
 # The MCP tool profiles (engram.services.gateway.mcp.profiles): full lists every tool, core the everyday ones.
 MCP_TOOL_PROFILES = ("full", "core")
 

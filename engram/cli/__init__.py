@@ -13,9 +13,11 @@ import os
 import sys
 from collections.abc import Callable, Sequence
 from functools import partial
-from typing import TYPE_CHECKING, Any
 
+TYPE_CHECKING = False  # typing stays out of a command's start (PEP 563 annotations, for mypy)
 if TYPE_CHECKING:
+    from typing import Any
+
     from engram.config import Settings
 
 # Each group module (engram.cli.<group>) and the commands it registers, in the order of `engram --help`. A command
@@ -35,17 +37,28 @@ GROUPS: dict[str, tuple[str, ...]] = {
     "index": ("index",),
 }
 VERSION_FLAGS = ("--version", "version")
+# The commands that read no setting but where the node is and the key to it: with no other ENGRAM_* variable set they
+# read those three alone (engram.cli.common.NodeSettings) instead of engram.config's Settings, whose ~90 validated
+# fields (and the dataclasses and typing they import) were a fifth of `engram search`'s start.
+NODE_ONLY_COMMANDS = ("save", "search", "list", "get")
 
 
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
-    """The `engram` parser: every group's commands, or only those of the group of ``command`` (when it names one)."""
-    parser = argparse.ArgumentParser(prog="engram", description="Engram: shared memory for AI agents.")
+    """The `engram` parser: every group's commands, or only those of the group of ``command`` (when it names one), in
+    which only ``command`` is built (the others are named, as the root's usage and help list them)."""
+    from engram.cli.common import HelpFormatter, add_parser
+
+    parser = argparse.ArgumentParser(
+        prog="engram", description="Engram: shared memory for AI agents.", formatter_class=HelpFormatter
+    )
     parser.add_argument("--version", action=_VersionAction)
     subparsers = parser.add_subparsers(dest="command", required=True)
     owners = [group for group, commands in GROUPS.items() if command in commands]
+    if owners:  # the group's other commands are listed but not filled in (engram.cli.common.sub)
+        setattr(subparsers, "engram_only", command)  # noqa: B010  # an attribute of ours on argparse's action
     for group in owners or GROUPS:
         importlib.import_module(f"engram.cli.{group}").register(subparsers)
-    subparsers.add_parser("version", help="print the version").set_defaults(func=_version)
+    add_parser(subparsers, "version", help="print the version").set_defaults(func=_version)
     return parser
 
 
@@ -60,11 +73,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         return _answered(partial(_print_version, with_name=argv[0] == "--version"))
     args = build_parser(command_of(argv)).parse_args(argv)
     args.argv = argv  # serve and edge hand their own command line to the node's supervisor
-    from engram.config import SettingsError
-
     try:
         settings = _settings(args)
-    except SettingsError as e:
+    except ValueError as e:
+        from engram.config import SettingsError  # here: a command that reads no Settings does not import it
+
+        if not isinstance(e, SettingsError):
+            raise
         print(f"engram: {e}", file=sys.stderr)
         return 2
     return _answered(partial(args.func, args, settings))
@@ -113,6 +128,11 @@ def _failed(error: Exception) -> int:
 
 def _settings(args: argparse.Namespace) -> Settings:
     """The settings, with what the command line says over the environment."""
+    from engram.cli.common import NodeSettings  # here: `engram --version` imports no group and not this
+
+    if args.command in NODE_ONLY_COMMANDS and NodeSettings.enough(os.environ):
+        light: Settings = NodeSettings.from_env(os.environ, home=args.home)  # type: ignore[assignment]  # all they read
+        return light
     from engram.config import Settings
 
     overrides: dict[str, Any] = {

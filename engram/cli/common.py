@@ -5,15 +5,21 @@ from __future__ import annotations
 import argparse
 import io
 import json
+import os
 import sys
-from collections.abc import Callable
-from dataclasses import dataclass, replace
-from typing import IO, Any
 
-from engram.config import Settings
+# Neither typing nor engram.config (nor dataclasses below) is imported to run a command: together they were about a
+# third of `engram search`'s start; the annotations are strings (PEP 563), read by mypy only.
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from collections.abc import Callable, Mapping
+    from pathlib import Path
+    from typing import IO, Any
 
-# What each sub-command sets as `func` (set_defaults): it runs the parsed command and returns the exit code.
-Command = Callable[[argparse.Namespace, Settings], int]
+    from engram.config import Settings
+
+    # What each sub-command sets as `func` (set_defaults): it runs the parsed command and returns the exit code.
+    Command = Callable[[argparse.Namespace, Settings], int]
 
 EXIT_OK = 0
 EXIT_REFUSED = 1  # the node answered with an error
@@ -22,6 +28,47 @@ DEFAULT_TIMEOUT = 30.0
 HOME_HELP = "data dir (ENGRAM_HOME, default ~/.engram)"
 URL_HELP = "gateway URL (default: the running node of --home, else http://127.0.0.1:8765)"
 _PREVIEW_CHARS = 200
+
+
+class NodeSettings:
+    """What the commands that only talk to the node read of the settings (the data dir, to find its node; the port;
+    the key), read as engram.config's Settings reads them, with its messages, when no other ENGRAM_* variable is set
+    (``enough``); anything else goes through Settings, which validates every variable."""
+
+    __slots__ = ("api_key", "home", "port")
+    VARIABLES = ("ENGRAM_HOME", "ENGRAM_PORT", "ENGRAM_API_KEY")
+
+    def __init__(self, home: Path, port: int, api_key: str | None) -> None:
+        self.home, self.port, self.api_key = home, port, api_key
+
+    @classmethod
+    def enough(cls, env: Mapping[str, str]) -> bool:
+        """True when env sets no ENGRAM_* variable but these (an empty one is not set, as for Settings)."""
+        others = (name for name, value in env.items() if value and name not in cls.VARIABLES)
+        return not any(name.startswith("ENGRAM_") for name in others)
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str], *, home: str | None = None) -> NodeSettings:
+        """The three settings from env and --home; raises engram.config's SettingsError as Settings.from_env does."""
+        from pathlib import Path
+
+        port = 8765  # engram.config.DEFAULT_PORT (a unit test compares them)
+        if raw := env.get("ENGRAM_PORT"):
+            try:
+                port = int(raw)
+            except ValueError as e:
+                raise _settings_error(f"ENGRAM_PORT={raw!r} is not a valid int") from e
+            if not 0 <= port <= 65535:
+                raise _settings_error(f"ENGRAM_PORT must be 0-65535, got {port}")
+        given = home if home is not None else env.get("ENGRAM_HOME") or None
+        where = Path(given).expanduser() if given is not None else Path.home() / ".engram"
+        return cls(where, port, env.get("ENGRAM_API_KEY") or None)
+
+
+def _settings_error(message: str) -> Exception:
+    from engram.config import SettingsError
+
+    return SettingsError(message)
 
 
 def add_home(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
@@ -42,9 +89,76 @@ def node_options(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 
 def sub(subparsers: Any, name: str, text: str) -> argparse.ArgumentParser:
-    """A sub-command parser whose description is its help, capitalised."""
-    parser: argparse.ArgumentParser = subparsers.add_parser(name, help=text, description=text[:1].upper() + text[1:])
-    return parser
+    """A sub-command parser whose description is its help, capitalised; left unfilled (_Unfilled) when the command
+    line runs another command (build_parser sets ``engram_only``)."""
+    description = text[:1].upper() + text[1:]
+    return add_parser(subparsers, name, help=text, description=description, formatter_class=HelpFormatter)
+
+
+def add_parser(subparsers: Any, name: str, **kwargs: Any) -> argparse.ArgumentParser:
+    """subparsers.add_parser(name, ...); an _Unfilled stand-in when the command line runs another command (build_parser
+    sets ``engram_only`` on the subparsers of the root)."""
+    if getattr(subparsers, "engram_only", name) == name:
+        parser: argparse.ArgumentParser = subparsers.add_parser(name, **kwargs)
+        return parser
+    real, subparsers._parser_class = subparsers._parser_class, _Unfilled
+    try:
+        unfilled: argparse.ArgumentParser = subparsers.add_parser(name, **kwargs)
+        return unfilled
+    finally:
+        subparsers._parser_class = real
+
+
+def terminal_columns(fallback: int) -> int:
+    """The terminal's width as shutil.get_terminal_size gives it (COLUMNS when set, else the width of the terminal
+    stdout is, else ``fallback``), without shutil's imports (zlib, bz2, lzma: ~2.5 ms of a command's start)."""
+    try:
+        columns = int(os.environ["COLUMNS"])
+    except (KeyError, ValueError):
+        columns = 0
+    if columns > 0:
+        return columns
+    try:
+        size = os.get_terminal_size(sys.__stdout__.fileno())  # type: ignore[union-attr]
+    except (AttributeError, ValueError, OSError):  # no stdout, or not a terminal
+        return fallback
+    return size.columns or fallback
+
+
+class HelpFormatter(argparse.HelpFormatter):
+    """argparse's help formatter, as wide as argparse makes it, without its import of shutil (terminal_columns)."""
+
+    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None):
+        super().__init__(
+            prog, indent_increment, max_help_position, terminal_columns(80) - 2 if width is None else width
+        )
+
+
+class _Unfilled(argparse.ArgumentParser):
+    """The parser of a command that this command line does not run (another of its group): named by the root parser
+    as before (its usage, help and choices), but never built: an argparse parser costs ~1 ms (gettext lookups) and
+    each option ~0.2 ms more (a help formatter), and a group's other commands add dozens."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:  # never parses: nothing to set up
+        pass
+
+    def add_argument(self, *args: Any, **kwargs: Any) -> Any:
+        return None
+
+    def add_argument_group(self, *args: Any, **kwargs: Any) -> Any:
+        return self
+
+    def add_mutually_exclusive_group(self, *args: Any, **kwargs: Any) -> Any:
+        return self
+
+    def add_subparsers(self, *args: Any, **kwargs: Any) -> Any:
+        return self
+
+    def add_parser(self, *args: Any, **kwargs: Any) -> Any:  # what add_subparsers returned is asked for parsers
+        return self
+
+    def set_defaults(self, *args: Any, **kwargs: Any) -> None:
+        return None
 
 
 def node_url(given: str | None, settings: Settings) -> str:
@@ -71,16 +185,25 @@ def preview(text: str) -> str:
     return flat if len(flat) <= _PREVIEW_CHARS else flat[: _PREVIEW_CHARS - 1] + "…"
 
 
-@dataclass(frozen=True, slots=True)
 class Call:
     """One REST request and how to show its answer."""
 
-    method: str
-    path: str
-    render: Callable[[dict[str, Any]], str]
-    params: dict[str, Any] | None = None
-    body: dict[str, Any] | None = None
-    hint_403: str = ""  # added to a 403's detail
+    __slots__ = ("body", "hint_403", "method", "params", "path", "render")
+
+    def __init__(
+        self, method: str, path: str, render: Callable[[dict[str, Any]], str], params: dict[str, Any] | None = None,
+        body: dict[str, Any] | None = None, hint_403: str = "",
+    ) -> None:  # fmt: skip
+        self.method, self.path, self.render = method, path, render
+        self.params, self.body = params, body
+        self.hint_403 = hint_403  # added to a 403's detail
+
+    def rendered_by(self, render: Callable[[dict[str, Any]], str]) -> Call:
+        """The same request, its answer shown by ``render``."""
+        return Call(self.method, self.path, render, self.params, self.body, self.hint_403)
+
+    def __repr__(self) -> str:
+        return f"Call({self.method!r}, {self.path!r}, params={self.params!r}, body={self.body!r})"
 
 
 class UsageError(Exception):
@@ -139,40 +262,46 @@ def send(
     return EXIT_OK
 
 
-@dataclass(frozen=True, slots=True)
 class Response:
     """The node's answer to one request."""
 
-    status: int
-    reason: str
-    text: str
+    __slots__ = ("reason", "status", "text")
+
+    def __init__(self, status: int, reason: str, text: str) -> None:
+        self.status, self.reason, self.text = status, reason, text
 
 
 def request(call: Call, base_url: str, headers: dict[str, str]) -> Response:
-    """One REST request with the standard library's http.client: a command answers sooner without importing an HTTP
-    client (httpx costs ~100 ms, urllib.request ~20 ms, several times the request itself); an HTTP error status is
-    an answer, not an exception. Raises OSError when the node cannot be reached."""
+    """One REST request: plain http on a raw socket (engram.plainhttp), https with the standard library's http.client.
+    A command answers sooner without importing an HTTP client (httpx costs ~100 ms, urllib.request ~20 ms, http.client
+    ~20 ms for its email parser: several times the request itself); an HTTP error status is an answer, not an
+    exception. Raises OSError when the node cannot be reached."""
     from urllib.parse import urlencode, urlsplit
-
-    from engram.plainhttp import http_client
 
     url = urlsplit(base_url.rstrip("/") + call.path)
     if url.scheme not in ("http", "https") or not url.hostname:
         raise OSError(f"{base_url!r} is not an http(s) URL")
-    client = http_client(https=url.scheme == "https")
     params = {name: value for name, value in (call.params or {}).items() if value is not None}
     target = (url.path or "/") + (f"?{urlencode(params, doseq=True)}" if params else "")
     data = None if call.body is None else json.dumps(call.body).encode()
     headers = {**headers, "Accept": "application/json"}
     if data is not None:
         headers["Content-Type"] = "application/json"
-    kind = client.HTTPSConnection if url.scheme == "https" else client.HTTPConnection
-    connection = kind(url.hostname, url.port, timeout=DEFAULT_TIMEOUT)
+    if url.scheme == "http":
+        from engram import plainhttp
+
+        status, reason, text = plainhttp.request(
+            call.method, url.hostname, url.port, target, headers=headers, body=data, timeout=DEFAULT_TIMEOUT
+        )
+        return Response(status, reason, text.decode("utf-8", "replace"))
+    import http.client
+
+    connection = http.client.HTTPSConnection(url.hostname, url.port, timeout=DEFAULT_TIMEOUT)
     try:
         connection.request(call.method, target, body=data, headers=headers)
         answer = connection.getresponse()
         return Response(answer.status, answer.reason, answer.read().decode("utf-8", "replace"))
-    except client.HTTPException as e:  # a garbled or cut answer: as unreachable as no answer
+    except http.client.HTTPException as e:  # a garbled or cut answer: as unreachable as no answer
         raise OSError(f"{type(e).__name__}: {e}") from e
     finally:
         connection.close()
@@ -189,7 +318,7 @@ def fetch(
         answers.append(answer)
         return ""
 
-    code = send(replace(call, render=keep), base_url, api_key=api_key, agent=agent, as_json=False, out=io.StringIO(),
+    code = send(call.rendered_by(keep), base_url, api_key=api_key, agent=agent, as_json=False, out=io.StringIO(),
                 err=err)  # fmt: skip
     return code, answers[0] if answers else {}
 

@@ -6,14 +6,18 @@ from __future__ import annotations
 import argparse
 import json
 import sys
-from typing import Any
 from urllib.parse import quote
 
 from engram import plural
 from engram.cli.common import EXIT_OK, EXIT_USAGE, Call, UsageError, call_node, node_options, node_url, preview, sub
 from engram.cli.shortids import ID_HELP
-from engram.config import Settings
-from engram.model import IMPORTANCES, SAVABLE_TYPES
+from engram.vocab import IMPORTANCES, SAVABLE_TYPES
+
+TYPE_CHECKING = False  # typing and engram.config stay out of a command's start (PEP 563 annotations, for mypy)
+if TYPE_CHECKING:
+    from typing import Any
+
+    from engram.config import Settings
 
 _EXPIRES_HELP = "expiry: an RFC 3339 time, or a duration from now: 30d, 12h, 45m, 90s, 2w"
 _VERSION_HELP = "change it only if it is still at version N (else nothing changes and the current version is named)"

@@ -7,9 +7,12 @@ from __future__ import annotations
 import argparse
 import re
 import sys
-from typing import IO, Any
 
 from engram.cli.common import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, Call, fetch
+
+TYPE_CHECKING = False  # typing and engram.config stay out of a command's start (PEP 563 annotations, for mypy)
+if TYPE_CHECKING:
+    from typing import IO, Any
 
 MIN_CHARS = 4
 ID_HELP = "the memory's id: whole, or the last 8 characters tables show (any unique end or start of it)"

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
 from pathlib import Path
 
 NODE_FILE = "node.json"
@@ -13,16 +12,31 @@ ATTACH_SOCKET = "run/attach.sock"  # held open by the node's local clients (serv
 MAX_SOCKET_PATH = 104  # sun_path holds 108 bytes on Linux, 104 on macOS (with the final NUL)
 
 
-@dataclass(frozen=True, slots=True)
 class NodeInfo:
-    """What node.json says about the running node of a data dir."""
+    """What node.json says about the running node of a data dir (a plain class: dataclasses cost a CLI command ~10 ms
+    of its start, and every `engram` command that finds the node reads this)."""
 
-    pid: int
-    http_url: str
-    grpc_address: str
-    home: str
-    nats_url: str = ""
-    dev: bool = True
+    __slots__ = ("dev", "grpc_address", "home", "http_url", "nats_url", "pid")
+
+    def __init__(
+        self, pid: int, http_url: str, grpc_address: str, home: str, nats_url: str = "", dev: bool = True
+    ) -> None:
+        self.pid, self.http_url, self.grpc_address, self.home = pid, http_url, grpc_address, home
+        self.nats_url, self.dev = nats_url, dev
+
+    def _fields(self) -> tuple[int, str, str, str, str, bool]:
+        return (self.pid, self.http_url, self.grpc_address, self.home, self.nats_url, self.dev)
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, NodeInfo) and self._fields() == other._fields()
+
+    def __hash__(self) -> int:
+        return hash(self._fields())
+
+    def __repr__(self) -> str:
+        return "NodeInfo(pid={!r}, http_url={!r}, grpc_address={!r}, home={!r}, nats_url={!r}, dev={!r})".format(
+            *self._fields()
+        )
 
     @property
     def mcp_url(self) -> str:
