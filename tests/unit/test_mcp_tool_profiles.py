@@ -25,7 +25,7 @@ def test_an_unknown_profile_setting_is_refused_at_startup_with_the_profiles_name
 def test_engram_mcp_tools_is_the_setting_and_refuses_an_unknown_profile(capsys: pytest.CaptureFixture[str]) -> None:
     args = cli.build_parser().parse_args(["mcp", "--tools", "full"])
     assert cli._settings(args).mcp_tools == "full"
-    assert cli._settings(cli.build_parser().parse_args(["list", "--tag", "x"])).mcp_tools == "core"
+    assert cli._settings(cli.build_parser().parse_args(["mcp"])).mcp_tools == "core"  # the default
     with pytest.raises(SystemExit) as exited:
         cli.build_parser().parse_args(["mcp", "--tools", "tiny"])
     assert exited.value.code == 2 and "choose from 'full', 'core'" in capsys.readouterr().err
