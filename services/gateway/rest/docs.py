@@ -46,10 +46,9 @@ def build_router(title: str) -> APIRouter:
 
     @router.get(DOCS_PATH, include_in_schema=False)
     async def swagger_ui(request: Request) -> HTMLResponse:
-        root = request.scope.get("root_path", "")
-        assets_url = root + ASSETS_PATH
+        openapi_url, assets_url = _urls(request)
         return get_swagger_ui_html(
-            openapi_url=root + OPENAPI_PATH,
+            openapi_url=openapi_url,
             title=f"{title} - Swagger UI",
             swagger_js_url=f"{assets_url}/swagger-ui-bundle.js",
             swagger_css_url=f"{assets_url}/swagger-ui.css",
@@ -58,10 +57,9 @@ def build_router(title: str) -> APIRouter:
 
     @router.get(REDOC_PATH, include_in_schema=False)
     async def redoc(request: Request) -> HTMLResponse:
-        root = request.scope.get("root_path", "")
-        assets_url = root + ASSETS_PATH
+        openapi_url, assets_url = _urls(request)
         return get_redoc_html(
-            openapi_url=root + OPENAPI_PATH,
+            openapi_url=openapi_url,
             title=f"{title} - ReDoc",
             redoc_js_url=f"{assets_url}/redoc.standalone.js",
             redoc_favicon_url=f"{assets_url}/favicon.png",
@@ -76,3 +74,9 @@ def build_router(title: str) -> APIRouter:
         return Response(found.body, media_type=found.media_type, headers=ASSET_HEADERS)
 
     return router
+
+
+def _urls(request: Request) -> tuple[str, str]:
+    """The OpenAPI document's and the assets' URLs as this node is reached (behind a proxy's root path too)."""
+    root = request.scope.get("root_path", "")
+    return root + OPENAPI_PATH, root + ASSETS_PATH
