@@ -67,7 +67,7 @@ fuzz: $(STAMP)
 lint: $(STAMP)
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
-	$(VENV)/bin/mypy engram services
+	$(VENV)/bin/mypy engram services bench tools
 
 proto: $(STAMP)
 	$(PY) -m engram.grpc.protogen

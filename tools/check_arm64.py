@@ -58,7 +58,7 @@ class Found:
 
 def device_environment(python: str) -> dict[str, str]:
     """Marker values of a Linux aarch64 device running CPython ``python``."""
-    env = dict(default_environment())
+    env: dict[str, str] = {key: str(value) for key, value in default_environment().items()}
     env.update(
         platform_machine="aarch64", platform_system="Linux", sys_platform="linux", os_name="posix",
         python_version=python, python_full_version=f"{python}.0", implementation_name="cpython",
