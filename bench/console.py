@@ -16,11 +16,11 @@ from urllib.parse import parse_qs, urlsplit
 
 from playwright.async_api import Browser, ViewportSize, async_playwright
 
+from bench.calls import IMPORT_TAG, settle
 from bench.chromium import launch_options
 from bench.client import EngramClient, connect
 from bench.node import Node
 from bench.progress import Phases, Progress, note
-from bench.speed import IMPORT_TAG, _settle
 
 DEFAULT_CONSOLE_SIZE = 50_000
 DEFAULT_CONSOLE_LOADS = 5
@@ -62,7 +62,7 @@ async def run_console(texts: Sequence[str], options: ConsoleOptions, phases: Pha
             with phases("console/import"):
                 out["import"] = await _fill(client, texts[: options.size], options.chunk)
             with phases("console/settle"):
-                out["settle_seconds"] = await _settle(client)
+                out["settle_seconds"] = await settle(client)
         with phases("console/loads"):
             out |= await _timed_loads(f"{node.http_url}/console#/memories", options.loads)
         note(f"  console @{options.size}: first contentful paint median {out['first_contentful_paint_ms']['median']}"

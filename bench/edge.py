@@ -11,12 +11,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bench.calls import DIAGNOSTIC_SHARE, IMPORT_TAG, QueryPool, searcher, settle, timed
 from bench.client import EngramClient, connect
-from bench.node import Node
+from bench.node import Node, free_port
 from bench.progress import Phases, Progress, note
 from bench.smaps import breakdown
-from bench.speed import DIAGNOSTIC_SHARE, IMPORT_TAG, QueryPool, _searcher, _settle, _timed
-from bench.sync import _free_port
 
 DEVICE = "bench-edge-footprint"
 MIB = 1024 * 1024
@@ -50,7 +49,7 @@ async def run_edge(texts: Sequence[str], queries: Sequence[str], options: EdgeOp
     sizes = tuple(sorted(set(options.sizes)))
     if len(texts) < max(sizes):
         raise ValueError(f"the edge run needs {max(sizes)} texts, the corpus has {len(texts)}")
-    command = ("edge", "--upstream", f"http://127.0.0.1:{_free_port()}", "--device", DEVICE)  # nothing listens there
+    command = ("edge", "--upstream", f"http://127.0.0.1:{free_port()}", "--device", DEVICE)  # nothing listens there
     home = options.home_root / "edge-footprint"
     pool = QueryPool(queries)
     out |= {"sizes": list(sizes), "command": "engram edge (offline)", "steps": []}
@@ -68,8 +67,8 @@ async def run_edge(texts: Sequence[str], queries: Sequence[str], options: EdgeOp
                     step["import"] = await _import(client, texts, imported, size, options.chunk)
                 imported = size
                 with phases(f"edge/{size}/search"):
-                    step["settle_before_search_seconds"] = await _settle(client)
-                    step["search"] = await _timed(f"edge search @{size}", _searcher(client, rerank=False),
+                    step["settle_before_search_seconds"] = await settle(client)
+                    step["search"] = await timed(f"edge search @{size}", searcher(client, rerank=False),
                                                   pool.take(options.warmup + options.searches),
                                                   warmup=options.warmup)  # fmt: skip
                 rss = step["rss_bytes"] = footprint(node)
@@ -84,7 +83,7 @@ async def run_edge(texts: Sequence[str], queries: Sequence[str], options: EdgeOp
         async with connect(node.http_url, node.mcp_url) as client:
             with phases("edge/restart/search"):
                 count = max(1, options.searches // DIAGNOSTIC_SHARE)
-                out["search_restarted"] = await _timed("edge search after restart", _searcher(client, rerank=False),
+                out["search_restarted"] = await timed("edge search after restart", searcher(client, rerank=False),
                                                        pool.take(count), warmup=0)  # fmt: skip
         out["rss_bytes_restarted_searched"] = footprint(node)
         out["rss_breakdown_restarted_bytes"] = breakdown(node.worker_pid(), node.home)

@@ -46,6 +46,9 @@ from typing import Any
 
 import httpx
 
+from bench.client import connect
+from bench.node import DEFAULT_MODEL_CACHE, Node, node_env
+from bench.progress import Phases
 from engram.hooks.install import command, shell
 from engram.hooks.session import session_file
 
@@ -290,8 +293,6 @@ class HooksOptions:
 
 async def run_hooks(options: HooksOptions, phases: Any, out: dict[str, Any]) -> None:
     """Replays every labelled session through the hook commands against a fresh node and scores it into ``out``."""
-    from bench.client import connect
-    from bench.node import Node
 
     sessions = load_sessions(options.data)
     if options.quick:
@@ -337,7 +338,6 @@ async def _pile_up(
     options: HooksOptions, node: Any, sessions: Sequence[Session], env: dict[str, str]
 ) -> dict[str, Any]:
     """The questions' answers (size, rank 1) before and after ``options.pile_up`` more sessions are captured."""
-    from bench.client import connect
 
     asked = [(s, q) for s in sessions for q in s.questions]
     before = await _answer_sizes(node, asked)
@@ -359,7 +359,6 @@ async def _pile_up(
 async def _answer_sizes(node: Any, asked: Sequence[tuple[Session, Question]]) -> dict[str, Any]:
     """Each question's compact search_memory answer (limit 5): the median size in bytes, the hits per answer, and
     how many answer with a hit holding the label's keys first."""
-    from bench.client import connect
 
     sizes, hits, first = [], [], 0
     async with connect(node.http_url, node.mcp_url) as client:
@@ -580,9 +579,6 @@ def main() -> None:
         for name, (p50, p95) in measure(args.runs).items():
             print(f"  {name:20} p50 {p50:6.1f} ms   p95 {p95:6.1f} ms")
         return
-    from bench.node import node_env
-    from bench.progress import Phases
-    from bench.run import DEFAULT_MODEL_CACHE
 
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="engram-bench-hooks-") as tmp:

@@ -6,6 +6,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -16,6 +17,7 @@ from typing import Any
 
 import httpx
 
+DEFAULT_MODEL_CACHE = Path(__file__).resolve().parent / ".cache" / "models"  # shared by every bench node
 DEFAULT_START_TIMEOUT = 600.0  # the first start builds the ONNX model into the cache
 DEFAULT_STOP_TIMEOUT = 60.0
 POLL_SECONDS = 0.1
@@ -33,6 +35,73 @@ def node_env(model_cache: Path, overrides: Mapping[str, str]) -> dict[str, str]:
     settings["ENGRAM_MODEL_CACHE"] = str(model_cache)
     settings.update(overrides)
     return settings
+
+
+def launch(
+    home: Path,
+    env: Mapping[str, str],
+    *,
+    command: Sequence[str] = ("serve",),
+    port: int = 0,
+    timeout: float = DEFAULT_START_TIMEOUT,
+    new_session: bool = False,
+) -> tuple[subprocess.Popen[bytes], dict[str, Any], dict[str, Any]]:
+    """Starts `python -m engram.services.node <command> --home H --port P --quiet` with ``env`` as its whole
+    environment and its output appended to H/serve.log; returns the process, its node.json record and /readyz's
+    answer once node.json names the process and /readyz says 200. The one node launcher of the bench and the tests
+    (tests/conftest.py): a process that exits or is not ready by ``timeout`` raises, with the log's tail, and is
+    stopped."""
+    home.mkdir(parents=True, exist_ok=True)
+    argv = [sys.executable, "-m", "engram.services.node", *command, "--home", str(home), "--port", str(port), "--quiet"]
+    with (home / "serve.log").open("ab") as log:
+        # new_session: Ctrl-C reaches the bench only, and the bench stops the node with SIGTERM
+        process = subprocess.Popen(
+            argv, env=dict(env), stdin=subprocess.DEVNULL, stdout=log, stderr=log, start_new_session=new_session
+        )
+    try:
+        info, ready = _wait_ready(home, process, time.monotonic() + timeout)
+    except BaseException:
+        _stop(process, timeout=10)
+        raise
+    return process, info, ready
+
+
+def _wait_ready(home: Path, process: subprocess.Popen[bytes], deadline: float) -> tuple[dict[str, Any], dict[str, Any]]:
+    while time.monotonic() < deadline:
+        if process.poll() is not None:
+            raise RuntimeError(f"engram serve exited with {process.returncode}; log:\n{_tail(home / 'serve.log')}")
+        try:
+            info: dict[str, Any] = json.loads((home / "node.json").read_text())
+        except (OSError, ValueError):
+            time.sleep(POLL_SECONDS)
+            continue
+        if info.get("pid") == process.pid:
+            try:
+                response = httpx.get(f"{info['http_url']}/readyz", timeout=5)
+            except httpx.HTTPError:
+                response = None
+            if response is not None and response.status_code == 200:
+                return info, response.json()
+        time.sleep(POLL_SECONDS)
+    raise TimeoutError(f"engram serve did not become ready in time; log:\n{_tail(home / 'serve.log')}")
+
+
+def _stop(process: subprocess.Popen[bytes], *, timeout: float) -> int | None:
+    """SIGTERM, then SIGKILL if it has not exited within ``timeout`` seconds; returns the exit code."""
+    if process.poll() is None:
+        process.send_signal(signal.SIGTERM)
+    try:
+        return process.wait(timeout)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        return process.wait(10)
+
+
+def _tail(path: Path, lines: int = 40) -> str:
+    try:
+        return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+    except OSError:
+        return "(no log)"
 
 
 @dataclass
@@ -75,55 +144,11 @@ class Node:
         if shared is not None:
             env["ENGRAM_MODEL_CACHE"] = str(model_view(shared, home / "models-view"))
         began = time.monotonic()
-        with (home / "serve.log").open("ab") as log:
-            process = subprocess.Popen(
-                [
-                    sys.executable,
-                    "-m",
-                    "engram.services.node",
-                    *command,
-                    "--home",
-                    str(home),
-                    "--port",
-                    str(port),
-                    "--quiet",
-                ],
-                env=env,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=log,
-                start_new_session=True,  # Ctrl-C reaches the bench only; the bench stops the node with SIGTERM
-            )
+        process, info, ready = launch(home, env, command=command, port=port, timeout=timeout, new_session=True)
         node = cls(home=home, process=process, settings=dict(settings), shared_models=shared)
-        try:
-            node._wait_ready(began + timeout)
-        except BaseException:
-            node.stop(timeout=10)
-            raise
+        node.http_url, node.grpc_address, node.ready = str(info["http_url"]), str(info.get("grpc_address", "")), ready
         node.started_seconds = time.monotonic() - began
         return node
-
-    def _wait_ready(self, deadline: float) -> None:
-        while time.monotonic() < deadline:
-            if self.process.poll() is not None:
-                raise RuntimeError(f"engram serve exited with {self.process.returncode}; log:\n{self.tail_log()}")
-            try:
-                info = json.loads((self.home / "node.json").read_text())
-            except (OSError, ValueError):
-                time.sleep(POLL_SECONDS)
-                continue
-            if info.get("pid") == self.process.pid:
-                self.http_url = str(info["http_url"])
-                self.grpc_address = str(info.get("grpc_address", ""))
-                try:
-                    response = httpx.get(f"{self.http_url}/readyz", timeout=5)
-                except httpx.HTTPError:
-                    response = None
-                if response is not None and response.status_code == 200:
-                    self.ready = response.json()
-                    return
-            time.sleep(POLL_SECONDS)
-        raise TimeoutError(f"engram serve did not become ready in time; log:\n{self.tail_log()}")
 
     def readyz(self) -> dict[str, Any]:
         response = httpx.get(f"{self.http_url}/readyz", timeout=10)
@@ -162,22 +187,13 @@ class Node:
 
     def stop(self, *, timeout: float = DEFAULT_STOP_TIMEOUT) -> int | None:
         """SIGTERM, then SIGKILL if it has not exited within ``timeout`` seconds; returns the exit code."""
-        if self.process.poll() is None:
-            self.process.send_signal(signal.SIGTERM)
-        try:
-            code = self.process.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.process.kill()
-            code = self.process.wait(10)
+        code = _stop(self.process, timeout=timeout)
         if self.shared_models is not None:
             harvest(self.home / "models-view", self.shared_models)
         return code
 
     def tail_log(self, lines: int = 40) -> str:
-        try:
-            return "\n".join(self.log_path.read_text(errors="replace").splitlines()[-lines:])
-        except OSError:
-            return "(no log)"
+        return _tail(self.log_path, lines)
 
     def log_problems(self) -> list[str]:
         """Lines of the node's log at WARNING or above (the node logs at WARNING in the bench)."""
@@ -186,6 +202,13 @@ class Node:
         except OSError:
             return []
         return [line for line in text.splitlines() if any(w in line for w in ("ERROR", "WARNING", "Traceback"))]
+
+
+def free_port() -> int:
+    """A TCP port free on 127.0.0.1 now (for a node that must be told its port, or an address nothing listens on)."""
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        return int(probe.getsockname()[1])
 
 
 def model_view(shared: Path, view: Path) -> Path:

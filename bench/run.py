@@ -36,7 +36,7 @@ from bench.events import DEFAULT_EVENT_SAVES, DEFAULT_SLOW_CLIENTS, EventsOption
 from bench.facts import DEFAULT_FACTS, QUICK_SESSIONS, FactsOptions, load_facts, run_facts
 from bench.hooks import DEFAULT_DATA as DEFAULT_HOOKS_DATA
 from bench.hooks import HooksOptions, run_hooks
-from bench.node import node_env
+from bench.node import DEFAULT_MODEL_CACHE, node_env
 from bench.progress import Phases, note
 from bench.quality import QualityOptions, run_beir, run_locomo
 from bench.report import git_state, machine, source_fingerprint, write_json
@@ -54,7 +54,6 @@ from bench.sync import DEFAULT_OFFLINE_MUTATIONS, SyncOptions, run_converge
 REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_LOCOMO = REPO_ROOT.parent / "shared" / "data" / "locomo" / "locomo_dev.json"
 DEFAULT_BEIR = REPO_ROOT.parent / "shared" / "data" / "scifact"
-DEFAULT_MODEL_CACHE = REPO_ROOT / "bench" / ".cache" / "models"
 DEFAULT_RESULTS_DIR = REPO_ROOT / "bench" / "results"
 DEFAULT_CHUNK = 1000
 QUICK_CONVERSATIONS = 1

@@ -15,6 +15,16 @@ from typing import Any
 
 import httpx
 
+from bench.calls import (
+    DIAGNOSTIC_SHARE,
+    IMPORT_TAG,
+    SEARCH_LIMIT,
+    SETTLE_TIMEOUT_SECONDS,
+    QueryPool,
+    searcher,
+    settle,
+    timed,
+)
 from bench.client import EngramClient, ToolCallError, connect
 from bench.datasets import SpeedCorpus
 from bench.metrics import LatencySummary
@@ -29,20 +39,10 @@ DEFAULT_SEARCHES = 200
 DEFAULT_SAVES = 200
 DEFAULT_UPDATES = 1000  # memories updated at each size before its searches: searches then run with versions present
 DEFAULT_WARMUP = 20
-SEARCH_LIMIT = 10
-IMPORT_TAG = "bench-speed"
 SAVE_TAG = "bench-speed-save"
 VERSION_TAG = "bench-speed-updated"
 DIAGNOSTIC_SOURCES = ("dense", "bm25")
 REBUILD_TIMEOUT = 1800.0  # a damaged index of 50k memories is rebuilt in about a minute; generous for slow disks
-DIAGNOSTIC_SHARE = 4  # each single-retriever series is a quarter of the main one (no warm-up: the node is warm)
-# The indexer builds the vector graph of new points in its first idle second (services/search/indexer.py), in a
-# child process since issue 27; before, that build held the GIL and the whole node stopped answering (seconds per
-# 10k new points; 17-27 s at 50k), and a request sent just before it ended could lose its connection (uvicorn's
-# keep-alive timer fired first). The swap of the built index still holds it briefly. A settle waits longer than the
-# idle second, then asks /healthz on fresh connections until it answers within SETTLE_RESPONSIVE_SECONDS, then sends
-# one untimed search. Its time is recorded: how long the node stopped.
-SETTLE_SECONDS = 1.5
 # While a bulk import runs (and until the index has built the vector graph of it), a search and a save are issued
 # every PROBE_INTERVAL_SECONDS, each on its own regardless of the ones still waiting, and how long each waits is
 # recorded: the node's stalls as an agent would meet them (issue 27). The probes go on for PROBE_TAIL_SECONDS after
@@ -50,8 +50,6 @@ SETTLE_SECONDS = 1.5
 PROBE_INTERVAL_SECONDS = 0.1
 PROBE_TAIL_SECONDS = 5.0
 PROBE_TAG = "bench-speed-probe"
-SETTLE_RESPONSIVE_SECONDS = 0.5
-SETTLE_TIMEOUT_SECONDS = 600.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -76,27 +74,6 @@ class SpeedOptions:
     def texts_needed(self) -> int:
         """Imported memories up to the largest size plus a distinct text for every save."""
         return max(self.sizes) + self.saves * len(self.sizes)
-
-
-class QueryPool:
-    """Hands out distinct queries so that no timed search hits the query-embedding cache; once all are taken, it
-    hands them out again as numbered variants ("... (2)"), still distinct."""
-
-    def __init__(self, queries: Sequence[str]) -> None:
-        if not queries:
-            raise ValueError("the speed run needs at least one query")
-        self._queries, self._next, self.reused = list(queries), 0, 0
-
-    def take(self, n: int) -> list[str]:
-        taken = []
-        for _ in range(n):
-            query, round_ = self._queries[self._next % len(self._queries)], self._next // len(self._queries)
-            if round_:
-                self.reused += 1
-                query = f"{query} ({round_ + 1})"
-            taken.append(query)
-            self._next += 1
-        return taken
 
 
 async def run_speed(
@@ -147,11 +124,11 @@ async def run_speed(
                 imported = size
                 if "settle_before_search_seconds" not in step:
                     with phases(f"speed/{size}/settle"):
-                        step["settle_before_search_seconds"] = await _settle(client)
+                        step["settle_before_search_seconds"] = await settle(client)
                 await _searches(client, pool, options, phases, step, rerank=not rerank_missing, per_source=per_source)
                 texts = [next(saves) for _ in range(options.saves)]
                 with phases(f"speed/{size}/save"):
-                    step["save"] = await _timed(f"save @{size}", _saver(client), texts, warmup=0)
+                    step["save"] = await timed(f"save @{size}", _saver(client), texts, warmup=0)
                 saved += options.saves + step.get("during_import", {}).get("save", {}).get("count", 0)
                 step["memories"] = imported + saved
                 if node.grpc_address:
@@ -325,7 +302,7 @@ async def _versions(
         return answer
 
     with phases(f"speed/{size}/update"):
-        step["update"] = await _timed(f"update @{size}", update, chosen, warmup=0)
+        step["update"] = await timed(f"update @{size}", update, chosen, warmup=0)
     with phases(f"speed/{size}/index"):
         await client.wait_indexed(last_seq)
     step["versions"] = len(chosen)
@@ -337,9 +314,9 @@ async def _versions(
             return await client.search(query, limit=SEARCH_LIMIT, rerank=False, as_of=before)
 
         with phases(f"speed/{size}/settle"):
-            step["settle_before_search_seconds"] = await _settle(client)
+            step["settle_before_search_seconds"] = await settle(client)
         with phases(f"speed/{size}/search_as_of"):
-            step["search_as_of"] = await _timed(f"search_as_of @{size}", as_of, queries, warmup=options.warmup)
+            step["search_as_of"] = await timed(f"search_as_of @{size}", as_of, queries, warmup=options.warmup)
 
 
 async def _consolidate_all(address: str, memories: int) -> dict[str, Any]:
@@ -369,21 +346,6 @@ async def _consolidate_all(address: str, memories: int) -> dict[str, Any]:
             **per_thousand}  # fmt: skip
 
 
-async def _settle(client: EngramClient) -> float:
-    """Lets the node build the vector graph of what was just written; returns the wait in seconds."""
-    started = time.perf_counter()
-    await asyncio.sleep(SETTLE_SECONDS)
-    limits = httpx.Limits(max_keepalive_connections=0)  # a fresh connection each time: no keep-alive to lose
-    async with asyncio.timeout(SETTLE_TIMEOUT_SECONDS), httpx.AsyncClient(limits=limits, timeout=None) as http:
-        while True:
-            asked = time.perf_counter()
-            (await http.get(f"{client.http_url}/healthz")).raise_for_status()
-            if time.perf_counter() - asked < SETTLE_RESPONSIVE_SECONDS:
-                break
-    await client.search("settle", limit=1, rerank=False)
-    return round(time.perf_counter() - started, 3)
-
-
 async def _searches(
     client: EngramClient,
     pool: QueryPool,
@@ -405,13 +367,13 @@ async def _searches(
     }
     series: list[tuple[str, Callable[[str], Awaitable[Any]], int, int]] = []
     if rerank:
-        series.append(("search_rerank", _searcher(client, rerank=True), options.warmup, options.searches))
+        series.append(("search_rerank", searcher(client, rerank=True), options.warmup, options.searches))
     if per_source:  # diagnostics: where the time of a search goes (the node is warm by now)
         n = max(1, options.searches // DIAGNOSTIC_SHARE)
-        series += [(f"search_{s}_only", _searcher(client, rerank=False, sources=[s]), 0, n) for s in DIAGNOSTIC_SOURCES]
+        series += [(f"search_{s}_only", searcher(client, rerank=False, sources=[s]), 0, n) for s in DIAGNOSTIC_SOURCES]
     for name, call, warmup, count in series:
         with phases(f"speed/{size}/{name}"):
-            step[name] = await _timed(f"{name} @{size}", call, pool.take(warmup + count), warmup=warmup)
+            step[name] = await timed(f"{name} @{size}", call, pool.take(warmup + count), warmup=warmup)
     if "search_rerank" in step:
         step["rerank_p95_delta_ms"] = step["search_rerank"]["p95_ms"] - step["search"]["p95_ms"]
 
@@ -421,7 +383,7 @@ async def _timed_mcp_and_rest(
 ) -> tuple[dict[str, Any], dict[str, Any]]:
     """The same search over MCP and over REST, taking the queries in turn (each a fresh one) and alternating which
     goes first, so that the machine's noise falls on both alike; times all but the first ``warmup`` of each."""
-    mcp, rest = _searcher(client, rerank=False), _rest_searcher(client)
+    mcp, rest = searcher(client, rerank=False), _rest_searcher(client)
     durations: dict[str, list[float]] = {"mcp": [], "rest": []}
     errors: dict[str, list[str]] = {"mcp": [], "rest": []}
     pairs = len(queries) // 2
@@ -456,47 +418,8 @@ def _rest_searcher(client: EngramClient) -> Callable[[str], Awaitable[Any]]:
     return search
 
 
-def _searcher(
-    client: EngramClient, *, rerank: bool, sources: list[str] | None = None
-) -> Callable[[str], Awaitable[Any]]:
-    async def search(query: str) -> Any:
-        return await client.search(query, limit=SEARCH_LIMIT, rerank=rerank, sources=sources)
-
-    return search
-
-
 def _saver(client: EngramClient) -> Callable[[str], Awaitable[Any]]:
     async def save(text: str) -> Any:
         return await client.save(text, tags=[SAVE_TAG])
 
     return save
-
-
-async def _timed(
-    label: str, call: Callable[[str], Awaitable[Any]], inputs: Sequence[str], *, warmup: int
-) -> dict[str, Any]:
-    """Runs ``call`` on each input in turn (one client, sequential); times all but the first ``warmup``."""
-    durations: list[float] = []
-    errors: list[str] = []
-    extra: dict[str, Any] = {}
-    with Progress(label, len(inputs), unit="calls") as bar:
-        for i, item in enumerate(inputs):
-            began = time.perf_counter()
-            try:
-                answer = await call(item)
-            except ToolCallError as e:
-                errors.append(e.text)
-                bar.advance()
-                continue
-            elapsed = time.perf_counter() - began
-            if i >= warmup:
-                durations.append(elapsed)
-                if isinstance(answer, dict) and "reranked" in answer:
-                    extra["reranked"] = extra.get("reranked", 0) + bool(answer["reranked"])
-            bar.advance()
-    result = dataclasses.asdict(LatencySummary.of(durations)) | extra
-    result["first_ms"] = [round(d * 1000, 1) for d in durations[:5]]  # a cold start shows in the first calls
-    result["errors"] = len(errors)
-    if errors:
-        result["error_examples"] = sorted(set(errors))[:5]
-    return result

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -21,8 +20,10 @@ from typing import Any
 
 import httpx
 
+from bench.calls import DIAGNOSTIC_SHARE, QueryPool, searcher, settle, timed
 from bench.client import connect
-from bench.node import Node
+from bench.edge import footprint
+from bench.node import Node, free_port
 from bench.progress import Phases, Progress, note
 
 DEFAULT_OFFLINE_MUTATIONS = 10_000
@@ -48,7 +49,7 @@ async def run_converge(texts: Sequence[str], options: SyncOptions, phases: Phase
     saves = options.mutations - updates
     if len(texts) < saves:
         raise ValueError(f"the sync run needs {saves} texts, the corpus has {len(texts)}")
-    port = _free_port()
+    port = free_port()
     upstream = f"http://127.0.0.1:{port}"
     out |= {"offline_mutations": options.mutations, "saves": saves, "updates": updates}
     with phases("sync/edge_start"):
@@ -120,14 +121,12 @@ async def run_backfill(cluster: Node, home: Path, settings: dict[str, str], out:
 async def _settled_footprint(edge: Node, out: dict[str, Any]) -> None:
     """The backfilled device once its index has built its graphs (as the edge section measures after an import):
     its memory (and peak), and the latency of searches on what it pulled."""
-    from bench.edge import footprint  # bench.edge imports this module
-    from bench.speed import DIAGNOSTIC_SHARE, QueryPool, _searcher, _settle, _timed
 
     async with connect(edge.http_url, f"{edge.http_url}/mcp") as client:
-        out["settle_seconds"] = await _settle(client)
+        out["settle_seconds"] = await settle(client)
         out["edge_rss_bytes_settled"] = footprint(edge)
         queries = QueryPool([f"what did the team decide about item {i}?" for i in range(200)])
-        out["search_settled"] = await _timed("backfilled edge search", _searcher(client, rerank=False),
+        out["search_settled"] = await timed("backfilled edge search", searcher(client, rerank=False),
                                              queries.take(200 // DIAGNOSTIC_SHARE + 20), warmup=20)  # fmt: skip
     rss = out["edge_rss_bytes_settled"]
     note(f"  backfilled edge, settled: node {rss['node'] / 2**20:.0f} MiB (peak {rss['node_peak'] / 2**20:.0f}), "
@@ -176,9 +175,3 @@ def _state(node: Node) -> dict[str, Any]:
     except (OSError, ValueError):
         return {}
     return {k: v for k, v in state.items() if k not in ("errors", "rejected")}
-
-
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])

@@ -39,9 +39,13 @@ class ProgressBar:
         width: int = DEFAULT_WIDTH,
         min_interval: float = DEFAULT_MIN_INTERVAL,
         live: bool | None = None,
+        rate: bool = False,
+        log_every: float | None = None,
     ) -> None:
         """``unit="B"`` formats counts as bytes (KB, MB, ...); any other unit is printed after the count. ``live``:
-        redraw while it runs (default: when the stream is a terminal)."""
+        redraw while it runs (default: when the stream is a terminal). ``rate``: add the rate, the time so far and,
+        while it runs, the time left. ``log_every``: when not live, write the line every so many seconds (a long
+        run's log then shows where it is)."""
         self.total = total
         self.label = label
         self.unit = unit
@@ -53,6 +57,8 @@ class ProgressBar:
         self._last_len = 0
         self._closed = False
         self._live = _is_terminal(self._stream) if live is None else live
+        self._rate, self._log_every = rate, log_every
+        self._began = time.monotonic()
 
     def update(self, done: int, total: int | None = None) -> None:
         """Set the count done so far (and the total, if it became known); redraws at most every min_interval."""
@@ -65,6 +71,11 @@ class ProgressBar:
         finished = self.total is not None and done >= self.total
         if self._live and (finished or now - self._last_draw >= self._min_interval):
             self._draw()
+            self._last_draw = now
+        elif not self._live and self._log_every is not None and now - self._last_draw >= self._log_every:
+            if self._last_draw != float("-inf"):  # the first interval starts now, not at the epoch
+                self._stream.write(self.render() + "\n")
+                self._stream.flush()
             self._last_draw = now
 
     def advance(self, n: int = 1) -> None:
@@ -86,11 +97,23 @@ class ProgressBar:
     def render(self) -> str:
         """The line as it is drawn now, without the leading carriage return."""
         if not self.total:  # unknown (or zero) total: no bar to fill
-            return f"{self.label} {self._count(self.done)}"
+            return f"{self.label} {self._count(self.done)}" + self._timing()
         fraction = min(max(self.done / self.total, 0.0), 1.0)
         filled = int(fraction * self._width)
         bar = "#" * filled + "." * (self._width - filled)
-        return f"{self.label} [{bar}] {fraction:4.0%} {self._count(self.done)}/{self._count(self.total)}"
+        line = f"{self.label} [{bar}] {fraction:4.0%} {self._count(self.done)}/{self._count(self.total)}"
+        return line + self._timing()
+
+    def _timing(self) -> str:
+        if not self._rate:
+            return ""
+        elapsed = time.monotonic() - self._began
+        rate = self.done / elapsed if elapsed > 0 else 0.0
+        shown = f"  {format_bytes(rate)}/s" if self.unit == "B" else f"  {rate:.1f}/s"
+        shown += f"  {elapsed:.0f}s"
+        if not self._closed and self.total and rate > 0 and self.done < self.total:
+            shown += f"  eta {(self.total - self.done) / rate:.0f}s"
+        return shown
 
     def _draw(self) -> None:
         line = self.render()

@@ -7,8 +7,6 @@ import os
 import signal
 import socket
 import subprocess
-import sys
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -16,6 +14,7 @@ from pathlib import Path
 import httpx
 import pytest
 
+from bench.node import launch
 from engram.config import Settings
 from engram.keys import KeyStore
 from engram.process.natsd import NatsServer
@@ -112,33 +111,10 @@ def start_node(
 ) -> NodeHandle:
     """Starts `engram serve` (or another command running a node, e.g. `edge --upstream U`) on a free port and waits
     until /readyz answers 200."""
-    home.mkdir(parents=True, exist_ok=True)
-    log = open(home / "serve.log", "ab")  # noqa: SIM115 - the child writes it
-    process = subprocess.Popen(
-        [sys.executable, "-m", "engram.services.node", *args, "--home", str(home), "--port", str(port), "--quiet"],
-        env=engram_env(model_cache, **env),
-        stdin=subprocess.DEVNULL,
-        stdout=log,
-        stderr=log,
-    )
-    log.close()
+    process, info, _ = launch(home, engram_env(model_cache, **env), command=args, port=port, timeout=NODE_START_TIMEOUT)
     node = NodeHandle(home=home, process=process, model_cache=model_cache, settings=Settings.from_env({}, home=home))
-    deadline = time.monotonic() + NODE_START_TIMEOUT
-    while time.monotonic() < deadline:
-        if process.poll() is not None:
-            raise RuntimeError(f"engram serve exited with {process.returncode}:\n{(home / 'serve.log').read_text()}")
-        try:
-            info = json.loads((home / "node.json").read_text())
-        except (OSError, ValueError):
-            time.sleep(0.05)
-            continue
-        if info.get("pid") == process.pid:
-            node.http_url, node.grpc_address, node.nats_url = info["http_url"], info["grpc_address"], info["nats_url"]
-            if httpx.get(f"{node.http_url}/readyz", timeout=5).status_code == 200:
-                return node
-        time.sleep(0.05)
-    process.kill()
-    raise RuntimeError(f"engram serve did not become ready:\n{(home / 'serve.log').read_text()}")
+    node.http_url, node.grpc_address, node.nats_url = info["http_url"], info["grpc_address"], info["nats_url"]
+    return node
 
 
 @pytest.fixture(scope="module")
