@@ -270,7 +270,7 @@ def replay_offline(session: Session, cwd: Path, home: Path) -> list[dict[str, An
     """The captures of a session spooled in-process (no node, no fork): the extractor's output as stored."""
     from engram.config import Settings
     from engram.hooks.capture import capture
-    from engram.hooks.events import parse
+    from engram.hooks.payloads import parse
 
     settings = Settings.from_env({}, home=home)
     captured: list[dict[str, Any]] = []

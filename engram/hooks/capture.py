@@ -8,9 +8,9 @@ from pathlib import Path
 from typing import Any
 
 from engram.config import Settings
-from engram.hooks.events import COMPACT, END, TOOL, HookEvent
 from engram.hooks.extract import ERROR_FIX, Observation, edited_path, extract, first_sentence, snippet, words
 from engram.hooks.files import private_dir
+from engram.hooks.payloads import COMPACT, END, TOOL, HookEvent
 from engram.hooks.privacy import git_ignored, mentions_private, opted_out, paths_in, paused, private, project_of
 from engram.hooks.session import Recent, SessionState, open_session
 from engram.hooks.spool import Delivery, Spool

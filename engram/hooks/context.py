@@ -9,7 +9,7 @@ import urllib.parse
 import urllib.request
 
 from engram.config import Settings
-from engram.hooks.events import CLAUDE_CODE, GEMINI_CLI, HookEvent
+from engram.hooks.payloads import CLAUDE_CODE, GEMINI_CLI, HookEvent
 from engram.hooks.privacy import project_of
 
 CONTEXT_TIMEOUT = 3.0  # seconds the session start waits for the node; without an answer it starts with none

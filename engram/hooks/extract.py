@@ -10,7 +10,7 @@ import re
 import shlex
 from dataclasses import dataclass, field
 
-from engram.hooks.events import PROMPT, TOOL, TURN, HookEvent
+from engram.hooks.payloads import PROMPT, TOOL, TURN, HookEvent
 from engram.hooks.privacy import mentions_private
 from engram.hooks.session import Failure, SessionState
 

@@ -106,7 +106,7 @@ def _answer(agent: str, name: str, payload: dict[str, Any], home: str | None) ->
     """Prints the session context for a session start (nothing when paused or no node answers)."""
     from engram.hooks.capture import Paths, node_url
     from engram.hooks.context import output, session_context
-    from engram.hooks.events import parse
+    from engram.hooks.payloads import parse
     from engram.hooks.privacy import paused
 
     settings = _settings(home)

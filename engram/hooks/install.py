@@ -23,7 +23,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from engram.hooks.events import CLAUDE_CODE, CODEX, GEMINI_CLI
+from engram.hooks.payloads import CLAUDE_CODE, CODEX, GEMINI_CLI
 
 USER, PROJECT = "user", "project"
 SCOPES = (USER, PROJECT)

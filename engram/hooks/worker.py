@@ -12,8 +12,8 @@ from pathlib import Path
 from engram.config import Settings
 from engram.hooks import inbox
 from engram.hooks.capture import capture, deliver
-from engram.hooks.events import parse
 from engram.hooks.limits import payload
+from engram.hooks.payloads import parse
 from engram.hooks.target import applied
 
 IDLE_SECONDS = 2.0  # an agent's next tool call usually comes sooner: one worker takes a whole turn's events

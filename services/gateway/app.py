@@ -16,10 +16,10 @@ from engram.log import Log
 from engram.services.gateway.backend import Backend
 from engram.services.gateway.console import routes as console
 from engram.services.gateway.http.authentication import RequireKey
-from engram.services.gateway.http.bodies import EdgeMiddleware, EdgePolicy
+from engram.services.gateway.http.body_limits import EdgeMiddleware, EdgePolicy
 from engram.services.gateway.http.hosts import HostGuard, HostGuardMiddleware
-from engram.services.gateway.http.metrics import HttpMetricsMiddleware, LabelledRoute, add_metrics
-from engram.services.gateway.http.profiles import RequireKnownProfile
+from engram.services.gateway.http.profile_check import RequireKnownProfile
+from engram.services.gateway.http.request_metrics import HttpMetricsMiddleware, LabelledRoute, add_metrics
 from engram.services.gateway.identity import Resolver
 from engram.services.gateway.mcp.server import build_mcp
 from engram.services.gateway.operations import Operations

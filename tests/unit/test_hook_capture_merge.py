@@ -8,7 +8,7 @@ from typing import Any
 
 from engram.config import Settings
 from engram.hooks.capture import capture
-from engram.hooks.events import CLAUDE_CODE, parse
+from engram.hooks.payloads import CLAUDE_CODE, parse
 
 
 def _settings(tmp_path: Path) -> Settings:

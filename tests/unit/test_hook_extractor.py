@@ -7,7 +7,6 @@ from typing import Any
 
 import pytest
 
-from engram.hooks.events import CLAUDE_CODE, CODEX, GEMINI_CLI, parse
 from engram.hooks.extract import (
     DECISION,
     ERROR_FIX,
@@ -20,6 +19,7 @@ from engram.hooks.extract import (
     failing_tests,
     stated,
 )
+from engram.hooks.payloads import CLAUDE_CODE, CODEX, GEMINI_CLI, parse
 from engram.hooks.session import SessionState
 
 CWD = "/home/ann/shop"

@@ -7,7 +7,7 @@ from typing import Any
 
 from engram.config import Settings
 from engram.hooks.capture import capture
-from engram.hooks.events import CLAUDE_CODE, parse
+from engram.hooks.payloads import CLAUDE_CODE, parse
 
 
 def _fire(settings: Settings, payload: dict[str, Any]) -> list[dict[str, Any]]:

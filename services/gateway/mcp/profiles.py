@@ -72,7 +72,7 @@ class ToolProfiles:
     the instructions (initialize, server/discover) say which tools the connection has.
 
     A profile is a view of one server: the tools, their schemas and what they answer are the same in every
-    profile. An unknown profile never reaches here over HTTP (a 400 before the MCP layer: http/profiles.py).
+    profile. An unknown profile never reaches here over HTTP (a 400 before the MCP layer: http/profile_check.py).
     """
 
     def __init__(self, default: str) -> None:
