@@ -16,7 +16,7 @@ from engram.log import Log
 from engram.services.gateway.backend import Backend
 from engram.services.gateway.console import routes as console
 from engram.services.gateway.http.authentication import RequireKey
-from engram.services.gateway.http.body_limits import EdgeMiddleware, EdgePolicy
+from engram.services.gateway.http.body_limits import BodyLimitsMiddleware, BodyPolicy
 from engram.services.gateway.http.hosts import HostGuard, HostGuardMiddleware
 from engram.services.gateway.http.profile_check import RequireKnownProfile
 from engram.services.gateway.http.request_metrics import HttpMetricsMiddleware, LabelledRoute, add_metrics
@@ -102,14 +102,14 @@ def build_app(
     app.state.event_streams = events.streams  # the server ends open streams before it stops (server.py)
     status.add_probes(app, backend, resolver, event_log=event_log, settings=settings)
     add_metrics(app, resolver)
-    edge = EdgePolicy(
+    edge = BodyPolicy(
         max_request_bytes=settings.max_request_bytes,
         max_import_bytes=settings.max_import_bytes,
         reads_json=reads_json_body,
         import_path=IMPORT_PATH,
         mcp_path=MCP_PATH,
     )
-    app.add_middleware(EdgeMiddleware, policy=edge)
+    app.add_middleware(BodyLimitsMiddleware, policy=edge)
     app.add_middleware(HttpMetricsMiddleware, router=app.router)  # inside the host guard, which copies the scope
     app.add_middleware(HostGuardMiddleware, guard=guard)  # added last, so it runs first
     _document_problems_not_422(app)

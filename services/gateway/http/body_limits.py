@@ -1,4 +1,4 @@
-"""Checks at the HTTP edge, before any route reads a request: body size, media type and JSON nesting.
+"""Checks on every request before any route reads it: body size, media type and JSON nesting.
 
 A body is never held whole unless it is under its route's limit: a declared Content-Length over the limit is
 refused before a byte is read, and a chunked body is counted as it arrives and refused once it passes the limit.
@@ -35,8 +35,9 @@ IMPORT_SETTING = "ENGRAM_MAX_IMPORT_BYTES"
 
 
 @dataclass(frozen=True, slots=True)
-class EdgePolicy:
-    """What the edge checks: the limits, which routes read JSON, which path streams (import), where MCP is."""
+class BodyPolicy:
+    """What is checked before a route reads a request: the limits, which routes read JSON, which path streams
+    (import), where MCP is."""
 
     max_request_bytes: int
     max_import_bytes: int
@@ -45,10 +46,10 @@ class EdgePolicy:
     mcp_path: str
 
 
-class EdgeMiddleware:
-    """Applies an EdgePolicy to every HTTP request (every route, /mcp and import included)."""
+class BodyLimitsMiddleware:
+    """Applies an BodyPolicy to every HTTP request (every route, /mcp and import included)."""
 
-    def __init__(self, app: ASGIApp, policy: EdgePolicy) -> None:
+    def __init__(self, app: ASGIApp, policy: BodyPolicy) -> None:
         self._app = app
         self._policy = policy
 
