@@ -12,7 +12,7 @@ from typing import Any, TextIO
 
 from engram.cli.common import add_home
 from engram.config import Settings
-from engram.modelstore import (
+from engram.models.store import (
     DEFAULT_HF_ENDPOINT,
     DEFAULT_REVISION,
     EXAMPLE_MODEL,

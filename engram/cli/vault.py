@@ -1,5 +1,5 @@
 """`engram import FILE.jsonl|DIR` and `engram export --format markdown DIR`: a namespace's memories in and out of a
-node through its REST API, as JSON lines (engram/importer.py) or a Markdown vault (engram/vault.py)."""
+node through its REST API, as JSON lines (engram/formats/importer.py) or a Markdown vault (engram/formats/vault.py)."""
 
 from __future__ import annotations
 
@@ -15,12 +15,12 @@ from urllib.parse import quote
 from engram import plural
 from engram.cli.common import URL_HELP, add_home, no_node, node_url, sub
 from engram.config import Settings
-from engram.importer import DEFAULT_CHUNK_LINES, ImportReport
+from engram.formats.importer import DEFAULT_CHUNK_LINES, ImportReport
 
 if TYPE_CHECKING:
     import httpx
 
-    from engram.vault import ExportReport, Note, VaultImportReport
+    from engram.formats.vault import ExportReport, Note, VaultImportReport
 
 EXIT_OK = 0
 EXIT_FAILED = 1  # the node refused, or the folder cannot be written
@@ -194,7 +194,7 @@ def import_file(
     progress: bool = True,
 ) -> ImportReport:
     """Imports source; after each acknowledged chunk the position is saved so a rerun resumes after it."""
-    from engram.importer import chunks, count_lines, finished, resume_after, save_position
+    from engram.formats.importer import chunks, count_lines, finished, resume_after, save_position
     from engram.progress import progress_bar
 
     start_after = resume_after(source, restart=restart)
@@ -246,7 +246,7 @@ def run_export(
     """`engram export --format markdown DIR`: exit 0 written, 1 refused or not writable, 2 no node answers."""
     import httpx
 
-    from engram.vault import VaultError
+    from engram.formats.vault import VaultError
 
     err = err or sys.stderr
     try:
@@ -271,7 +271,7 @@ def run_vault_import(
     """`engram import DIR`: exit 0 all imported (or present), 3 some files rejected, 1 refused, 2 no node answers."""
     import httpx
 
-    from engram.vault import VaultError, VaultImportReport, has_notes
+    from engram.formats.vault import VaultError, VaultImportReport, has_notes
 
     err = err or sys.stderr
     if not has_notes(source):
@@ -314,9 +314,9 @@ def vault_import_json(source: Path, report: VaultImportReport) -> dict[str, Any]
 def export_vault(
     folder: Path, base_url: str, *, api_key: str | None, include_secret: bool = False, progress: bool = True
 ) -> ExportReport:
-    """Writes every memory of the caller's namespace under folder (engram.vault.VaultWriter)."""
+    """Writes every memory of the caller's namespace under folder (engram.formats.vault.VaultWriter)."""
+    from engram.formats.vault import VaultWriter
     from engram.progress import progress_bar
-    from engram.vault import VaultWriter
 
     writer = VaultWriter(folder, include_secret=include_secret)
     report = writer.report
@@ -346,8 +346,8 @@ def import_vault(
 ) -> VaultImportReport:
     """Imports every Markdown file under folder (dot folders such as .obsidian skipped) that the namespace does not
     hold yet; a file that cannot be read is rejected with the reason, and the others go on."""
+    from engram.formats.vault import VaultImportReport, chunks, known_ids, read_vault
     from engram.progress import progress_bar
-    from engram.vault import VaultImportReport, chunks, known_ids, read_vault
 
     report = report if report is not None else VaultImportReport()
     started = time.monotonic()
@@ -389,7 +389,7 @@ def memories(client: httpx.Client) -> Iterator[dict[str, Any]]:
 
 def _answer(response: httpx.Response) -> dict[str, Any]:
     """The JSON body of a successful answer; a refusal raises VaultError with the node's problem detail."""
-    from engram.vault import VaultError
+    from engram.formats.vault import VaultError
 
     if response.status_code >= 400:
         hint = " Set ENGRAM_API_KEY to a key of the namespace." if response.status_code == 401 else ""

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Any, Literal
 
 from engram.errors import InvalidArgument
-from engram.frontmatter import NOT_A_MAPPING, TOO_DEEP, UNCLOSED, FrontmatterError, split_frontmatter
+from engram.formats.frontmatter import NOT_A_MAPPING, TOO_DEEP, UNCLOSED, FrontmatterError, split_frontmatter
 from engram.packs.format import EXAMPLES_INDEX, KNOWLEDGE_INDEX, META, Pack, check_pack_path
 
 Severity = Literal["error", "warning"]

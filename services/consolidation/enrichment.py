@@ -13,10 +13,10 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from engram.errors import EngramError, Unavailable
-from engram.llm import Llm, LlmError
 from engram.log import SUBJECT_PREFIX, WorkItem
 from engram.log.events import MEMORY_SAVED
 from engram.model import Caller
+from engram.models.llm import Llm, LlmError
 from engram.process import metrics
 
 log = logging.getLogger(__name__)

@@ -77,7 +77,7 @@ class ChildCompare:
 
 async def _compare(request: dict[str, Any]) -> Compared:
     from engram.grpc.clients import IngestClient, SearchClient
-    from engram.nli import load_nli
+    from engram.models.nli import load_nli
     from engram.services.consolidation.maintenance import Maintenance
 
     ingest = IngestClient(request["ingest"], timeout=CALL_TIMEOUT)

@@ -22,9 +22,9 @@ import numpy as np
 from engram import plural
 from engram.errors import EngramError, InvalidArgument
 from engram.grpc.clients import IndexStats
-from engram.llm import Llm, LlmError
 from engram.model import IMPORTANCES, Caller, Memory, MemoryInput, SearchFilter
-from engram.nli import Nli
+from engram.models.llm import Llm, LlmError
+from engram.models.nli import Nli
 from engram.ownership import UNOWNED, require_admin
 from engram.results import Changed, Contradiction, MergeResult, SupersedeResult, TeamInfo
 from engram.sameness import normalized

@@ -14,10 +14,10 @@ import grpc
 from engram.config import Settings
 from engram.errors import EngramError, Unavailable
 from engram.grpc.clients import IngestClient, SearchClient
-from engram.llm import ChatClient, redact_url
 from engram.log.events import CONSOLIDATION_COMPLETE, SCHEMA_VERSION
 from engram.model import Caller, format_time
-from engram.nli import load_nli
+from engram.models.llm import ChatClient, redact_url
+from engram.models.nli import load_nli
 from engram.process.periodic import Periodic
 from engram.process.runtime import Resources, RunningServer, serve
 from engram.results import Job

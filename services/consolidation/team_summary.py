@@ -15,8 +15,8 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 
 from engram.errors import EngramError, InvalidArgument
-from engram.llm import Llm, LlmError
 from engram.model import Caller, Memory, MemoryInput, SearchFilter, format_time
+from engram.models.llm import Llm, LlmError
 from engram.names import NAMESPACE_RULE, validate_team
 from engram.results import Page, SaveResult, SupersedeResult
 from engram.services.consolidation.jobs import Outcome, Progress, Work, require_writer, system_caller

@@ -45,7 +45,7 @@ from engram.services.search.queries import about_sessions, query_kind
 from engram.updates import is_fact_sized, states_a_change
 
 if TYPE_CHECKING:
-    from engram.rerank import Reranker
+    from engram.models.rerank import Reranker
 
 log = logging.getLogger(__name__)
 

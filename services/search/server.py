@@ -14,9 +14,9 @@ from engram.embed.cache import CachedEmbedder
 from engram.errors import DiskFull
 from engram.index import DENSE, QUESTIONS, SPARSE, IndexDamaged, MemoryIndex
 from engram.index.qdrant_edge import EdgeIndex, move_aside
+from engram.models.rerank import Reranker, load_reranker
 from engram.process.health import MIB, disk_space
 from engram.process.runtime import Resources, RunningServer, serve
-from engram.rerank import Reranker, load_reranker
 from engram.services.search.access import AccessRecorder
 from engram.services.search.indexer import Indexer
 from engram.services.search.reader import MemoryReader, PipelineConfig

@@ -22,8 +22,8 @@ from engram import errors
 from engram.config import Settings
 from engram.embed.embedder import OnnxEmbedder
 from engram.grpc.clients import ConsolidationClient, IngestClient, SearchClient
-from engram.llm import ChatClient
 from engram.model import Caller, MemoryInput, SearchFilter
+from engram.models.llm import ChatClient
 from engram.process.runtime import Resources
 from engram.services.consolidation import stance
 from engram.services.consolidation.isolated import ChildCompare

@@ -18,11 +18,11 @@ from engram.errors import Unavailable
 from engram.grpc import wire
 from engram.grpc.clients import IngestClient
 from engram.grpc.rpc import channel
-from engram.llm import ChatClient
 from engram.log import SUBJECT_PREFIX, LogEntry
 from engram.log.events import MEMORY_ENRICHED
 from engram.log.nats import NatsLog
 from engram.model import Caller, MemoryInput
+from engram.models.llm import ChatClient
 from engram.process.natsd import NatsServer
 from engram.process.runtime import Resources, RunningServer, serve
 from engram.services.consolidation.enrichment import DURABLE_NAME, SUBJECTS, Enricher, EnrichOptions, Outcome

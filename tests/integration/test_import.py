@@ -13,7 +13,7 @@ import httpx
 import pytest
 
 from engram.cli.vault import import_file
-from engram.importer import state_path
+from engram.formats.importer import state_path
 from engram.v1 import common_pb2, ingest_pb2, ingest_pb2_grpc
 from tests.conftest import NodeHandle, engram_env
 from tests.helpers.mcp import call, http_client

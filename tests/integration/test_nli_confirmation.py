@@ -1,7 +1,7 @@
-"""The optional NLI stage of consolidation (engram.nli, issue 25 point 4) with a tiny three-label BERT cross-encoder
-built by the test (tests/helpers/tiny_models.py), installed by the model store and run through ONNX: it lands under
-nli/ (never as the reranker), and on a real embedded node it confirms or rejects the contradictions the rules find
-and vetoes a merge it reads as a contradiction."""
+"""The optional NLI stage of consolidation (engram.models.nli, issue 25 point 4) with a tiny three-label BERT
+cross-encoder built by the test (tests/helpers/tiny_models.py), installed by the model store and run through ONNX:
+it lands under nli/ (never as the reranker), and on a real embedded node it confirms or rejects the contradictions
+the rules find and vetoes a merge it reads as a contradiction."""
 
 from __future__ import annotations
 
@@ -15,9 +15,9 @@ from safetensors.numpy import load_file, save_file
 
 from engram.grpc.clients import IngestClient, SearchClient
 from engram.model import Caller, MemoryInput, SearchFilter
-from engram.modelstore import import_dir
-from engram.nli import OnnxNli, find_nli, load_nli
-from engram.rerank import find_reranker
+from engram.models.nli import OnnxNli, find_nli, load_nli
+from engram.models.rerank import find_reranker
+from engram.models.store import import_dir
 from engram.services.consolidation.jobs import Progress
 from engram.services.consolidation.maintenance import Maintenance
 from tests.conftest import NodeHandle, start_node

@@ -8,8 +8,8 @@ import grpc
 import httpx
 import pytest
 
-from engram.modelstore import import_dir
-from engram.rerank import load_reranker
+from engram.models.rerank import load_reranker
+from engram.models.store import import_dir
 from engram.v1 import common_pb2, ingest_pb2, ingest_pb2_grpc
 from tests.conftest import NodeHandle, start_node
 from tests.helpers.mcp import call, http_client

@@ -15,9 +15,9 @@ import httpx
 import pytest
 import yaml
 
-from engram import frontmatter
-from engram.frontmatter import FrontmatterError
-from engram.vault import VAULT_ID, VaultError, note_path, slug, split_frontmatter
+from engram.formats import frontmatter
+from engram.formats.frontmatter import FrontmatterError
+from engram.formats.vault import VAULT_ID, VaultError, note_path, slug, split_frontmatter
 from tests.conftest import NodeHandle, engram_env
 
 pytestmark = pytest.mark.integration
@@ -312,7 +312,7 @@ def test_note_paths_stay_inside_the_vault_whatever_the_memory_says(tmp_path: Pat
 
 
 def test_exported_frontmatter_is_plain_yaml(tmp_path: Path) -> None:
-    from engram.vault import render_note
+    from engram.formats.vault import render_note
 
     memory = {"id": "m-1", "content": "body: with --- inside\n---\nmore", "summary": "a: b", "tags": ["x"],
               "created_at": "2026-01-31T12:00:00.000Z", "metadata": {"k": "2026-01-01"}}  # fmt: skip

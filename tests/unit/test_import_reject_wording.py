@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from engram.frontmatter import FrontmatterError, split_frontmatter
+from engram.formats.frontmatter import FrontmatterError, split_frontmatter
 from engram.services.gateway.schemas.requests import ImportLineIn
 from engram.services.gateway.schemas.validation import describe_validation
 

