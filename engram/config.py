@@ -5,6 +5,7 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import os
+import re
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -28,6 +29,7 @@ DEFAULT_MAX_IMPORT_BYTES = 32 * 1024 * 1024
 DEFAULT_DISK_RESERVE_MB = 100  # writes stop (and readiness says why) when less is free in the data dir
 # The MCP tool profiles (engram.services.gateway.mcp.profiles): full lists every tool, core the everyday ones.
 MCP_TOOL_PROFILES = ("full", "core")
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # an installed model's directory name
 
 
 class SettingsError(ValueError):
@@ -109,6 +111,12 @@ class Settings:
     # int8: per-channel int8 weights, about 1.7x faster embedding on CPU at cosine ~0.99 to fp32 and the same
     # retrieval quality within 0.002 (docs/search.md); fp32 is the exact network.
     embed_precision: str = "int8"
+    # The models by name (engram.model_catalog, `engram models list`): the embedder of the list (a data dir keeps the
+    # one it started with); the reranker and the NLI model of the list or installed under that name (empty: the
+    # active installed reranker, the newest installed NLI model, if any).
+    embed_model: str = "minilm-l6"
+    rerank_model: str = ""
+    nli_model: str = ""
     qdrant_api_key: str | None = None
     qdrant_collection: str = "engram_memories"
     llm_url: str | None = None  # OpenAI-compatible base URL, e.g. http://localhost:11434/v1
@@ -168,6 +176,7 @@ class Settings:
             raise SettingsError(f"ENGRAM_INDEX_VECTORS must be 'ram' or 'disk', got {self.index_vectors!r}")
         if self.embed_precision not in ("fp32", "int8"):
             raise SettingsError(f"ENGRAM_EMBED_PRECISION must be 'fp32' or 'int8', got {self.embed_precision!r}")
+        _check_model_names(self)
         if self.mcp_tools not in MCP_TOOL_PROFILES:
             raise SettingsError(
                 f"ENGRAM_MCP_TOOLS must be 'full' (every MCP tool) or 'core' (the everyday ones, for a small "
@@ -261,6 +270,23 @@ class Settings:
 
     def replace(self, **changes: Any) -> Settings:
         return dataclasses.replace(self, **changes)
+
+
+def _check_model_names(settings: Settings) -> None:
+    """The embedder must be one of the list; a reranker or NLI model may also be one installed under a plain name."""
+    from engram import model_catalog as catalog
+
+    if catalog.find(settings.embed_model, catalog.EMBEDDER) is None:
+        raise SettingsError(
+            f"ENGRAM_EMBED_MODEL must be {catalog.choices(catalog.EMBEDDER)} (see `engram models list`), got "
+            f"{settings.embed_model!r}"
+        )
+    for kind, value in ((catalog.RERANKER, settings.rerank_model), (catalog.NLI, settings.nli_model)):
+        if value and not _PLAIN_NAME.fullmatch(value):
+            raise SettingsError(
+                f"{catalog.SETTINGS[kind]} must be a model name ({catalog.choices(kind)}, or one installed with "
+                f"`engram models pull`), got {value!r}"
+            )
 
 
 def default_model_cache(env: Mapping[str, str] | None = None) -> Path:
