@@ -5,12 +5,14 @@ from __future__ import annotations
 import dataclasses
 import ipaddress
 import os
+import re
 import socket
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from engram.models import catalog
 from engram.vocab import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT  # noqa: F401  # defined where the CLI reads them
 
 DEFAULT_HOST = "127.0.0.1"
@@ -28,10 +30,106 @@ DEFAULT_MAX_IMPORT_BYTES = 32 * 1024 * 1024
 DEFAULT_DISK_RESERVE_MB = 100  # writes stop (and readiness says why) when less is free in the data dir
 # The MCP tool profiles (engram.services.gateway.mcp.profiles): full lists every tool, core the everyday ones.
 MCP_TOOL_PROFILES = ("full", "core")
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9._-]*")  # an installed model's directory name
 
 
 class SettingsError(ValueError):
     """A setting has a value Engram cannot use; the message names the variable."""
+
+
+LIMIT = "limit"  # the key of a field's Limit in its dataclass metadata
+Bound = float | str  # a number, or the name of the setting whose value bounds this one
+
+
+@dataclass(frozen=True, slots=True)
+class Limit:
+    """The values a setting may take, declared with its field (``limited``): bounds (numbers, or other settings
+    named), choices, a pattern, values allowed whatever the rest says (0: off), and how its error reads."""
+
+    ge: Bound | None = None
+    gt: Bound | None = None
+    le: Bound | None = None
+    choices: tuple[str, ...] = ()
+    pattern: re.Pattern[str] | None = None
+    allow: tuple[object, ...] = ()
+    what: str = ""  # the bounds as the message says them ("0-65535"); derived from them when empty
+    message: str = ""  # the whole message, for settings whose limits are said together; {value} fills in
+
+    def check(self, settings: Settings, name: str) -> None:
+        """Raises SettingsError when ``settings.<name>`` is outside this limit."""
+        value = getattr(settings, name)
+        if value not in self.allow and not self._within(value, settings):
+            raise SettingsError(self.error(name, value))
+
+    def _within(self, value: Any, settings: Settings) -> bool:
+        def bound(b: Bound) -> Any:
+            return getattr(settings, b) if isinstance(b, str) else b
+
+        if self.choices and value not in self.choices:
+            return False
+        if self.pattern is not None and not self.pattern.fullmatch(value):
+            return False
+        return (
+            (self.ge is None or value >= bound(self.ge))
+            and (self.gt is None or value > bound(self.gt))
+            and (self.le is None or value <= bound(self.le))
+        )
+
+    def error(self, name: str, value: Any) -> str:
+        if self.message:
+            return self.message.format(value=value)
+        variable = f"ENGRAM_{name.upper()}"
+        if self.choices:
+            return f"{variable} must be {_either(repr(c) for c in self.choices)}, got {value!r}"
+        bounds = [f"{op} {b}" for op, b in ((">=", self.ge), (">", self.gt), ("<=", self.le)) if b is not None]
+        return f"{variable} must be {self.what or ' and '.join(bounds)}, got {value}"
+
+
+def limited(default: Any, **limit: Any) -> Any:
+    """A settings field with its default and its ``Limit`` (as pydantic's ``Field(default, ge=..., le=...)``)."""
+    return field(default=default, metadata={LIMIT: Limit(**limit)})
+
+
+def _either(words: Iterable[str]) -> str:
+    """ "a", "a or b", "a, b or c"."""
+    items = list(words)
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} or {items[-1]}"
+
+
+def _named(kind: str) -> str:
+    return (
+        f"{catalog.SETTINGS[kind]} must be a model name ({catalog.choices(kind)}, or one installed with "
+        "`engram models pull`), got {value!r}"
+    )
+
+
+# The messages of settings said together (one message names every setting of its group), as users have seen them.
+_MCP_TOOLS = (
+    "ENGRAM_MCP_TOOLS must be 'full' (every MCP tool) or 'core' (the everyday ones, for a small context), got {value!r}"
+)
+_CONTENT_AND_WAIT = "ENGRAM_MAX_CONTENT_BYTES must be > 0 and ENGRAM_READ_WAIT_SECONDS >= 0"
+_REQUEST_BYTES = "ENGRAM_MAX_REQUEST_BYTES and ENGRAM_MAX_IMPORT_LINE_BYTES must be at least 4096"
+_IMPORT_BYTES = "ENGRAM_MAX_IMPORT_BYTES must be at least ENGRAM_MAX_IMPORT_LINE_BYTES"
+_EXPIRY = "ENGRAM_EXPIRY_INTERVAL_SECONDS must be >= 0 (0 turns expiry off), got {value}"
+_INTERVAL_AND_COLD = (
+    "ENGRAM_CONSOLIDATION_INTERVAL_SECONDS must be >= 0 (0 turns scheduled runs off) and "
+    "ENGRAM_DECAY_COLD_AFTER_DAYS > 0"
+)
+_ARCHIVE = "ENGRAM_DECAY_ARCHIVE_AFTER_DAYS must be 0 (never) or more than ENGRAM_DECAY_COLD_AFTER_DAYS"
+_SSE = "ENGRAM_SSE_QUEUE_EVENTS must be >= 1 and ENGRAM_SSE_HEARTBEAT_SECONDS > 0"
+_SESSION_WEIGHTS = "ENGRAM_SESSION_QUALITY_WEIGHT and ENGRAM_SESSION_RECENCY_WEIGHT must be >= 0"
+_HOOKS = (
+    "ENGRAM_HOOK_CONTEXT_TOKENS must be 50-8000, ENGRAM_HOOK_MIN_QUALITY 0-1, "
+    "ENGRAM_HOOK_MAX_CHARS >= 80 and ENGRAM_HOOK_SPOOL_MAX_BYTES >= 65536"
+)
+_MIN_RELEVANCE = "ENGRAM_MIN_RELEVANCE must be between 0 and 1 (0: no floor), got {value}"
+_SYNC = (
+    "ENGRAM_SYNC_INTERVAL_SECONDS must be > 0 and 0 < ENGRAM_SYNC_RETRY_FIRST_SECONDS <= ENGRAM_SYNC_RETRY_MAX_SECONDS"
+)
+_MALLOC = "ENGRAM_MALLOC_ARENAS and ENGRAM_MALLOC_TRIM_MB must be >= 0"
+_EMBED_MODEL = (
+    f"ENGRAM_EMBED_MODEL must be {catalog.choices(catalog.EMBEDDER)} (see `engram models list`), got {{value!r}}"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -40,7 +138,7 @@ class Settings:
 
     home: Path = field(default_factory=lambda: Path.home() / ".engram")
     host: str = DEFAULT_HOST
-    port: int = DEFAULT_PORT
+    port: int = limited(DEFAULT_PORT, ge=0, le=65535, what="0-65535")
     nats_url: str | None = None  # None in embedded mode: start a private nats-server
     grpc_listen: str = DEFAULT_GRPC_LISTEN
     ingest_addr: str | None = None
@@ -48,7 +146,10 @@ class Settings:
     consolidation_addr: str | None = None  # gateway: where team summaries (and other jobs) run
     sync_addr: str | None = None  # gateway: where edge devices push and pull (the sync service)
     stream: str = DEFAULT_STREAM
-    stream_replicas: int = 1  # cluster: copies of the log (and of its KV buckets) a NATS cluster keeps; 3 in the chart
+    # Cluster: copies of the log (and of its KV buckets) a NATS cluster keeps; 3 in the chart
+    stream_replicas: int = limited(
+        1, ge=1, le=5, message="ENGRAM_STREAM_REPLICAS must be 1-5 (a NATS cluster keeps at most 5), got {value}"
+    )
     nats_user: str | None = None  # cluster: NATS credentials when its server requires them (the chart's accounts)
     nats_password: str | None = None
     nats_creds: Path | None = None  # cluster: a NATS .creds file (JWT + nkey), instead of a user and password
@@ -62,53 +163,75 @@ class Settings:
     device: str = field(default_factory=socket.gethostname)  # stdio clients: the device the agent runs on
     team: str | None = None  # stdio clients: the agent's team (else CLAUDE_TEAM_NAME, else ~/.claude/teams)
     # The MCP tools a connection lists unless it asks (?tools= or X-Engram-Tools over HTTP): full or core (the
-    # everyday ones, for clients with a small context); `engram mcp --tools` for a stdio server.
-    mcp_tools: str = "core"  # the everyday tools (under 20 KB of tools/list); full: every tool
+    # Everyday ones, for clients with a small context); `engram mcp --tools` for a stdio server.
+    mcp_tools: str = limited("core", choices=MCP_TOOL_PROFILES, message=_MCP_TOOLS)  # core: under 20 KB of tools/list
     allowed_hosts: tuple[str, ...] = ()
     allowed_origins: tuple[str, ...] = ()
-    max_content_bytes: int = DEFAULT_MAX_CONTENT_BYTES
+    max_content_bytes: int = limited(DEFAULT_MAX_CONTENT_BYTES, gt=0, message=_CONTENT_AND_WAIT)
     max_metadata_bytes: int = DEFAULT_MAX_METADATA_BYTES
-    max_request_bytes: int = DEFAULT_MAX_REQUEST_BYTES
-    max_import_line_bytes: int = DEFAULT_MAX_IMPORT_LINE_BYTES
-    max_import_bytes: int = DEFAULT_MAX_IMPORT_BYTES
-    disk_reserve_mb: int = DEFAULT_DISK_RESERVE_MB
-    read_wait_seconds: float = DEFAULT_READ_WAIT_SECONDS
-    access_flush_seconds: float = 10.0  # how often read counts (access_count) are written to the log, batched
-    expiry_interval_seconds: float = 60.0  # how often consolidation expires memories whose expires_at passed
-    job_lease_seconds: float = 30.0  # a consolidation job's lease in NATS KV outlives a dead runner this long
-    consolidation_interval_seconds: float = 86400.0  # how often every namespace gets an `all` job (0: never)
-    consolidation_max_proposals: int = 20  # contradictions and updates one run proposes per namespace at most
+    max_request_bytes: int = limited(DEFAULT_MAX_REQUEST_BYTES, ge=4096, message=_REQUEST_BYTES)
+    max_import_line_bytes: int = limited(DEFAULT_MAX_IMPORT_LINE_BYTES, ge=4096, message=_REQUEST_BYTES)
+    max_import_bytes: int = limited(DEFAULT_MAX_IMPORT_BYTES, ge="max_import_line_bytes", message=_IMPORT_BYTES)
+    disk_reserve_mb: int = limited(DEFAULT_DISK_RESERVE_MB, ge=0)
+    read_wait_seconds: float = limited(DEFAULT_READ_WAIT_SECONDS, ge=0, message=_CONTENT_AND_WAIT)
+    # How often read counts (access_count) are written to the log, batched
+    access_flush_seconds: float = limited(10.0, gt=0)
+    # How often consolidation expires memories whose expires_at passed
+    expiry_interval_seconds: float = limited(60.0, ge=0, message=_EXPIRY)
+    # A consolidation job's lease in NATS KV outlives a dead runner this long
+    job_lease_seconds: float = limited(30.0, gt=0)
+    # How often every namespace gets an `all` job (0: never)
+    consolidation_interval_seconds: float = limited(86400.0, ge=0, message=_INTERVAL_AND_COLD)
+    # Contradictions and updates one run proposes per namespace at most
+    consolidation_max_proposals: int = limited(20, ge=1)
     # The `all` job's dedupe and contradictions (which read the whole namespace) run in a child process, whose memory
     # goes back to the system when it ends; false: in the service's own process (docs/operations.md, "Memory").
     consolidation_child: bool = True
-    decay_cold_after_days: float = 30.0  # idle memories of a decaying importance move to the cold tier
-    decay_archive_after_days: float = 0.0  # ... and are archived after this long idle (0: never archived)
+    # Idle memories of a decaying importance move to the cold tier
+    decay_cold_after_days: float = limited(30.0, gt=0, message=_INTERVAL_AND_COLD)
+    # ... and are archived after this long idle (0: never archived)
+    decay_archive_after_days: float = limited(0.0, gt="decay_cold_after_days", allow=(0,), message=_ARCHIVE)
     decay_importances: str = "low"  # comma separated: the importances that decay
     decay_keep_types: str = "fact"  # comma separated: memory types that never decay
-    handoff_ttl_seconds: float = 86400.0  # a handoff still pending after this long expires into a plain memory
+    # A handoff still pending after this long expires into a plain memory
+    handoff_ttl_seconds: float = limited(86400.0, gt=0)
     derive_context: bool = True  # a save with a conversation_id and no context gets the previous memory as context
     # install_engram may read packs from the gateway host's own files (file:// URLs, paths): off, since a caller
     # would read files of the server; a single-user node may turn it on.
     packs_local_sources: bool = False
-    sse_queue_events: int = 256  # events held per SSE client that reads slowly; the oldest go first, then a gap
-    sse_heartbeat_seconds: float = 15.0  # a comment line this often keeps proxies from closing an idle stream
-    session_quality_weight: float = 0.6  # session_context: how much quality (importance, confidence, use) counts
-    session_recency_weight: float = 0.4  # session_context: how much recency counts
-    similar_finding_threshold: float = 0.85  # dense similarity from which another agent's finding is "very similar"
+    # Events held per SSE client that reads slowly; the oldest go first, then a gap
+    sse_queue_events: int = limited(256, ge=1, message=_SSE)
+    # A comment line this often keeps proxies from closing an idle stream
+    sse_heartbeat_seconds: float = limited(15.0, gt=0, message=_SSE)
+    # Session_context: how much quality (importance, confidence, use) counts
+    session_quality_weight: float = limited(0.6, ge=0, message=_SESSION_WEIGHTS)
+    # Session_context: how much recency counts
+    session_recency_weight: float = limited(0.4, ge=0, message=_SESSION_WEIGHTS)
+    # Dense similarity from which another agent's finding is "very similar"
+    similar_finding_threshold: float = limited(0.85, gt=0, le=1, what="in (0, 1]")
     # Capture through agents' hooks (engram hooks, docs/hooks.md): the session context a session start injects, the
-    # quality an observation needs to be kept, and the most characters one observation keeps.
-    hook_context_tokens: int = 800
-    hook_min_quality: float = 0.5
-    hook_max_chars: int = 1000
+    # Quality an observation needs to be kept, and the most characters one observation keeps.
+    hook_context_tokens: int = limited(800, ge=50, le=8000, message=_HOOKS)
+    hook_min_quality: float = limited(0.5, ge=0, le=1, message=_HOOKS)
+    hook_max_chars: int = limited(1000, ge=80, message=_HOOKS)
     hook_url: str = ""  # the node the hooks deliver to; empty: the local node (`engram hooks install --url` sets it)
-    hook_spool_max_bytes: int = 8 * 1024 * 1024  # captures waiting for the node: beyond it the oldest are dropped
+    # Captures waiting for the node: beyond it the oldest are dropped
+    hook_spool_max_bytes: int = limited(8 * 1024 * 1024, ge=64 * 1024, message=_HOOKS)
     qdrant_url: str | None = None
     # Where built ONNX models, installed rerankers and a fetched embedding model are kept: one per machine by default
     # (every data dir on it shares them), $XDG_CACHE_HOME/engram/models or ~/.cache/engram/models.
     model_cache: Path = field(default_factory=lambda: default_model_cache())
     # int8: per-channel int8 weights, about 1.7x faster embedding on CPU at cosine ~0.99 to fp32 and the same
-    # retrieval quality within 0.002 (docs/search.md); fp32 is the exact network.
-    embed_precision: str = "int8"
+    # Retrieval quality within 0.002 (docs/search.md); fp32 is the exact network.
+    embed_precision: str = limited("int8", choices=("fp32", "int8"))
+    # The models by name (engram.models.catalog, `engram models list`): the embedder of the list (a data dir keeps the
+    # one it started with); the reranker and the NLI model of the list or installed under that name (empty: the
+    # Active installed reranker, the newest installed NLI model, if any).
+    embed_model: str = limited(
+        catalog.DEFAULT_EMBEDDER, choices=tuple(catalog.names(catalog.EMBEDDER)), message=_EMBED_MODEL
+    )
+    rerank_model: str = limited("", pattern=_PLAIN_NAME, allow=("",), message=_named(catalog.RERANKER))
+    nli_model: str = limited("", pattern=_PLAIN_NAME, allow=("",), message=_named(catalog.NLI))
     qdrant_api_key: str | None = None
     qdrant_collection: str = "engram_memories"
     llm_url: str | None = None  # OpenAI-compatible base URL, e.g. http://localhost:11434/v1
@@ -117,30 +240,35 @@ class Settings:
     llm_timeout_seconds: float = 30.0
     enrich_retry_base_seconds: float = 2.0  # first retry delay of a failed enrichment; doubles each time
     enrich_max_attempts: int = 6
-    fusion: str = "adaptive"  # adaptive (by the query's kind), relative (min-max normalised weighted scores) or rrf
+    # Adaptive (by the query's kind), relative (min-max normalised weighted scores) or rrf
+    fusion: str = limited("adaptive", choices=("adaptive", "relative", "rrf"))
     rrf_k: float = 10.0
     weight_dense: float = 1.0
     weight_bm25: float = 1.5
     weight_questions: float = 1.0
     rerank: bool = True  # rerank by default when a reranker is installed
     rerank_top_n: int = 20
-    min_relevance: float = 0.15  # the relevance floor (dense cosine) of a search that names none; 0: none
+    # The relevance floor (dense cosine) of a search that names none; 0: none
+    min_relevance: float = limited(0.15, ge=0, le=1, message=_MIN_RELEVANCE)
     hf_endpoint: str = "https://huggingface.co"
     hf_token: str | None = None
     log_level: str = "INFO"
     # Edge devices (engram edge): the cluster's gateway, the device's sync key, and how the sync worker paces itself.
     upstream: str = ""  # the cluster gateway's URL; empty: not an edge device
     upstream_key: str | None = None  # an API key of the cluster with the sync scope
-    sync_interval_seconds: float = 5.0  # between sync rounds when nothing is waiting
-    sync_retry_first_seconds: float = 1.0  # first back-off after a failed round; doubles (with jitter) up to the max
+    sync_interval_seconds: float = limited(5.0, gt=0, message=_SYNC)  # between sync rounds when nothing is waiting
+    # First back-off after a failed round; doubles (with jitter) up to the max
+    sync_retry_first_seconds: float = limited(1.0, gt=0, le="sync_retry_max_seconds", message=_SYNC)
     sync_retry_max_seconds: float = 300.0
-    sync_batch: int = 200  # changes per push and per pull page
+    sync_batch: int = limited(200, ge=1, le=500, what="1-500")  # changes per push and per pull page
     sync_namespace: str = "default"  # the device's namespace that syncs with the key's namespace on the cluster
     # Memory on small devices (docs/operations.md, "Edge devices"): ram keeps the index's dense vectors in memory and
-    # scores them exactly; disk leaves them on disk and searches int8 copies in memory (what `engram edge` uses).
-    index_vectors: str = "ram"
-    malloc_arenas: int = 2  # glibc malloc arenas the native threads share (0: glibc's default, 8 per core)
-    malloc_trim_mb: int = 64  # freed C heap kept before it is handed back to the system (0: never trimmed)
+    # Scores them exactly; disk leaves them on disk and searches int8 copies in memory (what `engram edge` uses).
+    index_vectors: str = limited("ram", choices=("ram", "disk"))
+    # Glibc malloc arenas the native threads share (0: glibc's default, 8 per core)
+    malloc_arenas: int = limited(2, ge=0, message=_MALLOC)
+    # Freed C heap kept before it is handed back to the system (0: never trimmed)
+    malloc_trim_mb: int = limited(64, ge=0, message=_MALLOC)
 
     @classmethod
     def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
@@ -159,87 +287,16 @@ class Settings:
         return settings
 
     def validate(self) -> None:
-        """Raises SettingsError for values that cannot work."""
-        if not 0 <= self.port <= 65535:
-            raise SettingsError(f"ENGRAM_PORT must be 0-65535, got {self.port}")
-        if self.malloc_arenas < 0 or self.malloc_trim_mb < 0:
-            raise SettingsError("ENGRAM_MALLOC_ARENAS and ENGRAM_MALLOC_TRIM_MB must be >= 0")
-        if self.index_vectors not in ("ram", "disk"):
-            raise SettingsError(f"ENGRAM_INDEX_VECTORS must be 'ram' or 'disk', got {self.index_vectors!r}")
-        if self.embed_precision not in ("fp32", "int8"):
-            raise SettingsError(f"ENGRAM_EMBED_PRECISION must be 'fp32' or 'int8', got {self.embed_precision!r}")
-        if self.mcp_tools not in MCP_TOOL_PROFILES:
-            raise SettingsError(
-                f"ENGRAM_MCP_TOOLS must be 'full' (every MCP tool) or 'core' (the everyday ones, for a small "
-                f"context), got {self.mcp_tools!r}"
-            )
-        if self.fusion not in ("adaptive", "relative", "rrf"):
-            raise SettingsError(f"ENGRAM_FUSION must be 'adaptive', 'relative' or 'rrf', got {self.fusion!r}")
-        if not 0.0 <= self.min_relevance <= 1.0:
-            raise SettingsError(f"ENGRAM_MIN_RELEVANCE must be between 0 and 1 (0: no floor), got {self.min_relevance}")
-        if self.max_content_bytes <= 0 or self.read_wait_seconds < 0:
-            raise SettingsError("ENGRAM_MAX_CONTENT_BYTES must be > 0 and ENGRAM_READ_WAIT_SECONDS >= 0")
-        if self.max_request_bytes < 4096 or self.max_import_line_bytes < 4096:
-            raise SettingsError("ENGRAM_MAX_REQUEST_BYTES and ENGRAM_MAX_IMPORT_LINE_BYTES must be at least 4096")
-        if self.max_import_bytes < self.max_import_line_bytes:
-            raise SettingsError("ENGRAM_MAX_IMPORT_BYTES must be at least ENGRAM_MAX_IMPORT_LINE_BYTES")
-        if self.disk_reserve_mb < 0:
-            raise SettingsError(f"ENGRAM_DISK_RESERVE_MB must be >= 0, got {self.disk_reserve_mb}")
-        if self.access_flush_seconds <= 0:
-            raise SettingsError(f"ENGRAM_ACCESS_FLUSH_SECONDS must be > 0, got {self.access_flush_seconds}")
-        if self.handoff_ttl_seconds <= 0:
-            raise SettingsError(f"ENGRAM_HANDOFF_TTL_SECONDS must be > 0, got {self.handoff_ttl_seconds}")
-        if self.sse_queue_events < 1 or self.sse_heartbeat_seconds <= 0:
-            raise SettingsError("ENGRAM_SSE_QUEUE_EVENTS must be >= 1 and ENGRAM_SSE_HEARTBEAT_SECONDS > 0")
-        if self.session_quality_weight < 0 or self.session_recency_weight < 0:
-            raise SettingsError("ENGRAM_SESSION_QUALITY_WEIGHT and ENGRAM_SESSION_RECENCY_WEIGHT must be >= 0")
-        if (
-            not 50 <= self.hook_context_tokens <= 8000
-            or not 0 <= self.hook_min_quality <= 1
-            or self.hook_max_chars < 80
-            or self.hook_spool_max_bytes < 64 * 1024
-        ):
-            raise SettingsError(
-                "ENGRAM_HOOK_CONTEXT_TOKENS must be 50-8000, ENGRAM_HOOK_MIN_QUALITY 0-1, "
-                "ENGRAM_HOOK_MAX_CHARS >= 80 and ENGRAM_HOOK_SPOOL_MAX_BYTES >= 65536"
-            )
-        if not 0 < self.similar_finding_threshold <= 1:
-            raise SettingsError(
-                f"ENGRAM_SIMILAR_FINDING_THRESHOLD must be in (0, 1], got {self.similar_finding_threshold}"
-            )
-        if self.consolidation_max_proposals < 1:
-            raise SettingsError(
-                f"ENGRAM_CONSOLIDATION_MAX_PROPOSALS must be >= 1, got {self.consolidation_max_proposals}"
-            )
-        if self.consolidation_interval_seconds < 0 or self.decay_cold_after_days <= 0:
-            raise SettingsError(
-                "ENGRAM_CONSOLIDATION_INTERVAL_SECONDS must be >= 0 (0 turns scheduled runs off) and "
-                "ENGRAM_DECAY_COLD_AFTER_DAYS > 0"
-            )
-        if 0 < self.decay_archive_after_days <= self.decay_cold_after_days:
-            raise SettingsError(
-                "ENGRAM_DECAY_ARCHIVE_AFTER_DAYS must be 0 (never) or more than ENGRAM_DECAY_COLD_AFTER_DAYS"
-            )
-        if self.job_lease_seconds <= 0:
-            raise SettingsError(f"ENGRAM_JOB_LEASE_SECONDS must be > 0, got {self.job_lease_seconds}")
-        if self.sync_interval_seconds <= 0 or not 0 < self.sync_retry_first_seconds <= self.sync_retry_max_seconds:
-            raise SettingsError(
-                "ENGRAM_SYNC_INTERVAL_SECONDS must be > 0 and 0 < ENGRAM_SYNC_RETRY_FIRST_SECONDS <= "
-                "ENGRAM_SYNC_RETRY_MAX_SECONDS"
-            )
-        if not 1 <= self.stream_replicas <= 5:
-            raise SettingsError(f"ENGRAM_STREAM_REPLICAS must be 1-5 (a NATS cluster keeps at most 5), got "
-                                f"{self.stream_replicas}")  # fmt: skip
+        """Raises SettingsError for values that cannot work: each field's own limit (``limited``), then the rules that
+        relate settings without bounding either."""
+        for f in dataclasses.fields(self):
+            limit = f.metadata.get(LIMIT)
+            if limit is not None:
+                limit.check(self, f.name)
         if bool(self.nats_user) != bool(self.nats_password):
             raise SettingsError("ENGRAM_NATS_USER and ENGRAM_NATS_PASSWORD go together: set both or neither")
         if self.nats_creds and self.nats_user:
             raise SettingsError("Set ENGRAM_NATS_CREDS or ENGRAM_NATS_USER/ENGRAM_NATS_PASSWORD, not both")
-        if not 1 <= self.sync_batch <= 500:
-            raise SettingsError(f"ENGRAM_SYNC_BATCH must be 1-500, got {self.sync_batch}")
-        if self.expiry_interval_seconds < 0:
-            raise SettingsError(
-                f"ENGRAM_EXPIRY_INTERVAL_SECONDS must be >= 0 (0 turns expiry off), got {self.expiry_interval_seconds}"
-            )
 
     @property
     def loopback(self) -> bool:

@@ -115,8 +115,13 @@ def find_nli(models_dir: Path) -> Path | None:
     return max(found, key=installed_at) if found else None
 
 
-def load_nli(models_dir: Path, *, cache_dir: Path | None = None, threads: int | None = None) -> OnnxNli | None:
-    """The installed NLI model, or None when there is none (or it cannot be loaded: consolidation goes on without)."""
+def load_nli(
+    models_dir: Path, *, cache_dir: Path | None = None, threads: int | None = None, model_dir: Path | None = None
+) -> OnnxNli | None:
+    """The NLI model in ``model_dir`` (one a setting names), else the newest installed, or None when there is none
+    (or the found one cannot be loaded: consolidation goes on without; a named one that cannot be loaded raises)."""
+    if model_dir is not None:
+        return OnnxNli(model_dir, cache_dir or models_dir, threads=threads)
     model_dir = find_nli(models_dir)
     if model_dir is None:
         return None

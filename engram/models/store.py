@@ -120,7 +120,7 @@ def _validate_revision(revision: str) -> str:
     return revision
 
 
-def _validate_endpoint(endpoint: str) -> str:
+def validate_endpoint(endpoint: str) -> str:
     try:
         url = httpx.URL(endpoint)
     except httpx.InvalidURL as e:
@@ -133,7 +133,7 @@ def _validate_endpoint(endpoint: str) -> str:
 # -- verification --------------------------------------------------------------------------
 
 
-def _check_config(config_path: Path, shown: str) -> None:
+def check_config(config_path: Path, shown: str) -> None:
     try:
         config = json.loads(config_path.read_text(encoding="utf-8"))
     except (OSError, ValueError) as e:
@@ -159,7 +159,7 @@ def _check_layout(model_dir: Path, shown: str) -> None:
             f"{shown} is missing {', '.join(missing)}. A cross-encoder directory needs "
             f"{', '.join(REQUIRED_FILES)} in Hugging Face layout."
         )
-    _check_config(model_dir / "config.json", shown)
+    check_config(model_dir / "config.json", shown)
 
 
 def _verify(model_dir: Path, onnx_dir: Path, shown: str) -> Path:
@@ -181,7 +181,7 @@ def _verify(model_dir: Path, onnx_dir: Path, shown: str) -> Path:
 
 
 @contextlib.contextmanager
-def _staging(models_dir: Path) -> Iterator[Path]:
+def staging_dir(models_dir: Path) -> Iterator[Path]:
     """A temp dir inside ``rerankers/`` (same filesystem, so installing is a rename); always removed.
 
     If the block fails, directories this call created are removed too, so a rejected model leaves
@@ -203,7 +203,7 @@ def _staging(models_dir: Path) -> Iterator[Path]:
                     d.rmdir()
 
 
-def _move_file(src: Path, dest: Path) -> None:
+def move_file(src: Path, dest: Path) -> None:
     dest.parent.mkdir(parents=True, exist_ok=True)
     try:
         os.replace(src, dest)
@@ -213,7 +213,7 @@ def _move_file(src: Path, dest: Path) -> None:
         os.replace(tmp, dest)
 
 
-def _replace_dir(staged: Path, target: Path) -> None:
+def replace_dir(staged: Path, target: Path) -> None:
     """Put ``staged`` at ``target``; an existing install is swapped out and then deleted."""
     if not target.exists():
         os.rename(staged, target)
@@ -240,25 +240,25 @@ def _write_active(models_dir: Path, name: str) -> None:
         raise
 
 
-def _install(
+def install(
     staging: Path, models_dir: Path, *, name: str, metadata: dict[str, Any], cache_dir: Path, shown: str
 ) -> Path:
     """Verify ``staging/model``, then move its ONNX file into ``cache_dir`` and the model into place."""
     model_dir = staging / "model"
     (model_dir / METADATA_FILE).write_text(json.dumps(metadata, indent=2), encoding="utf-8")
     if is_nli(model_dir):  # contradiction/entailment/neutral: consolidation's NLI model, not a reranker
-        return _install_nli(model_dir, models_dir, name=name, onnx_dir=staging / "onnx", cache_dir=cache_dir,
+        return install_nli(model_dir, models_dir, name=name, onnx_dir=staging / "onnx", cache_dir=cache_dir,
                             shown=shown)  # fmt: skip
     onnx_path = _verify(model_dir, staging / "onnx", shown)
     # OnnxReranker names the file by model id and content hash, so the search service finds this one.
-    _move_file(onnx_path, Path(cache_dir) / onnx_path.name)
+    move_file(onnx_path, Path(cache_dir) / onnx_path.name)
     target = rerankers_dir(models_dir) / name
-    _replace_dir(model_dir, target)
+    replace_dir(model_dir, target)
     _write_active(models_dir, name)
     return target
 
 
-def _install_nli(model_dir: Path, models_dir: Path, *, name: str, onnx_dir: Path, cache_dir: Path, shown: str) -> Path:
+def install_nli(model_dir: Path, models_dir: Path, *, name: str, onnx_dir: Path, cache_dir: Path, shown: str) -> Path:
     """Verify an NLI model (three labels per pair, finite) and move it to ``<models_dir>/nli/<name>``; the newest
     installed is the one consolidation loads."""
     _check_layout(model_dir, shown)
@@ -269,10 +269,10 @@ def _install_nli(model_dir: Path, models_dir: Path, *, name: str, onnx_dir: Path
         raise InvalidModel(f"{shown} cannot be used as an NLI model: {e}") from e
     if not all(np.isfinite([found.contradiction, found.entailment, found.neutral])):
         raise InvalidModel(f"{shown} produced non-finite probabilities; its weights are probably damaged.")
-    _move_file(model.onnx_path, Path(cache_dir) / model.onnx_path.name)
+    move_file(model.onnx_path, Path(cache_dir) / model.onnx_path.name)
     target = nli_dir(models_dir) / name
     target.parent.mkdir(parents=True, exist_ok=True)
-    _replace_dir(model_dir, target)
+    replace_dir(model_dir, target)
     return target
 
 
@@ -294,14 +294,14 @@ def import_dir(src: Path, models_dir: Path, *, name: str | None = None, cache_di
         raise ModelError(f"{src} is not a directory. Pass the folder holding {', '.join(REQUIRED_FILES)}.")
     name = _validate_name(name) if name is not None else _name_from_dir(src)
     _check_layout(src, str(src))
-    with _staging(models_dir) as staging:
+    with staging_dir(models_dir) as staging:
         model_dir = staging / "model"
         model_dir.mkdir()
         for file_name in MODEL_FILES:
             if (src / file_name).is_file():
                 shutil.copyfile(src / file_name, model_dir / file_name)
         metadata = {"model_id": name, "source": f"import:{src.resolve()}", "installed_at": time.time()}
-        return _install(
+        return install(
             staging, models_dir, name=name, metadata=metadata, cache_dir=cache_dir or models_dir, shown=str(src)
         )
 
@@ -326,7 +326,7 @@ def _content_length(response: httpx.Response) -> int | None:
     return int(raw) if raw is not None and raw.isdigit() else None
 
 
-class _Downloader:
+class Downloader:
     """Fetches ``{endpoint}/{hub_id}/resolve/{revision}/{file}`` into one directory."""
 
     def __init__(
@@ -338,6 +338,7 @@ class _Downloader:
         revision: str,
         progress: ProgressCallback | None,
         max_file_bytes: int,
+        offline_hint: str = _IMPORT_HINT,
     ) -> None:
         self._client = client
         self._base = f"{base_url}/{hub_id}/resolve/{quote(revision, safe='')}"
@@ -345,6 +346,7 @@ class _Downloader:
         self._revision = revision
         self._progress = progress
         self._max = max_file_bytes
+        self._offline_hint = offline_hint
 
     def _report(self, file_name: str, done: int, total: int | None) -> None:
         if self._progress is not None:
@@ -368,7 +370,7 @@ class _Downloader:
         except httpx.TransportError as e:
             raise DownloadError(
                 f"Could not download {url} ({type(e).__name__}: {e}). If this machine is offline or cannot "
-                f"reach the hub, {_IMPORT_HINT}."
+                f"reach the hub, {self._offline_hint}."
             ) from e
         return True
 
@@ -405,7 +407,7 @@ class _Downloader:
                 f"No model {where} on the hub (HTTP 404). Check the model id (e.g. {EXAMPLE_MODEL}); "
                 "a private model needs a token (ENGRAM_HF_TOKEN)."
             )
-        _check_config(dest / "config.json", self._hub_id)
+        check_config(dest / "config.json", self._hub_id)
         if not self.fetch("tokenizer.json", dest / "tokenizer.json"):
             raise InvalidModel(f"{where} has no tokenizer.json; only models with a fast tokenizer file are supported.")
         if not self.fetch("model.safetensors", dest / "model.safetensors"):
@@ -443,18 +445,18 @@ def pull(
     """
     name = safe_name(hub_id)
     revision = _validate_revision(revision)
-    base_url = _validate_endpoint(endpoint)
+    base_url = validate_endpoint(endpoint)
     headers = {"Accept-Encoding": "identity", "User-Agent": "engram"}  # identity: Content-Length = bytes on disk
     if token:
         # httpx drops this header when a redirect leaves the hub's origin (e.g. to the LFS CDN).
         headers["Authorization"] = f"Bearer {token}"
     with (
         httpx.Client(follow_redirects=True, timeout=timeout, headers=headers) as client,
-        _staging(models_dir) as staging,
+        staging_dir(models_dir) as staging,
     ):
         model_dir = staging / "model"
         model_dir.mkdir()
-        downloader = _Downloader(
+        downloader = Downloader(
             client,
             base_url=base_url,
             hub_id=hub_id,
@@ -469,7 +471,7 @@ def pull(
             "revision": revision,
             "installed_at": time.time(),
         }
-        return _install(
+        return install(
             staging, models_dir, name=name, metadata=metadata, cache_dir=cache_dir or models_dir, shown=hub_id
         )
 

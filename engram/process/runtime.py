@@ -213,12 +213,15 @@ class Resources:
     async def embedder(self) -> Embedder:
         async with self._lock:
             if self._embedder is None:
-                from engram.embed import OnnxEmbedder
+                from engram.models.named import Hub, check_data_dir, open_embedder, record_data_dir
 
-                cache = self.settings.model_cache_dir
+                settings = self.settings
+                check_data_dir(settings.home, settings.embed_model)  # before any vector of another model is made
                 self._embedder = await asyncio.to_thread(
-                    OnnxEmbedder.from_package, cache, precision=self.settings.embed_precision
-                )
+                    open_embedder, settings.embed_model, settings.model_cache_dir, precision=settings.embed_precision,
+                    hub=Hub(settings.hf_endpoint, settings.hf_token),
+                )  # fmt: skip
+                record_data_dir(settings.home, settings.embed_model)
             return self._embedder
 
     @property

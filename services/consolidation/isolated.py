@@ -37,10 +37,12 @@ class ChildCompare:
     search_addr: str
     max_proposals: int
     models_dir: Path
+    nli_dir: Path | None = None  # the NLI model ENGRAM_NLI_MODEL names; None: the newest installed
 
     async def __call__(self, namespace: str, progress: Progress) -> Compared:
         request = {"namespace": namespace, "ingest": self.ingest_addr, "search": self.search_addr,
-                   "max_proposals": self.max_proposals, "models": str(self.models_dir)}  # fmt: skip
+                   "max_proposals": self.max_proposals, "models": str(self.models_dir),
+                   "nli": str(self.nli_dir or "")}  # fmt: skip
         child = await asyncio.create_subprocess_exec(
             *python_module(CHILD), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             limit=LINE_LIMIT,
@@ -83,7 +85,7 @@ async def _compare(request: dict[str, Any]) -> Compared:
     ingest = IngestClient(request["ingest"], timeout=CALL_TIMEOUT)
     search = SearchClient(request["search"], timeout=CALL_TIMEOUT)
     try:
-        nli = load_nli(Path(request["models"]))
+        nli = load_nli(Path(request["models"]), model_dir=Path(request["nli"]) if request.get("nli") else None)
         maintenance = Maintenance(search, ingest, max_proposals=request["max_proposals"], nli=nli)
         return await maintenance.compare(request["namespace"], _Reported())
     finally:

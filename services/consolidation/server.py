@@ -8,6 +8,7 @@ import os
 import socket
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import grpc
 
@@ -16,7 +17,9 @@ from engram.errors import EngramError, Unavailable
 from engram.grpc.clients import IngestClient, SearchClient
 from engram.log.events import CONSOLIDATION_COMPLETE, SCHEMA_VERSION
 from engram.model import Caller, format_time
+from engram.models.catalog import NLI
 from engram.models.llm import ChatClient, redact_url
+from engram.models.named import Hub, classifier_dir
 from engram.models.nli import load_nli
 from engram.process.periodic import Periodic
 from engram.process.runtime import Resources, RunningServer, serve
@@ -169,13 +172,15 @@ class ConsolidationService:
             archive_after_days=self.settings.decay_archive_after_days,
             importances=_names(self.settings.decay_importances), keep_types=_names(self.settings.decay_keep_types),
         )  # fmt: skip
-        nli = load_nli(self.settings.model_cache_dir)  # optional: confirms contradictions when one is installed
+        nli_dir = named_nli(self.settings)
+        # optional: confirms contradictions when one is installed
+        nli = load_nli(self.settings.model_cache_dir, model_dir=nli_dir)
         if nli is not None:
             log.info("contradictions and merges are checked by the NLI model %s", nli.model_id)
         compare = None
         if self.settings.consolidation_child and self.ingest_addr and self.search_addr:
             compare = ChildCompare(self.ingest_addr, self.search_addr, self.settings.consolidation_max_proposals,
-                                   self.settings.model_cache_dir)  # fmt: skip
+                                   self.settings.model_cache_dir, nli_dir)  # fmt: skip
         self.maintenance = Maintenance(
             search, ingest, llm=self._connections.llm, decay=policy, expiry=self._expiry, summarizer=summarizer,
             max_proposals=self.settings.consolidation_max_proposals, nli=nli, compare=compare,
@@ -283,3 +288,11 @@ async def build_service(settings: Settings, resources: Resources) -> Consolidati
 
 async def build_server(settings: Settings, resources: Resources) -> RunningServer:
     return await serve([await build_service(settings, resources)], settings.grpc_listen, resources=resources)
+
+
+def named_nli(settings: Settings) -> Path | None:
+    """The NLI model ENGRAM_NLI_MODEL names (pulled once when it is one of the list), or None: the newest installed."""
+    if not settings.nli_model:
+        return None
+    return classifier_dir(settings.nli_model, NLI, settings.model_cache_dir,
+                          hub=Hub(settings.hf_endpoint, settings.hf_token))  # fmt: skip

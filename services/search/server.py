@@ -14,7 +14,9 @@ from engram.embed.cache import CachedEmbedder
 from engram.errors import DiskFull
 from engram.index import DENSE, QUESTIONS, SPARSE, IndexDamaged, MemoryIndex
 from engram.index.qdrant_edge import EdgeIndex, move_aside
-from engram.models.rerank import Reranker, load_reranker
+from engram.models.catalog import RERANKER
+from engram.models.named import Hub, classifier_dir
+from engram.models.rerank import Reranker, RerankSettings, load_reranker
 from engram.process.health import MIB, disk_space
 from engram.process.runtime import Resources, RunningServer, serve
 from engram.services.search.access import AccessRecorder
@@ -124,12 +126,20 @@ def pipeline_config(settings: Settings) -> PipelineConfig:
 
 def open_reranker(settings: Settings) -> Reranker | None:
     """The installed cross-encoder, or None (search works without one; /readyz and explain say rerank is off)."""
-    reranker = load_reranker(settings.model_cache_dir)
+    reranker = load_reranker(settings.model_cache_dir, settings=RerankSettings(model_dir=named_reranker(settings)))
     if reranker is None:
         log.info("rerank is off: no reranker installed (engram models pull <hub-id>)")
     else:
         log.info("rerank is on: %s (default for searches: %s)", reranker.model_id, "on" if settings.rerank else "off")
     return reranker
+
+
+def named_reranker(settings: Settings) -> Path | None:
+    """The reranker ENGRAM_RERANK_MODEL names (pulled once when it is one of the list), or None: the active one."""
+    if not settings.rerank_model:
+        return None
+    return classifier_dir(settings.rerank_model, RERANKER, settings.model_cache_dir,
+                          hub=Hub(settings.hf_endpoint, settings.hf_token))  # fmt: skip
 
 
 async def build_service(settings: Settings, resources: Resources) -> SearchService:

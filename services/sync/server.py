@@ -9,10 +9,10 @@ from typing import Any
 import grpc
 
 from engram.config import Settings
-from engram.embed.embedder import PACKAGE_MODEL_DIM, package_model_id
 from engram.grpc.clients import DEFAULT_RPC_TIMEOUT, SearchClient
 from engram.log.events import memory_vectors
 from engram.model import Memory
+from engram.models.named import vector_model_id
 from engram.process.runtime import Resources, RunningServer, serve
 from engram.services.sync.inbox import Inbox
 from engram.services.sync.servicer import SyncServicer
@@ -47,9 +47,10 @@ class SyncService:
             # Only for changes whose vectors a device made with other models: the embedder loads on first use.
             return await asyncio.to_thread(memory_vectors, await resources.embedder(), resources.sparse, memories)
 
+        model_id, dim = vector_model_id(settings.embed_model, settings.embed_precision)
         self.inbox = Inbox(
             await resources.log(), self._search, await resources.sync_store(), limits=limits,
-            models=(package_model_id(settings.embed_precision), resources.sparse.model_id), dim=PACKAGE_MODEL_DIM,
+            models=(model_id, resources.sparse.model_id), dim=dim,
             embed=embed,
         )  # fmt: skip
 

@@ -88,3 +88,19 @@ def make_tiny_cross_encoder(
 def load_weights(path: Path) -> dict[str, np.ndarray]:
     """The raw (un-normalised) state dict of a model directory, for the numpy reference."""
     return load_file(str(Path(path) / "model.safetensors"))
+
+
+def make_tiny_embedder(path: Path, *, seed: int = 0, pooling: str = "cls") -> Path:
+    """Write a random sentence-transformers BERT directory (a ``BertModel`` with its pooling and length configs) at
+    ``path`` and return it: what `engram models pull` fetches for an embedder of the list."""
+    path = Path(path)
+    (path / "1_Pooling").mkdir(parents=True, exist_ok=True)
+    config = {**TINY_CONFIG, "vocab_size": len(TINY_VOCAB)}
+    save_file(random_bert_weights(config, np.random.default_rng(seed)), str(path / "model.safetensors"))
+    (path / "config.json").write_text(json.dumps(config, indent=2), encoding="utf-8")
+    make_tokenizer().save(str(path / "tokenizer.json"))
+    (path / "vocab.txt").write_text("\n".join(TINY_VOCAB) + "\n", encoding="utf-8")
+    (path / "sentence_bert_config.json").write_text(json.dumps({"max_seq_length": 64}), encoding="utf-8")
+    modes = {"pooling_mode_cls_token": pooling == "cls", "pooling_mode_mean_tokens": pooling == "mean"}
+    (path / "1_Pooling" / "config.json").write_text(json.dumps({"word_embedding_dimension": 32, **modes}), "utf-8")
+    return path

@@ -116,6 +116,7 @@ HTTP_ADAPTERS = {
     "engram/models/llm.py",
     "engram/index/qdrant_server.py",
     "engram/models/store.py",
+    "engram/models/named.py",
     "engram/embed/model_wheel.py",
 }
 # engram/hooks/ is the other client process of the node: the command an agent's hook runs (python -m engram.hooks),

@@ -7,10 +7,6 @@ import hashlib
 import io
 import json
 import socket
-import threading
-from collections.abc import Iterator
-from dataclasses import dataclass, field
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 from typing import Any
 
@@ -30,85 +26,12 @@ from engram.models.store import (
     safe_name,
 )
 from engram.progress import ProgressBar, format_bytes
+from tests.helpers.hub import Hub, hub_fixture  # noqa: F401  # the hub fixture
 from tests.helpers.tiny_models import make_tiny_cross_encoder
 
 HUB_ID = "org/tiny-ce"
 QUERY = "what is the capital of france ?"
 DOCS = ["paris is the capital of france .", "the lazy dog", ""]
-
-
-# -- a real HTTP hub on 127.0.0.1, port 0 ------------------------------------------------------
-
-
-@dataclass
-class Hub:
-    """What the test server serves and what it was asked for."""
-
-    url: str = ""
-    files: dict[str, bytes] = field(default_factory=dict)  # URL path -> body
-    redirects: dict[str, str] = field(default_factory=dict)  # URL path -> Location
-    headers: dict[str, dict[str, str]] = field(default_factory=dict)  # URL path -> extra response headers
-    token: str | None = None
-    requests: list[str] = field(default_factory=list)
-    lock: threading.Lock = field(default_factory=threading.Lock)
-
-    def publish(self, hub_id: str, model_dir: Path, *, revision: str = "main", lfs: bool = True) -> None:
-        """Serve a model directory like the Hugging Face hub: the weights via a redirect to a "CDN"."""
-        for path in model_dir.iterdir():
-            url = f"/{hub_id}/resolve/{revision}/{path.name}"
-            body = path.read_bytes()
-            if lfs and path.name == "model.safetensors":
-                sha = hashlib.sha256(body).hexdigest()
-                self.redirects[url] = f"/cdn/{sha}"
-                self.headers[url] = {"X-Linked-Etag": f'"{sha}"', "X-Linked-Size": str(len(body))}
-                self.files[f"/cdn/{sha}"] = body
-            else:
-                self.files[url] = body
-
-
-class _HubHandler(BaseHTTPRequestHandler):
-    server: _HubServer
-
-    def do_GET(self) -> None:
-        hub = self.server.hub
-        with hub.lock:
-            hub.requests.append(self.path)
-        if hub.token is not None and self.headers.get("Authorization") != f"Bearer {hub.token}":
-            self._reply(401, b"unauthorized")
-        elif self.path in hub.redirects:
-            self._reply(302, b"", {"Location": hub.redirects[self.path], **hub.headers.get(self.path, {})})
-        elif self.path in hub.files:
-            self._reply(200, hub.files[self.path], hub.headers.get(self.path, {}))
-        else:
-            self._reply(404, b"Entry not found")
-
-    def _reply(self, status: int, body: bytes, headers: dict[str, str] | None = None) -> None:
-        self.send_response(status)
-        self.send_header("Content-Length", str(len(body)))
-        for name, value in (headers or {}).items():
-            self.send_header(name, value)
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, format: str, *args: Any) -> None:
-        pass  # keep test output clean
-
-
-class _HubServer(ThreadingHTTPServer):
-    hub: Hub
-
-
-@pytest.fixture
-def hub() -> Iterator[Hub]:
-    server = _HubServer(("127.0.0.1", 0), _HubHandler)
-    server.hub = Hub(url=f"http://127.0.0.1:{server.server_address[1]}")
-    # A short poll interval: shutdown() waits up to one interval, 0.5 s by default, per test.
-    thread = threading.Thread(target=server.serve_forever, kwargs={"poll_interval": 0.02}, daemon=True)
-    thread.start()
-    yield server.hub
-    server.shutdown()
-    server.server_close()
-    thread.join(timeout=5)
 
 
 @pytest.fixture(scope="module")
@@ -395,14 +318,14 @@ def test_cli_import_list_and_use(tmp_path: Path) -> None:
     first = make_tiny_cross_encoder(tmp_path / "first", seed=1)
     second = make_tiny_cross_encoder(tmp_path / "second", seed=2)
 
-    assert cli(["models", "list"], models)[1].startswith("No reranker installed")
+    assert cli(["models", "list"], models)[1].splitlines()[-1].startswith("No reranker installed")
     code, out, _ = cli(["models", "import", str(first), "--name", "one", "--home", str(tmp_path)], models)
     assert code == 0
     assert "Installed one" in out
     assert cli(["models", "import", str(second)], models)[0] == 0
 
     code, out, _ = cli(["models", "list"], models)
-    lines = out.splitlines()
+    lines = out.split("Installed rerankers (* active when ENGRAM_RERANK_MODEL is empty):\n")[1].splitlines()
     assert code == 0
     assert [line.split("\t")[0] for line in lines] == ["* second", "  one"]
     assert f"import:{first.resolve()}" in lines[1]
