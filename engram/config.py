@@ -125,6 +125,7 @@ class Settings:
     rerank: bool = True  # rerank by default when a reranker is installed
     rerank_top_n: int = 20
     min_relevance: float = 0.15  # the relevance floor (dense cosine) of a search that names none; 0: none
+    subject_first: bool = True  # the newest statement of a subject ranks first (issue 36; services/search/latest.py)
     hf_endpoint: str = "https://huggingface.co"
     hf_token: str | None = None
     log_level: str = "INFO"

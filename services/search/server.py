@@ -17,6 +17,7 @@ from engram.index.qdrant_edge import EdgeIndex, move_aside
 from engram.process.health import MIB, disk_space
 from engram.process.runtime import Resources, RunningServer, serve
 from engram.rerank import Reranker, load_reranker
+from engram.services.search import latest
 from engram.services.search.access import AccessRecorder
 from engram.services.search.indexer import Indexer
 from engram.services.search.reader import MemoryReader, PipelineConfig
@@ -119,6 +120,7 @@ def pipeline_config(settings: Settings) -> PipelineConfig:
         rerank_top_n=settings.rerank_top_n,
         rerank_by_default=settings.rerank,
         min_relevance=settings.min_relevance,
+        subject_depth=latest.DEPTH if settings.subject_first else 0,
     )
 
 
