@@ -6,6 +6,7 @@ import argparse
 import sys
 from pathlib import Path
 
+from bench.background import DEFAULT_SIZES as DEFAULT_BACKGROUND_SIZES
 from bench.console import DEFAULT_CONSOLE_LOADS, DEFAULT_CONSOLE_SIZE
 from bench.consolidation import DEFAULT_CONCURRENCY as DEFAULT_CONSOLIDATION_CONCURRENCY
 from bench.consolidation import DEFAULT_DATA as DEFAULT_CONSOLIDATION_DATA
@@ -71,12 +72,24 @@ def parse_args(argv: list[str] | None = None) -> BenchConfig:
         "--consolidation",
         action=argparse.BooleanOptionalAction,
         default=True,
-        help="consolidation (issue 25): the contradiction and dedupe jobs on labelled pairs, each pair in its own "
-        "namespace of a fresh node; precision and recall per split (tune, untouched) and on tests/data (default on)",
+        help="consolidation (issues 25, 36): the contradiction and dedupe jobs on labelled pairs, each set in one "
+        "namespace among other projects' memories; precision and recall per split (tune, untouched), per kind and on "
+        "tests/data (default on)",
     )
     parser.add_argument(
         "--consolidation-data", type=Path, default=DEFAULT_CONSOLIDATION_DATA,
         help=f"the labelled pairs' directory (default {DEFAULT_CONSOLIDATION_DATA})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--consolidation-per-pair",
+        action="store_true",
+        help="diagnostic: each labelled pair in a namespace of its own with nothing around it (issue 25's mode); by "
+        "default each set runs in one namespace among --background-sizes other memories (issue 36)",
+    )
+    parser.add_argument(
+        "--background-sizes", type=_sizes, default=DEFAULT_BACKGROUND_SIZES,
+        help="memories of other projects and agents around the facts set and the consolidation pairs, one shared "
+        f"namespace per size (default {','.join(map(str, DEFAULT_BACKGROUND_SIZES))}; --quick: the first)",
     )  # fmt: skip
     parser.add_argument(
         "--consolidation-concurrency", type=_positive, default=DEFAULT_CONSOLIDATION_CONCURRENCY,
@@ -186,6 +199,7 @@ def parse_args(argv: list[str] | None = None) -> BenchConfig:
         facts=args.facts, facts_data=args.facts_data,
         consolidation=args.consolidation, consolidation_data=args.consolidation_data,
         consolidation_concurrency=args.consolidation_concurrency,
+        consolidation_per_pair=args.consolidation_per_pair, background_sizes=args.background_sizes,
         hooks=args.hooks, hooks_data=args.hooks_data,
         offline_mutations=args.offline_mutations, sizes=args.sizes, locomo=args.locomo,
         beir=args.beir, out=args.out, env=dict(args.env), quick=args.quick, context=args.context,

@@ -1,6 +1,12 @@
-"""Consolidation (issue 25): the contradiction and dedupe detectors on labelled pairs, through a real node.
+"""Consolidation (issues 25, 36): the contradiction and dedupe detectors on labelled pairs, through a real node.
 
-Each pair is saved into a namespace of its own (one API key per pair) on a fresh node, ``a`` then ``b`` (``b`` is
+By default (issue 36) each set runs inside ONE namespace that also holds background memories of other projects and
+agents (bench/background.py; hundreds, then thousands), as a user's namespace does: the background is imported
+first, then every pair's ``a``, then every pair's ``b`` (so ``b`` is the newer), and the jobs find their candidates
+among all those neighbours, as in production; then each pair's two memories are read back (their relations: a
+``contradicts`` flag between them with its kind and rule, a ``merged-into`` one into the other). Flags and merges
+that join a pair's memory to anything else are counted apart. ``--consolidation-per-pair`` is the older diagnostic:
+each pair is saved into a namespace of its own (one API key per pair) on a fresh node, ``a`` then ``b`` (``b`` is
 the newer), and the consolidation jobs run through REST as a node runs them: for the contradiction task the
 ``contradictions`` job, then ``GET /v1/contradictions`` (a proposal's ``kind``: contradiction, or update when the
 newer replaces the older; an older node names no kind and counts as a contradiction); for the dedupe task ``dedupe``
@@ -22,6 +28,7 @@ from typing import Any
 
 import httpx
 
+from bench import background
 from bench.node import Node
 from bench.progress import Phases, Progress
 
@@ -45,6 +52,15 @@ TARGETS: dict[str, dict[str, Any]] = {
     "dedupe": {"precision": (">=", 0.98), "recall": (">=", 0.80), "updates_merged": ("<=", 0)},
 }
 NODE_SETTINGS = {"ENGRAM_CONSOLIDATION_INTERVAL_SECONDS": "0"}  # no scheduled `all` job racing the bench's jobs
+# Shared namespaces: every candidate the detectors keep is flagged in one run (the per-run cap only spreads them over
+# runs), so each pair's verdict is read after one job, and the candidates per 1,000 memories are the detector's.
+SHARED_SETTINGS = {"ENGRAM_CONSOLIDATION_MAX_PROPOSALS": "1000000"}
+SAVE_CONCURRENCY = 4  # saves in flight while filling a shared namespace (all of a side before the other)
+# What kind of disagreement a contradiction pair is, from its `why` (the readers' note; detectors never read it).
+CHOICE_WORDS = ("tool", "choice", "engine", "framework", "toolkit", "hosting", "cdn", "format", "protocol",
+                "disk type", "signing", "payment", "place", "zone", "hosted")  # fmt: skip
+STATE_WORDS = ("on/off", "enabled/disabled", "allowed/blocked", "automatic/manual", "public/private",
+               "always/never", "accepted/rejected", "closed/open")  # fmt: skip
 
 
 @dataclass(frozen=True, slots=True)
@@ -71,6 +87,26 @@ class Pair:
     label: str
     split: str = "existing"
     domain: str = ""
+    why: str = ""  # a few words for readers; the bench groups figures by it, the node never sees it
+
+    @property
+    def kind(self) -> str:
+        """What kind of case the pair is: for a contradiction preference, negation, person, state, choice or value;
+        an update is an update; otherwise its label."""
+        if self.label != "contradiction":
+            return self.label
+        why = self.why.lower()
+        if "preference" in why or "reversed" in why:
+            return "preference"
+        if "negat" in why or "finding" in why:
+            return "negation"
+        if why.startswith("two ") or "maintainer" in why or "person" in why:
+            return "person"
+        if any(w in why for w in STATE_WORDS):
+            return "state"
+        if any(w in why for w in CHOICE_WORDS):
+            return "choice"
+        return "value"
 
 
 @dataclass(frozen=True, slots=True)
@@ -101,6 +137,9 @@ class ConsolidationOptions:
     existing: Path = EXISTING_DATA
     concurrency: int = DEFAULT_CONCURRENCY
     quick: bool = False
+    per_pair: bool = False  # the diagnostic: one namespace per pair (issue 25's mode)
+    background_sizes: tuple[int, ...] = background.DEFAULT_SIZES
+    locomo: Path = background.DEFAULT_LOCOMO
 
 
 @dataclass(frozen=True, slots=True)
@@ -120,7 +159,7 @@ def load_pairs(path: Path) -> list[Pair]:
         if line.strip():
             row = json.loads(line)
             pairs.append(Pair(_side(row["a"]), _side(row["b"]), row["label"], row.get("split", "existing"),
-                              row.get("domain", "")))  # fmt: skip
+                              row.get("domain", ""), row.get("why", "")))  # fmt: skip
     return pairs
 
 
@@ -201,12 +240,29 @@ def contradiction_figures(pairs: Sequence[Pair], verdicts: Sequence[Verdict]) ->
         "related": len(by.get("related", [])),
         "related_flagged": sum(bool(v.proposed) for v in by.get("related", [])),
         "rules": _rules(verdicts),
+        "by_kind": by_kind(pairs, verdicts),
         "errors": sum(bool(v.error) for v in verdicts),
     }
     if not updates:
         for key in ("updates", "update_recall_as_update", "update_recall_any_kind"):
             del figures[key]
     return figures
+
+
+def by_kind(pairs: Sequence[Pair], verdicts: Sequence[Verdict]) -> dict[str, dict[str, int]]:
+    """Per kind of pair (Pair.kind): how many, and how many were proposed (flagged in any kind).
+
+    >>> x, y = Side("x"), Side("y")
+    >>> p = [Pair(x, y, "contradiction", why="preference reversal"), Pair(x, y, "related")]
+    >>> by_kind(p, [Verdict("contradiction"), Verdict()])
+    {'preference': {'pairs': 1, 'proposed': 1}, 'related': {'pairs': 1, 'proposed': 0}}
+    """
+    kinds: dict[str, dict[str, int]] = {}
+    for pair, verdict in _zip(pairs, verdicts):
+        entry = kinds.setdefault(pair.kind, {"pairs": 0, "proposed": 0})
+        entry["pairs"] += 1
+        entry["proposed"] += bool(verdict.proposed)
+    return dict(sorted(kinds.items()))
 
 
 def dedupe_figures(pairs: Sequence[Pair], verdicts: Sequence[Verdict]) -> dict[str, Any]:
@@ -309,11 +365,20 @@ def _ratio(part: int, whole: int) -> float | None:
 
 
 async def run_consolidation(options: ConsolidationOptions, phases: Phases, out: dict[str, Any]) -> None:
-    """Every pair of every set through a fresh node, then the figures per task and split into ``out``."""
+    """Every pair of every set through a fresh node, then the figures per task and split into ``out``: in shared
+    namespaces (one per set and background size) unless ``per_pair``."""
+    if options.per_pair:
+        await _run_per_pair(options, phases, out)
+    else:
+        await _run_shared(options, phases, out)
+
+
+async def _run_per_pair(options: ConsolidationOptions, phases: Phases, out: dict[str, Any]) -> None:
     sets = load_sets(options)
     out |= {
         "path": "real node: REST save (a, then b), POST /v1/consolidation/jobs, GET /v1/contradictions; "
-        "one namespace per pair",
+        "one namespace per pair (diagnostic)",
+        "mode": "per-pair",
         "data": counts(sets),
         "targets": {task: {k: f"{s} {t}" for k, (s, t) in targets.items()} for task, targets in TARGETS.items()},
     }
@@ -336,6 +401,172 @@ async def run_consolidation(options: ConsolidationOptions, phases: Phases, out: 
         if problems:
             out["node_log_problems"] = problems[:20]
         out["node_exit_code"] = node.stop()
+
+
+async def _run_shared(options: ConsolidationOptions, phases: Phases, out: dict[str, Any]) -> None:
+    """Each set in one namespace per background size (the older tests/data sets at the first size only), all on one
+    node; ``out`` holds the first size's figures at the top (as the per-pair mode does) and every size's under
+    ``shared``."""
+    sets = load_sets(options)
+    sizes = options.background_sizes[:1] if options.quick else options.background_sizes
+    out |= {
+        "path": "real node: background imported (POST /v1/memories:import, its own agents), then every pair's a, "
+        "then every b (REST save as agent bench), POST /v1/consolidation/jobs, each pair's memories read back",
+        "mode": "shared",
+        "background_sizes": list(sizes),
+        "data": counts(sets),
+        "targets": {task: {k: f"{s} {t}" for k, (s, t) in targets.items()} for task, targets in TARGETS.items()},
+        "shared": {},
+    }
+    if options.quick:
+        out["note"] = f"--quick: every {QUICK_EVERY}th pair, background {sizes[0]}; not comparable to a full run"
+    with phases("consolidation/start"):
+        node = Node.start(options.home_root / "consolidation", options.settings | NODE_SETTINGS | SHARED_SETTINGS)
+    out["node_start_seconds"] = round(node.started_seconds, 3)
+    try:
+        store = Path(node.settings.get("ENGRAM_KEYS_FILE") or node.home / "keys.json")
+        began = time.monotonic()
+        for size in sizes:
+            lines = background.for_consolidation(size, locomo=options.locomo)
+            run: dict[str, Any] = {"background": len(lines)}
+            for number, pair_set in enumerate(sets):
+                if pair_set.source.startswith("tests/") and size != sizes[0]:
+                    continue  # the older sets once, at the first size
+                namespace = f"bench-shared-{size}-{number}"
+                with phases(f"consolidation/shared{size}/{pair_set.task}/{pair_set.source}"):
+                    verdicts, outside = await _shared_namespace(node.http_url, store, namespace, pair_set, lines)
+                _record(run, pair_set, verdicts)
+                run.setdefault("outside", {})[pair_set.source] = outside
+            out["shared"][str(size)] = run
+            if size == sizes[0]:
+                out |= {k: v for k, v in run.items() if k in ("contradiction", "dedupe", "outside")}
+        out["seconds"] = round(time.monotonic() - began, 1)
+        saved = sum(r["contradiction"][s]["pairs"] for r in out["shared"].values() for s in r.get("contradiction", {}))
+        saved += sum(r["dedupe"][s]["pairs"] for r in out["shared"].values() for s in r.get("dedupe", {}))
+        out["pairs_per_second"] = round(saved / max(out["seconds"], 1e-9), 1)
+    finally:
+        problems = node.log_problems()
+        if problems:
+            out["node_log_problems"] = problems[:20]
+        out["node_exit_code"] = node.stop()
+
+
+async def _shared_namespace(
+    http_url: str, store: Path, namespace: str, pair_set: PairSet, lines: Sequence[dict[str, Any]]
+) -> tuple[list[Verdict], dict[str, Any]]:
+    """One set among ``lines`` in ``namespace``: the verdict of each pair, and what happened outside the pairs."""
+    from engram.keys import KeyStore
+
+    keys = KeyStore(store)
+    _, admin = keys.create(namespace=namespace, agent=AGENT, scopes=("read", "write", "admin"))
+    headers = {"Authorization": f"Bearer {admin}"}
+    timeout = httpx.Timeout(60, read=1800)
+    async with httpx.AsyncClient(base_url=http_url, timeout=timeout) as http:
+        imported = 0
+        for agent, records in background.by_agent(lines).items():
+            _, secret = keys.create(namespace=namespace, agent=agent, scopes=("read", "write"))
+            for start in range(0, len(records), 500):
+                imported += await _import(http, {"Authorization": f"Bearer {secret}"}, records[start : start + 500])
+        label = f"consolidation {pair_set.task} {Path(pair_set.source).parent.name} ({len(lines)} around)"
+        with Progress(label, 2 * len(pair_set.pairs), unit="saves") as bar:
+            older = await _save_side(http, headers, [p.a for p in pair_set.pairs], bar)
+            newer = await _save_side(http, headers, [p.b for p in pair_set.pairs], bar)
+        jobs: dict[str, Any] = {}
+        if pair_set.task == "dedupe":
+            jobs["dedupe"] = await _job(http, headers, "dedupe")
+        jobs["contradictions"] = await _job(http, headers, "contradictions")
+        verdicts, outside = await _read_back(http, headers, older, newer)
+    memories = imported + sum(1 for x in older + newer if "id" in x)
+    flagged = int(jobs["contradictions"].get("flagged") or 0)
+    outside |= {
+        "namespace_memories": memories,
+        "flagged": flagged,
+        "flagged_per_1000": round(1000 * flagged / max(memories, 1), 2),
+        "flags_outside_pairs": flagged - sum(bool(v.proposed) for v in verdicts) - outside["flags_pair_to_other"],
+        "jobs": jobs,
+    }
+    return verdicts, outside
+
+
+async def _import(http: httpx.AsyncClient, headers: dict[str, str], records: Sequence[dict[str, Any]]) -> int:
+    body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records).encode()
+    response = await http.post("/v1/memories:import", content=body,
+                               headers=headers | {"Content-Type": "application/x-ndjson"})  # fmt: skip
+    response.raise_for_status()
+    return int(response.json().get("imported") or 0)
+
+
+async def _save_side(
+    http: httpx.AsyncClient, headers: dict[str, str], sides: Sequence[Side], bar: Progress
+) -> list[dict[str, Any]]:
+    """Saves ``sides`` (a few at once); each save's answer, or {"error": ...}."""
+    answers: list[dict[str, Any]] = [{} for _ in sides]
+    queue: asyncio.Queue[int] = asyncio.Queue()
+    for index in range(len(sides)):
+        queue.put_nowait(index)
+
+    async def worker() -> None:
+        while not queue.empty():
+            index = queue.get_nowait()
+            try:
+                answers[index] = await _save(http, headers, sides[index])
+            except httpx.HTTPError as e:
+                answers[index] = {"error": f"{type(e).__name__}: {e}"[:300]}
+            bar.advance()
+
+    await asyncio.gather(*(worker() for _ in range(SAVE_CONCURRENCY)))
+    return answers
+
+
+async def _read_back(
+    http: httpx.AsyncClient, headers: dict[str, str], older: Sequence[dict[str, Any]], newer: Sequence[dict[str, Any]]
+) -> tuple[list[Verdict], dict[str, Any]]:
+    """Each pair's verdict from its two memories' relations, and the merges and flags joining a pair's memory to
+    a memory outside the pair."""
+    verdicts: list[Verdict] = []
+    merged_elsewhere = flags_elsewhere = 0
+    for a, b in zip(older, newer, strict=True):
+        if "id" not in a or "id" not in b:
+            verdicts.append(Verdict(error=a.get("error") or b.get("error") or "not saved"))
+            continue
+        at_save = b.get("duplicate_of") == a["id"] or b["id"] == a["id"]
+        if at_save:
+            verdicts.append(Verdict(at_save=True))
+            continue
+        one, two = await _memory(http, headers, a["id"]), await _memory(http, headers, b["id"])
+        ids = {a["id"], b["id"]}
+        merged = proposed = rule = ""
+        for memory, other in ((one, b["id"]), (two, a["id"])):
+            for relation in memory.get("relations") or []:
+                kind, target = relation.get("kind"), relation.get("memory_id")
+                if kind == "merged-into":
+                    if target == other:
+                        merged = "yes"
+                    elif target not in ids:
+                        merged_elsewhere += 1
+                elif kind == "contradicts":
+                    if target == other:
+                        note = _note(relation.get("note") or "")
+                        proposed, rule = note.get("kind") or "contradiction", note.get("rule") or ""
+                    elif target not in ids:
+                        flags_elsewhere += 1
+        verdicts.append(Verdict(proposed=proposed, rule=rule, merged=bool(merged)))
+    return verdicts, {"merged_pair_to_other": merged_elsewhere, "flags_pair_to_other": flags_elsewhere}
+
+
+async def _memory(http: httpx.AsyncClient, headers: dict[str, str], memory_id: str) -> dict[str, Any]:
+    response = await http.get(f"/v1/memories/{memory_id}", headers=headers)
+    response.raise_for_status()
+    answer: dict[str, Any] = response.json()
+    return answer.get("memory", answer) if isinstance(answer.get("memory"), dict) else answer
+
+
+def _note(text: str) -> dict[str, Any]:
+    try:
+        note = json.loads(text)
+    except ValueError:
+        return {}
+    return note if isinstance(note, dict) else {}
 
 
 def _record(out: dict[str, Any], pair_set: PairSet, verdicts: list[Verdict]) -> None:

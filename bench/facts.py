@@ -23,11 +23,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+import httpx
 import httpx2
 from mcp import Client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.types import Implementation
 
+from bench import background
 from bench.client import ToolCallError, connect
 from bench.metrics import LatencySummary, mean
 from bench.node import Node
@@ -250,6 +252,8 @@ def tables(queries: Sequence[FactQuery], outcomes: Sequence[Outcome]) -> dict[st
 class FactsOptions:
     home_root: Path
     settings: dict[str, str]
+    background: Sequence[dict[str, Any]] = ()  # import lines of other projects' agents, saved before the set
+    name: str = "facts"  # the node's home under home_root
 
 
 @dataclass(slots=True)
@@ -294,10 +298,13 @@ async def run_facts(facts: FactSet, options: FactsOptions, phases: Phases, out: 
     if facts.note:
         out["note"] = facts.note
     with phases("facts/start"):
-        node = Node.start(options.home_root / "facts", options.settings)
+        node = Node.start(options.home_root / options.name, options.settings)
     out["node_start_seconds"] = round(node.started_seconds, 3)
     out["readyz"] = node.ready
     try:
+        if options.background:
+            with phases("facts/background"):
+                out["background"] = await _import_background(node.http_url, options.background)
         began = time.monotonic()
         with phases("facts/save"), Progress("facts save", len(facts.memories), unit="memories") as bar:
             saved = await _save_all(node.mcp_url, facts, bar)
@@ -324,6 +331,21 @@ async def run_facts(facts: FactSet, options: FactsOptions, phases: Phases, out: 
         if problems:
             out["node_log_problems"] = problems[:20]
         out["node_exit_code"] = node.stop()
+
+
+async def _import_background(http_url: str, lines: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The background memories, each agent's through the import endpoint as that agent (bench/background.py)."""
+    began, imported = time.monotonic(), 0
+    async with httpx.AsyncClient(base_url=http_url, timeout=httpx.Timeout(60, read=1800)) as http:
+        for agent, records in background.by_agent(lines).items():
+            for start in range(0, len(records), 500):
+                body = "".join(json.dumps(r, ensure_ascii=False) + "\n" for r in records[start : start + 500])
+                response = await http.post("/v1/memories:import", content=body.encode(), headers={
+                    "Content-Type": "application/x-ndjson", "X-Engram-Agent-ID": agent})  # fmt: skip
+                response.raise_for_status()
+                imported += int(response.json().get("imported") or 0)
+    return {"memories": imported, "agents": len(background.by_agent(lines)),
+            "seconds": round(time.monotonic() - began, 1)}  # fmt: skip
 
 
 async def _save_all(mcp_url: str, facts: FactSet, bar: Progress) -> _Saved:

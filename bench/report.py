@@ -506,6 +506,14 @@ def _facts_rows(facts: dict[str, Any]) -> Iterator[Row]:
                 yield Row(f"facts [{split}] latest-version: outdated ranked above current",
                           f"{mine['outdated_above']} of {mine['queries']}",
                           reference=f"outdated first: {mine['outdated_first']}")  # fmt: skip
+    for size, run in list((facts.get("shared") or {}).items())[1:]:  # the first size's figures are those above
+        for split in ("tune", "untouched"):
+            figures = ((run.get("modes") or {}).get("default") or {}).get(split) or {}
+            latest = (figures.get("kinds") or {}).get("latest-version") or {}
+            if figures:
+                yield Row(f"facts [{split}, {size} around] overall top-1 / R@5 / MRR",
+                          _facts_triple(figures["overall"]),
+                          reference=f"latest-version top-1 {_num(latest.get('top1'), 3)}")  # fmt: skip
     if default.get("errors"):
         yield Row("facts: failed searches", str(default["errors"]), status="FAIL")
     if facts.get("note"):
@@ -552,14 +560,24 @@ def _hooks_rows(hooks: dict[str, Any]) -> Iterator[Row]:
 def _consolidation_rows(consolidation: dict[str, Any]) -> Iterator[Row]:
     """The consolidation jobs on labelled pairs (bench/consolidation.py): each task and split against its targets."""
     names = {"tune": "tune", "untouched": "untouched", "existing": "tests/data"}
-    for split, name in names.items():
-        figures = (consolidation.get("contradiction") or {}).get(split)
-        if figures:
-            yield from _contradiction_rows(name, figures)
-    for split, name in names.items():
-        figures = (consolidation.get("dedupe") or {}).get(split)
-        if figures:
-            yield from _dedupe_rows(name, figures)
+    runs = consolidation.get("shared") or {"": consolidation}  # issue 36: one run per background size
+    for size, run in runs.items():
+        around = f", {size} around" if size else ""
+        for split, name in names.items():
+            figures = (run.get("contradiction") or {}).get(split)
+            if figures:
+                yield from _contradiction_rows(name + around, figures)
+        for split, name in names.items():
+            figures = (run.get("dedupe") or {}).get(split)
+            if figures:
+                yield from _dedupe_rows(name + around, figures)
+        for source, outside in (run.get("outside") or {}).items():
+            yield Row(
+                f"consolidation [{source}{around}] flags per 1,000 memories",
+                _num(outside["flagged_per_1000"], 2),
+                reference=f"{outside['flagged']} flags among {outside['namespace_memories']}; pair to another "
+                f"memory {outside['flags_pair_to_other']}, merged into another {outside['merged_pair_to_other']}",
+            )
     if consolidation.get("seconds") is not None:
         pace = f"{consolidation.get('pairs_per_second')} pairs/s"
         yield Row("consolidation: pairs through the node (s)", f"{consolidation['seconds']:.0f}", reference=pace)
@@ -574,6 +592,10 @@ def _contradiction_rows(name: str, figures: dict[str, Any]) -> Iterator[Row]:
     if "updates" in figures:
         found = f"{_num(figures['update_recall_as_update'], 3)} / {_num(figures['update_recall_any_kind'], 3)}"
         yield Row(f"contradictions [{name}] updates proposed as update / at all (n={figures['updates']})", found)
+    kinds = figures.get("by_kind") or {}
+    if kinds:
+        found = ", ".join(f"{kind} {k['proposed']}/{k['pairs']}" for kind, k in kinds.items())
+        yield Row(f"contradictions [{name}] proposed per kind", found)
     related = f"related flagged: {figures['related_flagged']} of {figures['related']}"
     yield _checked(f"contradictions [{name}] duplicates flagged (of {figures['duplicates']})", figures,
                    ("duplicates_flagged",), related)  # fmt: skip

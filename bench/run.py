@@ -17,6 +17,8 @@ from pathlib import Path
 from types import FrameType
 from typing import Any
 
+from bench import background
+from bench.background import DEFAULT_SIZES as DEFAULT_BACKGROUND_SIZES
 from bench.console import DEFAULT_CONSOLE_LOADS, DEFAULT_CONSOLE_SIZE, ConsoleOptions, run_console
 from bench.consolidation import DEFAULT_CONCURRENCY as DEFAULT_CONSOLIDATION_CONCURRENCY
 from bench.consolidation import DEFAULT_DATA as DEFAULT_CONSOLIDATION_DATA
@@ -81,6 +83,8 @@ class BenchConfig:
     consolidation: bool = True  # the contradiction and dedupe jobs on labelled pairs (issue 25)
     consolidation_data: Path = DEFAULT_CONSOLIDATION_DATA
     consolidation_concurrency: int = DEFAULT_CONSOLIDATION_CONCURRENCY
+    consolidation_per_pair: bool = False  # the diagnostic: one namespace per pair, no background
+    background_sizes: tuple[int, ...] = DEFAULT_BACKGROUND_SIZES  # memories around the facts and consolidation sets
     hooks: bool = True  # labelled agent sessions through the hook command (issue 26)
     hooks_data: Path = DEFAULT_HOOKS_DATA
     console_size: int = DEFAULT_CONSOLE_SIZE
@@ -156,6 +160,8 @@ def run(config: BenchConfig) -> tuple[dict[str, Any], Path]:
             "console_loads": config.console_loads,
             "facts": config.facts,
             "consolidation": config.consolidation,
+            "consolidation_per_pair": config.consolidation_per_pair,
+            "background_sizes": list(config.background_sizes),
             "hooks": config.hooks,
         },
         "data": {},
@@ -284,14 +290,26 @@ async def _facts(
     config: BenchConfig, home_root: Path, settings: dict[str, str], phases: Phases, out: dict[str, Any]
 ) -> None:
     facts = load_facts(config.facts_data, sessions=QUICK_SESSIONS if config.quick else None)
-    await run_facts(facts, FactsOptions(home_root=home_root, settings=settings), phases, out)
+    sizes = config.background_sizes[:1] if config.quick else config.background_sizes
+    out["background_sizes"] = list(sizes)
+    out["shared"] = {}
+    for size in sizes:  # issue 36: the set inside a namespace that holds other projects' memories too
+        lines = background.for_facts(size, locomo=config.locomo)
+        options = FactsOptions(home_root=home_root, settings=settings, background=lines, name=f"facts-{size}")
+        run: dict[str, Any] = {}
+        await run_facts(facts, options, phases, run)
+        out["shared"][str(size)] = run
+        if size == sizes[0]:
+            out |= run
 
 
 async def _consolidation(
     config: BenchConfig, home_root: Path, settings: dict[str, str], phases: Phases, out: dict[str, Any]
 ) -> None:
     options = ConsolidationOptions(home_root=home_root, settings=settings, data=config.consolidation_data,
-                                   concurrency=config.consolidation_concurrency, quick=config.quick)  # fmt: skip
+                                   concurrency=config.consolidation_concurrency, quick=config.quick,
+                                   per_pair=config.consolidation_per_pair, background_sizes=config.background_sizes,
+                                   locomo=config.locomo)  # fmt: skip
     await run_consolidation(options, phases, out)
 
 

@@ -250,6 +250,7 @@ class Settings:
     rerank_top_n: int = 20
     # The relevance floor (dense cosine) of a search that names none; 0: none
     min_relevance: float = limited(0.15, ge=0, le=1, message=_MIN_RELEVANCE)
+    subject_first: bool = True  # the newest statement of a subject ranks first (issue 36; services/search/latest.py)
     hf_endpoint: str = "https://huggingface.co"
     hf_token: str | None = None
     log_level: str = "INFO"

@@ -12,7 +12,7 @@ MAX_FACT_WORDS = 40  # longer texts (documents, abstracts) share topics without 
 _CHANGE = re.compile(
     r"\b(?:now|no longer|anymore|moved|switched|replaced|replacing|took over|taken over|upgraded|downgraded|"
     r"migrated|changed|instead|raised|lowered|increased|decreased|reduced|cut|bumped|relaxed|tightened|resized|"
-    r"renamed|retired|dropped|updated|rotated|again|from \S.{0,40} to)\b",
+    r"renamed|retired|dropped|updated|rotated|again|back to|reverted|returns to|returned to|from \S.{0,40} to)\b",
     re.IGNORECASE,
 )
 
@@ -20,6 +20,8 @@ _CHANGE = re.compile(
 def states_a_change(text: str) -> bool:
     """
     >>> states_a_change("Prod cluster is on Kubernetes 1.30 now"), states_a_change("We moved paging to PagerDuty")
+    (True, True)
+    >>> states_a_change("The API dev port is back to 8000"), states_a_change("Planning goes back to Monday")
     (True, True)
     >>> states_a_change("Prod cluster runs Kubernetes 1.28")
     False

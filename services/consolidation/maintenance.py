@@ -28,7 +28,7 @@ from engram.models.nli import Nli
 from engram.ownership import UNOWNED, require_admin
 from engram.results import Changed, Contradiction, MergeResult, SupersedeResult, TeamInfo
 from engram.sameness import normalized
-from engram.services.consolidation import stance
+from engram.services.consolidation import stance, ties
 from engram.services.consolidation.enrichment import UnusableAnswer, ask_questions, skip_reason
 from engram.services.consolidation.expiry import ExpiryJob
 from engram.services.consolidation.jobs import MAINTENANCE, Outcome, Progress, Work, require_writer, system_caller
@@ -567,6 +567,8 @@ def _conflicts(corpus: Corpus) -> tuple[int, list[tuple[Memory, Memory, stance.C
     (newer, older, conflict), the most confident first. Pairs already related (flagged, resolved, merged,
     superseded) are never flagged again."""
     pairs = corpus.pairs(stance.CONTRADICTION_SIMILARITY, CONTRADICTION_NEIGHBOURS)
+    pairs = pairs + ties.tied_pairs([m.content for m in corpus.memories], corpus.vectors,
+                                    stance.CONTRADICTION_SIMILARITY, {(i, j) for i, j, _ in pairs})  # fmt: skip
     found = []
     for i, j, similarity in pairs:
         a, b = corpus.memories[i], corpus.memories[j]

@@ -41,6 +41,7 @@ from engram.services.search.access import AccessRecorder
 from engram.services.search.agents import AgentRecord, time_or_never
 from engram.services.search.fusion import DEFAULT_RRF_K, Adaptive, Fused, adaptive, reach, relative, rrf
 from engram.services.search.indexer import ENRICHED_SEQS, Indexer
+from engram.services.search.latest import newest_of_subject
 from engram.services.search.queries import about_sessions, query_kind
 from engram.updates import is_fact_sized, states_a_change
 
@@ -90,6 +91,8 @@ class PipelineConfig:
     change_similarity: float = 0.5
     change_margin: float = 0.3
     newer_depth: int = 10
+    # The newest statement of a subject first, among this many hits (services/search/latest.py); 0: off.
+    subject_depth: int = 10
     # A session's summary repeats the observations it summarizes: it counts this share of its score, unless the query
     # asks about sessions (services/search/queries.py about_sessions), so the observations answer first.
     summary_weight: float = 0.5
@@ -194,6 +197,7 @@ class MemoryReader:
         hits = [c.hit for c in candidates]
         if use_rerank and hits:
             hits = await asyncio.to_thread(self._rerank, query, hits)
+        hits = newest_of_subject(hits, kind, self._config.subject_depth)
         hits = _summaries_below(_cold_last(hits), self._config.summary_weight, about_sessions(query))
         if floor > 0 and kind == "identifier" and not (use_rerank and hits):  # min_relevance 0 keeps everything
             hits = _without_tail(hits, exact, self._config.tail_ratio)

@@ -19,6 +19,7 @@ from engram.models.named import Hub, classifier_dir
 from engram.models.rerank import Reranker, RerankSettings, load_reranker
 from engram.process.health import MIB, disk_space
 from engram.process.runtime import Resources, RunningServer, serve
+from engram.services.search import latest
 from engram.services.search.access import AccessRecorder
 from engram.services.search.indexer import Indexer
 from engram.services.search.reader import MemoryReader, PipelineConfig
@@ -121,6 +122,7 @@ def pipeline_config(settings: Settings) -> PipelineConfig:
         rerank_top_n=settings.rerank_top_n,
         rerank_by_default=settings.rerank,
         min_relevance=settings.min_relevance,
+        subject_depth=latest.DEPTH if settings.subject_first else 0,
     )
 
 

@@ -76,6 +76,23 @@ async def test_the_newer_version_of_a_fact_from_another_agent_ranks_first(node: 
     assert answer["hits"][0]["score"] >= answer["hits"][1]["score"], "scores stay in rank order"
 
 
+async def test_the_newest_statement_of_a_subject_ranks_first_however_it_is_worded(node: NodeHandle) -> None:
+    """Issue 36: an update worded unlike the question, saved plainly by another agent, with a topical neighbour
+    between the two statements."""
+    tag = unique("subject")
+    async with http_client(node.mcp_url, agent="codex") as codex:
+        old = await call(codex, "save_memory", content="design-system unit tests run on Jest", tags=[tag])
+        await call(codex, "save_memory", content="design-system publishes its packages to the npm registry", tags=[tag])
+    async with http_client(node.mcp_url, agent="cursor") as cursor:
+        new = await call(cursor, "save_memory", content="design-system moved its unit tests from Jest to Vitest",
+                         tags=[tag])  # fmt: skip
+    answer = _search(node, "which unit test runner does the design system use?", tag, explain=True,
+                     min_seq=new["seq"])  # fmt: skip
+    ids = _ids(answer)
+    assert ids[0] == new["id"] and ids.index(old["id"]) > 0
+    assert "subject" in answer["hits"][0]["explain"] or "newer" in answer["hits"][0]["explain"]
+
+
 async def test_an_unrelated_question_finds_nothing_above_the_floor_unless_asked(node: NodeHandle) -> None:
     tag = unique("floor")
     async with http_client(node.mcp_url, agent="cursor") as client:  # another agent: the same texts are new memories
