@@ -125,6 +125,15 @@ class Node:
             time.sleep(POLL_SECONDS)
         raise TimeoutError(f"engram serve did not become ready in time; log:\n{self.tail_log()}")
 
+    def admin_key(self) -> str:
+        """A new key of the node's default namespace with the admin scope (callers name themselves); its secret."""
+        from engram.config import Settings
+        from engram.keys import KeyStore
+
+        keys = KeyStore(Settings.from_env({}, home=self.home).keys_path)
+        _, secret = keys.create(namespace="default", scopes=("read", "write", "admin"))
+        return secret
+
     def readyz(self) -> dict[str, Any]:
         response = httpx.get(f"{self.http_url}/readyz", timeout=10)
         body: dict[str, Any] = response.json()
