@@ -16,7 +16,14 @@ from bench.facts import DEFAULT_FACTS
 from bench.hooks import DEFAULT_DATA as DEFAULT_HOOKS_DATA
 from bench.report import table
 from bench.run import DEFAULT_BEIR, DEFAULT_CHUNK, DEFAULT_LOCOMO, DEFAULT_MODEL_CACHE, BenchConfig, run
-from bench.speed import DEFAULT_SAVES, DEFAULT_SEARCHES, DEFAULT_SIZES, DEFAULT_UPDATES, DEFAULT_WARMUP
+from bench.speed import (
+    DEFAULT_GIVEN_BASE,
+    DEFAULT_SAVES,
+    DEFAULT_SEARCHES,
+    DEFAULT_SIZES,
+    DEFAULT_UPDATES,
+    DEFAULT_WARMUP,
+)
 from bench.sync import DEFAULT_OFFLINE_MUTATIONS
 
 
@@ -133,6 +140,23 @@ def parse_args(argv: list[str] | None = None) -> BenchConfig:
         default=DEFAULT_SIZES,
         help="memory counts for the speed run, e.g. 10000,50000 (the default)",
     )
+    parser.add_argument(
+        "--given-vectors", action="store_true",
+        help="the speed run's import lines carry dense vectors the bench made from --given-base distinct texts "
+        "(admin-only import field), so sizes such as 1000000 load without embedding each memory (bench/given.py)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--given-base", type=_positive, default=DEFAULT_GIVEN_BASE,
+        help=f"distinct texts embedded once for --given-vectors (default {DEFAULT_GIVEN_BASE})",
+    )  # fmt: skip
+    parser.add_argument(
+        "--speed-consolidation", action=argparse.BooleanOptionalAction, default=True,
+        help="one `all` consolidation job at each speed size (default on; minutes at 50k)",
+    )  # fmt: skip
+    parser.add_argument(
+        "--probes", action=argparse.BooleanOptionalAction, default=True,
+        help="a search and a save every 100 ms during the import to the largest speed size (default on)",
+    )  # fmt: skip
     parser.add_argument("--locomo", type=Path, default=DEFAULT_LOCOMO, help=f"LoCoMo JSON (default {DEFAULT_LOCOMO})")
     parser.add_argument("--beir", type=Path, default=DEFAULT_BEIR, help=f"BEIR directory (default {DEFAULT_BEIR})")
     parser.add_argument("--out", type=Path, help="JSON results file (default bench/results/<UTC timestamp>.json)")
@@ -207,7 +231,8 @@ def parse_args(argv: list[str] | None = None) -> BenchConfig:
         searches=args.searches, saves=args.saves, updates=args.updates, warmup=args.warmup,
         event_saves=args.event_saves, slow_clients=args.slow_clients,
         model_cache=args.model_cache.resolve(),
-        keep=args.keep,
+        keep=args.keep, given_vectors=args.given_vectors, given_base=args.given_base,
+        speed_consolidation=args.speed_consolidation, probes=args.probes,
     )  # fmt: skip
 
 

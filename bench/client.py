@@ -5,7 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -109,8 +109,10 @@ class EngramClient:
         *,
         chunk: int = DEFAULT_CHUNK,
         on_chunk: Callable[[int], None] | None = None,
+        headers: Mapping[str, str] | None = None,
     ) -> ImportResult:
-        """POSTs the records as NDJSON in chunks to /v1/memories:import; times the requests only."""
+        """POSTs the records as NDJSON in chunks to /v1/memories:import (with ``headers``, e.g. a key's); times the
+        requests only."""
         assert self._rest is not None
         result = ImportResult()
         for start in range(0, len(records), chunk):
@@ -121,7 +123,7 @@ class EngramClient:
                 f"{self.http_url}/v1/memories:import",
                 content=body,
                 params={"first_line": start + 1},
-                headers={"Content-Type": "application/x-ndjson"},
+                headers={"Content-Type": "application/x-ndjson", **(headers or {})},
             )
             result.seconds += time.perf_counter() - began
             result.requests += 1

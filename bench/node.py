@@ -150,6 +150,15 @@ class Node:
         node.started_seconds = time.monotonic() - began
         return node
 
+    def admin_key(self) -> str:
+        """A new key of the node's default namespace with the admin scope (callers name themselves); its secret."""
+        from engram.config import Settings
+        from engram.keys import KeyStore
+
+        keys = KeyStore(Settings.from_env({}, home=self.home).keys_path)
+        _, secret = keys.create(namespace="default", scopes=("read", "write", "admin"))
+        return secret
+
     def readyz(self) -> dict[str, Any]:
         response = httpx.get(f"{self.http_url}/readyz", timeout=10)
         body: dict[str, Any] = response.json()

@@ -196,6 +196,10 @@ def _consolidate_all_rows(job: dict[str, Any] | None, size: int, at: str) -> Ite
 
 
 def _speed_rows(speed: dict[str, Any]) -> Iterator[Row]:
+    given = speed.get("import_vectors")
+    if given:
+        yield Row("import lines carry their dense vectors", "yes", "",
+                  f"made in the bench from {given.get('base_texts')} texts (bench/given.py)")  # fmt: skip
     for step in speed.get("steps", []):
         size = step["size"]
         at = f"@{size // 1000}k" if size % 1000 == 0 else f"@{size}"
@@ -247,6 +251,11 @@ def _speed_rows(speed: dict[str, Any]) -> Iterator[Row]:
         if rss:
             yield Row(f"node RSS {at} (MiB, node+nats)", f"{rss.get('total', 0) / MIB:.0f}", "",
                       f"node {rss.get('node', 0) / MIB:.0f} + nats {rss.get('nats', 0) / MIB:.0f}")  # fmt: skip
+        disk = step.get("disk_bytes") or {}
+        if disk:
+            parts = ", ".join(f"{k} {v / MIB:.0f} MiB" for k, v in disk.items() if k != "total" and v >= MIB)
+            yield Row(f"disk per memory {at} (bytes)", _num(step.get("disk_bytes_per_memory"), 0), "",
+                      _short(f"{disk['total'] / MIB:.0f} MiB: {parts}", 70))  # fmt: skip
 
 
 def _mcp_and_rest_rows(step: dict[str, Any], at: str) -> Iterator[Row]:
@@ -283,7 +292,7 @@ def _reference_rows(speed: dict[str, Any]) -> Iterator[Row]:
                           ", ".join(x for x in (f"{waits.get('count', 0)} calls", _errors(waits)) if x),
                           status)  # fmt: skip
         rate = (step.get("import") or {}).get("memories_per_second")
-        if embed_rate and rate:
+        if embed_rate and rate and not speed.get("import_vectors"):  # with given vectors the import embeds nothing
             share = rate / embed_rate
             probed = " (searches and saves every 100 ms meanwhile)" if step.get("import_probed") else ""
             yield Row(f"import {at} / embedder alone", f"{share:.2f}", f">= {IMPORT_EMBEDDER_TARGET:.1f}",

@@ -43,6 +43,7 @@ from bench.progress import Phases, note
 from bench.quality import QualityOptions, run_beir, run_locomo
 from bench.report import git_state, machine, source_fingerprint, write_json
 from bench.speed import (
+    DEFAULT_GIVEN_BASE,
     DEFAULT_SAVES,
     DEFAULT_SEARCHES,
     DEFAULT_SIZES,
@@ -107,6 +108,10 @@ class BenchConfig:
     slow_clients: int = DEFAULT_SLOW_CLIENTS
     model_cache: Path = DEFAULT_MODEL_CACHE
     keep: bool = False
+    given_vectors: bool = False  # the speed run's import lines carry vectors made in the bench (bench/given.py)
+    given_base: int = DEFAULT_GIVEN_BASE
+    speed_consolidation: bool = True
+    probes: bool = True
 
     def effective(self) -> BenchConfig:
         """``--quick`` shrinks the run: one conversation, a small corpus, one small size, fewer timed calls and
@@ -245,7 +250,8 @@ async def _speed(config: BenchConfig, conversations: list[Conversation], beir: B
     options = SpeedOptions(
         home_root=home_root, settings=settings, chunk=config.chunk, sizes=config.sizes,
         searches=config.searches, saves=config.saves, updates=config.updates, warmup=config.warmup,
-        backfill=config.sync,
+        backfill=config.sync, given_vectors=config.given_vectors, given_base=config.given_base,
+        consolidate=config.speed_consolidation, probes=config.probes,
     )  # fmt: skip
     corpus = speed_corpus(beir, conversations, needed=options.texts_needed)
     queries = speed_queries(beir, conversations)

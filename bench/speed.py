@@ -5,15 +5,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import dataclasses
+import itertools
 import shutil
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 import httpx
+import numpy as np
 
 from bench.calls import (
     DIAGNOSTIC_SHARE,
@@ -27,11 +29,13 @@ from bench.calls import (
 )
 from bench.client import EngramClient, ToolCallError, connect
 from bench.datasets import SpeedCorpus
+from bench.given import FLAT_MAX, GivenCorpus, GivenRecords, given_cache
 from bench.metrics import LatencySummary
 from bench.node import Node
 from bench.progress import Phases, Progress, note
 from bench.quality import reranker_missing
-from bench.reference import embed_corpus, flat_search, load_embedder
+from bench.reference import Reference, embed_corpus, flat_search, load_embedder
+from bench.smaps import breakdown
 from bench.sync import run_backfill
 
 DEFAULT_SIZES = (10_000, 50_000)
@@ -42,7 +46,8 @@ DEFAULT_WARMUP = 20
 SAVE_TAG = "bench-speed-save"
 VERSION_TAG = "bench-speed-updated"
 DIAGNOSTIC_SOURCES = ("dense", "bm25")
-REBUILD_TIMEOUT = 1800.0  # a damaged index of 50k memories is rebuilt in about a minute; generous for slow disks
+REBUILD_TIMEOUT = 3600.0  # a damaged index of 50k memories is rebuilt in about a minute; a million's in minutes
+DEFAULT_GIVEN_BASE = 20_000  # distinct texts the bench embeds for a run with given vectors (bench/given.py)
 # While a bulk import runs (and until the index has built the vector graph of it), a search and a save are issued
 # every PROBE_INTERVAL_SECONDS, each on its own regardless of the ones still waiting, and how long each waits is
 # recorded: the node's stalls as an agent would meet them (issue 27). The probes go on for PROBE_TAIL_SECONDS after
@@ -69,10 +74,18 @@ class SpeedOptions:
     # take a share of the cores the import needs, so the smaller sizes' imports measure its rate alone.
     probes: bool = True
     reference: bool = True  # the embedder alone and a flat numpy dense search in the bench process (reference.py)
+    # The import's lines carry dense vectors made in the bench from given_base distinct texts (bench/given.py), so
+    # a million memories load without a million embeddings; the node embeds queries, saves and updates as ever.
+    given_vectors: bool = False
+    given_base: int = DEFAULT_GIVEN_BASE
+    consolidate: bool = True  # one `all` consolidation job at each size (takes minutes at 50k; hours at 1M)
 
     @property
     def texts_needed(self) -> int:
-        """Imported memories up to the largest size plus a distinct text for every save."""
+        """Imported memories up to the largest size plus a distinct text for every save (with given vectors: the
+        base texts, the rest is made from them)."""
+        if self.given_vectors:
+            return self.given_base
         return max(self.sizes) + self.saves * len(self.sizes)
 
 
@@ -83,8 +96,6 @@ async def run_speed(
     sizes = tuple(sorted(set(options.sizes)))
     if len(corpus.texts) < options.texts_needed:
         raise ValueError(f"the speed corpus has {len(corpus.texts)} texts, {options.texts_needed} are needed")
-    imports = corpus.texts[: max(sizes)]
-    saves = iter(corpus.texts[max(sizes) :])
     pool = QueryPool(queries)
     ids: list[str] = []
     out |= {
@@ -97,9 +108,19 @@ async def run_speed(
         "search_limit": SEARCH_LIMIT,
         "steps": [],
     }
-    if options.reference:
-        with phases("speed/reference"):
-            out["reference"] = _reference(imports, queries, sizes, options)
+    given: GivenCorpus | None = None
+    if options.given_vectors:
+        with phases("speed/given_vectors"):
+            given = _given(corpus.texts[: options.given_base], queries, sizes, options, out)
+        records = _given_lines(given)
+        saves: Iterator[str] = (given.text(i) for i in itertools.count(max(sizes)))
+    else:
+        imports = corpus.texts[: max(sizes)]
+        saves = iter(corpus.texts[max(sizes) :])
+        records = _records(imports)
+        if options.reference:
+            with phases("speed/reference"):
+                out["reference"] = _reference(imports, queries, sizes, options)
     with phases("speed/start"):
         node = Node.start(options.home_root / "speed", options.settings)
     out["node_start_seconds"] = round(node.started_seconds, 3)
@@ -110,10 +131,12 @@ async def run_speed(
             per_source = client.accepts("search_memory", "sources")
             rerank_missing: str | None = None
             imported = saved = 0
+            # Vectors in an import line are an admin's to give (docs/api.md); the dev node's callers are not admins.
+            keyed = {"Authorization": f"Bearer {node.admin_key()}"} if given is not None else {}
             for size in sizes:
                 step: dict[str, Any] = {"size": size}
                 out["steps"].append(step)
-                ids += await _grow(client, node, imports, imported, size, options, phases, step)
+                ids += await _grow(client, node, records, imported, size, options, phases, step, headers=keyed)
                 if options.updates and client.accepts("update_memory", "content"):
                     await _versions(client, ids, options, phases, step)
                 if not imported:  # a probe search needs memories to rerank
@@ -131,10 +154,13 @@ async def run_speed(
                     step["save"] = await timed(f"save @{size}", _saver(client), texts, warmup=0)
                 saved += options.saves + step.get("during_import", {}).get("save", {}).get("count", 0)
                 step["memories"] = imported + saved
-                if node.grpc_address:
+                if node.grpc_address and options.consolidate:
                     with phases(f"speed/{size}/consolidate_all"):
                         step["consolidate_all"] = await _consolidate_all(node.grpc_address, step["memories"])
                 step["rss_bytes"] = node.rss()
+                step["rss_breakdown_bytes"] = breakdown(node.worker_pid(), node.home)
+                step["disk_bytes"] = disk_usage(node.home)
+                step["disk_bytes_per_memory"] = round(step["disk_bytes"]["total"] / max(1, step["memories"]), 1)
             out["queries_reused"] = pool.reused
         if options.backfill:  # a new edge device joins the node at its largest size and pulls it all
             with phases("speed/edge_backfill"):
@@ -165,6 +191,75 @@ def _reference(
     return {"embed_per_second": round(reference.per_second, 1), "embedded": len(texts), "flat_search": searches}
 
 
+def _given(
+    texts: Sequence[str], queries: Sequence[str], sizes: tuple[int, ...], options: SpeedOptions, out: dict[str, Any]
+) -> GivenCorpus:
+    """Embeds the base texts once with the node's embedder (that is also the reference's embedder-alone rate; a
+    later run with the same texts and model reads them from the bench's cache), and times the flat reference over
+    the given vectors at each size up to FLAT_MAX."""
+    embedder = load_embedder(options.settings)
+    cached = given_cache(Path(options.settings["ENGRAM_MODEL_CACHE"]).parent, embedder.model_id, texts)
+    if cached.exists():
+        reference = Reference(embedder, np.load(cached), 0.0)
+        note(f"  given vectors: {len(texts)} base texts read from {cached}")
+    else:
+        reference = embed_corpus(embedder, texts)
+        cached.parent.mkdir(parents=True, exist_ok=True)
+        np.save(cached, reference.vectors)
+        note(f"  given vectors: {len(texts)} base texts embedded at {reference.per_second:.0f} texts/s")
+    given = GivenCorpus(list(texts), reference.vectors, embedder.model_id)
+    out["import_vectors"] = {
+        "given": True, "base_texts": len(texts), "model": given.model,
+        "how": "base texts embedded once in the bench; memory i beyond them is a pair of base texts whose dense "
+        "vector is the normalised sum of theirs; the node makes every sparse vector and embeds queries and saves",
+    }  # fmt: skip
+    if options.reference:
+        count = options.warmup + options.searches
+        taken = [queries[i % len(queries)] for i in range(count)]
+        flat = [size for size in sizes if size <= FLAT_MAX]
+        matrix = Reference(reference.embedder, given.matrix(max(flat)), reference.seconds) if flat else None
+        searches = {str(s): flat_search(matrix, s, taken, warmup=options.warmup) for s in flat if matrix is not None}
+        out["reference"] = {"embedded": len(texts), "flat_search": searches, "flat_search_skipped_above": FLAT_MAX}
+        if reference.seconds:  # embedded in this run, not read from the cache
+            out["reference"]["embed_per_second"] = round(reference.per_second, 1)
+    return given
+
+
+def _given_lines(given: GivenCorpus) -> Callable[[int, int], Sequence[dict[str, Any]]]:
+    """The import lines of memories start .. stop-1 with their given vectors, made chunk by chunk."""
+
+    def lines(start: int, stop: int) -> Sequence[dict[str, Any]]:
+        return GivenRecords(given, start, stop, [IMPORT_TAG])
+
+    return lines
+
+
+def _records(texts: Sequence[str]) -> Callable[[int, int], Sequence[dict[str, Any]]]:
+    """The import lines of texts[start:stop] (the node embeds them)."""
+
+    def lines(start: int, stop: int) -> list[dict[str, Any]]:
+        return [{"content": text, "tags": [IMPORT_TAG], "source_id": f"speed:{i}"}
+                for i, text in enumerate(texts[start:stop], start=start)]  # fmt: skip
+
+    return lines
+
+
+def disk_usage(home: Path) -> dict[str, int]:
+    """Bytes on disk under the node's data dir: the log (nats-server's store), the index, and the total."""
+    out: dict[str, int] = {"total": 0}
+    for path in home.rglob("*"):
+        try:
+            if path.is_symlink() or not path.is_file():
+                continue
+            size = path.stat().st_blocks * 512
+        except OSError:  # a segment file replaced meanwhile
+            continue
+        part = path.relative_to(home).parts[0]
+        out[part] = out.get(part, 0) + size
+        out["total"] += size
+    return dict(sorted(out.items(), key=lambda item: -item[1]))
+
+
 def _restart_and_rebuild(node: Node, options: SpeedOptions, phases: Phases, out: dict[str, Any]) -> Node:
     """Times a plain restart, then a start whose index was damaged (segments deleted) and is rebuilt from the log.
 
@@ -189,26 +284,26 @@ def _restart_and_rebuild(node: Node, options: SpeedOptions, phases: Phases, out:
 async def _grow(
     client: EngramClient,
     node: Node,
-    texts: Sequence[str],
+    lines: Callable[[int, int], Sequence[dict[str, Any]]],
     start: int,
     size: int,
     options: SpeedOptions,
     phases: Phases,
     step: dict[str, Any],
+    *,
+    headers: dict[str, str],
 ) -> list[str]:
-    """Imports texts[start:size] and waits until the index has them; records rates and RSS into ``step``.
+    """Imports memories start .. size-1 (``lines``) and waits until the index has them; records rates and RSS into
+    ``step``.
 
     Returns the ids of the imported memories."""
-    records = [
-        {"content": text, "tags": [IMPORT_TAG], "source_id": f"speed:{i}"}
-        for i, text in enumerate(texts[start:size], start=start)
-    ]
+    records = lines(start, size)
     probes = Probes(client, size) if options.probes and size == max(options.sizes) else None
     step["import_probed"] = probes is not None
     probing = asyncio.create_task(probes.run()) if probes else None
     try:
         with phases(f"speed/{size}/import"), Progress(f"import to {size}", len(records), unit="memories") as bar:
-            result = await client.import_records(records, chunk=options.chunk, on_chunk=bar.advance)
+            result = await client.import_records(records, chunk=options.chunk, on_chunk=bar.advance, headers=headers)
         if result.rejected:
             note(f"  {len(result.rejected)} lines rejected, e.g. {result.rejected[:3]}")
         step["import"] = result.summary()

@@ -51,11 +51,15 @@ class Page:
 
 @dataclass(frozen=True, slots=True)
 class ImportItem:
-    """One item of a bulk import: its line number, the memory, and an optional idempotency key."""
+    """One item of a bulk import: its line number, the memory, an optional idempotency key, and an optional
+    pre-computed dense vector of its content (little-endian float32 bytes) with the model that made it (admin only:
+    engram.embed.given)."""
 
     line: int
     draft: MemoryInput
     source_id: str = ""
+    dense: bytes = b""
+    dense_model: str = ""
 
 
 @dataclass(slots=True)

@@ -231,8 +231,9 @@ class IngestClient(_Client):
         async def requests() -> AsyncIterator[ingest_pb2.ImportMemoriesRequest]:
             async for item in items:
                 yield ingest_pb2.ImportMemoriesRequest(
-                    caller=context, memory=wire.input_to_proto(item.draft), line=item.line, source_id=item.source_id
-                )
+                    caller=context, memory=wire.input_to_proto(item.draft), line=item.line, source_id=item.source_id,
+                    dense=item.dense, dense_model=item.dense_model,
+                )  # fmt: skip
 
         response = await self._call(self._stub.ImportMemories, requests(), timeout=IMPORT_TIMEOUT)
         stopped = None

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import base64
 import math
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import TYPE_CHECKING, Any
 
 from engram.errors import NotFound
@@ -98,11 +98,17 @@ def event_body(
     return body
 
 
-def memory_vectors(embedder: Embedder, sparse: Bm25Encoder, memories: list[Memory]) -> list[dict[str, Any]]:
-    """The "vectors" of each memory's event body: its dense and BM25 vectors, with their model ids."""
+def memory_vectors(
+    embedder: Embedder, sparse: Bm25Encoder, memories: list[Memory], given: Sequence[np.ndarray | None] = ()
+) -> list[dict[str, Any]]:
+    """The "vectors" of each memory's event body: its dense and BM25 vectors, with their model ids. ``given``: a
+    dense vector already made (and checked: engram.embed.given) per memory, None where the embedder makes it."""
     # Dense embeds the content alone: context dilutes its meaning. BM25 also indexes the context, whose exact words
     # often name what the content only refers to, but as a weaker field than the content (measured in docs/search.md).
-    dense = embedder.embed([memory.content for memory in memories])
+    rows = list(given) or [None] * len(memories)
+    missing = [memory.content for memory, row in zip(memories, rows, strict=True) if row is None]
+    made = iter(embedder.embed(missing) if missing else ())
+    dense = [row if row is not None else next(made) for row in rows]
     out = []
     for memory, row in zip(memories, dense, strict=True):
         terms = sparse.fields(memory.content, memory.context)

@@ -153,16 +153,20 @@ class UpdateHandoffResponse(_message.Message):
     def __init__(self, memory: _Optional[_Union[_common_pb2.Memory, _Mapping]] = ..., seq: _Optional[int] = ...) -> None: ...
 
 class ImportMemoriesRequest(_message.Message):
-    __slots__ = ("caller", "memory", "line", "source_id")
+    __slots__ = ("caller", "memory", "line", "source_id", "dense", "dense_model")
     CALLER_FIELD_NUMBER: _ClassVar[int]
     MEMORY_FIELD_NUMBER: _ClassVar[int]
     LINE_FIELD_NUMBER: _ClassVar[int]
     SOURCE_ID_FIELD_NUMBER: _ClassVar[int]
+    DENSE_FIELD_NUMBER: _ClassVar[int]
+    DENSE_MODEL_FIELD_NUMBER: _ClassVar[int]
     caller: _common_pb2.CallContext
     memory: _common_pb2.MemoryInput
     line: int
     source_id: str
-    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., memory: _Optional[_Union[_common_pb2.MemoryInput, _Mapping]] = ..., line: _Optional[int] = ..., source_id: _Optional[str] = ...) -> None: ...
+    dense: bytes
+    dense_model: str
+    def __init__(self, caller: _Optional[_Union[_common_pb2.CallContext, _Mapping]] = ..., memory: _Optional[_Union[_common_pb2.MemoryInput, _Mapping]] = ..., line: _Optional[int] = ..., source_id: _Optional[str] = ..., dense: _Optional[bytes] = ..., dense_model: _Optional[str] = ...) -> None: ...
 
 class ImportedItem(_message.Message):
     __slots__ = ("line", "id", "seq", "already_present")

@@ -207,4 +207,6 @@ def _handoff_status(number: int) -> str:
 
 
 def _item(request: ingest_pb2.ImportMemoriesRequest) -> ImportItem:
-    return ImportItem(request.line, wire.input_from_proto(request.memory), request.source_id)
+    return ImportItem(
+        request.line, wire.input_from_proto(request.memory), request.source_id, request.dense, request.dense_model
+    )

@@ -10,7 +10,10 @@ import time
 from collections.abc import AsyncIterator, Iterable, Sequence
 from typing import Any, Protocol
 
+import numpy as np
+
 from engram.embed import Embedder
+from engram.embed.given import given_dense
 from engram.embed.sparse import Bm25Encoder
 from engram.errors import DiskFull, EngramError, InvalidArgument, PermissionDenied, Unavailable
 from engram.ids import is_uuid, uuid7
@@ -68,6 +71,7 @@ class _Line:
     memory: Memory
     key: str  # engram.sameness.key_of(memory); "" when it is not checked
     existing: Memory | None = None
+    given: np.ndarray | None = None  # the checked dense vector the item brought (engram.embed.given)
 
 
 class SpaceCheck(Protocol):
@@ -175,8 +179,9 @@ class MemoryWriter:
             nonlocal embedding, lookup_at
             if lookup_at is not None and not await self._find_existing(caller, current, lookup_at):
                 lookup_at = None  # the index cannot say now: the rest of the import goes unchecked, without waiting
-            fresh = [line.memory for line in current if line.existing is None]
-            task = asyncio.create_task(asyncio.to_thread(self.vectors, fresh))  # awaited, or cancelled on a stop
+            fresh = [line for line in current if line.existing is None]
+            memories, given = [line.memory for line in fresh], [line.given for line in fresh]
+            task = asyncio.create_task(asyncio.to_thread(self.vectors, memories, given))  # awaited, or cancelled
             previous, embedding = embedding, (current, task)
             if previous is not None:
                 await self._append_batch(caller, previous[0], await previous[1], summary, stored)
@@ -186,13 +191,14 @@ class MemoryWriter:
                 summary.last_line = max(summary.last_line, item.line)
                 try:
                     memory, redactions = self.prepare(caller, item.draft, now=arrived)
+                    given = self._given(caller, item, redactions)
                 except (InvalidArgument, PermissionDenied) as e:  # this line's values: the rest go on
                     summary.rejected.append((item.line, str(e)))
                     continue
                 await self._situate(caller, memory)
                 self._remember(memory)  # now: the next item of its conversation follows it (forgotten if not stored)
                 summary.redactions.extend(redactions)
-                pending.append(_Line(item, memory, key_of(memory) if lookup_at is not None else ""))
+                pending.append(_Line(item, memory, key_of(memory) if lookup_at is not None else "", given=given))
                 if len(pending) >= batch:
                     await flush(pending)
                     pending = []
@@ -449,8 +455,18 @@ class MemoryWriter:
         for memory in memories:
             self.forget(memory.id)
 
-    def vectors(self, memories: list[Memory]) -> list[dict[str, Any]]:
-        return memory_vectors(self._embedder, self._sparse, memories)
+    def vectors(self, memories: list[Memory], given: Sequence[np.ndarray | None] = ()) -> list[dict[str, Any]]:
+        return memory_vectors(self._embedder, self._sparse, memories, given)
+
+    def _given(self, caller: Caller, item: ImportItem, redactions: tuple[Redaction, ...]) -> np.ndarray | None:
+        """The dense vector an import item brought, checked; None when it brought none, or when a secret was taken
+        out of its text here (the vector is of the text as sent: the stored text is embedded instead)."""
+        if not item.dense and not item.dense_model:
+            return None
+        dense = given_dense(
+            caller, item.dense, item.dense_model, expected_model=self._embedder.model_id, dim=self._embedder.dim
+        )
+        return None if redactions else dense
 
 
 def _created_event(memory: Memory) -> str:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import base64
 import json
 import subprocess
 import sys
 import uuid
 from pathlib import Path
+from typing import Any
 
 import grpc
 import httpx
@@ -17,6 +19,7 @@ from engram.formats.importer import state_path
 from engram.v1 import common_pb2, ingest_pb2, ingest_pb2_grpc
 from tests.conftest import NodeHandle, engram_env
 from tests.helpers.mcp import call, http_client
+from tests.helpers.rest import bearer, unique
 
 pytestmark = [pytest.mark.integration, pytest.mark.anyio]
 
@@ -138,3 +141,52 @@ def test_cli_import_prints_a_summary_and_exits_nonzero_on_rejections(node: NodeH
     )  # fmt: skip
     assert result.returncode == 3
     assert "imported 1 new memory" in result.stderr and "line 2: content" in result.stderr
+
+
+def test_an_admin_import_stores_the_dense_vector_a_line_brings_and_others_are_refused(
+    secured_node: NodeHandle,
+) -> None:
+    """Issue 35 point 6: a line's pre-computed vector is stored instead of embedding its content (the log's body
+    carries it as sent), for an admin key only; a line that brings a wrong one is rejected, naming the field."""
+    namespace = unique("vec")
+    admin = secured_node.create_key(namespace, "loader", scopes=("read", "write", "admin"))
+    writer = secured_node.create_key(namespace, "agent")
+    url = f"{secured_node.http_url}/v1/memories:import"
+
+    def imported(key: str, rows: list[object]) -> dict[str, Any]:
+        answer = httpx.post(url, content=_ndjson(rows), headers=bearer(key), timeout=60)
+        assert answer.status_code == 200, answer.text
+        result: dict[str, Any] = answer.json()
+        return result
+
+    def pulled_vectors(last_seq: int) -> dict[str, dict[str, Any]]:
+        answer = httpx.get(f"{secured_node.http_url}/v1/sync/pull", params={"device": "bench", "limit": 1000},
+                           headers=bearer(admin), timeout=60)  # fmt: skip
+        assert answer.status_code == 200, answer.text
+        return {c["body"]["memory"]["content"]: c["body"]["vectors"] for c in answer.json()["changes"]}
+
+    made = imported(admin, [{"content": "cats and dogs play in the garden"}])
+    vectors = pulled_vectors(made["last_seq"])["cats and dogs play in the garden"]
+    given = {"model": vectors["model"], "dense": vectors["dense"]}
+    width = len(base64.b64decode(vectors["dense"]))
+    nan = base64.b64encode(b"\x00\x00\xc0\x7f" * (width // 4)).decode()
+
+    result = imported(admin, [{"content": "the quarterly tax report for finance", "vectors": given}])
+    assert result["imported"] == 1, result
+    stored = pulled_vectors(result["last_seq"])["the quarterly tax report for finance"]
+    assert stored["dense"] == given["dense"] and stored["model"] == given["model"]
+    assert stored["sparse"]["indices"], "the node still makes the BM25 vector from the text"
+
+    refused = imported(writer, [{"content": "an agent's line with a vector", "vectors": given}])
+    assert refused["imported"] == 0 and "admin key only" in refused["rejected"][0]["reason"]
+    wrong = imported(admin, [
+        {"content": "another model", "vectors": {**given, "model": "other-model"}},
+        {"content": "too short", "vectors": {**given, "dense": base64.b64encode(b"\x00" * 8).decode()}},
+        {"content": "not a number", "vectors": {**given, "dense": nan}},
+        {"content": "not base64", "vectors": {**given, "dense": "@@@@"}},
+        {"content": "no model", "vectors": {"dense": given["dense"]}},
+    ])  # fmt: skip
+    assert wrong["imported"] == 0
+    reasons = [r["reason"] for r in wrong["rejected"]]
+    assert "vectors.model" in reasons[0] and "vectors.dense" in reasons[1] and "finite" in reasons[2]
+    assert "vectors.dense" in reasons[3] and "base64" in reasons[3] and "model" in reasons[4]

@@ -2,12 +2,14 @@
 
 from __future__ import annotations
 
+import base64
+import binascii
 from collections.abc import AsyncIterator
 
 from pydantic import ValidationError
 
 from engram.errors import EngramError, ImportStopped, InvalidArgument
-from engram.model import Caller
+from engram.model import Caller, MemoryInput
 from engram.results import ImportItem
 from engram.services.gateway.backend import redactions_json
 from engram.services.gateway.identity import require_scope
@@ -45,11 +47,11 @@ class ImportOperations(MemoryOperations):
                         continue
                     try:
                         line = ImportLineIn.model_validate_json(raw)
-                        draft = memory_input(line)
+                        item = _item(number, line, memory_input(line))
                     except (ValidationError, InvalidArgument) as e:
                         rejected.append(ImportRejectionOut(line=number, reason=_reason(e)))
                         continue
-                    yield ImportItem(number, draft, line.source_id or "")
+                    yield item
             except EngramError as e:  # the body itself failed (e.g. passed its size limit): stop reading it
                 stop = e
 
@@ -80,6 +82,17 @@ class ImportOperations(MemoryOperations):
         if cause is not None:
             raise ImportStopped(cause, result.model_dump(), last_line + 1)
         return result
+
+
+def _item(number: int, line: ImportLineIn, draft: MemoryInput) -> ImportItem:
+    """The line for ingest; its given vector decoded (ingest checks that the caller may give one, and the vector)."""
+    if line.vectors is None:
+        return ImportItem(number, draft, line.source_id or "")
+    try:
+        dense = base64.b64decode(line.vectors.dense, validate=True)
+    except binascii.Error as e:
+        raise InvalidArgument("vectors.dense", f"is not base64 ({e}).") from e
+    return ImportItem(number, draft, line.source_id or "", dense, line.vectors.model)
 
 
 def _reason(error: ValidationError | InvalidArgument) -> str:

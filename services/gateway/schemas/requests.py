@@ -170,13 +170,37 @@ IMPORT_TYPES = (
 )
 
 
+# The widest dense vector an import line may bring: 4096 float32, in base64.
+MAX_GIVEN_DIM = 4096
+MAX_GIVEN_DENSE_CHARS = 4 * -(-4 * MAX_GIVEN_DIM // 3)
+
+
+class ImportVectorsIn(BaseModel):
+    """A pre-computed dense vector of the line's content (admin only): the node stores it instead of embedding."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(
+        min_length=1, max_length=200, description="The embedding model that made it: the node's own (`/readyz`)."
+    )
+    dense: str = Field(
+        min_length=1, max_length=MAX_GIVEN_DENSE_CHARS,
+        description="The L2-normalised vector as event bodies carry it: little-endian float32, base64.",
+    )  # fmt: skip
+
+
 class ImportLineIn(SaveRequest):
-    """One line of a bulk import: a save_memory object, plus an optional idempotency key."""
+    """One line of a bulk import: a save_memory object, plus an optional idempotency key and (admin only) the
+    content's pre-computed dense vector."""
 
     # An import restores what an export wrote and delivers what agents' hooks captured: every type, internal ones too,
     # each only from the path that owns it (ingest checks: engram.ownership.require_may_write_type).
     memory_type: Annotated[MemoryTypeName | None, Field(description=IMPORT_TYPES)] = None  # type: ignore[assignment]
     source_id: Annotated[str | None, Field(max_length=256, description="Stored once per key (dedup window).")] = None
+    vectors: Annotated[
+        ImportVectorsIn | None,
+        Field(description="Admin only: the content's dense vector made beforehand, stored instead of embedding it."),
+    ] = None
 
 
 class Filters(BaseModel):
