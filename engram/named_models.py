@@ -121,6 +121,8 @@ def pull_named(model: CatalogModel, models_dir: Path, *, hub: Hub | None = None,
 
 
 def _pull_from_hub(model: CatalogModel, models_dir: Path, hub: Hub, cache_dir: Path) -> Path:
+    log.info("pulling the %s %s (%s, about %d MB) once into %s", model.kind, model.name, model.repo, model.size_mb,
+             install_dir(model, models_dir))  # fmt: skip
     headers = {"Accept-Encoding": "identity", "User-Agent": "engram"}
     if hub.token:
         headers["Authorization"] = f"Bearer {hub.token}"
