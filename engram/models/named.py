@@ -67,10 +67,15 @@ class Verified:
 # -- where a named model lives -------------------------------------------------------------------
 
 
+def kind_dir(kind: str, models_dir: Path) -> Path:
+    """``<models_dir>/embedders``, ``rerankers`` or ``nli``: where models of one kind are installed."""
+    roots = {EMBEDDER: Path(models_dir) / EMBEDDERS_DIR, RERANKER: rerankers_dir(models_dir), NLI: nli_dir(models_dir)}
+    return roots[kind]
+
+
 def install_dir(model: CatalogModel, models_dir: Path) -> Path:
     """``<models_dir>/embedders|rerankers|nli/<name>``: where a pull from the hub puts it."""
-    roots = {EMBEDDER: Path(models_dir) / EMBEDDERS_DIR, RERANKER: rerankers_dir(models_dir), NLI: nli_dir(models_dir)}
-    return roots[model.kind] / model.name
+    return kind_dir(model.kind, models_dir) / model.name
 
 
 def installed(model: CatalogModel, models_dir: Path) -> Path | None:
@@ -121,6 +126,8 @@ def pull_named(model: CatalogModel, models_dir: Path, *, hub: Hub | None = None,
 
 
 def _pull_from_hub(model: CatalogModel, models_dir: Path, hub: Hub, cache_dir: Path) -> Path:
+    log.info("pulling the %s %s (%s, about %d MB) once into %s", model.kind, model.name, model.repo, model.size_mb,
+             install_dir(model, models_dir))  # fmt: skip
     headers = {"Accept-Encoding": "identity", "User-Agent": "engram"}
     if hub.token:
         headers["Authorization"] = f"Bearer {hub.token}"
@@ -253,7 +260,7 @@ def classifier_dir(
     model = catalog.find(name, kind, cat)
     if model is not None:
         return pull_named(model, models_dir, hub=hub)
-    path = install_dir(CatalogModel(name, kind, "", "", 0, ""), models_dir)
+    path = kind_dir(kind, models_dir) / name
     if all((path / f).is_file() for f in catalog.REQUIRED):
         return path
     raise ModelError(
