@@ -55,6 +55,7 @@ NODE_SETTINGS = {"ENGRAM_CONSOLIDATION_INTERVAL_SECONDS": "0"}  # no scheduled `
 # Shared namespaces: every candidate the detectors keep is flagged in one run (the per-run cap only spreads them over
 # runs), so each pair's verdict is read after one job, and the candidates per 1,000 memories are the detector's.
 SHARED_SETTINGS = {"ENGRAM_CONSOLIDATION_MAX_PROPOSALS": "1000000"}
+JOB_POLL_SECONDS = 1.0  # how often a job that outlived its call is asked again
 SAVE_CONCURRENCY = 4  # saves in flight while filling a shared namespace (all of a side before the other)
 # What kind of disagreement a contradiction pair is, from its `why` (the readers' note; detectors never read it).
 CHOICE_WORDS = ("tool", "choice", "engine", "framework", "toolkit", "hosting", "cdn", "format", "protocol",
@@ -659,6 +660,11 @@ async def _job(http: httpx.AsyncClient, headers: dict[str, str], kind: str) -> d
     response = await http.post("/v1/consolidation/jobs", headers=headers, json={"kind": kind})
     response.raise_for_status()
     job = response.json()
+    while job.get("state") == "running":  # it outlived the call's deadline: follow it
+        await asyncio.sleep(JOB_POLL_SECONDS)
+        response = await http.get(f"/v1/consolidation/jobs/{job['id']}", headers=headers)
+        response.raise_for_status()
+        job = response.json()
     if job.get("state") != "succeeded":
         raise ValueError(f"job {kind} ended {job.get('state')}: {job.get('summary') or job.get('error')}")
     result: dict[str, Any] = job.get("result") or {}

@@ -43,8 +43,9 @@ _VALUE_WORDS = frozenset(
      "afternoon", "evening", "evenings", "night", "noon", "midnight", "am", "pm", "utc", "enabled", "disabled", "on",
      "true", "false", "percent", "gb", "mb", "kb", "tb", "ms", "seconds", "minutes", "hours", "days", "weeks"}
 )  # fmt: skip
-MIN_FRAME_SHARE = 0.34  # the share of the smaller frame both statements have (besides a shared thing)
-MIN_FRAME_ALONE = 0.6  # ... when they name no thing in common: the same frame, mostly
+MIN_SHARED = 2  # words about the subject both statements have, at least
+MIN_FRAME_SHARE = 0.6  # the share of the smaller set of such words both have, when they name a thing in common
+MIN_FRAME_ALONE = 0.75  # ... when they name no thing in common: the same frame, mostly
 
 
 @dataclass(frozen=True, slots=True)
@@ -114,8 +115,8 @@ def tie(older: str, newer: str) -> float:
         return 0.0  # a thing on one side where the other says something else ("pgadmin on" / "Consul on")
     shared = _shared(about_a, about_b)
     smaller = min(len(about_a), len(about_b))
-    if smaller == 0 or shared < min(2, smaller):
-        return 0.0
+    if shared < min(MIN_SHARED, smaller) or (smaller == 1 and not (a.values and b.values)):
+        return 0.0  # one word in common is a topic, unless both give it a value ("Planning is on Tuesdays at 10")
     share = shared / smaller
     named = any(any(_same(t, w) for w in about_b) for t in a.things)
     if share >= (MIN_FRAME_SHARE if named else MIN_FRAME_ALONE):
@@ -143,8 +144,11 @@ def _share(a: frozenset[str], b: frozenset[str]) -> float:
 
 
 def _same(x: str, y: str) -> bool:
+    """Two forms of one word ("swims" / "swimming"); identifiers only when equal ("crash" is not "crash-free")."""
     if x == y:
         return True
+    if any(c in x or c in y for c in "-_./"):
+        return False
     common = 0
     for c, d in zip(x, y, strict=False):
         if c != d:
