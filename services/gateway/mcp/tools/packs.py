@@ -19,7 +19,8 @@ from engram.packs.format import MAX_NAME_CHARS, NAME_PATTERN
 from engram.packs.source import fetch_pack
 from engram.services.gateway.mcp.callers import CallerOf
 from engram.services.gateway.mcp.descriptions import INSTALL, READ, WRITE
-from engram.services.gateway.operations.packs import PackService, require_packs_scope
+from engram.services.gateway.operations.packs import PackService
+from engram.services.gateway.operations.packs.service import require_packs_scope
 from engram.services.gateway.schemas.arguments import not_a_bool
 
 PackName = Annotated[
