@@ -461,7 +461,7 @@ def display_width(text: str) -> int:
 
 
 def _char_width(ch: str) -> int:
-    if ch.isascii():  # neither wide nor combining (and unicodedata is not imported for them)
+    if ch.isascii() or ch == "…":  # neither wide nor combining (unicodedata is not imported for a table's ids)
         return 1
     import unicodedata
 
