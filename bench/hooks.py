@@ -18,7 +18,8 @@ on stdin (Codex: as the last argument), against a real node. Then, per split:
 - answers as capture piles up (issue 34): the recall questions asked through search_memory (MCP, limit 5, the compact
   answer an agent reads) after the sessions were captured once, then again after PILE_UP more sessions (the same
   recorded sessions replayed under new session ids, captured as the hook does and delivered): the median answer size
-  in bytes and the questions answered at rank 1, before and after, and the session summaries stored.
+  in bytes and the questions answered at rank 1, before and after, and the session summaries stored. The rules that
+  keep those answers short were tuned on --quick's sessions; --rest runs the others.
 
 `python -m bench.hooks` runs this alone; `--offline` replays in-process without a node (precision and recall of
 what the extractor spools: the quick loop for tuning the rules on the tune split); `--latency` measures only the
@@ -56,6 +57,7 @@ REPO_ROOT = Path(__file__).resolve().parent.parent
 DEFAULT_DATA = Path(__file__).resolve().parent / "data" / "hooks"
 FIXTURE = REPO_ROOT / "tests" / "data" / "hooks" / "flaky_login.json"
 SPLITS = ("tune", "untouched")
+QUICK_EVERY = 3  # --quick: every third session (the first of each three), --rest: the others
 SEARCH_LIMIT = 5
 PILE_UP = 50  # sessions captured again (replays under new ids) before the questions are asked a second time
 CAPTURE_WAIT = 60.0  # seconds an event's background work may take before the replay gives up on it
@@ -289,15 +291,17 @@ class HooksOptions:
     data: Path = DEFAULT_DATA
     quick: bool = False
     pile_up: int = PILE_UP
+    rest: bool = False  # the sessions --quick leaves out (QUICK_EVERY)
 
 
 async def run_hooks(options: HooksOptions, phases: Any, out: dict[str, Any]) -> None:
     """Replays every labelled session through the hook commands against a fresh node and scores it into ``out``."""
 
     sessions = load_sessions(options.data)
-    if options.quick:
-        sessions = [s for i, s in enumerate(sessions) if i % 3 == 0]
+    if options.quick or options.rest:
+        sessions = [s for i, s in enumerate(sessions) if (i % QUICK_EVERY == 0) == options.quick]
     out["data"] = {split: sum(s.split == split for s in sessions) for split in SPLITS}
+    out["sessions"] = "quick" if options.quick else "rest" if options.rest else "all"
     with phases("hooks/start"):
         node = Node.start(options.home_root / "hooks", options.settings)
     env = {k: v for k, v in os.environ.items() if not k.startswith("ENGRAM_")} | node.settings
@@ -565,7 +569,12 @@ def main() -> None:
     parser.add_argument("--parallel", type=int, default=BURST_PARALLEL, help="--burst: events fired at once")
     parser.add_argument("--hook", help="--burst: the hook script to time (another checkout's engram/hooks/__main__.py)")
     parser.add_argument("--runs", type=int, default=40, help="--latency: calls per event")
-    parser.add_argument("--quick", action="store_true", help="every third session only")
+    subset = parser.add_mutually_exclusive_group()
+    subset.add_argument("--quick", action="store_true", help="every third session only")
+    subset.add_argument(
+        "--rest", action="store_true",
+        help="the sessions --quick leaves out (issue 34's pile-up rules were tuned on --quick's: these are untouched)",
+    )  # fmt: skip
     parser.add_argument("--pile-up", type=int, default=PILE_UP, help=f"sessions captured again (default {PILE_UP})")
     args = parser.parse_args()
     if args.offline:
@@ -583,7 +592,7 @@ def main() -> None:
     out: dict[str, Any] = {}
     with tempfile.TemporaryDirectory(prefix="engram-bench-hooks-") as tmp:
         options = HooksOptions(home_root=Path(tmp), settings=node_env(DEFAULT_MODEL_CACHE, {}), data=args.data,
-                               quick=args.quick, pile_up=args.pile_up)  # fmt: skip
+                               quick=args.quick, pile_up=args.pile_up, rest=args.rest)  # fmt: skip
         asyncio.run(run_hooks(options, Phases(), out))
     print(json.dumps(out, indent=1))
 

@@ -7,15 +7,15 @@ services under engram.services, the formats in the kernel)."""
 
 from __future__ import annotations
 
-import argparse
-import importlib
 import os
 import sys
-from collections.abc import Callable, Sequence
-from functools import partial
 
-TYPE_CHECKING = False  # typing stays out of a command's start (PEP 563 annotations, for mypy)
+# typing stays out of a command's start (PEP 563 annotations, for mypy), and so do argparse, functools and
+# collections when engram.cli.quick parses the command line (save, search, list, get).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Callable, Sequence
     from typing import Any
 
     from engram.config import Settings
@@ -46,12 +46,16 @@ NODE_ONLY_COMMANDS = ("save", "search", "list", "get")
 def build_parser(command: str | None = None) -> argparse.ArgumentParser:
     """The `engram` parser: every group's commands, or only those of the group of ``command`` (when it names one), in
     which only ``command`` is built (the others are named, as the root's usage and help list them)."""
-    from engram.cli.common import HelpFormatter, add_parser
+    import argparse
+    import importlib
+
+    from engram.cli.argparsing import HelpFormatter, VersionAction
+    from engram.cli.common import add_parser
 
     parser = argparse.ArgumentParser(
         prog="engram", description="Engram: shared memory for AI agents.", formatter_class=HelpFormatter
     )
-    parser.add_argument("--version", action=_VersionAction)
+    parser.add_argument("--version", action=VersionAction)
     subparsers = parser.add_subparsers(dest="command", required=True)
     owners = [group for group, commands in GROUPS.items() if command in commands]
     if owners:  # the group's other commands are listed but not filled in (engram.cli.common.sub)
@@ -70,8 +74,8 @@ def command_of(argv: Sequence[str]) -> str | None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if len(argv) == 1 and argv[0] in VERSION_FLAGS:  # answered before any group is imported
-        return _answered(partial(_print_version, with_name=argv[0] == "--version"))
-    args = build_parser(command_of(argv)).parse_args(argv)
+        return _answered(lambda: print_version(with_name=argv[0] == "--version"))
+    args = _quickly_parsed(argv) or build_parser(command_of(argv)).parse_args(argv)
     args.argv = argv  # serve and edge hand their own command line to the node's supervisor
     try:
         settings = _settings(args)
@@ -82,7 +86,18 @@ def main(argv: Sequence[str] | None = None) -> int:
             raise
         print(f"engram: {e}", file=sys.stderr)
         return 2
-    return _answered(partial(args.func, args, settings))
+    return _answered(lambda: args.func(args, settings))
+
+
+def _quickly_parsed(argv: list[str]) -> argparse.Namespace | None:
+    """The command line of save, search, list or get as argparse parses it, parsed without argparse (engram.cli.quick);
+    None for any other, and for one that asks for help or is not right (argparse says what)."""
+    if not argv or argv[0] not in NODE_ONLY_COMMANDS:
+        return None
+    from engram.cli.quick import parse
+
+    parsed: argparse.Namespace | None = parse(argv)  # type: ignore[assignment]  # what the commands read of one
+    return parsed
 
 
 def _answered(command: Callable[[], int]) -> int:
@@ -154,21 +169,10 @@ def _settings(args: argparse.Namespace) -> Settings:
 
 
 def _version(args: argparse.Namespace, settings: Settings) -> int:
-    return _print_version(with_name=False)
+    return print_version(with_name=False)
 
 
-class _VersionAction(argparse.Action):
-    """--version, which reads the version only when asked (importlib.metadata costs ~20 ms on every command)."""
-
-    def __init__(self, option_strings: Sequence[str], dest: str, **_: Any) -> None:
-        super().__init__(option_strings, argparse.SUPPRESS, nargs=0, default=argparse.SUPPRESS, help="the version")
-
-    def __call__(self, parser: argparse.ArgumentParser, *_: Any) -> None:
-        _print_version(with_name=True)
-        parser.exit()
-
-
-def _print_version(*, with_name: bool) -> int:
+def print_version(*, with_name: bool) -> int:
     from engram import __version__
 
     print(f"engram {__version__}" if with_name else __version__)

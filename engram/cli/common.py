@@ -2,16 +2,18 @@
 
 from __future__ import annotations
 
-import argparse
 import io
-import json
 import os
 import sys
 
+from engram import plainjson
+
 # Neither typing nor engram.config (nor dataclasses below) is imported to run a command: together they were about a
-# third of `engram search`'s start; the annotations are strings (PEP 563), read by mypy only.
+# third of `engram search`'s start; the annotations are strings (PEP 563), read by mypy only. Nor are argparse (with
+# re, enum and gettext, ~10 ms), json, urllib.parse and pathlib when the command line is parsed by engram.cli.quick.
 TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
     from collections.abc import Callable, Mapping
     from pathlib import Path
     from typing import IO, Any
@@ -35,11 +37,21 @@ class NodeSettings:
     the key), read as engram.config's Settings reads them, with its messages, when no other ENGRAM_* variable is set
     (``enough``); anything else goes through Settings, which validates every variable."""
 
-    __slots__ = ("api_key", "home", "port")
+    __slots__ = ("_home", "api_key", "data_dir", "port")
     VARIABLES = ("ENGRAM_HOME", "ENGRAM_PORT", "ENGRAM_API_KEY")
 
-    def __init__(self, home: Path, port: int, api_key: str | None) -> None:
-        self.home, self.port, self.api_key = home, port, api_key
+    def __init__(self, data_dir: str, port: int, api_key: str | None, home: Path | None = None) -> None:
+        self.data_dir, self.port, self.api_key = data_dir, port, api_key  # data_dir: home, as a str
+        self._home = home
+
+    @property
+    def home(self) -> Path:
+        """The data dir as Settings gives it (a Path: pathlib is imported when asked, ~1.5 ms of a command's start)."""
+        if self._home is None:
+            from pathlib import Path
+
+            self._home = Path(self.data_dir)
+        return self._home
 
     @classmethod
     def enough(cls, env: Mapping[str, str]) -> bool:
@@ -50,8 +62,6 @@ class NodeSettings:
     @classmethod
     def from_env(cls, env: Mapping[str, str], *, home: str | None = None) -> NodeSettings:
         """The three settings from env and --home; raises engram.config's SettingsError as Settings.from_env does."""
-        from pathlib import Path
-
         port = 8765  # engram.config.DEFAULT_PORT (a unit test compares them)
         if raw := env.get("ENGRAM_PORT"):
             try:
@@ -61,7 +71,12 @@ class NodeSettings:
             if not 0 <= port <= 65535:
                 raise _settings_error(f"ENGRAM_PORT must be 0-65535, got {port}")
         given = home if home is not None else env.get("ENGRAM_HOME") or None
-        where = Path(given).expanduser() if given is not None else Path.home() / ".engram"
+        where = os.path.expanduser("~/.engram" if given is None else given)  # Path(given).expanduser()'s folder
+        if where.startswith("~"):  # no home folder to expand to: Path says so (RuntimeError), as Settings does
+            from pathlib import Path
+
+            path = Path(given).expanduser() if given is not None else Path.home() / ".engram"
+            return cls(str(path), port, env.get("ENGRAM_API_KEY") or None, path)
         return cls(where, port, env.get("ENGRAM_API_KEY") or None)
 
 
@@ -89,19 +104,27 @@ def node_options(parser: argparse.ArgumentParser) -> argparse.ArgumentParser:
 
 
 def sub(subparsers: Any, name: str, text: str) -> argparse.ArgumentParser:
-    """A sub-command parser whose description is its help, capitalised; left unfilled (_Unfilled) when the command
-    line runs another command (build_parser sets ``engram_only``)."""
+    """A sub-command parser whose description is its help, capitalised, formatted by HelpFormatter; left unfilled
+    (_Unfilled) when the command line runs another command (build_parser sets ``engram_only``)."""
     description = text[:1].upper() + text[1:]
-    return add_parser(subparsers, name, help=text, description=description, formatter_class=HelpFormatter)
+    return add_parser(subparsers, name, help=text, description=description, engram_format=True)
 
 
-def add_parser(subparsers: Any, name: str, **kwargs: Any) -> argparse.ArgumentParser:
-    """subparsers.add_parser(name, ...); an _Unfilled stand-in when the command line runs another command (build_parser
-    sets ``engram_only`` on the subparsers of the root)."""
+def add_parser(subparsers: Any, name: str, *, engram_format: bool = False, **kwargs: Any) -> argparse.ArgumentParser:
+    """subparsers.add_parser(name, ...) (``engram_format``: with HelpFormatter); an _Unfilled stand-in when the command
+    line runs another command (build_parser sets ``engram_only`` on the subparsers of the root). engram.cli.quick's
+    recorder of a command's options stands for argparse's subparsers (``engram_records``): it takes each parser."""
+    if getattr(subparsers, "engram_records", False):
+        recorded: argparse.ArgumentParser = subparsers.add_parser(name, **kwargs)
+        return recorded
+    from engram.cli.argparsing import HelpFormatter, Unfilled
+
+    if engram_format:
+        kwargs["formatter_class"] = HelpFormatter
     if getattr(subparsers, "engram_only", name) == name:
         parser: argparse.ArgumentParser = subparsers.add_parser(name, **kwargs)
         return parser
-    real, subparsers._parser_class = subparsers._parser_class, _Unfilled
+    real, subparsers._parser_class = subparsers._parser_class, Unfilled
     try:
         unfilled: argparse.ArgumentParser = subparsers.add_parser(name, **kwargs)
         return unfilled
@@ -125,40 +148,32 @@ def terminal_columns(fallback: int) -> int:
     return size.columns or fallback
 
 
-class HelpFormatter(argparse.HelpFormatter):
-    """argparse's help formatter, as wide as argparse makes it, without its import of shutil (terminal_columns)."""
+if TYPE_CHECKING:
+    boolean_optional = argparse.BooleanOptionalAction
+else:
 
-    def __init__(self, prog: str, indent_increment: int = 2, max_help_position: int = 24, width: int | None = None):
-        super().__init__(
-            prog, indent_increment, max_help_position, terminal_columns(80) - 2 if width is None else width
-        )
+    def boolean_optional(**kwargs: Any) -> argparse.Action:
+        """argparse.BooleanOptionalAction (--x and --no-x), as an option's ``action``: named without importing
+        argparse (engram.cli.quick parses such an option itself)."""
+        import argparse
+
+        return argparse.BooleanOptionalAction(**kwargs)
 
 
-class _Unfilled(argparse.ArgumentParser):
-    """The parser of a command that this command line does not run (another of its group): named by the root parser
-    as before (its usage, help and choices), but never built: an argparse parser costs ~1 ms (gettext lookups) and
-    each option ~0.2 ms more (a help formatter), and a group's other commands add dozens."""
+def bad_value(message: str) -> Exception:
+    """argparse.ArgumentTypeError(message), for an option's ``type`` to raise: argparse's error names the option."""
+    import argparse
 
-    def __init__(self, *args: Any, **kwargs: Any) -> None:  # never parses: nothing to set up
-        pass
+    return argparse.ArgumentTypeError(message)
 
-    def add_argument(self, *args: Any, **kwargs: Any) -> Any:
-        return None
 
-    def add_argument_group(self, *args: Any, **kwargs: Any) -> Any:
-        return self
+def __getattr__(name: str) -> Any:
+    """HelpFormatter and _Unfilled, the argparse classes of engram.cli.argparsing, as they were named here."""
+    if name in ("HelpFormatter", "_Unfilled"):
+        from engram.cli import argparsing
 
-    def add_mutually_exclusive_group(self, *args: Any, **kwargs: Any) -> Any:
-        return self
-
-    def add_subparsers(self, *args: Any, **kwargs: Any) -> Any:
-        return self
-
-    def add_parser(self, *args: Any, **kwargs: Any) -> Any:  # what add_subparsers returned is asked for parsers
-        return self
-
-    def set_defaults(self, *args: Any, **kwargs: Any) -> None:
-        return None
+        return getattr(argparsing, name.removeprefix("_"))
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def node_url(given: str | None, settings: Settings) -> str:
@@ -167,7 +182,7 @@ def node_url(given: str | None, settings: Settings) -> str:
         return given
     from engram.process.nodeinfo import read_node_info
 
-    info = read_node_info(settings.home)
+    info = read_node_info(settings.data_dir if isinstance(settings, NodeSettings) else settings.home)
     return info.http_url if info else f"http://127.0.0.1:{settings.port}"
 
 
@@ -258,7 +273,7 @@ def send(
     if response.status >= 400:
         print(f"engram: {_problem(response, answer, call)}", file=err)
         return EXIT_REFUSED
-    print(json.dumps(answer, indent=2, ensure_ascii=False) if as_json else call.render(answer), file=out)
+    print(plainjson.dumps(answer, indent=2, ensure_ascii=False) if as_json else call.render(answer), file=out)
     return EXIT_OK
 
 
@@ -276,14 +291,14 @@ def request(call: Call, base_url: str, headers: dict[str, str]) -> Response:
     A command answers sooner without importing an HTTP client (httpx costs ~100 ms, urllib.request ~20 ms, http.client
     ~20 ms for its email parser: several times the request itself); an HTTP error status is an answer, not an
     exception. Raises OSError when the node cannot be reached."""
-    from urllib.parse import urlencode, urlsplit
+    from engram.cli.urls import split, urlencode
 
-    url = urlsplit(base_url.rstrip("/") + call.path)
+    url = split(base_url.rstrip("/") + call.path)
     if url.scheme not in ("http", "https") or not url.hostname:
         raise OSError(f"{base_url!r} is not an http(s) URL")
     params = {name: value for name, value in (call.params or {}).items() if value is not None}
-    target = (url.path or "/") + (f"?{urlencode(params, doseq=True)}" if params else "")
-    data = None if call.body is None else json.dumps(call.body).encode()
+    target = (url.path or "/") + (f"?{urlencode(params)}" if params else "")
+    data = None if call.body is None else plainjson.dumps(call.body).encode()
     headers = {**headers, "Accept": "application/json"}
     if data is not None:
         headers["Content-Type"] = "application/json"
@@ -325,7 +340,7 @@ def fetch(
 
 def _json(response: Response) -> dict[str, Any]:
     try:
-        body = json.loads(response.text)
+        body = plainjson.loads(response.text)
     except ValueError:
         return {}
     return body if isinstance(body, dict) else {}

@@ -29,18 +29,30 @@ _VERSION_HELP = "only if it is still at version N (else nothing changes and the 
 
 
 def register(subparsers: Any) -> None:
-    """Registers the coordination commands on the ``engram`` sub-command parsers."""
+    """Registers the coordination commands on the ``engram`` sub-command parsers, in the order of `engram --help`."""
+    for add in (add_agents, add_teams, add_consolidate, add_contradictions, add_handoffs, add_context, add_pins):
+        add(subparsers)
+
+
+def add_agents(subparsers: Any) -> None:
+    """`engram agents`."""
     agents = node_options(
         sub(subparsers, "agents", "the agents of your namespace: when seen, memories, devices, clients, teams")
     )
     agents.set_defaults(func=call_node, build=_agents)
 
+
+def add_teams(subparsers: Any) -> None:
+    """`engram teams [--search QUERY]`."""
     teams = node_options(
         sub(subparsers, "teams", "the teams of your namespace, with their memory counts and summaries")
     )
     teams.add_argument("--search", metavar="QUERY", help="also search the team summaries for this")
     teams.set_defaults(func=call_node, build=_teams)
 
+
+def add_consolidate(subparsers: Any) -> None:
+    """`engram consolidate KIND | --team NAME | --job ID`."""
     consolidate = node_options(sub(subparsers, "consolidate", "run a maintenance job, or summarise a team's memories"))
     what = consolidate.add_mutually_exclusive_group(required=True)
     what.add_argument("kind", nargs="?", choices=JOB_KINDS, metavar="KIND",
@@ -58,6 +70,9 @@ def register(subparsers: Any) -> None:
     )
     consolidate.set_defaults(func=call_node, build=_consolidate)
 
+
+def add_contradictions(subparsers: Any) -> None:
+    """`engram contradictions [list | resolve]`."""
     contradictions = sub(subparsers, "contradictions", "memories that disagree or update one another: list the open "
                          "ones, or resolve one")  # fmt: skip
     # `engram contradictions` alone lists
@@ -92,6 +107,9 @@ def register(subparsers: Any) -> None:
         "(engram keys create --namespace N --agent A --scopes read,write,admin)."
     )
 
+
+def add_handoffs(subparsers: Any) -> None:
+    """`engram handoffs [list | create | accept | complete]`."""
     handoffs = sub(subparsers, "handoffs", "work handed over between agents: list (default), create, accept, complete")
     # `engram handoffs` alone lists
     handoffs.set_defaults(func=call_node, build=_handoffs, status="pending", role="to_me", limit=DEFAULT_LIMIT)
@@ -122,6 +140,9 @@ def register(subparsers: Any) -> None:
         move.add_argument("--expected-version", type=int, metavar="N", help=_VERSION_HELP)
         move.set_defaults(build=_move_handoff)
 
+
+def add_context(subparsers: Any) -> None:
+    """`engram context`."""
     context = node_options(sub(subparsers, "context", "the memories a session should see first, as Markdown"))
     context.add_argument("--project", help="only memories of this project")
     context.add_argument("--query", help="what the session is about: relevant memories rank higher")
@@ -129,6 +150,10 @@ def register(subparsers: Any) -> None:
                          help=f"at most this many tokens (default {DEFAULT_TOKEN_BUDGET})")  # fmt: skip
     context.epilog = "Pinned memories come first (engram pin ID), then the most useful in full, then titles."
     context.set_defaults(func=call_node, build=_context)
+
+
+def add_pins(subparsers: Any) -> None:
+    """`engram pin ID` and `engram unpin ID`."""
     for verb, text in (("pin", "pin one of your memories: session context shows it first"),
                        ("unpin", "unpin one of your memories")):  # fmt: skip
         pin = node_options(sub(subparsers, verb, text))

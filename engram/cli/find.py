@@ -4,21 +4,17 @@ and list_memories tools (FILTERS: the names of the REST Filters)."""
 
 from __future__ import annotations
 
-import argparse
-import json
-import re
 import sys
 import time
-import unicodedata
-from collections.abc import Sequence
-from functools import partial
-from urllib.parse import quote
 
+from engram import plainjson
 from engram.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
     Call,
     UsageError,
+    bad_value,
+    boolean_optional,
     build_call,
     call_node,
     fetch,
@@ -31,6 +27,7 @@ from engram.cli.common import (
 )
 from engram.cli.memories import given_fields, memory_fields, render_history
 from engram.cli.shortids import ID_HELP, expand_ids
+from engram.cli.urls import quote
 from engram.vocab import (
     DEFAULT_SEARCH_LIMIT,
     MAX_SEARCH_LIMIT,
@@ -41,8 +38,13 @@ from engram.vocab import (
     parse_time,
 )
 
-TYPE_CHECKING = False  # typing and engram.config stay out of a command's start (PEP 563 annotations, for mypy)
+# typing and engram.config stay out of a command's start (PEP 563 annotations, for mypy), and so do argparse, re,
+# json, functools, collections and urllib.parse (engram.cli.quick parses these commands, engram.plainjson and
+# engram.cli.urls stand for json and urllib.parse).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
+    from collections.abc import Sequence
     from typing import IO, Any
 
     from engram.config import Settings
@@ -57,8 +59,8 @@ FILTERS = (
 LIST_ORDERS = ("created", "updated")
 # A duration back from now, for the time options: the units of expires_at's durations (a unit test compares them).
 DURATION_UNITS = {"s": 1, "m": 60, "h": 3600, "d": 86400, "w": 7 * 86400}
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-_DURATION = re.compile(r"([1-9][0-9]{0,5})([smhdw])")
+_DIGITS = frozenset("0123456789")
+_HEX = frozenset("0123456789abcdef")
 _TIME_HELP = "an RFC 3339 time (2026-01-31T12:00:00Z), a date (2026-01-31) or a duration ago (7d, 12h, 30m, 2w)"
 DEFAULT_COLUMNS = 120  # the table width when the output is no terminal (a pipe, a file)
 _MIN_CONTENT = 24  # a table's content column is never narrower, however narrow the terminal
@@ -97,9 +99,7 @@ def register(subparsers: Any) -> None:
     filter_options(search)
     search.add_argument("--as-of", type=moment, metavar="TIME", help=f"search them as they were then: {_TIME_HELP}")
     search.add_argument("--explain", action="store_true", help="each ranking stage's rank and score under every hit")
-    search.add_argument(
-        "--rerank", action=argparse.BooleanOptionalAction, help="the cross-encoder on or off (default: the node's)"
-    )
+    search.add_argument("--rerank", action=boolean_optional, help="the cross-encoder on or off (default: the node's)")
     search.add_argument(
         "--min-relevance", type=_relevance, metavar="X",
         help="leave out hits less close in meaning than X (0-1; default the node's, 0: keep everything)",
@@ -156,24 +156,31 @@ def _count(text: str) -> int:
     try:
         value = int(text)
     except ValueError as e:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from e
+        raise bad_value(f"{text!r} is not a whole number") from e
     if not 1 <= value <= MAX_SEARCH_LIMIT:
-        raise argparse.ArgumentTypeError(f"{value} is not between 1 and {MAX_SEARCH_LIMIT}")
+        raise bad_value(f"{value} is not between 1 and {MAX_SEARCH_LIMIT}")
     return value
 
 
 def moment(text: str, *, now: float | None = None) -> str:
     """A time option as RFC 3339: the time or date given, or a duration back from now (7d: seven days ago)."""
-    if match := _DURATION.fullmatch(text.strip()):
-        seconds = int(match[1]) * DURATION_UNITS[match[2]]
+    if (seconds := _duration(text.strip())) is not None:
         return format_time((time.time() if now is None else now) - seconds) or text
     try:
         epoch = parse_time(text.strip())
     except ValueError:
         epoch = None
     if epoch is None:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a time; give {_TIME_HELP}")
+        raise bad_value(f"{text!r} is not a time; give {_TIME_HELP}")
     return format_time(epoch) or text
+
+
+def _duration(text: str) -> int | None:
+    """The seconds of a duration ([1-9][0-9]{0,5} and a unit of DURATION_UNITS: 7d), or None for any other text."""
+    number, unit = text[:-1], text[-1:]
+    if not 1 <= len(number) <= 6 or number[0] == "0" or not set(number) <= _DIGITS or unit not in DURATION_UNITS:
+        return None
+    return int(number) * DURATION_UNITS[unit]
 
 
 # --- the request of each command ----------------------------------------------------------------------------
@@ -202,9 +209,9 @@ def _relevance(text: str) -> float:
     try:
         value = float(text)
     except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number; give 0 to 1, e.g. 0.3") from None
+        raise bad_value(f"{text!r} is not a number; give 0 to 1, e.g. 0.3") from None
     if not 0.0 <= value <= 1.0:
-        raise argparse.ArgumentTypeError(f"{text} is out of range; give 0 (keep everything) to 1")
+        raise bad_value(f"{text} is out of range; give 0 (keep everything) to 1")
     return value
 
 
@@ -220,9 +227,11 @@ def _search(args: argparse.Namespace) -> Call:
         body["rerank"] = args.rerank
     if args.min_relevance is not None:
         body["min_relevance"] = args.min_relevance
-    render = partial(
-        render_search, width=columns(), full_ids=args.full_ids, query=args.query, narrowed=bool(body["filters"])
-    )
+    width, full_ids, query, narrowed = columns(), args.full_ids, args.query, bool(body["filters"])
+
+    def render(answer: dict[str, Any]) -> str:
+        return render_search(answer, width=width, full_ids=full_ids, query=query, narrowed=narrowed)
+
     return Call("POST", "/v1/memories:search", render, body=body)
 
 
@@ -235,9 +244,11 @@ def _list_call(args: argparse.Namespace, page_token: str | None = None) -> Call:
         params["page_token"] = page_token
     if args.order:
         params["order"] = args.order
-    render = partial(
-        render_list, width=columns(), full_ids=args.full_ids, narrowed=bool(given), updated=args.order == "updated"
-    )
+    width, full_ids, narrowed, updated = columns(), args.full_ids, bool(given), args.order == "updated"
+
+    def render(answer: dict[str, Any]) -> str:
+        return render_list(answer, width=width, full_ids=full_ids, narrowed=narrowed, updated=updated)
+
     return Call("GET", "/v1/memories", render, params=params)
 
 
@@ -283,7 +294,7 @@ def list_all(
             break
         seen.add(token)
     answer = {"memories": memories, "next_page_token": None}
-    print(json.dumps(answer, indent=2, ensure_ascii=False) if args.json else call.render(answer), file=out)
+    print(plainjson.dumps(answer, indent=2, ensure_ascii=False) if args.json else call.render(answer), file=out)
     return EXIT_OK
 
 
@@ -320,8 +331,14 @@ def get_memory(
 
 def _whole_id(text: str) -> bool:
     """engram.ids.is_uuid of the lowercased text: a canonical UUID (without engram.ids, which imports the kernel's
-    errors and with them dataclasses, typing and engram.model: ~20 ms of `engram get`)."""
-    return _UUID.fullmatch(text.strip().lower()) is not None
+    errors and with them dataclasses, typing and engram.model: ~20 ms of `engram get`; nor re)."""
+    uuid = text.strip().lower()
+    dashes = (8, 13, 18, 23)
+    return (
+        len(uuid) == 36
+        and all(uuid[i] == "-" for i in dashes)
+        and set(uuid[:8] + uuid[9:13] + uuid[14:18] + uuid[19:23] + uuid[24:]) <= _HEX
+    )
 
 
 # --- rendering --------------------------------------------------------------------------------------------
@@ -440,10 +457,14 @@ def table(header: Sequence[str], rows: Sequence[Sequence[str]], width: int) -> l
 
 def display_width(text: str) -> int:
     """Columns text takes on a terminal: wide (East Asian) characters two, combining marks none."""
-    return sum(_char_width(ch) for ch in text)
+    return len(text) if text.isascii() else sum(_char_width(ch) for ch in text)
 
 
 def _char_width(ch: str) -> int:
+    if ch.isascii() or ch == "…":  # neither wide nor combining (unicodedata is not imported for a table's ids)
+        return 1
+    import unicodedata
+
     if unicodedata.combining(ch):
         return 0
     return 2 if unicodedata.east_asian_width(ch) in ("W", "F") else 1
@@ -488,7 +509,7 @@ def _value(name: str, value: Any) -> str:
     if value is None or value is False or value == 0 or value in ("", [], {}):
         return ""
     if name == "metadata" or (isinstance(value, dict) and any(isinstance(v, dict | list) for v in value.values())):
-        return json.dumps(value, ensure_ascii=False)
+        return plainjson.dumps(value, ensure_ascii=False)
     if isinstance(value, dict):  # e.g. origin, handoff: its set parts
         return " · ".join(f"{key} {text}" for key, item in value.items() if (text := _value(key, item)))
     if isinstance(value, list):  # tags, topics, questions; relations (objects)

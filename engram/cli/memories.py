@@ -3,18 +3,30 @@ a shell, through the node's REST API, for people (text) and scripts (--json)."""
 
 from __future__ import annotations
 
-import argparse
-import json
 import sys
-from urllib.parse import quote
 
 from engram import plural
-from engram.cli.common import EXIT_OK, EXIT_USAGE, Call, UsageError, call_node, node_options, node_url, preview, sub
+from engram.cli.common import (
+    EXIT_OK,
+    EXIT_USAGE,
+    Call,
+    UsageError,
+    bad_value,
+    call_node,
+    node_options,
+    node_url,
+    preview,
+    sub,
+)
 from engram.cli.shortids import ID_HELP
+from engram.cli.urls import quote
 from engram.vocab import IMPORTANCES, SAVABLE_TYPES
 
-TYPE_CHECKING = False  # typing and engram.config stay out of a command's start (PEP 563 annotations, for mypy)
+# typing and engram.config stay out of a command's start (PEP 563 annotations, for mypy), and so do argparse, json
+# and urllib.parse (engram save and get, parsed by engram.cli.quick, use this module's fields and rendering).
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
     from typing import Any
 
     from engram.config import Settings
@@ -98,11 +110,13 @@ def memory_fields(parser: argparse.ArgumentParser) -> None:
 
 def _json_object(text: str) -> dict[str, Any]:
     try:
+        import json  # here: its errors say where the text goes wrong
+
         value = json.loads(text)
     except ValueError as e:
-        raise argparse.ArgumentTypeError(f"not JSON: {e}") from e
+        raise bad_value(f"not JSON: {e}") from e
     if not isinstance(value, dict):
-        raise argparse.ArgumentTypeError('must be a JSON object, e.g. {"ticket": "ENG-12"}')
+        raise bad_value('must be a JSON object, e.g. {"ticket": "ENG-12"}')
     return value
 
 

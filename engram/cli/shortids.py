@@ -4,21 +4,21 @@ end or start of an id, made whole before the command is sent. A command opts in 
 
 from __future__ import annotations
 
-import argparse
-import re
 import sys
 
 from engram.cli.common import EXIT_OK, EXIT_REFUSED, EXIT_USAGE, Call, fetch
 
-TYPE_CHECKING = False  # typing and engram.config stay out of a command's start (PEP 563 annotations, for mypy)
+# typing and engram.config stay out of a command's start (PEP 563 annotations, for mypy), and so do argparse and re
+TYPE_CHECKING = False
 if TYPE_CHECKING:
+    import argparse
     from typing import IO, Any
 
 MIN_CHARS = 4
 ID_HELP = "the memory's id: whole, or the last 8 characters tables show (any unique end or start of it)"
 PAGE = 100  # memories per list request (the API's most)
 MAX_SCANNED = 20_000  # a short id is looked up among this many memories at most; past that, the whole id is asked for
-_HEX = re.compile(r"[0-9a-f-]+")
+_HEX = frozenset("0123456789abcdef-")
 
 
 def expand_ids(args: argparse.Namespace, base_url: str, *, api_key: str | None, err: IO[str] | None = None) -> int:
@@ -41,7 +41,7 @@ def _short(value: str) -> str | None:
     """The part of an id given (hex digits, maybe dashes; the "…" a table puts before it dropped), or None for a whole
     id or anything else, which is sent as given."""
     text = value.strip().lower().removeprefix("…").removeprefix("...")
-    return text if MIN_CHARS <= len(text) < 36 and _HEX.fullmatch(text) else None
+    return text if MIN_CHARS <= len(text) < 36 and set(text) <= _HEX else None
 
 
 def _lookup(short: str, base_url: str, *, api_key: str | None, agent: str | None, err: IO[str]) -> tuple[int, str]:

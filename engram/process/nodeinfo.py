@@ -2,9 +2,13 @@
 
 from __future__ import annotations
 
-import json
 import os
-from pathlib import Path
+
+from engram import plainjson  # not json, nor pathlib below: an `engram search` reads node.json without them (issue 34)
+
+TYPE_CHECKING = False
+if TYPE_CHECKING:
+    from pathlib import Path
 
 NODE_FILE = "node.json"
 SPAWN_LOCK = "spawn.lock"  # held by whoever looks for the node to start it, so exactly one process starts it
@@ -43,10 +47,11 @@ class NodeInfo:
         return f"{self.http_url}/mcp"
 
 
-def read_node_info(home: Path) -> NodeInfo | None:
+def read_node_info(home: Path | str) -> NodeInfo | None:
     """The node recorded for this data dir, if its process is still alive."""
     try:
-        data = json.loads((home / NODE_FILE).read_text())
+        with open(os.path.join(home, NODE_FILE)) as file:  # as Path.read_text, without pathlib
+            data = plainjson.loads(file.read())
         info = NodeInfo(
             int(data["pid"]), data["http_url"], data["grpc_address"], data["home"], data.get("nats_url", ""),
             bool(data.get("dev", False)),

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from engram.services.gateway.operations.packs import MAX_PART_CHARS, split_file
+from engram.services.gateway.operations.packs.storage import MAX_PART_CHARS, split_file
 
 TOKEN = "ghp_" + "Qw3Er5Ty7Ui9Op1As3Df5Gh7Jk9Lz2Xc4Vb6N"
 

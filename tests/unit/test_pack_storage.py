@@ -11,14 +11,12 @@ import pytest
 
 from engram.errors import InvalidArgument
 from engram.model import Memory, Relation
-from engram.services.gateway.operations.packs import (
+from engram.services.gateway.operations.packs.render import onboarding_block, render_memory_files, seed_expiry
+from engram.services.gateway.operations.packs.storage import (
     CHUNK_CHARS,
     MAX_PART_CHARS,
-    _part_input,
-    _part_text,
-    onboarding_block,
-    render_memory_files,
-    seed_expiry,
+    part_input,
+    part_text,
     split_file,
 )
 
@@ -30,10 +28,10 @@ def _stored(text: str, path: str = "knowledge/x.md") -> str:
     pieces = split_file(text)
     parts = []
     for i, piece in enumerate(pieces):
-        draft = _part_input("p", path, i, len(pieces), piece)
+        draft = part_input("p", path, i, len(pieces), piece)
         parts.append(Memory(id=str(i), namespace="ns", content=draft.content, owner_agent="a",
                             metadata=json.loads(draft.metadata_json)))  # fmt: skip
-    return "".join(_part_text(part) for part in parts)
+    return "".join(part_text(part) for part in parts)
 
 
 @pytest.mark.parametrize(

@@ -11,7 +11,8 @@ from pydantic import Field
 
 from engram.errors import EngramError
 from engram.model import Caller
-from engram.services.gateway.operations.packs import PackService, packs_prompt
+from engram.services.gateway.operations.packs import PackService
+from engram.services.gateway.operations.packs.render import packs_prompt
 
 PROMPT_DESCRIPTION = (
     "How to use Engram's shared memory: search at the start, save what is worth keeping, tag it, change only "

@@ -1,29 +1,16 @@
-"""Expert packs on Engram's memory: the seed's pack tools (list_engrams, load_engram, capture_memory, ...) over
-memories of the caller's namespace.
-
-Storage. Every file of a pack is one or more memories of type ``pack-file`` (a long file is cut at its headings, so
-a search finds the section it needs); metadata names the pack, the path, the part and the whitespace around it, so
-``read_engram_file`` gives the file back exactly. ``meta.json`` is one such memory, tagged ``pack-meta``. What a pack
-captures of its user (``capture_memory``) is an ordinary memory with ``metadata.pack`` and ``metadata.category``:
-versioned, searchable, synced and seen by every agent of the namespace. The seed's ``memory/`` files (the hot index
-of the latest 50, the full index, one file per category, ``-archive`` and ``-expired``) are rendered from those
-memories on demand: consolidation archives with a merged-into relation, expiry is the lifecycle's expiry.
-"""
+"""The pack service: the operations the MCP tools and REST share (install, load, read and write files, capture and
+correct what a pack remembers, search its knowledge), for an already resolved caller, and who may do them."""
 
 from __future__ import annotations
 
 import asyncio
 import dataclasses
-import itertools
 import json
-import re
 import time
-from collections.abc import Iterable, Sequence
-from dataclasses import dataclass
-from datetime import UTC, datetime, timedelta
+from collections.abc import Sequence
 from typing import Any
 
-from engram.errors import EngramError, InvalidArgument, PermissionDenied
+from engram.errors import InvalidArgument, PermissionDenied
 from engram.model import PACK_FILE, Caller, Memory, MemoryInput, SearchFilter
 from engram.ownership import UNOWNED, is_admin
 from engram.packs.format import (
@@ -38,300 +25,40 @@ from engram.packs.format import (
     check_pack_path,
     parse_meta,
 )
-from engram.scrub import scrub_text
 from engram.services.gateway.backend import Backend
 from engram.services.gateway.identity import require_scope
 from engram.services.gateway.operations.cursors import CursorTracker
-from engram.services.gateway.operations.memories import expiry_time
+from engram.services.gateway.operations.packs.errors import PackExists, PackFileNotFound, PackNotFound
+from engram.services.gateway.operations.packs.render import (
+    ONBOARDING,
+    category_of,
+    expired,
+    onboarding_block,
+    render_memory_files,
+    seed_expiry,
+)
+from engram.services.gateway.operations.packs.storage import (
+    META_TAG,
+    PackContents,
+    StoredFile,
+    file_counts,
+    part_input,
+    part_text,
+    split_file,
+)
 from engram.validation import check_storable
 
 PACKS_SCOPE = "packs"
-META_TAG = "pack-meta"
-CHUNK_CHARS = 2000  # a file longer than this is cut at its headings into parts of about this size
-MAX_PART_CHARS = 6000  # a part is never longer (24 KiB of UTF-8 at most: within the content limit)
-EMPTY = "(empty file)"  # the content of an empty file's memory (a memory has content)
-HOT_LIMIT = 50  # the seed's hot index: the latest 50 captured memories
+
 CONSOLIDATE_HINT = 30  # the seed's hint to consolidate, from this many entries in the hot index on
+
 THROTTLE_SECONDS = 30.0  # the seed's duplicate throttle: the same capture again within this is skipped
+
 SEED_TYPES = ("preference", "fact", "decision", "history", "general")  # the seed's memory types that are Engram's
+
 CONFIDENCE_TYPES = ("inferred", "stated")  # the seed's memory types that are Engram's confidence
+
 ALL_STATUSES = ["active", "archived", "expired", "superseded"]
-_HEADING = re.compile(r"^#{1,6} ", re.MULTILINE)
-_DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
-_ONBOARDING = re.compile(r"^##\s+Onboarding\s*\n(.*?)(?=\n##\s|\Z)", re.DOTALL | re.MULTILINE)
-
-
-class PackNotFound(EngramError):
-    code = "not_found"
-
-    def __init__(self, name: str) -> None:
-        super().__init__(f"No pack named '{name}' is installed in this namespace. Call list_engrams to see the packs.")
-
-
-class PackExists(EngramError):
-    code = "already_exists"
-
-    def __init__(self, name: str) -> None:
-        super().__init__(
-            f"A pack named '{name}' is installed already. Install it with replace (the CLI's --replace) to update "
-            "its files; what it remembered of its user is kept."
-        )
-
-
-class PackFileNotFound(EngramError):
-    code = "not_found"
-
-    def __init__(self, name: str, path: str) -> None:
-        super().__init__(f"Pack '{name}' has no file '{path}'. The indexes in load_engram list its files.")
-
-
-@dataclass(slots=True)
-class StoredFile:
-    """A pack file as memories: its parts in order."""
-
-    path: str
-    parts: list[Memory]
-
-    @property
-    def text(self) -> str:
-        return "".join(_part_text(part) for part in self.parts)
-
-
-@dataclass(slots=True)
-class PackContents:
-    """Everything of one pack in the index: its files and what it captured."""
-
-    name: str
-    meta: dict[str, Any]
-    owner: str
-    files: dict[str, StoredFile]
-    captured: list[Memory]
-
-    def file(self, path: str) -> str | None:
-        stored = self.files.get(path)
-        return stored.text if stored is not None else None
-
-
-def split_file(text: str) -> list[str]:
-    """The parts a file is stored in, whose concatenation is the file (scrubbed): a short file whole; a long one cut
-    before its headings into parts of about CHUNK_CHARS (none longer than MAX_PART_CHARS). The whole text is
-    scrubbed before it is cut, so that no secret is cut in two halves that each pass the scrubbing of its part."""
-    text = scrub_text(text).text
-    if len(text) <= CHUNK_CHARS:
-        return [text]
-    starts = [0, *(m.start() for m in _HEADING.finditer(text) if m.start() > 0), len(text)]
-    sections = [text[a:b] for a, b in itertools.pairwise(starts) if b > a]
-    parts: list[str] = []
-    for section in sections:
-        for piece in _cut(section):
-            if parts and len(parts[-1]) + len(piece) <= CHUNK_CHARS:
-                parts[-1] += piece
-            else:
-                parts.append(piece)
-    return parts
-
-
-def _cut(section: str) -> list[str]:
-    """A section no longer than MAX_PART_CHARS, cut at blank lines (else anywhere) when it is longer."""
-    if len(section) <= MAX_PART_CHARS:
-        return [section]
-    pieces: list[str] = []
-    current = ""
-    for paragraph in re.split(r"(?<=\n\n)", section):
-        while len(paragraph) > MAX_PART_CHARS:
-            pieces += [current] if current else []
-            current = ""
-            pieces.append(paragraph[:MAX_PART_CHARS])
-            paragraph = paragraph[MAX_PART_CHARS:]
-        if len(current) + len(paragraph) > MAX_PART_CHARS:
-            pieces.append(current)
-            current = ""
-        current += paragraph
-    return [*pieces, current] if current else pieces
-
-
-def _part_text(memory: Memory) -> str:
-    meta = memory.metadata
-    if meta.get("empty"):
-        return str(meta.get("lead", ""))
-    return f"{meta.get('lead', '')}{memory.content}{meta.get('trail', '')}"
-
-
-def _part_input(name: str, path: str, index: int, count: int, text: str) -> MemoryInput:
-    stripped = text.strip()
-    lead = text[: len(text) - len(text.lstrip())]
-    trail = text[len(text.rstrip()) :] if stripped else ""
-    metadata: dict[str, Any] = {"pack": name, "pack_path": path, "part": index, "parts": count}
-    if lead:
-        metadata["lead"] = lead
-    if trail:
-        metadata["trail"] = trail
-    if not stripped:
-        metadata["empty"] = True
-    heading = next((line.lstrip("# ").strip() for line in stripped.splitlines() if line.startswith("#")), "")
-    if path == META:
-        metadata["meta"] = json.loads(text)  # read by list_engrams without reassembling the file
-    return MemoryInput(
-        content=stripped or EMPTY,
-        summary=f"{name}: {path}" + (f" — {heading}" if heading else ""),
-        memory_type=PACK_FILE,
-        tags=[META_TAG] if path == META else [],
-        metadata_json=json.dumps(metadata, ensure_ascii=False),
-        context=f"Expert pack {name}, file {path}" + (f", section {heading}" if heading else ""),
-    )
-
-
-def seed_expiry(value: str | None, *, now: float) -> float | None:
-    """The seed's ``expires`` (a date: the memory leaves the load the day after) or an Engram expiry (RFC 3339 time,
-    or a duration such as 30d)."""
-    if value and _DATE.match(value.strip()):
-        try:
-            day = datetime.strptime(value.strip(), "%Y-%m-%d").replace(tzinfo=UTC)
-        except ValueError as e:
-            raise InvalidArgument("expires", f"'{value}' is not a date; give YYYY-MM-DD, e.g. '2026-06-01'.") from e
-        return (day + timedelta(days=1)).timestamp()
-    try:
-        return expiry_time(value, now=now)
-    except InvalidArgument as e:
-        raise InvalidArgument("expires", f"'{value}' is not a date; give YYYY-MM-DD, e.g. '2026-06-01'.") from e
-
-
-def _stamp(moment: float | None) -> str:
-    return datetime.fromtimestamp(moment or 0, UTC).strftime("%Y-%m-%d %H:%M")
-
-
-def _day(moment: float) -> str:
-    """The last day a memory expiring at ``moment`` is loaded (seed_expiry's inverse: the seed's expires date)."""
-    return datetime.fromtimestamp(moment - 1, UTC).strftime("%Y-%m-%d")
-
-
-def file_counts(paths: Iterable[str]) -> dict[str, int]:
-    """A pack's files, knowledge files and examples (the indexes not counted), from its paths."""
-    paths = list(paths)
-    return {
-        "files": len(paths),
-        "knowledge": sum(1 for p in paths if p.startswith("knowledge/") and not p.endswith("_index.md")),
-        "examples": sum(1 for p in paths if p.startswith("examples/") and not p.endswith("_index.md")),
-    }
-
-
-def _category(memory: Memory) -> str:
-    return str(memory.metadata.get("category") or "general")
-
-
-def _seed_type(memory: Memory) -> str:
-    if memory.metadata.get("consolidated"):
-        return "consolidated"
-    return str(memory.metadata.get("seed_type") or memory.memory_type)
-
-
-def _expired(memory: Memory, now: float) -> bool:
-    return memory.status == "expired" or (memory.expires_at is not None and memory.expires_at <= now)
-
-
-def _archived(memory: Memory) -> bool:
-    return memory.status in ("archived", "superseded") and any(r.kind == "merged-into" for r in memory.relations)
-
-
-def index_line(memory: Memory) -> str:
-    """One entry of the seed's memory index: - `memory/<category>.md` [time] [type] expires:date [tags] summary."""
-    expires = f" expires:{_day(memory.expires_at)}" if memory.expires_at is not None else ""
-    tags = f" [{','.join(memory.tags)}]" if memory.tags else ""
-    return f"- `memory/{_category(memory)}.md` [{_stamp(memory.created_at)}] [{_seed_type(memory)}]{expires}{tags} " + (
-        memory.summary or memory.content.splitlines()[0][:120]
-    )
-
-
-def entry_block(memory: Memory) -> str:
-    """One entry of a category file: the seed's ``---`` block with its time, type, expiry, tags and conversation."""
-    parts = [f"[{_stamp(memory.created_at)}]", f"type:{_seed_type(memory)}"]
-    if memory.expires_at is not None:
-        parts.append(f"expires:{_day(memory.expires_at)}")
-    if memory.tags:
-        parts.append(f"tags:{','.join(memory.tags)}")
-    if memory.conversation_id:
-        parts.append(f"conv:{memory.conversation_id}")
-    return f"\n---\n{' '.join(parts)}\n{memory.content.strip()}\n"
-
-
-def hot_index(active: Sequence[Memory]) -> str:
-    """The seed's hot index: the latest entry of each category, then the latest 50 entries (oldest first)."""
-    if not active:
-        return ""
-    latest: dict[str, Memory] = {}
-    for memory in active:
-        latest[_category(memory)] = memory
-    lines = ["## Categories\n"]
-    lines += [f"- `{c}` [{_stamp(m.created_at)}] [{_seed_type(m)}] {m.summary}\n" for c, m in sorted(latest.items())]
-    lines.append(f"\n## Latest memories (at most {HOT_LIMIT})\n")
-    lines += [index_line(m) + "\n" for m in active[-HOT_LIMIT:]]
-    return "".join(lines)
-
-
-def render_memory_files(captured: Iterable[Memory], *, now: float) -> dict[str, str]:
-    """The seed's memory/ folder, from the captured memories: _index.md (hot), _index_full.md, <category>.md,
-    <category>-archive.md (replaced by a consolidation) and <category>-expired.md."""
-    ordered = sorted(captured, key=lambda m: (m.created_at or 0, m.id))
-    active = [m for m in ordered if m.status == "active" and not _expired(m, now)]
-    files: dict[str, str] = {}
-    if active:
-        files["memory/_index.md"] = hot_index(active)
-        files["memory/_index_full.md"] = "".join(index_line(m) + "\n" for m in active)
-    for memory in ordered:
-        if memory in active:
-            suffix = ""
-        elif _expired(memory, now):
-            suffix = "-expired"
-        elif _archived(memory):
-            suffix = "-archive"
-        else:
-            continue  # deleted: in its history only
-        path = f"memory/{_category(memory)}{suffix}.md"
-        files[path] = files.get(path, "") + entry_block(memory)
-    return files
-
-
-def packs_prompt(installed: Sequence[dict[str, Any]]) -> str:
-    """The seed's system prompt for expert packs, listing the installed ones (engram-system-prompt ends with it)."""
-    if not installed:
-        return "# Expert packs (Engrams)\n\nNo expert pack is installed yet; install_engram(source) installs one."
-    entries = "\n".join(
-        f"  <engram>\n    <name>{p['name']}</name>\n    <description>{p['description']}</description>\n  </engram>"
-        for p in installed
-    )
-    return f"""# Expert packs (Engrams)
-
-You can load an expert's pack: its persona, way of thinking and knowledge; you then think and answer as that expert.
-A pack does not replace your own abilities; use it where it fits.
-
-## Installed packs
-
-<engrams>
-{entries}
-</engrams>
-
-## How to use them
-
-1. At the start of a conversation, call list_engrams() to see the experts.
-2. When the user's question matches a pack, or the user names one with @name, call load_engram(name, query).
-3. From its knowledge index (with summaries) and examples index (with the knowledge each uses), decide what to read.
-4. For details, call read_engram_file(name, path); search_engram_knowledge(name, query) finds sections by meaning.
-5. Answer as that expert: keep its communication style, judgement and values.
-6. When the user reveals a preference, personal context or a key decision, call capture_memory(name, content,
-   category, summary, memory_type, tags, conversation_id, expires, is_global). memory_type: preference, fact,
-   decision, history, general, inferred (you deduced it) or stated (the user said it). expires: a date such as
-   '2026-06-01', after which it leaves the load. is_global=True: the user's global memory, shared by every pack.
-7. The next load_engram of the pack brings its memory and the global memory back; the user need not repeat it.
-8. When a category has more than 30 entries, read it with read_engram_file, then call consolidate_memory(name,
-   category, consolidated_content, summary): one dense entry replaces them, the originals are archived.
-9. If the load shows an Onboarding block, learn what it lists naturally in the conversation and capture_memory it.
-10. An "Inherited knowledge index" comes from the parent pack: read_engram_file(parent, path) reads its files.
-"""
-
-
-def onboarding_block(rules: str) -> str:
-    match = _ONBOARDING.search(rules)
-    return match.group(1).strip() if match else ""
 
 
 class PackService:
@@ -441,7 +168,7 @@ class PackService:
         for title, path in zip(("Role", "Workflow", "Rules"), BASE_FILES, strict=True):
             text = (contents.file(path) or "").strip()
             if path == "rules.md":
-                text = _ONBOARDING.sub("", text).strip()  # shown on its own below, until the pack is onboarded
+                text = ONBOARDING.sub("", text).strip()  # shown on its own below, until the pack is onboarded
             if text:
                 sections.append(f"## {title}\n{text}")
         if parent_index.strip():
@@ -584,9 +311,9 @@ class PackService:
         pieces = [text] if path == META else split_file(text)  # meta.json stays whole: its part holds it parsed
         old = existing.files[path].parts if path in existing.files else []
         for index, piece in enumerate(pieces):
-            draft = _part_input(name, path, index, len(pieces), piece)
+            draft = part_input(name, path, index, len(pieces), piece)
             if index < len(old):
-                if _part_text(old[index]) == piece and old[index].metadata.get("parts") == len(pieces):
+                if part_text(old[index]) == piece and old[index].metadata.get("parts") == len(pieces):
                     continue
                 outcome = await self._backend.update(
                     writer, old[index].id, draft, ["content", "summary", "metadata_json", "context", "tags"]
@@ -668,7 +395,7 @@ class PackService:
         contents = await self.contents(caller, name)
         now = time.time()
         for memory in sorted(contents.captured, key=lambda m: m.created_at or 0):
-            if _category(memory) == category and wanted in memory.summary and not _expired(memory, now):
+            if category_of(memory) == category and wanted in memory.summary and not expired(memory, now):
                 return memory
         raise InvalidArgument(
             "summary", f"no memory of pack '{name}' in category '{category}' has the summary '{wanted}'. Read "
@@ -708,7 +435,7 @@ class PackService:
             raise InvalidArgument("consolidated_content", "is required: your dense summary of the category's entries.")
         contents = await self.contents(caller, name)
         now = time.time()
-        ids = [m.id for m in contents.captured if _category(m) == category and not _expired(m, now)]
+        ids = [m.id for m in contents.captured if category_of(m) == category and not expired(m, now)]
         if not ids:
             raise InvalidArgument(
                 "category", f"pack '{name}' has no active memory in category '{category}' to consolidate."
