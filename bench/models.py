@@ -25,9 +25,9 @@ import numpy as np
 from bench.datasets import BeirSet, load_beir
 from bench.metrics import ndcg_at_k, recall_at_k
 from bench.reference import EMBED_CHUNK
-from engram import model_catalog as catalog
 from engram.config import default_model_cache
-from engram.named_models import installed, open_embedder
+from engram.models import catalog
+from engram.models.named import installed, open_embedder
 
 PRECISIONS = ("int8", "fp32")  # the default precision first
 TOP_K = 10
