@@ -21,6 +21,7 @@ from typing import Any
 
 from engram.errors import Unavailable
 from engram.process.children import die_with_parent, python_module
+from engram.services.consolidation.checkpoint import Checkpoint
 from engram.services.consolidation.jobs import Progress
 from engram.services.consolidation.maintenance import Compared
 
@@ -38,9 +39,10 @@ class ChildCompare:
     max_proposals: int
     models_dir: Path
 
-    async def __call__(self, namespace: str, progress: Progress) -> Compared:
+    async def __call__(self, namespace: str, progress: Progress, since: Checkpoint | None = None) -> Compared:
         request = {"namespace": namespace, "ingest": self.ingest_addr, "search": self.search_addr,
-                   "max_proposals": self.max_proposals, "models": str(self.models_dir)}  # fmt: skip
+                   "max_proposals": self.max_proposals, "models": str(self.models_dir),
+                   "since": (since or Checkpoint()).to_dict()}  # fmt: skip
         child = await asyncio.create_subprocess_exec(
             *python_module(CHILD), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             limit=LINE_LIMIT,
@@ -62,7 +64,8 @@ class ChildCompare:
                     progress.start(message["phase"], message["total"])
                     progress.advance(message["done"])
                 elif "seconds" in message:
-                    compared = Compared(message["seconds"], [tuple(step) for step in message["steps"]])
+                    steps = [tuple(step) for step in message["steps"]]
+                    compared = Compared(message["seconds"], steps, Checkpoint.from_dict(message.get("checkpoint")))
             code = await child.wait()
         finally:
             if child.returncode is None:  # cancelled: the job's comparison ends with it
@@ -85,7 +88,7 @@ async def _compare(request: dict[str, Any]) -> Compared:
     try:
         nli = load_nli(Path(request["models"]))
         maintenance = Maintenance(search, ingest, max_proposals=request["max_proposals"], nli=nli)
-        return await maintenance.compare(request["namespace"], _Reported())
+        return await maintenance.compare(request["namespace"], _Reported(), Checkpoint.from_dict(request.get("since")))
     finally:
         await search.close()
         await ingest.close()
@@ -110,7 +113,7 @@ def main() -> None:
     die_with_parent()  # a node killed mid-job (SIGKILL, the out-of-memory killer) takes its comparison with it
     request = json.loads(sys.stdin.read())
     compared = asyncio.run(_compare(request))
-    _say({"seconds": compared.seconds, "steps": compared.steps})
+    _say({"seconds": compared.seconds, "steps": compared.steps, "checkpoint": compared.checkpoint.to_dict()})
 
 
 if __name__ == "__main__":
