@@ -15,16 +15,16 @@ from pathlib import Path
 from typing import Any, Protocol
 
 from engram import updates
-from engram.services.consolidation import spelling, stance
+from engram.services.consolidation import gate, spelling, stance
 
-MAX_PENDING = 10_000  # candidate pairs kept for the next run at most (the most confident first)
+MAX_PENDING = 2_000  # candidate pairs kept for the next run at most (the most confident first; about 170 KB)
 NAME = "compared"  # the checkpoint's name in the job store
 
 
 def _rules_version() -> str:
     """A digest of the code that reads a pair: another version of it compares every pair again."""
     digest = hashlib.sha256()
-    for module in (stance, spelling, updates):
+    for module in (stance, spelling, updates, gate):
         digest.update(Path(module.__file__ or "").read_bytes())
     return digest.hexdigest()[:16]
 

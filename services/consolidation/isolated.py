@@ -39,10 +39,12 @@ class ChildCompare:
     max_proposals: int
     models_dir: Path
 
-    async def __call__(self, namespace: str, progress: Progress, since: Checkpoint | None = None) -> Compared:
+    async def __call__(
+        self, namespace: str, progress: Progress, since: Checkpoint | None = None, *, gated: bool = True
+    ) -> Compared:
         request = {"namespace": namespace, "ingest": self.ingest_addr, "search": self.search_addr,
                    "max_proposals": self.max_proposals, "models": str(self.models_dir),
-                   "since": (since or Checkpoint()).to_dict()}  # fmt: skip
+                   "since": (since or Checkpoint()).to_dict(), "gated": gated}  # fmt: skip
         child = await asyncio.create_subprocess_exec(
             *python_module(CHILD), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             limit=LINE_LIMIT,
@@ -88,7 +90,8 @@ async def _compare(request: dict[str, Any]) -> Compared:
     try:
         nli = load_nli(Path(request["models"]))
         maintenance = Maintenance(search, ingest, max_proposals=request["max_proposals"], nli=nli)
-        return await maintenance.compare(request["namespace"], _Reported(), Checkpoint.from_dict(request.get("since")))
+        since = Checkpoint.from_dict(request.get("since"))
+        return await maintenance.compare(request["namespace"], _Reported(), since, gated=request.get("gated", True))
     finally:
         await search.close()
         await ingest.close()

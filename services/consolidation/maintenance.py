@@ -28,7 +28,7 @@ from engram.nli import Nli
 from engram.ownership import UNOWNED, require_admin
 from engram.results import Changed, Contradiction, MergeResult, SupersedeResult, TeamInfo
 from engram.sameness import normalized
-from engram.services.consolidation import stance
+from engram.services.consolidation import gate, stance
 from engram.services.consolidation.checkpoint import MAX_PENDING, RULES, Checkpoint, Checkpoints
 from engram.services.consolidation.enrichment import UnusableAnswer, ask_questions, skip_reason
 from engram.services.consolidation.expiry import ExpiryJob
@@ -115,6 +115,7 @@ class Corpus:
     fresh: np.ndarray | None = None  # the rows compared with every other (new since a checkpoint); None: all
     pinned: set[tuple[int, int]] = field(default_factory=set)  # pairs (i < j) compared whatever the cap
     deferred: list[tuple[str, str]] = field(default_factory=list)  # candidates (newer, older ids) left to a next run
+    gated: bool = True  # contradictions read only pairs near each other (gate.py); False: every close pair
     _similar: tuple[float, int, list[tuple[int, int, float]]] | None = None  # (floor, neighbours, pairs) found
 
     @classmethod
@@ -216,7 +217,12 @@ class Compared:
     checkpoint: Checkpoint = field(default_factory=Checkpoint)  # where the next run starts
 
 
-Compare = Callable[[str, Progress, Checkpoint], Awaitable[Compared]]
+class Compare(Protocol):
+    """The `all` job's dedupe and contradictions (Maintenance.compare, or a child process running it)."""
+
+    def __call__(
+        self, namespace: str, progress: Progress, since: Checkpoint | None = None, *, gated: bool = True
+    ) -> Awaitable[Compared]: ...
 
 
 class Maintenance:
@@ -258,14 +264,17 @@ class Maintenance:
         """Every maintenance job of the namespace, one after the other, under one lease: expire, dedupe,
         contradictions, decay, enrich_backfill (with an LLM) and a fresh summary of every team. Dedupe and
         contradictions compare what was written since the last run with its neighbours (Checkpoint), or every
-        memory with {"full": "true"}."""
+        memory with {"full": "true"}; {"gate": "off"}: contradictions read every close pair, not only those near
+        each other (gate.py; to measure what the gate leaves out)."""
         require_writer(caller)
-        _only(options, "full")
-        full = _flag(options, "full")
+        _only(options, "full", "gate")
+        full, gated = _flag(options, "full"), _switch(options, "gate")
 
-        return _work(lambda progress: self.run_all(caller.namespace, progress, full=full))
+        return _work(lambda progress: self.run_all(caller.namespace, progress, full=full, gated=gated))
 
-    async def run_all(self, namespace: str, progress: Progress, *, full: bool = False) -> tuple[str, dict]:
+    async def run_all(
+        self, namespace: str, progress: Progress, *, full: bool = False, gated: bool = True
+    ) -> tuple[str, dict]:
         results: dict[str, object] = {}
         lines = []
         if self._expiry is not None:
@@ -274,7 +283,7 @@ class Maintenance:
             results["expire"] = {"expired": expired}
             lines.append(f"Expired {expired}")
         since = Checkpoint() if full else await self.checkpoints.get(namespace)
-        compared = await (self._compare or self.compare)(namespace, progress, since)
+        compared = await (self._compare or self.compare)(namespace, progress, since, gated=gated)
         await self.checkpoints.put(namespace, compared.checkpoint)
         seconds = dict(compared.seconds)
         steps = (("decay", self.run_decay), ("enrich_backfill", self.run_backfill))
@@ -300,7 +309,9 @@ class Maintenance:
             results["team_summary"] = {"summaries": summaries}
         return "; ".join(lines) + f"; {summaries} team summaries.", results
 
-    async def compare(self, namespace: str, progress: Progress, since: Checkpoint | None = None) -> Compared:
+    async def compare(
+        self, namespace: str, progress: Progress, since: Checkpoint | None = None, *, gated: bool = True
+    ) -> Compared:
         """The `all` job's dedupe and contradictions: they read the namespace once and compare its memories once
         (the lower floor, the more neighbours); contradictions then leave out what dedupe merged away. From a
         usable checkpoint ``since`` only what was written after it is compared with its neighbours, and the
@@ -308,6 +319,7 @@ class Maintenance:
         started = time.perf_counter()
         corpus = await Corpus.load(self._search, system_caller(namespace))
         corpus.since(since or Checkpoint())
+        corpus.gated = gated
         loaded = time.perf_counter()
         floor = min(stance.CONTRADICTION_SIMILARITY, stance.CLOSE_DUPLICATE_SIMILARITY)
         await asyncio.to_thread(corpus.pairs, floor, max(DUPLICATE_NEIGHBOURS, CONTRADICTION_NEIGHBOURS))
@@ -390,7 +402,7 @@ class Maintenance:
         when one is installed, confirms or rejects each (the `all` job asks it, not the LLM)."""
         system = system_caller(namespace)
         corpus = corpus or await Corpus.load(self._search, system, SearchFilter(topics=topics or []))
-        checked, candidates = await asyncio.to_thread(_conflicts, corpus)
+        checked, apart, candidates = await asyncio.to_thread(_conflicts, corpus)
         progress.start("contradictions", min(len(candidates), self._max_proposals))
         flagged = rejected = updates = 0
         for at, (newer, older, found) in enumerate(candidates):
@@ -429,7 +441,7 @@ class Maintenance:
             f"decide ({checked} pairs checked" + (f", {deferred} left for the next run)." if deferred else ").")
         )
         result = {"flagged": flagged, "updates": updates, "deferred": deferred, "pairs_checked": checked,
-                  "rejected_by_judge": rejected}  # fmt: skip
+                  "pairs_not_near": apart, "rejected_by_judge": rejected}  # fmt: skip
         return summary, result
 
     async def list_contradictions(self, caller: Caller, *, topics: list[str], limit: int) -> list[Contradiction]:
@@ -649,15 +661,19 @@ def _not_contradicting(nli: Nli, candidates: list[tuple[Memory, Memory, str]]) -
     ]
 
 
-def _conflicts(corpus: Corpus) -> tuple[int, list[tuple[Memory, Memory, stance.Conflict]]]:
-    """How many pairs about the same thing were compared, and those that may disagree or update one another:
-    (newer, older, conflict), the most confident first. Pairs already related (flagged, resolved, merged,
-    superseded) are never flagged again."""
+def _conflicts(corpus: Corpus) -> tuple[int, int, list[tuple[Memory, Memory, stance.Conflict]]]:
+    """How many pairs about the same thing were compared, how many of them the gate left out (not near each
+    other), and those that may disagree or update one another: (newer, older, conflict), the most confident
+    first. Pairs already related (flagged, resolved, merged, superseded) are never flagged again."""
     pairs = corpus.pairs(stance.CONTRADICTION_SIMILARITY, CONTRADICTION_NEIGHBOURS)
-    found = []
+    found, apart = [], 0
+    kth = gate.kth_similarities(corpus.vectors, pairs, complete=corpus.fresh) if corpus.gated else None
     for i, j, similarity in pairs:
         a, b = corpus.memories[i], corpus.memories[j]
         if a.id in corpus.merged or b.id in corpus.merged or _related(a, b):
+            continue
+        if kth is not None and not gate.near_each_other(kth, i, j, similarity):
+            apart += 1  # close, but each also close to many others: no subject of their own (gate.py)
             continue
         shared = bool((set(a.topics) | set(a.tags)) & (set(b.topics) | set(b.tags)))
         newer, older = (b, a) if (b.created_at or 0) >= (a.created_at or 0) else (a, b)
@@ -665,7 +681,7 @@ def _conflicts(corpus: Corpus) -> tuple[int, list[tuple[Memory, Memory, stance.C
         if conflict is not None and conflict.score >= stance.CONTRADICTION_THRESHOLD:
             found.append((newer, older, conflict))
     found.sort(key=lambda item: -item[2].score)  # stable: equal scores keep the most similar first
-    return len(pairs), found
+    return len(pairs), apart, found
 
 
 def _mergeable(a: Memory, b: Memory, *, force: bool) -> bool:
@@ -721,6 +737,13 @@ def _flag(options: Mapping[str, str], name: str) -> bool:
     if value not in ("true", "false", "1", "0", "yes", "no"):
         raise InvalidArgument(f"options.{name}", "give true or false.")
     return value in ("true", "1", "yes")
+
+
+def _switch(options: Mapping[str, str], name: str) -> bool:
+    value = options.get(name, "on").strip().lower()
+    if value not in ("on", "off"):
+        raise InvalidArgument(f"options.{name}", "give on or off.")
+    return value == "on"
 
 
 def _list(value: str) -> list[str]:

@@ -352,8 +352,12 @@ async def test_the_all_job_compares_what_is_new_since_its_last_run_and_the_pairs
     assert 1 <= fourth["pairs_checked"] <= 4
     full = await run(full="true")
     assert (full["memories_compared"], full["flagged"]) == (5, 1), full  # one new pair of the new memory was left
+    ungated = await run(full="true", gate="off")  # every close pair read; all flagged by now
+    assert (ungated["memories_compared"], ungated["flagged"]) == (5, 0), ungated
     with pytest.raises(errors.InvalidArgument, match="full"):
         maintenance.all(me, {"full": "maybe"})
+    with pytest.raises(errors.InvalidArgument, match="gate"):
+        maintenance.all(me, {"gate": "no"})
 
 
 async def test_the_all_jobs_checkpoint_is_kept_beside_the_jobs_for_the_next_run_of_any_replica(kit: Kit) -> None:
