@@ -4,6 +4,7 @@ week. A job's key starts with its namespace's, so listing one namespace's jobs r
 from __future__ import annotations
 
 import dataclasses
+from typing import Any
 
 from nats.js.client import JetStreamContext
 
@@ -40,6 +41,14 @@ class JobStore:
             stored = await self._bucket.get(lease_key(job_id))
         return _job(stored)
 
+    async def get_state(self, namespace: str, name: str) -> Any:
+        """A namespace's job state kept under ``name`` (the `all` job's checkpoint), or None; it lapses with the jobs
+        (KEEP_SECONDS after it was last written)."""
+        return await self._bucket.get(_state_key(namespace, name))
+
+    async def put_state(self, namespace: str, name: str, value: Any) -> None:
+        await self._bucket.put(_state_key(namespace, name), value)
+
     async def list(self, namespace: str) -> list[Job]:
         """Every job of the namespace still kept, in no particular order."""
         stored = await self._bucket.matching(f"{lease_key(namespace)}.>")
@@ -48,6 +57,11 @@ class JobStore:
 
 def _key(namespace: str, job_id: str) -> str:
     return f"{lease_key(namespace)}.{lease_key(job_id)}"
+
+
+def _state_key(namespace: str, name: str) -> str:
+    """Beside the namespace's jobs (``name`` is KV-safe: a constant of the caller); list() skips it (not a job)."""
+    return f"{lease_key(namespace)}.state.{name}"
 
 
 def _job(stored: object) -> Job | None:

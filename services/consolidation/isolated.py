@@ -21,6 +21,7 @@ from typing import Any
 
 from engram.errors import Unavailable
 from engram.process.children import die_with_parent, python_module
+from engram.services.consolidation.checkpoint import Checkpoint
 from engram.services.consolidation.jobs import Progress
 from engram.services.consolidation.maintenance import Compared
 
@@ -39,10 +40,12 @@ class ChildCompare:
     models_dir: Path
     nli_dir: Path | None = None  # the NLI model ENGRAM_NLI_MODEL names; None: the newest installed
 
-    async def __call__(self, namespace: str, progress: Progress) -> Compared:
+    async def __call__(
+        self, namespace: str, progress: Progress, since: Checkpoint | None = None, *, gated: bool = True
+    ) -> Compared:
         request = {"namespace": namespace, "ingest": self.ingest_addr, "search": self.search_addr,
-                   "max_proposals": self.max_proposals, "models": str(self.models_dir),
-                   "nli": str(self.nli_dir or "")}  # fmt: skip
+                   "max_proposals": self.max_proposals, "models": str(self.models_dir), "nli": str(self.nli_dir or ""),
+                   "since": (since or Checkpoint()).to_dict(), "gated": gated}  # fmt: skip
         child = await asyncio.create_subprocess_exec(
             *python_module(CHILD), stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
             limit=LINE_LIMIT,
@@ -64,7 +67,8 @@ class ChildCompare:
                     progress.start(message["phase"], message["total"])
                     progress.advance(message["done"])
                 elif "seconds" in message:
-                    compared = Compared(message["seconds"], [tuple(step) for step in message["steps"]])
+                    steps = [tuple(step) for step in message["steps"]]
+                    compared = Compared(message["seconds"], steps, Checkpoint.from_dict(message.get("checkpoint")))
             code = await child.wait()
         finally:
             if child.returncode is None:  # cancelled: the job's comparison ends with it
@@ -87,7 +91,8 @@ async def _compare(request: dict[str, Any]) -> Compared:
     try:
         nli = load_nli(Path(request["models"]), model_dir=Path(request["nli"]) if request.get("nli") else None)
         maintenance = Maintenance(search, ingest, max_proposals=request["max_proposals"], nli=nli)
-        return await maintenance.compare(request["namespace"], _Reported())
+        since = Checkpoint.from_dict(request.get("since"))
+        return await maintenance.compare(request["namespace"], _Reported(), since, gated=request.get("gated", True))
     finally:
         await search.close()
         await ingest.close()
@@ -112,7 +117,7 @@ def main() -> None:
     die_with_parent()  # a node killed mid-job (SIGKILL, the out-of-memory killer) takes its comparison with it
     request = json.loads(sys.stdin.read())
     compared = asyncio.run(_compare(request))
-    _say({"seconds": compared.seconds, "steps": compared.steps})
+    _say({"seconds": compared.seconds, "steps": compared.steps, "checkpoint": compared.checkpoint.to_dict()})
 
 
 if __name__ == "__main__":

@@ -87,6 +87,10 @@ class JobStore(Protocol):
 
     async def list(self, namespace: str) -> list[Job]: ...
 
+    async def get_state(self, namespace: str, name: str) -> Any: ...
+
+    async def put_state(self, namespace: str, name: str, value: Any) -> None: ...
+
 
 Finished = Callable[[Job], Awaitable[None]]
 
@@ -178,6 +182,11 @@ class Jobs:
     @property
     def owner(self) -> str:
         return self._owner
+
+    @property
+    def store(self) -> JobStore | None:
+        """Where jobs (and a namespace's job state) are kept for every replica; None without NATS."""
+        return self._store
 
     def on_finish(self, callback: Finished) -> None:
         """Calls ``callback`` with every job that ended (succeeded or failed), e.g. to publish an event."""

@@ -28,10 +28,19 @@ from engram.models.nli import Nli
 from engram.ownership import UNOWNED, require_admin
 from engram.results import Changed, Contradiction, MergeResult, SupersedeResult, TeamInfo
 from engram.sameness import normalized
-from engram.services.consolidation import stance, ties
+from engram.services.consolidation import gate, stance, ties
+from engram.services.consolidation.checkpoint import MAX_PENDING, RULES, Checkpoint, Checkpoints
 from engram.services.consolidation.enrichment import UnusableAnswer, ask_questions, skip_reason
 from engram.services.consolidation.expiry import ExpiryJob
-from engram.services.consolidation.jobs import MAINTENANCE, Outcome, Progress, Work, require_writer, system_caller
+from engram.services.consolidation.jobs import (
+    AGENT,
+    MAINTENANCE,
+    Outcome,
+    Progress,
+    Work,
+    require_writer,
+    system_caller,
+)
 from engram.services.consolidation.team_summary import TeamSummarizer
 
 log = logging.getLogger(__name__)
@@ -102,13 +111,19 @@ class Corpus:
     memories: list[Memory]
     vectors: np.ndarray
     merged: set[str] = field(default_factory=set)  # ids merged away by a dedupe of this corpus
+    seq: int = 0  # the log's sequence it was read at: every write up to it is in it
+    fresh: np.ndarray | None = None  # the rows compared with every other (new since a checkpoint); None: all
+    pinned: set[tuple[int, int]] = field(default_factory=set)  # pairs (i < j) compared whatever the cap
+    deferred: list[tuple[str, str]] = field(default_factory=list)  # candidates (newer, older ids) left to a next run
+    gated: bool = True  # contradictions read only pairs near each other (gate.py); False: every close pair
     _similar: tuple[float, int, list[tuple[int, int, float]]] | None = None  # (floor, neighbours, pairs) found
 
     @classmethod
     async def load(cls, search: Reader, caller: Caller, flt: SearchFilter | None = None) -> Corpus:
         memories: list[Memory] = []
         rows: list[np.ndarray] = []
-        pages = search.scan(caller, flt or SearchFilter(), with_vectors=True, min_seq=await log_end(search))
+        seq = await log_end(search)
+        pages = search.scan(caller, flt or SearchFilter(), with_vectors=True, min_seq=seq)
         async for page, vectors in pages:
             for memory, raw in zip(page, vectors, strict=True):
                 if memory.memory_type in SKIPPED_TYPES or not raw:
@@ -117,15 +132,43 @@ class Corpus:
                 rows.append(np.frombuffer(raw, dtype="<f4"))
         matrix = np.vstack(rows).astype(np.float32) if rows else np.zeros((0, 1), dtype=np.float32)
         norms = np.linalg.norm(matrix, axis=1, keepdims=True)
-        return cls(memories, matrix / np.maximum(norms, 1e-12))
+        return cls(memories, matrix / np.maximum(norms, 1e-12), seq=seq)
+
+    def since(self, checkpoint: Checkpoint) -> None:
+        """From now on only the memories written after ``checkpoint`` are compared with the others (old with old
+        was compared by the run that took it), and the candidates it left for this run are compared again; an
+        unusable checkpoint (none, or taken under other rules) leaves everything to compare."""
+        if not checkpoint.usable():
+            return
+        # A version this service wrote (a flag, a merge's survivor, a decay) changed no content: not compared again.
+        changed = [i for i, m in enumerate(self.memories) if m.seq > checkpoint.seq and m.updated_by != AGENT]
+        self.fresh = np.array(changed, dtype=np.int64)
+        rows = {m.id: i for i, m in enumerate(self.memories)}
+        self.pinned = {
+            (min(rows[a], rows[b]), max(rows[a], rows[b]))
+            for a, b in checkpoint.pending
+            if a in rows and b in rows and a != b
+        }
 
     def pairs(self, min_similarity: float, neighbours: int) -> list[tuple[int, int, float]]:
         """Pairs (i < j) with cosine >= min_similarity, most similar first, a pair kept while one of its memories
-        has fewer than ``neighbours`` kept: exact, in blocks of BLOCK_ROWS rows of the upper triangle (each pair
-        computed once; BLAS does 50k x 50k in seconds). The pairs found are kept: a later call of a higher floor
-        and no more neighbours (the `all` job's contradictions after its dedupe) filters them."""
+        has fewer than ``neighbours`` kept (and the pinned ones whatever their count): exact, in blocks of
+        BLOCK_ROWS rows (BLAS does 50k x 50k in seconds) of the upper triangle, or of the fresh rows against all.
+        The pairs found are kept: a later call of a higher floor and no more neighbours (the `all` job's
+        contradictions after its dedupe) filters them."""
         if self._similar is not None and self._similar[0] <= min_similarity and self._similar[1] >= neighbours:
-            return _capped([p for p in self._similar[2] if p[2] >= min_similarity], neighbours)
+            found = [p for p in self._similar[2] if p[2] >= min_similarity]
+        else:
+            found = self._all_pairs(min_similarity) if self.fresh is None else self._fresh_pairs(min_similarity)
+            found += self._pinned_pairs(found)
+            found.sort(key=lambda pair: -pair[2])  # stable: equal cosines keep the order found
+        kept = _capped(found, neighbours, pinned=self.pinned)
+        if self._similar is None or self._similar[0] > min_similarity or self._similar[1] < neighbours:
+            self._similar = (min_similarity, neighbours, kept)
+        return kept
+
+    def _all_pairs(self, min_similarity: float) -> list[tuple[int, int, float]]:
+        """Every pair over the floor, each computed once (the upper triangle)."""
         n = len(self.memories)
         rows_i, rows_j, sims = [], [], []
         for start in range(0, n, BLOCK_ROWS):
@@ -136,14 +179,32 @@ class Corpus:
             rows_i.append(r + start)
             rows_j.append(c + start)
             sims.append(block[r, c])
-        if not sims:
-            return []
-        i_all, j_all, s_all = np.concatenate(rows_i), np.concatenate(rows_j), np.concatenate(sims)
-        order = np.argsort(-s_all, kind="stable")
-        found = list(zip(i_all[order].tolist(), j_all[order].tolist(), s_all[order].tolist(), strict=True))
-        kept = _capped(found, neighbours)
-        self._similar = (min_similarity, neighbours, kept)
-        return kept
+        return _listed(rows_i, rows_j, sims)
+
+    def _fresh_pairs(self, min_similarity: float) -> list[tuple[int, int, float]]:
+        """The pairs over the floor that hold a fresh memory: fresh rows against every row (a pair of two fresh
+        ones found once, from the lower row)."""
+        assert self.fresh is not None
+        n = len(self.memories)
+        fresh = np.zeros(n, dtype=bool)
+        fresh[self.fresh] = True
+        columns = np.arange(n)
+        rows_i, rows_j, sims = [], [], []
+        for start in range(0, len(self.fresh), BLOCK_ROWS):
+            rows = self.fresh[start : start + BLOCK_ROWS]
+            block = self.vectors[rows] @ self.vectors.T
+            block[fresh[None, :] & (columns[None, :] <= rows[:, None])] = -1.0  # itself, and fresh pairs seen
+            r, c = np.nonzero(block >= min_similarity)
+            i, j = rows[r], c
+            rows_i.append(np.minimum(i, j))
+            rows_j.append(np.maximum(i, j))
+            sims.append(block[r, c])
+        return _listed(rows_i, rows_j, sims)
+
+    def _pinned_pairs(self, found: list[tuple[int, int, float]]) -> list[tuple[int, int, float]]:
+        """The pinned pairs not found among ``found``, with their cosine."""
+        have = {(i, j) for i, j, _ in found}
+        return [(i, j, float(self.vectors[i] @ self.vectors[j])) for i, j in sorted(self.pinned - have)]
 
 
 @dataclass(frozen=True, slots=True)
@@ -153,9 +214,15 @@ class Compared:
 
     seconds: dict[str, float]
     steps: list[tuple[str, str, dict]]
+    checkpoint: Checkpoint = field(default_factory=Checkpoint)  # where the next run starts
 
 
-Compare = Callable[[str, Progress], Awaitable[Compared]]
+class Compare(Protocol):
+    """The `all` job's dedupe and contradictions (Maintenance.compare, or a child process running it)."""
+
+    def __call__(
+        self, namespace: str, progress: Progress, since: Checkpoint | None = None, *, gated: bool = True
+    ) -> Awaitable[Compared]: ...
 
 
 class Maintenance:
@@ -174,9 +241,11 @@ class Maintenance:
         max_proposals: int = DEFAULT_MAX_PROPOSALS,
         nli: Nli | None = None,
         compare: Compare | None = None,
+        checkpoints: Checkpoints | None = None,
     ) -> None:
         """``compare``: runs the `all` job's dedupe and contradictions instead of this process (compare(), in a
-        child process: services/consolidation/isolated.py)."""
+        child process: services/consolidation/isolated.py); ``checkpoints``: where each namespace's comparison
+        stopped (in this process unless given)."""
         self._search = search
         self._ingest = ingest
         self._llm = llm
@@ -187,18 +256,25 @@ class Maintenance:
         self._max_proposals = max_proposals
         self._nli = nli
         self._compare = compare
+        self.checkpoints = checkpoints or Checkpoints()
 
     # -- all
 
     def all(self, caller: Caller, options: Mapping[str, str]) -> Work:
         """Every maintenance job of the namespace, one after the other, under one lease: expire, dedupe,
-        contradictions, decay, enrich_backfill (with an LLM) and a fresh summary of every team."""
+        contradictions, decay, enrich_backfill (with an LLM) and a fresh summary of every team. Dedupe and
+        contradictions compare what was written since the last run with its neighbours (Checkpoint), or every
+        memory with {"full": "true"}; {"gate": "off"}: contradictions read every close pair, not only those near
+        each other (gate.py; to measure what the gate leaves out)."""
         require_writer(caller)
-        _only(options)
+        _only(options, "full", "gate")
+        full, gated = _flag(options, "full"), _switch(options, "gate")
 
-        return _work(lambda progress: self.run_all(caller.namespace, progress))
+        return _work(lambda progress: self.run_all(caller.namespace, progress, full=full, gated=gated))
 
-    async def run_all(self, namespace: str, progress: Progress) -> tuple[str, dict]:
+    async def run_all(
+        self, namespace: str, progress: Progress, *, full: bool = False, gated: bool = True
+    ) -> tuple[str, dict]:
         results: dict[str, object] = {}
         lines = []
         if self._expiry is not None:
@@ -206,7 +282,9 @@ class Maintenance:
             expired = (await self._expiry.run_pass())[namespace]
             results["expire"] = {"expired": expired}
             lines.append(f"Expired {expired}")
-        compared = await (self._compare or self.compare)(namespace, progress)
+        since = Checkpoint() if full else await self.checkpoints.get(namespace)
+        compared = await (self._compare or self.compare)(namespace, progress, since, gated=gated)
+        await self.checkpoints.put(namespace, compared.checkpoint)
         seconds = dict(compared.seconds)
         steps = (("decay", self.run_decay), ("enrich_backfill", self.run_backfill))
         for name, summary, result in compared.steps:
@@ -231,11 +309,17 @@ class Maintenance:
             results["team_summary"] = {"summaries": summaries}
         return "; ".join(lines) + f"; {summaries} team summaries.", results
 
-    async def compare(self, namespace: str, progress: Progress) -> Compared:
+    async def compare(
+        self, namespace: str, progress: Progress, since: Checkpoint | None = None, *, gated: bool = True
+    ) -> Compared:
         """The `all` job's dedupe and contradictions: they read the namespace once and compare its memories once
-        (the lower floor, the more neighbours); contradictions then leave out what dedupe merged away."""
+        (the lower floor, the more neighbours); contradictions then leave out what dedupe merged away. From a
+        usable checkpoint ``since`` only what was written after it is compared with its neighbours, and the
+        candidates it left; returns the checkpoint the next run starts from."""
         started = time.perf_counter()
         corpus = await Corpus.load(self._search, system_caller(namespace))
+        corpus.since(since or Checkpoint())
+        corpus.gated = gated
         loaded = time.perf_counter()
         floor = min(stance.CONTRADICTION_SIMILARITY, stance.CLOSE_DUPLICATE_SIMILARITY)
         await asyncio.to_thread(corpus.pairs, floor, max(DUPLICATE_NEIGHBOURS, CONTRADICTION_NEIGHBOURS))
@@ -246,7 +330,9 @@ class Maintenance:
             summary, result = await step(namespace, progress, corpus=corpus)
             seconds[name] = round(time.perf_counter() - began, 2)
             steps.append((name, summary, result))
-        return Compared(seconds, steps)
+        compared = len(corpus.memories) if corpus.fresh is None else len(corpus.fresh)
+        steps[-1][2]["memories_compared"] = compared  # with their neighbours: all, or those new since the last run
+        return Compared(seconds, steps, Checkpoint(corpus.seq, RULES, tuple(corpus.deferred[:MAX_PENDING])))
 
     # -- dedupe
 
@@ -316,12 +402,13 @@ class Maintenance:
         when one is installed, confirms or rejects each (the `all` job asks it, not the LLM)."""
         system = system_caller(namespace)
         corpus = corpus or await Corpus.load(self._search, system, SearchFilter(topics=topics or []))
-        checked, candidates = await asyncio.to_thread(_conflicts, corpus)
+        checked, apart, candidates = await asyncio.to_thread(_conflicts, corpus)
         progress.start("contradictions", min(len(candidates), self._max_proposals))
         flagged = rejected = updates = 0
-        for newer, older, found in candidates:
-            if flagged == self._max_proposals:
-                break  # the rest wait for the next run, once these are decided
+        for at, (newer, older, found) in enumerate(candidates):
+            if flagged == self._max_proposals:  # the rest wait for the next run, once these are decided
+                corpus.deferred = [(n.id, o.id) for n, o, _ in candidates[at:]]
+                break
             progress.advance()
             why, rule = found.why, found.rule
             if self._nli is not None and confirm:
@@ -354,7 +441,7 @@ class Maintenance:
             f"decide ({checked} pairs checked" + (f", {deferred} left for the next run)." if deferred else ").")
         )
         result = {"flagged": flagged, "updates": updates, "deferred": deferred, "pairs_checked": checked,
-                  "rejected_by_judge": rejected}  # fmt: skip
+                  "pairs_not_near": apart, "rejected_by_judge": rejected}  # fmt: skip
         return summary, result
 
     async def list_contradictions(self, caller: Caller, *, topics: list[str], limit: int) -> list[Contradiction]:
@@ -519,17 +606,29 @@ async def log_end(search: Reader) -> int:
     return (await search.stats()).log_last_seq
 
 
-def _capped(pairs: list[tuple[int, int, float]], neighbours: int) -> list[tuple[int, int, float]]:
-    """``pairs`` (most similar first) kept while one of their two memories has fewer than ``neighbours`` kept."""
+def _capped(
+    pairs: list[tuple[int, int, float]], neighbours: int, *, pinned: set[tuple[int, int]] | None = None
+) -> list[tuple[int, int, float]]:
+    """``pairs`` (most similar first) kept while one of their two memories has fewer than ``neighbours`` kept; a
+    ``pinned`` pair is kept whatever the count."""
     counts: dict[int, int] = {}
     kept = []
     for pair in pairs:
         i, j = pair[0], pair[1]
-        if counts.get(i, 0) < neighbours or counts.get(j, 0) < neighbours:
+        if counts.get(i, 0) < neighbours or counts.get(j, 0) < neighbours or (pinned and (i, j) in pinned):
             counts[i] = counts.get(i, 0) + 1
             counts[j] = counts.get(j, 0) + 1
             kept.append(pair)
     return kept
+
+
+def _listed(rows_i: list[np.ndarray], rows_j: list[np.ndarray], sims: list[np.ndarray]) -> list[tuple[int, int, float]]:
+    """The pairs found in blocks as (i, j, cosine), most similar first."""
+    if not sims:
+        return []
+    i_all, j_all, s_all = np.concatenate(rows_i), np.concatenate(rows_j), np.concatenate(sims)
+    order = np.argsort(-s_all, kind="stable")
+    return list(zip(i_all[order].tolist(), j_all[order].tolist(), s_all[order].tolist(), strict=True))
 
 
 def _duplicates(corpus: Corpus, force: bool) -> tuple[int, list[tuple[Memory, Memory, str]]]:
@@ -562,17 +661,23 @@ def _not_contradicting(nli: Nli, candidates: list[tuple[Memory, Memory, str]]) -
     ]
 
 
-def _conflicts(corpus: Corpus) -> tuple[int, list[tuple[Memory, Memory, stance.Conflict]]]:
-    """How many pairs about the same thing were compared, and those that may disagree or update one another:
-    (newer, older, conflict), the most confident first. Pairs already related (flagged, resolved, merged,
-    superseded) are never flagged again."""
+def _conflicts(corpus: Corpus) -> tuple[int, int, list[tuple[Memory, Memory, stance.Conflict]]]:
+    """How many pairs about the same thing were compared, how many of them the gate left out (not near each
+    other), and those that may disagree or update one another: (newer, older, conflict), the most confident
+    first. Pairs already related (flagged, resolved, merged, superseded) are never flagged again."""
     pairs = corpus.pairs(stance.CONTRADICTION_SIMILARITY, CONTRADICTION_NEIGHBOURS)
-    pairs = pairs + ties.tied_pairs([m.content for m in corpus.memories], corpus.vectors,
-                                    stance.CONTRADICTION_SIMILARITY, {(i, j) for i, j, _ in pairs})  # fmt: skip
-    found = []
+    tied = _tied(corpus, pairs)
+    found, apart = [], 0
+    # The gate keeps out close pairs that are close to many others too; a pair tied by its subject (ties.py) is
+    # kept whatever its neighbours, since the tie is the evidence the gate looks for in nearness.
+    kth = gate.kth_similarities(corpus.vectors, pairs, complete=corpus.fresh) if corpus.gated else None
+    pairs, tied_rows = pairs + tied, {(i, j) for i, j, _ in tied}
     for i, j, similarity in pairs:
         a, b = corpus.memories[i], corpus.memories[j]
         if a.id in corpus.merged or b.id in corpus.merged or _related(a, b):
+            continue
+        if kth is not None and (i, j) not in tied_rows and not gate.near_each_other(kth, i, j, similarity):
+            apart += 1  # close, but each also close to many others: no subject of their own (gate.py)
             continue
         shared = bool((set(a.topics) | set(a.tags)) & (set(b.topics) | set(b.tags)))
         newer, older = (b, a) if (b.created_at or 0) >= (a.created_at or 0) else (a, b)
@@ -580,7 +685,18 @@ def _conflicts(corpus: Corpus) -> tuple[int, list[tuple[Memory, Memory, stance.C
         if conflict is not None and conflict.score >= stance.CONTRADICTION_THRESHOLD:
             found.append((newer, older, conflict))
     found.sort(key=lambda item: -item[2].score)  # stable: equal scores keep the most similar first
-    return len(pairs), found
+    return len(pairs), apart, found
+
+
+def _tied(corpus: Corpus, pairs: list[tuple[int, int, float]]) -> list[tuple[int, int, float]]:
+    """The pairs about one subject that are not already among ``pairs``; in a run that compares only what is new
+    since a checkpoint, those that hold a new memory."""
+    texts = [m.content for m in corpus.memories]
+    tied = ties.tied_pairs(texts, corpus.vectors, stance.CONTRADICTION_SIMILARITY, {(i, j) for i, j, _ in pairs})
+    if corpus.fresh is None:
+        return tied
+    fresh = set(corpus.fresh.tolist())
+    return [(i, j, similarity) for i, j, similarity in tied if i in fresh or j in fresh]
 
 
 def _mergeable(a: Memory, b: Memory, *, force: bool) -> bool:
@@ -636,6 +752,13 @@ def _flag(options: Mapping[str, str], name: str) -> bool:
     if value not in ("true", "false", "1", "0", "yes", "no"):
         raise InvalidArgument(f"options.{name}", "give true or false.")
     return value in ("true", "1", "yes")
+
+
+def _switch(options: Mapping[str, str], name: str) -> bool:
+    value = options.get(name, "on").strip().lower()
+    if value not in ("on", "off"):
+        raise InvalidArgument(f"options.{name}", "give on or off.")
+    return value == "on"
 
 
 def _list(value: str) -> list[str]:

@@ -24,6 +24,7 @@ from engram.models.nli import load_nli
 from engram.process.periodic import Periodic
 from engram.process.runtime import Resources, RunningServer, serve
 from engram.results import Job
+from engram.services.consolidation.checkpoint import Checkpoints
 from engram.services.consolidation.enrichment import DURABLE_NAME, SUBJECTS, Enricher, EnrichOptions
 from engram.services.consolidation.expiry import ExpiryJob
 from engram.services.consolidation.isolated import ChildCompare
@@ -184,6 +185,7 @@ class ConsolidationService:
         self.maintenance = Maintenance(
             search, ingest, llm=self._connections.llm, decay=policy, expiry=self._expiry, summarizer=summarizer,
             max_proposals=self.settings.consolidation_max_proposals, nli=nli, compare=compare,
+            checkpoints=Checkpoints(self.jobs.store),
         )  # fmt: skip
         self.jobs.handle("team_summary", summarizer.job)
         self.jobs.handle("expire", self._expiry.on_demand)

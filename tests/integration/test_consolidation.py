@@ -321,6 +321,59 @@ async def test_a_run_proposes_at_most_max_proposals_the_most_confident_first(kit
     assert (again["flagged"], again["deferred"]) == (1, 0), "the next run proposes the rest"
 
 
+async def test_the_all_job_compares_what_is_new_since_its_last_run_and_the_pairs_it_left_behind_its_cap(
+    kit: Kit,
+) -> None:
+    """Old with old was compared by the run before: a run compares the memories written since with their
+    neighbours, and the candidates the cap left; the flags it writes are no news for the next run."""
+    ns = unique("ns")
+    me = agent(ns, "alice")
+    for i, name in enumerate(("Alpha", "Beta")):  # another service: another entity, no flag
+        await kit.ingest.save(me, MemoryInput(content=f"The {name} service listens on port 80{i}0.", topics=["p"]))
+        await kit.ingest.save(me, MemoryInput(content=f"The {name} service listens on port 90{i}0.", topics=["p"]))
+    await kit.settled()
+    maintenance = Maintenance(kit.search, kit.ingest, max_proposals=1)
+
+    async def run(**options: str) -> dict:
+        outcome = await maintenance.all(me, options).run(Progress())
+        await kit.settled()
+        return outcome.result["contradictions"]
+
+    first = await run()
+    assert (first["memories_compared"], first["flagged"], first["deferred"]) == (4, 1, 1), first
+    second = await run()
+    assert (second["memories_compared"], second["flagged"], second["deferred"]) == (0, 1, 0), "the one left"
+    assert second["pairs_checked"] == 1
+    assert (await run())["pairs_checked"] == 0, "nothing new: nothing compared"
+    await kit.ingest.save(me, MemoryInput(content="The Alpha service listens on port 7000.", topics=["p"]))
+    await kit.settled()
+    fourth = await run()
+    assert (fourth["memories_compared"], fourth["flagged"]) == (1, 1), fourth
+    assert 1 <= fourth["pairs_checked"] <= 4
+    full = await run(full="true")
+    assert (full["memories_compared"], full["flagged"]) == (5, 1), full  # one new pair of the new memory was left
+    ungated = await run(full="true", gate="off")  # every close pair read; all flagged by now
+    assert (ungated["memories_compared"], ungated["flagged"]) == (5, 0), ungated
+    with pytest.raises(errors.InvalidArgument, match="full"):
+        maintenance.all(me, {"full": "maybe"})
+    with pytest.raises(errors.InvalidArgument, match="gate"):
+        maintenance.all(me, {"gate": "no"})
+
+
+async def test_the_all_jobs_checkpoint_is_kept_beside_the_jobs_for_the_next_run_of_any_replica(kit: Kit) -> None:
+    ns = unique("ns")
+    me = agent(ns, "alice")
+    await kit.ingest.save(me, MemoryInput(content="The nightly ETL job runs at 02:00 UTC.", topics=["etl"]))
+    await kit.ingest.save(me, MemoryInput(content="The nightly ETL job runs at 04:00 UTC.", topics=["etl"]))
+    await kit.settled()
+    first = await kit.jobs.run_job(me, "all")
+    assert first.result["contradictions"]["memories_compared"] == 2 and first.result["contradictions"]["flagged"] == 1
+    await kit.settled()
+    again = await kit.jobs.run_job(me, "all")  # the node's comparison runs in a child: the checkpoint went with it
+    assert again.result["contradictions"]["memories_compared"] == 0, again.result
+    assert len(await kit.jobs.list_jobs(me)) == 2, "the checkpoint is no job"
+
+
 async def test_a_job_leaves_none_of_the_namespace_it_read_cached(kit: Kit) -> None:
     """A job reads every memory of the namespace (at 50k memories, 350 MiB of readings): its end lets them go."""
     ns = unique("ns")
