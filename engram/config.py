@@ -109,6 +109,9 @@ class Settings:
     # int8: per-channel int8 weights, about 1.7x faster embedding on CPU at cosine ~0.99 to fp32 and the same
     # retrieval quality within 0.002 (docs/search.md); fp32 is the exact network.
     embed_precision: str = "int8"
+    # Runs of a bulk embed (an import's batch) at once, each on one thread; 0: one per usable core. 1 runs them one
+    # after another on the intra-op threads, as a save's single run always does (engram.embed.OnnxEmbedder.embed).
+    embed_workers: int = 0
     qdrant_api_key: str | None = None
     qdrant_collection: str = "engram_memories"
     llm_url: str | None = None  # OpenAI-compatible base URL, e.g. http://localhost:11434/v1
@@ -166,6 +169,8 @@ class Settings:
             raise SettingsError("ENGRAM_MALLOC_ARENAS and ENGRAM_MALLOC_TRIM_MB must be >= 0")
         if self.index_vectors not in ("ram", "disk"):
             raise SettingsError(f"ENGRAM_INDEX_VECTORS must be 'ram' or 'disk', got {self.index_vectors!r}")
+        if self.embed_workers < 0:
+            raise SettingsError(f"ENGRAM_EMBED_WORKERS must be >= 0 (0: one per core), got {self.embed_workers}")
         if self.embed_precision not in ("fp32", "int8"):
             raise SettingsError(f"ENGRAM_EMBED_PRECISION must be 'fp32' or 'int8', got {self.embed_precision!r}")
         if self.mcp_tools not in MCP_TOOL_PROFILES:

@@ -217,7 +217,10 @@ class Resources:
 
                 cache = self.settings.model_cache_dir
                 self._embedder = await asyncio.to_thread(
-                    OnnxEmbedder.from_package, cache, precision=self.settings.embed_precision
+                    OnnxEmbedder.from_package,
+                    cache,
+                    precision=self.settings.embed_precision,
+                    workers=self.settings.embed_workers or None,
                 )
             return self._embedder
 
