@@ -28,6 +28,7 @@ from bench.datasets import (
     Conversation,
     load_beir,
     load_locomo,
+    lookalike_corpus,
     speed_corpus,
     speed_queries,
 )
@@ -88,6 +89,7 @@ class BenchConfig:
     console_loads: int = DEFAULT_CONSOLE_LOADS
     offline_mutations: int = DEFAULT_OFFLINE_MUTATIONS
     sizes: tuple[int, ...] = DEFAULT_SIZES
+    speed_corpus: str = "mixed"  # bench.datasets.SPEED_CORPORA: the speed run's memories
     locomo: Path = DEFAULT_LOCOMO
     beir: Path = DEFAULT_BEIR
     out: Path | None = None
@@ -242,7 +244,10 @@ async def _speed(config: BenchConfig, conversations: list[Conversation], beir: B
         searches=config.searches, saves=config.saves, updates=config.updates, warmup=config.warmup,
         backfill=config.sync,
     )  # fmt: skip
-    corpus = speed_corpus(beir, conversations, needed=options.texts_needed)
+    if config.speed_corpus == "lookalike":
+        corpus = lookalike_corpus(options.texts_needed)
+    else:
+        corpus = speed_corpus(beir, conversations, needed=options.texts_needed)
     queries = speed_queries(beir, conversations)
     await run_speed(corpus, queries, options, phases, out)
 
