@@ -10,7 +10,7 @@ from bench.background import DEFAULT_SIZES as DEFAULT_BACKGROUND_SIZES
 from bench.console import DEFAULT_CONSOLE_LOADS, DEFAULT_CONSOLE_SIZE
 from bench.consolidation import DEFAULT_CONCURRENCY as DEFAULT_CONSOLIDATION_CONCURRENCY
 from bench.consolidation import DEFAULT_DATA as DEFAULT_CONSOLIDATION_DATA
-from bench.datasets import CONTEXT_MODES, DEFAULT_CONTEXT_MODE
+from bench.datasets import CONTEXT_MODES, DEFAULT_CONTEXT_MODE, SPEED_CORPORA
 from bench.events import DEFAULT_EVENT_SAVES, DEFAULT_SLOW_CLIENTS
 from bench.facts import DEFAULT_FACTS
 from bench.hooks import DEFAULT_DATA as DEFAULT_HOOKS_DATA
@@ -157,6 +157,11 @@ def parse_args(argv: list[str] | None = None) -> BenchConfig:
         "--probes", action=argparse.BooleanOptionalAction, default=True,
         help="a search and a save every 100 ms during the import to the largest speed size (default on)",
     )  # fmt: skip
+    parser.add_argument(
+        "--speed-corpus", choices=SPEED_CORPORA, default="mixed",
+        help="the speed run's memories: SciFact and LoCoMo texts (mixed, the default), or look-alike notes of 14 words "
+        "drawn from 24, as captured sessions write them (lookalike)",
+    )  # fmt: skip
     parser.add_argument("--locomo", type=Path, default=DEFAULT_LOCOMO, help=f"LoCoMo JSON (default {DEFAULT_LOCOMO})")
     parser.add_argument("--beir", type=Path, default=DEFAULT_BEIR, help=f"BEIR directory (default {DEFAULT_BEIR})")
     parser.add_argument("--out", type=Path, help="JSON results file (default bench/results/<UTC timestamp>.json)")
@@ -225,7 +230,7 @@ def parse_args(argv: list[str] | None = None) -> BenchConfig:
         consolidation_concurrency=args.consolidation_concurrency,
         consolidation_per_pair=args.consolidation_per_pair, background_sizes=args.background_sizes,
         hooks=args.hooks, hooks_data=args.hooks_data,
-        offline_mutations=args.offline_mutations, sizes=args.sizes, locomo=args.locomo,
+        offline_mutations=args.offline_mutations, sizes=args.sizes, speed_corpus=args.speed_corpus, locomo=args.locomo,
         beir=args.beir, out=args.out, env=dict(args.env), quick=args.quick, context=args.context,
         context_gain=args.context_gain, chunk=args.chunk,
         searches=args.searches, saves=args.saves, updates=args.updates, warmup=args.warmup,

@@ -309,6 +309,32 @@ def speed_corpus(beir: BeirSet | None, conversations: Sequence[Conversation], *,
     return SpeedCorpus(texts=texts, sources=sources)
 
 
+# Captured sessions save many notes sharing most of their words (the same files, commands and outcomes in another
+# order); issue 35 measures the import on such notes too: each is LOOKALIKE_WORDS words drawn from one vocabulary of
+# LOOKALIKE_VOCABULARY, in a shuffled order, every note distinct.
+LOOKALIKE_VOCABULARY = (
+    "ran", "pytest", "on", "the", "ingest", "writer", "after", "changing", "batch", "size", "import", "failed",
+    "passed", "retry", "log", "append", "index", "build", "timeout", "fixed", "session", "node", "test", "embedder",
+)  # fmt: skip
+LOOKALIKE_WORDS = 14
+SPEED_CORPORA = ("mixed", "lookalike")
+
+
+def lookalike_corpus(needed: int, *, seed: int = DEFAULT_SEED) -> SpeedCorpus:
+    """``needed`` distinct notes of LOOKALIKE_WORDS words drawn from LOOKALIKE_VOCABULARY (seeded): a corpus of
+    look-alike notes, as captured sessions write them."""
+    rng = random.Random(seed)
+    texts: list[str] = []
+    seen: set[str] = set()
+    while len(texts) < needed:
+        words = rng.sample(LOOKALIKE_VOCABULARY, LOOKALIKE_WORDS)
+        text = " ".join(words).capitalize() + "."
+        if text not in seen:
+            seen.add(text)
+            texts.append(text)
+    return SpeedCorpus(texts=texts, sources={"lookalike": len(texts)})
+
+
 def _take(items: list[str], into: list[str], seen: set[str], *, limit: int | None = None) -> int:
     count = 0
     for item in items:

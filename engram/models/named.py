@@ -233,15 +233,18 @@ def open_embedder(
     precision: str,
     hub: Hub | None = None,
     threads: int | None = None,
+    workers: int | None = None,
     cat: tuple[CatalogModel, ...] = CATALOG,
 ) -> OnnxEmbedder:
     """The embedder ``name`` of the list, pulled first when it is not in ``cache_dir`` yet; the default one comes
     from its wheel (OnnxEmbedder.from_package, unchanged)."""
     model = lookup(name, EMBEDDER, cat)
     if model.wheel is not None:
-        return OnnxEmbedder.from_package(cache_dir, threads=threads, precision=precision)
+        return OnnxEmbedder.from_package(cache_dir, threads=threads, precision=precision, workers=workers)
     model_dir = pull_named(model, cache_dir, hub=hub)
-    return OnnxEmbedder(model_dir, cache_dir, model_id=model.repo, threads=threads, precision=precision)
+    return OnnxEmbedder(
+        model_dir, cache_dir, model_id=model.repo, threads=threads, precision=precision, workers=workers
+    )
 
 
 def vector_model_id(name: str, precision: str, cat: tuple[CatalogModel, ...] = CATALOG) -> tuple[str, int]:

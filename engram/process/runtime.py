@@ -219,7 +219,7 @@ class Resources:
                 check_data_dir(settings.home, settings.embed_model)  # before any vector of another model is made
                 self._embedder = await asyncio.to_thread(
                     open_embedder, settings.embed_model, settings.model_cache_dir, precision=settings.embed_precision,
-                    hub=Hub(settings.hf_endpoint, settings.hf_token),
+                    hub=Hub(settings.hf_endpoint, settings.hf_token), workers=settings.embed_workers or None,
                 )  # fmt: skip
                 record_data_dir(settings.home, settings.embed_model)
             return self._embedder

@@ -107,6 +107,22 @@ def test_batched_equals_single(embedder: OnnxEmbedder) -> None:
         np.testing.assert_allclose(row, embedder.embed([text])[0], atol=1e-5)
 
 
+def test_bulk_runs_on_parallel_threads_match_one_session(embedder: OnnxEmbedder, cache_dir: Path) -> None:
+    # An import's batch: several runs, spread over single-threaded workers of a second session; a save's single
+    # run stays on the intra-op session. Either way a text gets the same vector, in input order.
+    texts = [f"imported note {i}: " + "the ingest writer appends " * (i % 13) for i in range(150)]
+    parallel = OnnxEmbedder.from_package(cache_dir, workers=3)
+    serial = OnnxEmbedder.from_package(cache_dir, workers=1)
+    np.testing.assert_allclose(parallel.embed(texts), serial.embed(texts), atol=1e-5)
+    np.testing.assert_allclose(parallel.embed(texts[:5]), serial.embed(texts[:5]), atol=1e-5)
+    assert parallel._bulk is not None and serial._bulk is None
+
+
+def test_workers_must_be_positive(cache_dir: Path) -> None:
+    with pytest.raises(ValueError, match="workers"):
+        OnnxEmbedder.from_package(cache_dir, workers=0)
+
+
 def test_similar_sentences_score_higher(embedder: OnnxEmbedder) -> None:
     cat, kitten, market = embedder.embed(
         ["A cat is sleeping on the sofa.", "A kitten naps on the couch.", "Stock markets fell sharply today."]
