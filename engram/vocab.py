@@ -25,6 +25,8 @@ HANDOFF_STATUSES = ("pending", "accepted", "completed", "expired")
 
 TIME_FIELDS = ("created_at", "updated_at", "valid_at", "invalid_at", "expires_at", "last_accessed_at")
 DEFAULT_SEARCH_LIMIT = 10
+DEFAULT_LIST_LIMIT = 20
+DEFAULT_LIST_ORDER = "created"
 MAX_SEARCH_LIMIT = 100
 
 
