@@ -79,6 +79,23 @@ async def timed(queries: Sequence[str], call: Callable[[str], Awaitable[Any]], w
     return p50_p95(durations, cpu)
 
 
+async def alternating(
+    queries: Sequence[str], calls: dict[str, Callable[[str], Awaitable[Any]]], warmup: int
+) -> dict[str, dict[str, float]]:
+    """Each call timed as ``timed`` does, taking the queries in turns (each query once)."""
+    durations: dict[str, list[float]] = {name: [] for name in calls}
+    cpu: dict[str, list[float]] = {name: [] for name in calls}
+    names = list(calls)
+    for i, query in enumerate(queries):
+        name = names[i % len(names)]
+        began, began_cpu = time.perf_counter(), time.process_time()
+        await calls[name](query)
+        if i // len(names) >= warmup:
+            durations[name].append(time.perf_counter() - began)
+            cpu[name].append(time.process_time() - began_cpu)
+    return {name: p50_p95(durations[name], cpu[name]) for name in calls}
+
+
 def ensure_imported(home: Path, texts: Sequence[str], settings: dict[str, str]) -> None:
     """Imports ``texts`` into ``home`` through a node of its own, once."""
     mark = home / IMPORTED_MARK
@@ -184,7 +201,7 @@ async def breakdown(home: Path, settings: dict[str, str], queries: Queries, coun
 
             fused = reader._fuse(ranked, query_kind(query), reach(len(terms.indices), reader._point_count()))
             t3, c3 = time.perf_counter(), time.process_time()
-            keep = max(SEARCH_LIMIT, reader._config.rerank_top_n, reader._config.newer_depth) + SEARCH_LIMIT
+            keep = max(SEARCH_LIMIT, reader._config.newer_depth) + SEARCH_LIMIT  # as the reader keeps them, no rerank
             reader._candidates(NAMESPACE, fused[:keep], None)
             t4, c4 = time.perf_counter(), time.process_time()
             if i >= warmup:
@@ -198,22 +215,29 @@ async def breakdown(home: Path, settings: dict[str, str], queries: Queries, coun
         async def in_reader(query: str) -> None:
             await reader.search(caller, SearchQuery(query, limit=SEARCH_LIMIT, rerank=False))
 
-        out["reader_search"] = await timed(queries.take(n), in_reader, warmup)
-
         backend = Backend(ingest_addr=info["grpc_address"], search_addr=info["grpc_address"])
+        local = Backend(ingest_addr=info["grpc_address"], search_addr=info["grpc_address"], searcher=reader)
         try:
+            from engram.services.gateway.schemas.requests import SearchRequest
 
             async def over_grpc(query: str) -> None:
                 await backend.search_client.search(caller, query, limit=SEARCH_LIMIT, flt=_no_filter(), rerank=False)
 
-            out["grpc_client_search"] = await timed(queries.take(n), over_grpc, warmup)
-            ops = Operations(backend, CursorTracker(), config)
-            from engram.services.gateway.schemas.requests import SearchRequest
+            ops, ops_local = Operations(backend, CursorTracker(), config), Operations(local, CursorTracker(), config)
 
             async def operation(query: str) -> None:
                 await ops.search(caller, SearchRequest(query=query, limit=SEARCH_LIMIT, rerank=False))
 
-            out["operation_search"] = await timed(queries.take(n), operation, warmup)
+            async def operation_in_process(query: str) -> None:
+                await ops_local.search(caller, SearchRequest(query=query, limit=SEARCH_LIMIT, rerank=False))
+
+            # In turns, query by query: the machine's load changes within a run.
+            out |= await alternating(
+                queries.take(4 * n),
+                {"reader_search": in_reader, "grpc_client_search": over_grpc, "operation_search": operation,
+                 "operation_search_in_process": operation_in_process},
+                warmup,
+            )  # fmt: skip
             result = await ops.search(caller, SearchRequest(query="what did they decide", limit=SEARCH_LIMIT,
                                                             rerank=False))  # fmt: skip
             out["hits_in_sample"] = len(result.hits)
@@ -231,6 +255,7 @@ async def breakdown(home: Path, settings: dict[str, str], queries: Queries, coun
             out["rest_json_encode"] = p50_p95(rest_json, rest_json)
         finally:
             await backend.close()
+            await local.close()
 
         async with (
             httpx.AsyncClient(base_url=info["http_url"], timeout=30) as http,
@@ -275,10 +300,11 @@ def table(out: dict[str, Any]) -> str:
         ("BM25 query terms", "sparse_encode"),
         ("retrievers in Qdrant (dense + BM25)", "retrievers"),
         ("fusion", "fuse"),
-        ("hits' memories (30 payloads + vectors)", "hydrate"),
+        ("hits' memories (payloads + vectors of the fused top 20)", "hydrate"),
         ("reader.search, whole (in process)", "reader_search"),
         ("search client over gRPC (the hop)", "grpc_client_search"),
-        ("gateway operation (pydantic results)", "operation_search"),
+        ("gateway operation over gRPC (pydantic results)", "operation_search"),
+        ("gateway operation, search service in process", "operation_search_in_process"),
         ("MCP answer: compact JSON", "mcp_answer_encode"),
         ("REST answer: JSON", "rest_json_encode"),
         ("REST over HTTP, search", "rest_http_search"),

@@ -155,8 +155,13 @@ class Memory:
             MemoryVersion(**{**v, "updated_at": parse_time(v.get("updated_at"))}) for v in values.get("history", [])
         ]
         values["relations"] = [Relation(**r) for r in values.get("relations", [])]
-        known = {f.name for f in dataclasses.fields(cls)}
+        known = _FIELD_NAMES.get(cls)
+        if known is None:
+            known = _FIELD_NAMES[cls] = frozenset(f.name for f in dataclasses.fields(cls))
         return cls(**{k: v for k, v in values.items() if k in known})
+
+
+_FIELD_NAMES: dict[type, frozenset[str]] = {}  # per class: from_dict runs for every candidate of every search
 
 
 def json_depth(value: Any) -> int:

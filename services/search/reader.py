@@ -237,7 +237,9 @@ class MemoryReader:
         ranked_lists = {name: [(s.id, s.score) for s in ranked] for name, ranked in lists.items()}
         reachable = reach(len(terms.indices), self._point_count())
         fused = self._fuse(ranked_lists, kind, reachable)
-        keep = max(limit, self._config.rerank_top_n, self._config.newer_depth) + limit  # the floor may drop some
+        # The memories read: what the answer, newest-first and the reranker (when it runs) look at, and as many again,
+        # since the floor may drop some. Each costs a payload read and conversion (docs/benchmarks.md).
+        keep = max(limit, self._config.rerank_top_n if use_rerank else 0, self._config.newer_depth) + limit
         return dense, reachable, self._candidates(namespace, fused[:keep], flt.as_of)
 
     def _fuse(self, lists: dict[str, list[tuple[str, float]]], kind: str, reachable: float) -> list[Fused]:
