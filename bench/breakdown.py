@@ -160,7 +160,12 @@ async def breakdown(home: Path, settings: dict[str, str], queries: Queries, coun
         info = json.loads(info_path.read_text())
         search = found["search"]
         reader, index, embedder = search.reader, search.index, search.embedder._inner
-        await reader._indexer.wait_for(reader.applied_seq, timeout=60)
+        while True:  # the index catches up with the log first
+            try:
+                reader._indexer.require_ready()
+                break
+            except Exception:
+                await asyncio.sleep(0.2)
         caller = Caller(namespace=NAMESPACE, agent_id="bench", scopes=frozenset({"read", "write"}))
 
         # The reference: the node's embedder and one matmul over the index's own vectors.
