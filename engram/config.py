@@ -15,6 +15,8 @@ from typing import Any
 from engram.models import catalog
 from engram.vocab import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT  # noqa: F401  # defined where the CLI reads them
 
+DEFAULT_MIN_RELEVANCE = 0.15  # dense cosine; calibrated in docs/search.md ("Only relevant hits")
+
 DEFAULT_HOST = "127.0.0.1"
 DEFAULT_PORT = 8765
 DEFAULT_GRPC_LISTEN = "127.0.0.1:0"
@@ -251,9 +253,11 @@ class Settings:
     weight_questions: float = 1.0
     rerank: bool = True  # rerank by default when a reranker is installed
     rerank_top_n: int = 20
-    # The relevance floor (dense cosine) of a search that names none; 0: none
-    min_relevance: float = limited(0.15, ge=0, le=1, message=_MIN_RELEVANCE)
+    min_relevance: float = limited(DEFAULT_MIN_RELEVANCE, ge=0, le=1, message=_MIN_RELEVANCE)  # 0: no floor
     subject_first: bool = True  # the newest statement of a subject ranks first (issue 36; services/search/latest.py)
+    # The embedded node's gateway asks its own search service for searches directly (no gRPC hop; issue 35); off: over
+    # gRPC, as a gateway of the cluster does (kept to measure one against the other, docs/benchmarks.md).
+    search_in_process: bool = True
     hf_endpoint: str = "https://huggingface.co"
     hf_token: str | None = None
     log_level: str = "INFO"

@@ -11,6 +11,9 @@ from typing import Any
 from engram.vocab import (  # noqa: F401
     COLD,
     CONFIDENCES,
+    DEFAULT_LIST_LIMIT,
+    DEFAULT_LIST_ORDER,
+    DEFAULT_SEARCH_LIMIT,
     HANDOFF_STATUSES,
     IMPORTANCES,
     INTERNAL_TYPES,
@@ -152,8 +155,13 @@ class Memory:
             MemoryVersion(**{**v, "updated_at": parse_time(v.get("updated_at"))}) for v in values.get("history", [])
         ]
         values["relations"] = [Relation(**r) for r in values.get("relations", [])]
-        known = {f.name for f in dataclasses.fields(cls)}
+        known = _FIELD_NAMES.get(cls)
+        if known is None:
+            known = _FIELD_NAMES[cls] = frozenset(f.name for f in dataclasses.fields(cls))
         return cls(**{k: v for k, v in values.items() if k in known})
+
+
+_FIELD_NAMES: dict[type, frozenset[str]] = {}  # per class: from_dict runs for every candidate of every search
 
 
 def json_depth(value: Any) -> int:
@@ -254,6 +262,35 @@ class SearchFilter:
     relation_kinds: list[str] = field(default_factory=list)  # memories with a relation of any of these kinds
     pack: str = ""  # the memories of this expert pack (files and captures); "": pack files are left out
     content_keys: list[str] = field(default_factory=list)  # any of (engram.sameness: a save's duplicate lookup)
+
+
+# A search and a listing are each one object from the gateway to the reader: the gateway's request builds it
+# (schemas/requests.py), the search client sends it and the servicer reads it back by the wire's derived conversion
+# (engram.grpc.wire, which fails when it and SearchMemoriesRequest drift), and the reader takes it whole. A new
+# option is a field here, in the proto and in the gateway's request, and its use in the reader (docs/design.md).
+@dataclass(slots=True)
+class SearchQuery:
+    """One search: the query, how many hits, the filter and the options of the pipeline."""
+
+    query: str
+    limit: int = DEFAULT_SEARCH_LIMIT
+    flt: SearchFilter = field(default_factory=SearchFilter)  # the proto's filter
+    min_seq: int = 0  # wait (bounded) until the index has applied this log sequence
+    explain: bool = False
+    rerank: bool | None = None  # None: the server's default
+    sources: list[str] = field(default_factory=list)  # retrievers; empty: all
+    min_relevance: float | None = None  # the relevance floor (dense cosine); None: the server's, 0: none
+
+
+@dataclass(slots=True)
+class ListQuery:
+    """One page of a listing, newest first."""
+
+    limit: int = DEFAULT_LIST_LIMIT
+    flt: SearchFilter = field(default_factory=SearchFilter)  # the proto's filter
+    page_token: str = ""
+    min_seq: int = 0
+    order: str = DEFAULT_LIST_ORDER  # "created": newest created first; "updated": most recently changed first
 
 
 @dataclass(frozen=True, slots=True)

@@ -13,7 +13,7 @@ import grpc
 from engram import errors
 from engram.grpc import wire
 from engram.grpc.rpc import channel, error_from_rpc
-from engram.model import Caller, Memory, MemoryInput, MemoryVersion, SearchFilter
+from engram.model import Caller, ListQuery, Memory, MemoryInput, MemoryVersion, SearchFilter, SearchQuery
 from engram.results import (
     AgentInfo,
     Changed,
@@ -269,6 +269,14 @@ class IndexStats:
     quarantined: int = 0  # log entries the index set aside, over every namespace
 
 
+def search_result(response: search_pb2.SearchMemoriesResponse) -> SearchResult:
+    hits = [
+        Hit(wire.memory_from_proto(h.memory), h.score, {s.stage: (s.rank, s.score) for s in h.explain})
+        for h in response.hits
+    ]
+    return SearchResult(hits, response.applied_seq, response.reranked, response.rerank_note, response.explain_note)
+
+
 class SearchClient(_Client):
     """The search service: every read."""
 
@@ -276,34 +284,12 @@ class SearchClient(_Client):
         super().__init__(target, timeout=timeout)
         self._stub = search_pb2_grpc.SearchStub(self.channel)
 
-    async def search(
-        self,
-        caller: Caller,
-        query: str,
-        *,
-        limit: int,
-        flt: SearchFilter,
-        min_seq: int = 0,
-        explain: bool = False,
-        rerank: bool | None = None,
-        sources: list[str] | None = None,
-        min_relevance: float | None = None,
-    ) -> SearchResult:
-        mode = (
-            search_pb2.RERANK_MODE_UNSPECIFIED
-            if rerank is None
-            else (search_pb2.RERANK_MODE_ON if rerank else search_pb2.RERANK_MODE_OFF)
-        )
-        request = search_pb2.SearchMemoriesRequest(
-            caller=wire.caller_to_proto(caller), query=query, limit=limit, filter=wire.filter_to_proto(flt),
-            min_seq=min_seq, explain=explain, rerank=mode, sources=sources or [], min_relevance=min_relevance,
-        )  # fmt: skip
-        response = await self._call(self._stub.SearchMemories, request)
-        hits = [
-            Hit(wire.memory_from_proto(h.memory), h.score, {s.stage: (s.rank, s.score) for s in h.explain})
-            for h in response.hits
-        ]
-        return SearchResult(hits, response.applied_seq, response.reranked, response.rerank_note, response.explain_note)
+    async def search(self, caller: Caller, query: SearchQuery | str, /, **options: Any) -> SearchResult:
+        """A search: ``query`` whole, or its text with the other fields of SearchQuery as ``options``."""
+        if isinstance(query, str):
+            query = SearchQuery(query, **options)
+        request = wire.request_to_proto(caller, query, search_pb2.SearchMemoriesRequest)
+        return search_result(await self._call(self._stub.SearchMemories, request))
 
     async def get(
         self,
@@ -402,21 +388,11 @@ class SearchClient(_Client):
         response = await self._call(self._stub.GetActivity, request)
         return [(wire.ts_to_epoch(d, "start") or 0.0, {c.key: c.count for c in d.by_agent}) for d in response.days]
 
-    async def list(
-        self,
-        caller: Caller,
-        *,
-        limit: int,
-        flt: SearchFilter,
-        page_token: str = "",
-        min_seq: int = 0,
-        order: str = "created",
-    ) -> Page:
-        """A page of memories, newest first by creation (``order="created"``) or by last change ("updated")."""
-        request = search_pb2.ListMemoriesRequest(
-            caller=wire.caller_to_proto(caller), limit=limit, filter=wire.filter_to_proto(flt),
-            page_token=page_token, min_seq=min_seq, order=order,
-        )  # fmt: skip
+    async def list(self, caller: Caller, query: ListQuery | None = None, /, **options: Any) -> Page:
+        """A page of memories, newest first by creation (``order="created"``) or by last change ("updated"):
+        ``query`` whole, or the fields of ListQuery as ``options``."""
+        query = query or ListQuery(**options)
+        request = wire.request_to_proto(caller, query, search_pb2.ListMemoriesRequest)
         response = await self._call(self._stub.ListMemories, request)
         return Page(
             [wire.memory_from_proto(m) for m in response.memories], response.next_page_token, response.index_seq

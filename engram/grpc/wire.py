@@ -40,6 +40,9 @@ def set_ts(message: Any, name: str, epoch: float | None) -> None:
 #   message         <-> nested dataclass (None when absent, for optional ones)
 #   repeated        <-> list
 #   string x_json   <-> dict x (a JSON object, returned as given)
+#   optional scalar <-> X | None (None when not set)
+#   enum X_ON/X_OFF <-> bool | None (UNSPECIFIED <-> None: the server's default)
+# A request's caller travels beside the dataclass that holds its options (``request_to_proto``).
 
 _Domain = TypeVar("_Domain")
 _Message = TypeVar("_Message", bound=Message)
@@ -51,10 +54,10 @@ _TIMESTAMP = Timestamp.DESCRIPTOR.full_name
 class _Field:
     proto: FieldDescriptor
     name: str  # the dataclass field
-    kind: str  # enum | time | message | json | scalar
+    kind: str  # enum | switch | time | message | json | scalar
     repeated: bool
     nested: Any = None  # the dataclass of a message field
-    optional: bool = False  # a message field that may be None
+    optional: bool = False  # a message or scalar field that may be None
     default: Any = None  # the dataclass default of an enum field (what UNSPECIFIED means)
 
 
@@ -76,12 +79,17 @@ def _make_plan(message_type: Any, cls: Any) -> tuple[_Field, ...]:
     for proto in message_type.DESCRIPTOR.fields:
         repeated = proto.is_repeated
         name = proto.name
+        if name == CALLER:  # a request's caller: beside its options (request_to_proto)
+            continue
+        name = _DOMAIN_NAMES.get(name, name)
         if name not in hints and name.endswith(_JSON_SUFFIX) and name.removesuffix(_JSON_SUFFIX) in hints:
             plan.append(_Field(proto, name.removesuffix(_JSON_SUFFIX), "json", repeated))
             continue
         if name not in hints:
             raise TypeError(f"{message_type.__name__}.{name} has no field in {cls.__name__}: add it to engram.model")
-        if proto.type == FieldDescriptor.TYPE_ENUM:
+        if proto.type == FieldDescriptor.TYPE_ENUM and hints[name] == bool | None:
+            plan.append(_Field(proto, name, "switch", repeated))
+        elif proto.type == FieldDescriptor.TYPE_ENUM:
             plan.append(_Field(proto, name, "enum", repeated, default=defaults[name]))
         elif proto.type == FieldDescriptor.TYPE_MESSAGE and proto.message_type.full_name == _TIMESTAMP:
             plan.append(_Field(proto, name, "time", repeated))
@@ -90,7 +98,8 @@ def _make_plan(message_type: Any, cls: Any) -> tuple[_Field, ...]:
             optional = type(None) in typing.get_args(hints[name])
             plan.append(_Field(proto, name, "message", repeated, nested=nested, optional=optional))
         else:
-            plan.append(_Field(proto, name, "scalar", repeated))
+            optional = proto.has_presence and type(None) in typing.get_args(hints[name])
+            plan.append(_Field(proto, name, "scalar", repeated, optional=optional))
     mapped = {f.name for f in plan}
     missing = [f.name for f in dataclasses.fields(cls) if f.name not in mapped]
     if missing:
@@ -115,22 +124,24 @@ def to_proto(value: Any, message_type: type[_Message]) -> _Message:
             if item:
                 setattr(out, f.proto.name, json.dumps(item, ensure_ascii=False))
         elif f.kind == "time":
-            set_ts(out, f.name, item)
+            set_ts(out, f.proto.name, item)
         elif f.kind == "enum":
             if f.repeated:
-                getattr(out, f.name).extend(_enum_number(f.proto.enum_type, v) for v in item)
+                getattr(out, f.proto.name).extend(_enum_number(f.proto.enum_type, v) for v in item)
             else:
-                setattr(out, f.name, _enum_number(f.proto.enum_type, item))
+                setattr(out, f.proto.name, _enum_number(f.proto.enum_type, item))
+        elif f.kind == "switch":
+            setattr(out, f.proto.name, _enum_number(f.proto.enum_type, "" if item is None else "on" if item else "off"))
         elif f.kind == "message":
             nested_type = GetMessageClass(f.proto.message_type)
             if f.repeated:
-                getattr(out, f.name).extend(to_proto(element, nested_type) for element in item)
+                getattr(out, f.proto.name).extend(to_proto(element, nested_type) for element in item)
             elif item is not None:
-                getattr(out, f.name).CopyFrom(to_proto(item, nested_type))
+                getattr(out, f.proto.name).CopyFrom(to_proto(item, nested_type))
         elif f.repeated:
-            getattr(out, f.name).extend(item)
-        else:
-            setattr(out, f.name, item)
+            getattr(out, f.proto.name).extend(item)
+        elif item is not None or not f.optional:
+            setattr(out, f.proto.name, item)
     return out
 
 
@@ -142,22 +153,43 @@ def from_proto(message: Message, cls: type[_Domain]) -> _Domain:
         if f.kind == "json":
             values[f.name] = json.loads(item) if item else {}
         elif f.kind == "time":
-            values[f.name] = ts_to_epoch(message, f.name)
+            values[f.name] = ts_to_epoch(message, f.proto.name)
         elif f.kind == "enum":
             if f.repeated:
                 values[f.name] = [_enum_text(f.proto.enum_type, n) for n in item]
             else:
                 values[f.name] = _enum_text(f.proto.enum_type, item) or f.default
+        elif f.kind == "switch":
+            values[f.name] = _SWITCH[_enum_text(f.proto.enum_type, item)]
         elif f.kind == "message":
             if f.repeated:
                 values[f.name] = [from_proto(element, f.nested) for element in item]
-            elif f.optional and not message.HasField(f.name):
+            elif f.optional and not message.HasField(f.proto.name):
                 values[f.name] = None
             else:
                 values[f.name] = from_proto(item, f.nested)
+        elif f.optional and not message.HasField(f.proto.name):
+            values[f.name] = None
         else:
             values[f.name] = list(item) if f.repeated else item
     return cls(**values)
+
+
+CALLER = "caller"
+_DOMAIN_NAMES = {"filter": "flt"}  # a proto field named as a Python builtin: its name in the dataclasses
+_SWITCH = {"": None, "on": True, "off": False}
+
+
+def request_to_proto(caller: model.Caller, options: Any, message_type: type[_Message]) -> _Message:
+    """A request message: its caller, and every other field from the dataclass ``options`` of the same names."""
+    message = to_proto(options, message_type)
+    message.caller.CopyFrom(caller_to_proto(caller))  # type: ignore[attr-defined]
+    return message
+
+
+def request_from_proto(message: Message, cls: type[_Domain]) -> tuple[model.Caller, _Domain]:
+    """The caller of a request message and its other fields as the dataclass ``cls``."""
+    return caller_from_proto(message.caller), from_proto(message, cls)  # type: ignore[attr-defined]
 
 
 def _enum_prefix(enum: EnumDescriptor) -> str:

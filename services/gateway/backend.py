@@ -19,7 +19,8 @@ from engram.grpc.clients import (
     SearchClient,
     SyncClient,
 )
-from engram.model import Caller, Memory, MemoryInput
+from engram.grpc.local import LocalSearch, Searcher
+from engram.model import Caller, ListQuery, Memory, MemoryInput, SearchQuery
 from engram.results import (
     AgentInfo,
     DeleteResult,
@@ -80,10 +81,13 @@ class Backend:
         consolidation_addr: str | None = None,
         sync_addr: str | None = None,
         timeout: float = DEFAULT_RPC_TIMEOUT,
+        searcher: Searcher | None = None,
     ) -> None:
+        """``searcher``: the search service of this process (the embedded node), asked for searches directly."""
         self.ingest = IngestClient(ingest_addr, timeout=timeout)
         shared = search_addr == ingest_addr
         self.search_client = SearchClient(self.ingest.channel if shared else search_addr, timeout=timeout)
+        self._searcher: Searcher = LocalSearch(searcher) if searcher is not None else self.search_client
         self._shared = shared
         self.known_rerank_model: str | None = None  # rerank_model's last answer (None: it never answered)
         self.consolidation: ConsolidationClient | None = None  # None: no consolidation service configured
@@ -126,8 +130,12 @@ class Backend:
     async def import_memories(self, caller: Caller, items: AsyncIterator[ImportItem]) -> ImportSummary:
         return await self.ingest.import_memories(caller, items)
 
-    async def search(self, caller: Caller, query: str, **options: Any) -> SearchResult:
-        return await self.search_client.search(caller, query, **options)
+    async def search(self, caller: Caller, query: SearchQuery | str, /, **options: Any) -> SearchResult:
+        """A search: ``query`` whole, or its text with the other fields of SearchQuery as ``options``; asked of the
+        search service in this process when there is one (``searcher``), else over gRPC."""
+        if isinstance(query, str):
+            query = SearchQuery(query, **options)
+        return await self._searcher.search(caller, query)
 
     async def get(self, caller: Caller, memory_id: str, *, min_seq: int = 0, with_history: bool = False) -> Memory:
         return await self.search_client.get(caller, memory_id, min_seq=min_seq, with_history=with_history)
@@ -161,8 +169,8 @@ class Backend:
             )
         return await self.consolidation.run_job(caller, kind, options)
 
-    async def list(self, caller: Caller, **options: Any) -> Page:
-        return await self.search_client.list(caller, **options)
+    async def list(self, caller: Caller, query: ListQuery | None = None, /, **options: Any) -> Page:
+        return await self.search_client.list(caller, query or ListQuery(**options))
 
     async def index_stats(self, caller: Caller | None = None) -> IndexStats:
         return await self.search_client.stats(caller)

@@ -12,6 +12,7 @@ from typing import Any
 import uvicorn
 
 from engram.config import Settings
+from engram.grpc.local import Searcher
 from engram.keys import KeyStore
 from engram.log import Log
 from engram.process.ports import listen_socket
@@ -36,6 +37,7 @@ class GatewayDeps:
     sync_addr: str | None = None  # edge devices push and pull here; None: /v1/sync answers "unavailable"
     event_log: Log | None = None  # live events (SSE, MCP resource updates); None: those answer "unavailable"
     replicas: bool = False  # other gateway replicas acknowledge writes too (the cluster): reads wait for theirs too
+    searcher: Searcher | None = None  # the search service of this process (the embedded node): searches skip gRPC
 
 
 class RunningGateway:
@@ -62,6 +64,7 @@ async def build_server(settings: Settings, deps: GatewayDeps) -> RunningGateway:
         search_addr=deps.search_addr,
         consolidation_addr=deps.consolidation_addr,
         sync_addr=deps.sync_addr,
+        searcher=deps.searcher,
     )
     try:
         app = build_app(settings, backend, deps.keys, event_log=deps.event_log, replicas=deps.replicas)

@@ -218,7 +218,8 @@ async def run_node(
             consolidation = await build_consolidation(settings, resources)
             ingest = await build_ingest(settings, resources)
             sync = await build_sync(settings, resources)
-            services = [ingest, await build_search(settings, resources), consolidation, sync]
+            search = await build_search(settings, resources)
+            services = [ingest, search, consolidation, sync]
 
             def bound(address: str) -> None:
                 # Consolidation writes through ingest, and ingest reads current versions from search: all here.
@@ -231,6 +232,7 @@ async def run_node(
             deps = GatewayDeps(
                 grpc_server.address, grpc_server.address, keys, sock=http_socket,
                 consolidation_addr=grpc_server.address, sync_addr=grpc_server.address, event_log=await resources.log(),
+                searcher=search.reader if settings.search_in_process else None,
             )  # fmt: skip
             gateway = await build_gateway(settings, deps)
             control.http_url, control.grpc_address = gateway.url, grpc_server.address

@@ -12,14 +12,13 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from engram.config import DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT
+from engram.config import DEFAULT_MIN_RELEVANCE, DEFAULT_SEARCH_LIMIT, MAX_SEARCH_LIMIT
 from engram.embed import Embedder
 from engram.embed.sparse import Bm25Encoder
 from engram.errors import InvalidArgument, NotFound, NoVersionAt, PermissionDenied
 from engram.ids import memory_id as parse_memory_id
 from engram.index import (
     CREATED_TS,
-    DEFAULT_ORDER,
     DENSE,
     EXPIRES_TS,
     ORDERS,
@@ -34,7 +33,18 @@ from engram.index import (
     SearchRequest,
     version_point_id,
 )
-from engram.model import STATUSES, Caller, Memory, MemoryVersion, SearchFilter, servable_problem
+from engram.model import (
+    DEFAULT_LIST_LIMIT,
+    DEFAULT_LIST_ORDER,
+    STATUSES,
+    Caller,
+    ListQuery,
+    Memory,
+    MemoryVersion,
+    SearchFilter,
+    SearchQuery,
+    servable_problem,
+)
 from engram.results import AgentInfo, Expiring, History, Hit, MemoryStats, SearchResult, TeamInfo
 from engram.services.search import page_token as page_token_codec
 from engram.services.search.access import AccessRecorder
@@ -57,7 +67,6 @@ MAX_QUERY_CHARS = 4000
 DEFAULT_CANDIDATES = 100  # per retriever, before fusion
 DEFAULT_WEIGHTS = {DENSE: 1.0, SPARSE: 1.5, QUESTIONS: 1.0}
 DEFAULT_RERANK_TOP_N = 20
-DEFAULT_LIST_LIMIT = 20
 COLD_WEIGHT = 0.5  # what the score of a memory in the cold tier counts (decay)
 TEAM_SUMMARY = "team-summary"  # the memory type of a team's summary (consolidate_team)
 SESSION_SUMMARY = "session-summary"  # the memory type of a captured session's summary (engram.hooks)
@@ -66,7 +75,6 @@ FUSED = "fused"
 RERANK = "rerank"
 NEWER = "newer"  # explain: (the rank it held before it passed an older version of itself, their similarity)
 FLOOR = "floor"  # explain: (1 passed by meaning, 2 passed by exact match; the memory's cosine to the query)
-DEFAULT_MIN_RELEVANCE = 0.15  # dense cosine; calibrated in docs/search.md ("Only relevant hits")
 EXACT_MATCH = 0.5  # a hit whose BM25 score is this share of the query's reach passes the floor whatever its meaning
 POINTS_TTL = 10.0  # seconds the index's size (BM25's reach) is cached
 
@@ -156,23 +164,12 @@ class MemoryReader:
     def reranker_model(self) -> str:
         return self._reranker.model_id if self._reranker is not None else ""
 
-    async def search(
-        self,
-        caller: Caller,
-        query: str,
-        *,
-        limit: int,
-        flt: SearchFilter,
-        min_seq: int = 0,
-        explain: bool = False,
-        rerank: bool | None = None,
-        sources: Sequence[str] = (),
-        min_relevance: float | None = None,
-    ) -> SearchResult:
+    async def search(self, caller: Caller, request: SearchQuery) -> SearchResult:
         """The hybrid pipeline: retrievers, fusion by the query's kind, newest first, the relevance floor, rerank.
 
-        ``min_relevance``: the floor a hit's meaning (dense cosine to the query) must reach unless it matched the
-        query's words strongly; None: the server's (ENGRAM_MIN_RELEVANCE), 0: none."""
+        ``request.min_relevance``: the floor a hit's meaning (dense cosine to the query) must reach unless it matched
+        the query's words strongly; None: the server's (ENGRAM_MIN_RELEVANCE), 0: none."""
+        query, flt, min_relevance, explain = request.query, request.flt, request.min_relevance, request.explain
         query = query.strip()
         if not query:
             raise InvalidArgument("query", "is required. To browse without a query, use list_memories.")
@@ -181,10 +178,10 @@ class MemoryReader:
         if min_relevance is not None and not 0.0 <= min_relevance <= 1.0:
             raise InvalidArgument("min_relevance", f"must be between 0 and 1 (0: no floor), got {min_relevance}.")
         floor = self._config.min_relevance if min_relevance is None else min_relevance
-        limit = _limit(limit, DEFAULT_SEARCH_LIMIT)
-        chosen = _sources(sources)
-        use_rerank, note = self._rerank_decision(rerank)
-        await self._ready_for(min_seq)
+        limit = _limit(request.limit, DEFAULT_SEARCH_LIMIT)
+        chosen = _sources(request.sources)
+        use_rerank, note = self._rerank_decision(request.rerank)
+        await self._ready_for(request.min_seq)
 
         kind = query_kind(query)
         dense, reachable, candidates = await asyncio.to_thread(
@@ -244,7 +241,9 @@ class MemoryReader:
         ranked_lists = {name: [(s.id, s.score) for s in ranked] for name, ranked in lists.items()}
         reachable = reach(len(terms.indices), self._point_count())
         fused = self._fuse(ranked_lists, kind, reachable)
-        keep = max(limit, self._config.rerank_top_n, self._config.newer_depth) + limit  # the floor may drop some
+        # The memories read: what the answer, newest-first and the reranker (when it runs) look at, and as many again,
+        # since the floor may drop some. Each costs a payload read and conversion (docs/benchmarks.md).
+        keep = max(limit, self._config.rerank_top_n if use_rerank else 0, self._config.newer_depth) + limit
         return dense, reachable, self._candidates(namespace, fused[:keep], flt.as_of)
 
     def _fuse(self, lists: dict[str, list[tuple[str, float]]], kind: str, reachable: float) -> list[Fused]:
@@ -555,27 +554,19 @@ class MemoryReader:
         # The time it became due: its expires_at, or a pending handoff's earlier deadline.
         return [Expiring(p["namespace"], p["id"], int(p.get("version", 1)), float(p[EXPIRES_TS])) for p in payloads]
 
-    async def list_recent(
-        self,
-        caller: Caller,
-        *,
-        limit: int,
-        flt: SearchFilter,
-        page_token: str = "",
-        min_seq: int = 0,
-        order: str = DEFAULT_ORDER,
-    ) -> tuple[list[Memory], str, int]:
+    async def list_recent(self, caller: Caller, request: ListQuery) -> tuple[list[Memory], str, int]:
         """A page of memories newest first by creation (order "created") or by their last change ("updated"),
         ties by id; the token continues the listing after the page's last memory; and the log sequence the index
         had applied when the page was read (the page reflects every entry up to it)."""
+        flt, limit, order, min_seq = request.flt, request.limit, request.order, request.min_seq
         if flt.as_of is not None:
             raise InvalidArgument("as_of", "is for search_memory and memory_at; a listing shows current versions.")
-        order = order or DEFAULT_ORDER
+        order = order or DEFAULT_LIST_ORDER
         if order not in ORDERS:
             raise InvalidArgument("order", f"{order[:40]!r} is not an order; use one of {', '.join(ORDERS)}.")
         by = ORDERS[order]
         limit = _limit(limit, DEFAULT_LIST_LIMIT)
-        after = page_token_codec.decode(page_token, order)
+        after = page_token_codec.decode(request.page_token, order)
         await self._ready_for(min_seq)
         applied = self._indexer.applied_seq  # before the read: the entries are applied in order
         payloads = await asyncio.to_thread(lambda: self._index.recent(caller.namespace, flt, limit, after, by=by))

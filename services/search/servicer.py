@@ -8,14 +8,12 @@ import grpc
 
 from engram.errors import InvalidArgument
 from engram.grpc import wire
-from engram.model import Caller
+from engram.model import Caller, ListQuery, SearchQuery
 from engram.ownership import require_admin
 from engram.results import Quarantined
 from engram.services.search.indexer import Indexer
 from engram.services.search.reader import DAY_SECONDS, MemoryReader
 from engram.v1 import common_pb2, search_pb2, search_pb2_grpc
-
-_RERANK = {search_pb2.RERANK_MODE_ON: True, search_pb2.RERANK_MODE_OFF: False}
 
 
 class SearchServicer(search_pb2_grpc.SearchServicer):
@@ -26,17 +24,7 @@ class SearchServicer(search_pb2_grpc.SearchServicer):
     async def SearchMemories(
         self, request: search_pb2.SearchMemoriesRequest, context: grpc.aio.ServicerContext
     ) -> search_pb2.SearchMemoriesResponse:
-        result = await self._reader.search(
-            wire.caller_from_proto(request.caller),
-            request.query,
-            limit=request.limit,
-            flt=wire.filter_from_proto(request.filter),
-            min_seq=request.min_seq,
-            explain=request.explain,
-            rerank=_RERANK.get(request.rerank),
-            sources=list(request.sources),
-            min_relevance=request.min_relevance if request.HasField("min_relevance") else None,
-        )
+        result = await self._reader.search(*wire.request_from_proto(request, SearchQuery))
         return search_pb2.SearchMemoriesResponse(
             hits=[
                 search_pb2.SearchHit(
@@ -72,14 +60,7 @@ class SearchServicer(search_pb2_grpc.SearchServicer):
     async def ListMemories(
         self, request: search_pb2.ListMemoriesRequest, context: grpc.aio.ServicerContext
     ) -> search_pb2.ListMemoriesResponse:
-        memories, token, applied = await self._reader.list_recent(
-            wire.caller_from_proto(request.caller),
-            limit=request.limit,
-            flt=wire.filter_from_proto(request.filter),
-            page_token=request.page_token,
-            min_seq=request.min_seq,
-            order=request.order,
-        )
+        memories, token, applied = await self._reader.list_recent(*wire.request_from_proto(request, ListQuery))
         return search_pb2.ListMemoriesResponse(
             memories=[wire.memory_to_proto(m) for m in memories], next_page_token=token, index_seq=applied
         )

@@ -19,9 +19,11 @@ from engram.model import (
     JSON_SUFFIX,
     TIME_FIELDS,
     Caller,
+    ListQuery,
     Memory,
     MemoryInput,
     SearchFilter,
+    SearchQuery,
     format_time,
     parse_time,
     stored_name,
@@ -71,6 +73,12 @@ _DURATION = re.compile(DURATION_PATTERN)
 _INPUT_FIELDS = tuple(f.name for f in dataclasses.fields(MemoryInput))
 # A request field whose MemoryInput name differs (update masks name MemoryInput fields): metadata is metadata_json.
 _INPUT_NAME = {stored_name(name): name for name in _INPUT_FIELDS if stored_name(name) != name}
+
+# The options a search or a listing request passes on as they are: the fields of the kernel's query named as the
+# request's (not the filter, built from the request's filters, nor min_seq, which the cursors raise).
+_BUILT = frozenset({"flt", "min_seq"})
+SEARCH_OPTIONS = tuple(f.name for f in dataclasses.fields(SearchQuery) if f.name not in _BUILT)
+LIST_OPTIONS = tuple(f.name for f in dataclasses.fields(ListQuery) if f.name not in _BUILT)
 
 # The similar-finding check after a finding is saved: a dense-only search for its content, whose "dense" stage
 # score is the cosine similarity. The caller's own findings may take some of the top places, so more candidates
@@ -234,17 +242,8 @@ class MemoryOperations:
 
     async def search(self, caller: Caller, request: SearchRequest) -> SearchResult:
         require_scope(caller, "read")
-        outcome = await self._backend.search(
-            caller,
-            request.query,
-            limit=request.limit,
-            flt=_filter(request.filters, as_of=_time("as_of", request.as_of)),
-            min_seq=self._cursors.min_seq(caller.namespace, request.min_seq),
-            explain=request.explain,
-            rerank=request.rerank,
-            sources=list(request.sources or []),
-            min_relevance=request.min_relevance,
-        )
+        min_seq = self._cursors.min_seq(caller.namespace, request.min_seq)
+        outcome = await self._backend.search(caller, search_query(request, min_seq=min_seq))
         hits = [
             HitOut(
                 score=hit.score,
@@ -273,14 +272,7 @@ class MemoryOperations:
     async def list(self, caller: Caller, request: ListRequest) -> ListResult:
         require_scope(caller, "read")
         min_seq = self._cursors.min_seq(caller.namespace, request.min_seq)
-        outcome = await self._backend.list(
-            caller,
-            limit=request.limit,
-            flt=_filter(request.filters),
-            page_token=request.page_token or "",
-            min_seq=min_seq,
-            order=request.order,
-        )
+        outcome = await self._backend.list(caller, list_query(request, min_seq=min_seq))
         result = list_result(outcome)
         if not request.page_token:  # the owner is told where it already looks: the first page of its list
             result.superseded_by_others = [
@@ -384,6 +376,22 @@ def _check_replacement(request: SupersedeRequest) -> None:
         raise InvalidArgument(
             extra[0], "only goes with content; with new_id the replacing memory exists already (update it instead)."
         )
+
+
+def search_query(request: SearchRequest, *, min_seq: int) -> SearchQuery:
+    """The search a request asks for: each of its options given as the SearchQuery field of the same name, its
+    filters (with as_of, a time) as the filter, and ``min_seq`` (the cursor's: operations/cursors.py)."""
+    flt = _filter(request.filters, as_of=_time("as_of", request.as_of))
+    return SearchQuery(**_given(request, SEARCH_OPTIONS), flt=flt, min_seq=min_seq)
+
+
+def list_query(request: ListRequest, *, min_seq: int) -> ListQuery:
+    """The page a listing request asks for, as search_query does for a search."""
+    return ListQuery(**_given(request, LIST_OPTIONS), flt=_filter(request.filters), min_seq=min_seq)
+
+
+def _given(request: BaseModel, names: Sequence[str]) -> dict[str, Any]:
+    return {name: value for name in names if (value := getattr(request, name)) is not None}
 
 
 def _filter(filters: Filters, *, as_of: float | None = None) -> SearchFilter:

@@ -3,16 +3,19 @@ path parameters with the descriptions and constraints of the shared argument typ
 
 # No `from __future__ import annotations`: FastAPI resolves the dependency's annotations against module globals.
 
+import inspect
 from collections.abc import Awaitable, Callable
-from typing import Annotated, Any, get_args
+from typing import Annotated, Any, get_args, get_origin
 
 from fastapi import Depends, Header, Path, Query, Request
 from fastapi.security import HTTPBearer
+from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from engram.model import Caller
 from engram.names import DEVICE_PATTERN, IDENTITY_PATTERN, MAX_IDENTITY_CHARS, TEAM_PATTERN
 from engram.services.gateway.identity import REST_SOURCE, RequestIdentity, Resolver
+from engram.services.gateway.schemas.flat import built, flat_fields
 
 bearer = HTTPBearer(
     auto_error=False,
@@ -40,6 +43,28 @@ def query_of(alias: Any) -> Any:
         if (value := getattr(item, name, None)) is not None
     }
     return Query(description=info.description, json_schema_extra=info.json_schema_extra, **constraints)
+
+
+def query_parameters(model: type[BaseModel]) -> Callable[..., Any]:
+    """A dependency that takes ``model``'s fields as query parameters (a nested model's fields in its place, as the MCP
+    tools take them: schemas/flat.py), each with the description and limits of its argument type, and answers
+    ``model`` built from them. A field of one value or a list of them is a repeatable parameter."""
+    parameters = [
+        p.replace(annotation=Annotated[_query_type(p.annotation), query_of(p.annotation)]) for p in flat_fields(model)
+    ]
+
+    def parse(**values: Any) -> Any:
+        return built(model, values)
+
+    parse.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
+    return parse
+
+
+def _query_type(alias: Any) -> Any:
+    """The type of a query parameter for an argument type: ``X | list[X] | None`` is ``list[X] | None``."""
+    kind = get_args(alias)[0]
+    lists = [arg for arg in get_args(kind) if get_origin(arg) is list]
+    return lists[0] | None if lists else kind
 
 
 def path_of(alias: Any) -> Any:

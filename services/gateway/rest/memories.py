@@ -8,41 +8,27 @@ from typing import Annotated, Any
 
 from fastapi import APIRouter, Depends, Query, Request, Response
 
-from engram.config import MAX_SEARCH_LIMIT, Settings
+from engram.config import Settings
 from engram.model import Caller
 from engram.services.gateway.identity import Resolver
 from engram.services.gateway.operations import Operations
 from engram.services.gateway.rest.bodies import numbered_lines
-from engram.services.gateway.rest.dependencies import caller_dependency, description_of, path_of, query_of
+from engram.services.gateway.rest.dependencies import (
+    caller_dependency,
+    description_of,
+    path_of,
+    query_of,
+    query_parameters,
+)
 from engram.services.gateway.rest.problems import ERROR_RESPONSES, NOT_FOUND, PROBLEM_MEDIA_TYPE, Problem
 from engram.services.gateway.schemas.arguments import (
-    DEFAULT_LIST_LIMIT,
-    DEFAULT_LIST_ORDER,
     MAX_SEQ,
-    ConversationId,
-    CreatedAfter,
-    CreatedBefore,
     ExpectedVersion,
-    FilterTags,
-    FilterTopics,
-    IncludeArchived,
-    ListOrder,
-    ListOrderName,
     MemoryId,
-    MemoryTypeName,
     MinSeq,
-    OwnerAgent,
-    PackFilter,
-    PageToken,
     PointInTime,
-    Project,
-    StatusFilter,
-    StatusName,
-    TeamFilter,
-    TypeFilter,
 )
 from engram.services.gateway.schemas.requests import (
-    Filters,
     ListRequest,
     SaveRequest,
     SearchRequest,
@@ -84,6 +70,10 @@ _UNDO: dict[int | str, dict[str, Any]] = {
     403: {**_CHANGE[403], "description": "Missing scope, or the memory is owned by another agent (only its owner "
           "or an admin undoes its supersession)"},
 }  # fmt: skip
+
+
+# The listing's query parameters: the fields of its request (filters among them), as list_memories takes them.
+_LIST = query_parameters(ListRequest)
 
 
 def build_router(ops: Operations, resolver: Resolver, settings: Settings) -> APIRouter:
@@ -197,35 +187,9 @@ def build_router(ops: Operations, resolver: Resolver, settings: Settings) -> API
         return await ops.memory_at(caller, memory_id, time, min_seq=min_seq)
 
     @router.get("/memories", response_model=ListResult, summary="List memories, most recent first")
-    async def list_memories(
-        caller: CurrentCaller,
-        limit: Annotated[int, Query(ge=1, le=MAX_SEARCH_LIMIT, description="Number of memories (1-100).")] = (
-            DEFAULT_LIST_LIMIT
-        ),
-        tags: Annotated[list[str] | None, query_of(FilterTags)] = None,
-        topics: Annotated[list[str] | None, query_of(FilterTopics)] = None,
-        memory_type: Annotated[list[MemoryTypeName] | None, query_of(TypeFilter)] = None,
-        owner_agent: Annotated[str | None, query_of(OwnerAgent)] = None,
-        project: Annotated[str | None, query_of(Project)] = None,
-        conversation_id: Annotated[str | None, query_of(ConversationId)] = None,
-        created_after: Annotated[str | None, query_of(CreatedAfter)] = None,
-        created_before: Annotated[str | None, query_of(CreatedBefore)] = None,
-        team: Annotated[str | None, query_of(TeamFilter)] = None,
-        status: Annotated[list[StatusName] | None, query_of(StatusFilter)] = None,
-        include_archived: Annotated[bool, query_of(IncludeArchived)] = False,
-        page_token: Annotated[str | None, query_of(PageToken)] = None,
-        min_seq: Annotated[int | None, Query(ge=0, le=MAX_SEQ, description=description_of(MinSeq))] = None,
-        pack: Annotated[str | None, query_of(PackFilter)] = None,
-        order: Annotated[ListOrderName, query_of(ListOrder)] = DEFAULT_LIST_ORDER,
-    ) -> ListResult:
+    async def list_memories(request: Annotated[ListRequest, Depends(_LIST)], caller: CurrentCaller) -> ListResult:
         """Recent memories of the caller's namespace, filtered, newest first by creation or (order=updated) by last
         change; page with `next_page_token`."""
-        filters = Filters(
-            tags=tags, topics=topics, memory_type=memory_type, owner_agent=owner_agent, project=project,
-            conversation_id=conversation_id, created_after=created_after, created_before=created_before, team=team,
-            status=status, include_archived=include_archived, pack=pack,
-        )  # fmt: skip
-        request = ListRequest(limit=limit, filters=filters, page_token=page_token, min_seq=min_seq, order=order)
         return await ops.list(caller, request)
 
     @router.post(

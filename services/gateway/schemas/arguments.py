@@ -7,10 +7,12 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BeforeValidator, Field, WithJsonSchema
 
-from engram.config import MAX_SEARCH_LIMIT
+from engram.config import DEFAULT_MIN_RELEVANCE, MAX_SEARCH_LIMIT
 from engram.grpc.clients import JOB_KINDS, RESOLUTIONS
-from engram.model import (
+from engram.model import (  # noqa: F401  # the list defaults: here for the gateway's modules that name them
     CONFIDENCES,
+    DEFAULT_LIST_LIMIT,
+    DEFAULT_LIST_ORDER,
     HANDOFF_STATUSES,
     IMPORTANCES,
     MEMORY_TYPES,
@@ -21,7 +23,6 @@ from engram.model import (
 from engram.names import AGENT_PATTERN, IDENTITY_PATTERN, MAX_IDENTITY_CHARS, TEAM_PATTERN
 from engram.validation import MAX_FIELD_CHARS, MAX_LABEL_CHARS, MAX_LIST_ITEMS, MAX_SUMMARY_CHARS
 
-DEFAULT_LIST_LIMIT = 20
 MAX_SEQ = 2**53 - 1  # log sequences and line numbers: exact in any JSON number (a double), JavaScript included
 # Versions count the changes of one memory; capped where JSON numbers are exact everywhere (JavaScript's, and
 # the float64 that generic JSON tools read numbers as).
@@ -113,7 +114,7 @@ MinRelevance = Annotated[
         ge=0,
         le=1,
         description="Relevance floor: hits less close in meaning than this (cosine, 0-1) are left out unless they "
-        "match the query's words strongly; default the server's (0.15), 0 keeps everything.",
+        f"match the query's words strongly; default the server's ({DEFAULT_MIN_RELEVANCE:g}), 0 keeps everything.",
     ),
 ]
 Query = Annotated[str, Field(min_length=1, pattern=r"\S", description="Natural language or keywords.")]
@@ -185,7 +186,6 @@ MinSeq = Annotated[
 PageToken = Annotated[str | None, Field(description="The previous page's next_page_token.")]
 # The orders of a listing: the search service's (engram.index.ORDERS, which a unit test compares).
 ListOrderName = Literal["created", "updated"]
-DEFAULT_LIST_ORDER = "created"
 ListOrder = Annotated[ListOrderName, Field(description="Newest first by created (default) or updated.")]
 MemoryId = Annotated[
     str,

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from mcp.server.mcpserver import Context, MCPServer
 
-from engram.config import DEFAULT_SEARCH_LIMIT
 from engram.errors import InvalidArgument
 from engram.services.gateway.mcp.callers import CallerOf
 from engram.services.gateway.mcp.descriptions import (
@@ -29,41 +28,15 @@ from engram.services.gateway.mcp.signatures import flat
 from engram.services.gateway.operations import Operations
 from engram.services.gateway.operations.packs import PackService
 from engram.services.gateway.schemas.arguments import (
-    DEFAULT_LIST_LIMIT,
-    DEFAULT_LIST_ORDER,
-    AsOf,
-    ConversationId,
-    CreatedAfter,
-    CreatedBefore,
     Detail,
     ExpectedVersion,
-    Explain,
-    FilterTags,
-    FilterTopics,
-    IncludeArchived,
-    ListLimit,
-    ListOrder,
     MemoryId,
-    MinRelevance,
-    MinSeq,
-    OwnerAgent,
     PackArg,
     PackCategoryArg,
-    PackFilter,
     PackSummaryArg,
-    PageToken,
     PointInTime,
-    Project,
-    Query,
-    Rerank,
-    SearchLimit,
-    Sources,
-    StatusFilter,
-    TeamFilter,
-    TypeFilter,
 )
 from engram.services.gateway.schemas.requests import (
-    Filters,
     ListRequest,
     SaveRequest,
     SearchRequest,
@@ -97,46 +70,20 @@ def register(
     Contexts are derived only where saves form a conversation (a ``conversation_id``: ingest does it): agents save
     unrelated facts one after another, and the previous one would only steal the next one's lookups."""
 
-    # The tools that write a memory take their request's fields as arguments (engram.services.gateway.mcp.signatures).
+    # A tool takes its request's fields as arguments (engram.services.gateway.mcp.signatures).
     @server.tool(description=SAVE_DESCRIPTION, annotations=WRITE)
     @flat(SaveRequest)
     async def save_memory(ctx: Context, request: SaveRequest) -> SaveResult:
         return await ops.save(caller(ctx), request)
 
+    # The reads take their request's fields as arguments too, the filters among them.
     @server.tool(description=SEARCH_DESCRIPTION, annotations=READ)
+    @flat(SearchRequest)
     async def search_memory(
-        query: Query,
         ctx: Context,
-        limit: SearchLimit = DEFAULT_SEARCH_LIMIT,
-        tags: FilterTags = None,
-        topics: FilterTopics = None,
-        owner_agent: OwnerAgent = None,
-        memory_type: TypeFilter = None,
-        project: Project = None,
-        conversation_id: ConversationId = None,
-        created_after: CreatedAfter = None,
-        created_before: CreatedBefore = None,
-        team: TeamFilter = None,
-        status: StatusFilter = None,
-        include_archived: IncludeArchived = False,
-        as_of: AsOf = None,
-        explain: Explain = False,
-        rerank: Rerank = None,
-        min_seq: MinSeq = None,
-        sources: Sources = None,
-        min_relevance: MinRelevance = None,
-        pack: PackFilter = None,
+        request: SearchRequest,
         detail: Detail = "compact",  # read by the MCP edge (engram.services.gateway.mcp.answers)
     ) -> SearchResult:
-        filters = Filters(
-            tags=tags, topics=topics, owner_agent=owner_agent, memory_type=memory_type, project=project,
-            conversation_id=conversation_id, created_after=created_after, created_before=created_before, team=team,
-            status=status, include_archived=include_archived, pack=pack,
-        )  # fmt: skip
-        request = SearchRequest(
-            query=query, limit=limit, filters=filters, as_of=as_of, explain=explain, rerank=rerank, min_seq=min_seq,
-            sources=sources, min_relevance=min_relevance,
-        )  # fmt: skip
         return await ops.search(caller(ctx), request)
 
     @server.tool(description=GET_DESCRIPTION, annotations=READ)
@@ -144,27 +91,12 @@ def register(
         return await ops.get(caller(ctx), id)
 
     @server.tool(description=LIST_DESCRIPTION, annotations=READ)
+    @flat(ListRequest)
     async def list_memories(
         ctx: Context,
-        limit: ListLimit = DEFAULT_LIST_LIMIT,
-        tags: FilterTags = None,
-        memory_type: TypeFilter = None,
-        owner_agent: OwnerAgent = None,
-        topics: FilterTopics = None,
-        project: Project = None,
-        team: TeamFilter = None,
-        status: StatusFilter = None,
-        include_archived: IncludeArchived = False,
-        page_token: PageToken = None,
-        pack: PackFilter = None,
-        order: ListOrder = DEFAULT_LIST_ORDER,
+        request: ListRequest,
         detail: Detail = "compact",  # read by the MCP edge (engram.services.gateway.mcp.answers)
     ) -> ListResult:
-        filters = Filters(
-            tags=tags, memory_type=memory_type, owner_agent=owner_agent, topics=topics, project=project, team=team,
-            status=status, include_archived=include_archived, pack=pack,
-        )  # fmt: skip
-        request = ListRequest(limit=limit, filters=filters, page_token=page_token, order=order)
         return await ops.list(caller(ctx), request)
 
     @server.tool(description=UPDATE_DESCRIPTION, annotations=WRITE)
