@@ -230,3 +230,16 @@ def test_plainhttp_refuses_the_characters_http_client_refuses(text: str) -> None
     assert plainhttp._bad_url_char(text) == (found.group() if found else None)
     value = text.encode("latin-1", "replace")
     assert plainhttp._bad_header_value(value) == bool(http.client._is_illegal_header_value(value))  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("home", [None, "", "~", "~/a//b/", "relative/./dir", "/abs/dir/"])
+def test_the_data_dir_as_a_string_is_the_folder_settings_name(home: str | None, tmp_path: Path) -> None:
+    """NodeSettings keeps the data dir as a string (node.json is read without pathlib): the folder of Settings.home."""
+    from engram.cli.common import NodeSettings
+    from engram.config import Settings
+
+    env = {"HOME": str(tmp_path)}
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setenv("HOME", str(tmp_path))
+        light, full = NodeSettings.from_env(env, home=home), Settings.from_env(env, home=home)
+    assert Path(light.data_dir) == full.home == light.home
