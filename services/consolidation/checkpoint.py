@@ -10,12 +10,16 @@ a week without a run, and the run after that compares everything), or in the pro
 from __future__ import annotations
 
 import hashlib
+import logging
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Protocol
 
 from engram import updates
+from engram.errors import EngramError
 from engram.services.consolidation import gate, spelling, stance
+
+log = logging.getLogger(__name__)
 
 MAX_PENDING = 2_000  # candidate pairs kept for the next run at most (the most confident first; about 170 KB)
 NAME = "compared"  # the checkpoint's name in the job store
@@ -79,12 +83,25 @@ class Checkpoints:
         self._store = store
 
     async def get(self, namespace: str) -> Checkpoint:
+        """The namespace's checkpoint; an empty one (compare everything) when there is none or the store cannot be
+        read."""
         if self._store is None:
             return self._local.get(namespace, Checkpoint())
-        return Checkpoint.from_dict(await self._store.get_state(namespace, NAME))
+        try:
+            return Checkpoint.from_dict(await self._store.get_state(namespace, NAME))
+        except EngramError as e:
+            log.warning(
+                "the consolidation checkpoint of %s cannot be read, so everything is compared: %s", namespace, e
+            )
+            return Checkpoint()
 
     async def put(self, namespace: str, checkpoint: Checkpoint) -> None:
+        """Keeps it for the next run; when the store cannot be written the next run starts from the checkpoint
+        before (it compares more, never less)."""
         if self._store is None:
             self._local[namespace] = checkpoint
             return
-        await self._store.put_state(namespace, NAME, checkpoint.to_dict())
+        try:
+            await self._store.put_state(namespace, NAME, checkpoint.to_dict())
+        except EngramError as e:
+            log.warning("the consolidation checkpoint of %s was not kept: %s", namespace, e)

@@ -24,7 +24,8 @@ def kth_similarities(
 
     ``pairs`` (most similar first) hold every close pair of the ``complete`` rows (None: of every row): their
     k-th is read off the pairs. A row of a pair that is not complete (an old memory beside a new one, in a run
-    that compares only what is new) has it computed against every row.
+    that compares only what is new) has it computed against every row, when the pair is among the nearest of its
+    complete row (else the gate closes on that side anyway): about k rows per new memory.
     """
     n = len(vectors)
     kth = np.full(n, -1.0, dtype=np.float32)
@@ -36,11 +37,19 @@ def kth_similarities(
                 kth[row] = similarity
     if complete is None:
         return kth
-    seen = np.zeros(n, dtype=bool)
-    for i, j, _ in pairs:
-        seen[i] = seen[j] = True
-    seen[complete] = False
-    rows = np.flatnonzero(seen)
+    whole = np.zeros(n, dtype=bool)
+    whole[complete] = True
+    wanted = np.zeros(n, dtype=bool)
+    for i, j, similarity in pairs:
+        if whole[i] and whole[j]:
+            continue
+        if whole[i] or whole[j]:  # the other row matters only when the pair is among the complete row's nearest
+            inner = i if whole[i] else j
+            if similarity >= kth[inner] - SLACK:
+                wanted[j if whole[i] else i] = True
+        else:  # a pair of two old rows (one left for this run by the last)
+            wanted[i] = wanted[j] = True
+    rows = np.flatnonzero(wanted)
     for start in range(0, len(rows), BLOCK_ROWS):
         block_rows = rows[start : start + BLOCK_ROWS]
         block = vectors[block_rows] @ vectors.T

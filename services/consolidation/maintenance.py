@@ -26,7 +26,7 @@ from engram.model import IMPORTANCES, Caller, Memory, MemoryInput, SearchFilter
 from engram.models.llm import Llm, LlmError
 from engram.models.nli import Nli
 from engram.ownership import UNOWNED, require_admin
-from engram.results import Changed, Contradiction, MergeResult, SupersedeResult, TeamInfo
+from engram.results import Changed, Contradiction, MergeResult, Page, SupersedeResult, TeamInfo
 from engram.sameness import normalized
 from engram.services.consolidation import gate, stance, ties
 from engram.services.consolidation.checkpoint import MAX_PENDING, RULES, Checkpoint, Checkpoints
@@ -52,6 +52,7 @@ CONTRADICTION_NEIGHBOURS = 16
 DAY = 86400.0
 RESOLVED = "resolved"
 DEFAULT_LISTED, MAX_LISTED = 20, 100  # open contradictions listed at once
+CHANGED_PAGE = 50  # memories changed last read to tell whether anything changed since a checkpoint
 DEFAULT_MAX_PROPOSALS = 20  # contradictions and updates one run flags per namespace (the most confident first)
 
 
@@ -79,6 +80,11 @@ class Reader(Protocol):
     async def list_teams(self, caller: Caller, *, min_seq: int = 0) -> list[TeamInfo]: ...
 
     async def stats(self, caller: Caller | None = None) -> IndexStats: ...
+
+    async def list(
+        self, caller: Caller, *, limit: int, flt: SearchFilter, page_token: str = "", min_seq: int = 0,
+        order: str = "created",
+    ) -> Page: ...  # fmt: skip
 
 
 class Writer(Protocol):
@@ -317,8 +323,12 @@ class Maintenance:
         usable checkpoint ``since`` only what was written after it is compared with its neighbours, and the
         candidates it left; returns the checkpoint the next run starts from."""
         started = time.perf_counter()
-        corpus = await Corpus.load(self._search, system_caller(namespace))
-        corpus.since(since or Checkpoint())
+        since = since or Checkpoint()
+        if since.usable() and not since.pending and not await self._changed(namespace, since.seq):
+            corpus = Corpus([], np.zeros((0, 1), dtype=np.float32), seq=await log_end(self._search))
+        else:
+            corpus = await Corpus.load(self._search, system_caller(namespace))
+        corpus.since(since)
         corpus.gated = gated
         loaded = time.perf_counter()
         floor = min(stance.CONTRADICTION_SIMILARITY, stance.CLOSE_DUPLICATE_SIMILARITY)
@@ -333,6 +343,15 @@ class Maintenance:
         compared = len(corpus.memories) if corpus.fresh is None else len(corpus.fresh)
         steps[-1][2]["memories_compared"] = compared  # with their neighbours: all, or those new since the last run
         return Compared(seconds, steps, Checkpoint(corpus.seq, RULES, tuple(corpus.deferred[:MAX_PENDING])))
+
+    async def _changed(self, namespace: str, seq: int) -> bool:
+        """Whether a memory of the namespace changed after ``seq`` (its versions by this service aside): the
+        memories changed last, read first, tell without reading the namespace."""
+        system = system_caller(namespace)
+        page = await self._search.list(system, limit=CHANGED_PAGE, flt=SearchFilter(), order="updated",
+                                       min_seq=await log_end(self._search))  # fmt: skip
+        newer = [m for m in page.memories if m.seq > seq]
+        return any(m.updated_by != AGENT for m in newer) or (len(newer) == CHANGED_PAGE)
 
     # -- dedupe
 

@@ -3,11 +3,14 @@ lets the same ones through, as a run over the whole namespace."""
 
 from __future__ import annotations
 
+import asyncio
+
 import numpy as np
 
+from engram.errors import Unavailable
 from engram.model import Memory
 from engram.services.consolidation import gate
-from engram.services.consolidation.checkpoint import RULES, Checkpoint
+from engram.services.consolidation.checkpoint import RULES, Checkpoint, Checkpoints
 from engram.services.consolidation.maintenance import Corpus
 
 FLOOR, NEIGHBOURS = 0.55, 16
@@ -57,3 +60,23 @@ def test_a_checkpoint_survives_its_json_and_an_unreadable_one_compares_everythin
     checkpoint = Checkpoint(seq=12, rules=RULES, pending=(("a", "b"),))
     assert Checkpoint.from_dict(checkpoint.to_dict()) == checkpoint
     assert Checkpoint.from_dict({"seq": "x"}) == Checkpoint() and not Checkpoint.from_dict(None).usable()
+
+
+class _Down:
+    """A job store that cannot be reached."""
+
+    async def get_state(self, namespace: str, name: str) -> object:
+        raise Unavailable("The job store (NATS KV) cannot be reached.")
+
+    async def put_state(self, namespace: str, name: str, value: object) -> None:
+        raise Unavailable("The job store (NATS KV) cannot be reached.")
+
+
+def test_a_store_that_cannot_be_reached_makes_the_run_compare_everything_and_fails_no_job() -> None:
+    checkpoints = Checkpoints(_Down())
+
+    async def both() -> Checkpoint:
+        await checkpoints.put("ns", Checkpoint(seq=5, rules=RULES))
+        return await checkpoints.get("ns")
+
+    assert asyncio.run(both()) == Checkpoint()
