@@ -430,6 +430,7 @@ async def _run_shared(options: ConsolidationOptions, phases: Phases, out: dict[s
         for size in sizes:
             lines = background.for_consolidation(size, locomo=options.locomo)
             run: dict[str, Any] = {"background": len(lines)}
+            out["shared"][str(size)] = run  # filled set by set: an interrupted run keeps the sets it measured
             for number, pair_set in enumerate(sets):
                 if pair_set.source.startswith("tests/") and size != sizes[0]:
                     continue  # the older sets once, at the first size
@@ -438,7 +439,6 @@ async def _run_shared(options: ConsolidationOptions, phases: Phases, out: dict[s
                     verdicts, outside = await _shared_namespace(node.http_url, store, namespace, pair_set, lines)
                 _record(run, pair_set, verdicts)
                 run.setdefault("outside", {})[pair_set.source] = outside
-            out["shared"][str(size)] = run
             if size == sizes[0]:
                 out |= {k: v for k, v in run.items() if k in ("contradiction", "dedupe", "outside")}
         out["seconds"] = round(time.monotonic() - began, 1)
