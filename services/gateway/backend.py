@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -14,27 +13,18 @@ from engram.grpc.clients import (
     DEFAULT_RPC_TIMEOUT,
     READINESS_TIMEOUT,
     ConsolidationClient,
-    IndexStats,
     IngestClient,
     SearchClient,
     SyncClient,
 )
 from engram.grpc.local import LocalSearch, Searcher
-from engram.model import Caller, ListQuery, Memory, MemoryInput, SearchQuery
+from engram.model import Caller, ListQuery, MemoryInput, SearchQuery
 from engram.results import (
-    AgentInfo,
     DeleteResult,
-    History,
-    ImportItem,
-    ImportSummary,
     Job,
-    MemoryStats,
     Page,
     SaveResult,
     SearchResult,
-    SupersedeResult,
-    TeamInfo,
-    UnsupersedeResult,
 )
 from engram.scrub import Redaction
 from engram.v1 import readiness_pb2
@@ -71,7 +61,9 @@ class Readiness:
 
 class Backend:
     """The services behind the gateway: the kernel's ingest and search clients (one channel when one process
-    hosts both, as in the embedded node), plus the readiness of every process behind them."""
+    hosts both, as in the embedded node), which the operations call (``ingest``, ``search_client``), plus the
+    readiness of every process behind them. Its own methods are those that add something: a search in process, a
+    listing's query, the consolidation service when there is one, the reranker's model."""
 
     def __init__(
         self,
@@ -111,54 +103,12 @@ class Backend:
     ) -> DeleteResult:
         return await self.ingest.delete(caller, memory_id, expected_version=expected_version, purge=purge)
 
-    async def supersede(
-        self,
-        caller: Caller,
-        memory_id: str,
-        *,
-        replacement: MemoryInput | None = None,
-        new_id: str = "",
-        expected_version: int = 0,
-    ) -> SupersedeResult:
-        return await self.ingest.supersede(
-            caller, memory_id, replacement=replacement, new_id=new_id, expected_version=expected_version
-        )
-
-    async def unsupersede(self, caller: Caller, memory_id: str, *, expected_version: int = 0) -> UnsupersedeResult:
-        return await self.ingest.unsupersede(caller, memory_id, expected_version=expected_version)
-
-    async def import_memories(self, caller: Caller, items: AsyncIterator[ImportItem]) -> ImportSummary:
-        return await self.ingest.import_memories(caller, items)
-
     async def search(self, caller: Caller, query: SearchQuery | str, /, **options: Any) -> SearchResult:
         """A search: ``query`` whole, or its text with the other fields of SearchQuery as ``options``; asked of the
         search service in this process when there is one (``searcher``), else over gRPC."""
         if isinstance(query, str):
             query = SearchQuery(query, **options)
         return await self._searcher.search(caller, query)
-
-    async def get(self, caller: Caller, memory_id: str, *, min_seq: int = 0, with_history: bool = False) -> Memory:
-        return await self.search_client.get(caller, memory_id, min_seq=min_seq, with_history=with_history)
-
-    async def history(self, caller: Caller, memory_id: str, *, min_seq: int = 0) -> History:
-        return await self.search_client.history(caller, memory_id, min_seq=min_seq)
-
-    async def memory_at(self, caller: Caller, memory_id: str, at: float, *, min_seq: int = 0) -> Memory:
-        return await self.search_client.memory_at(caller, memory_id, at, min_seq=min_seq)
-
-    async def memory_stats(self, caller: Caller) -> MemoryStats:
-        return await self.search_client.memory_stats(caller)
-
-    async def list_agents(self, caller: Caller, *, min_seq: int = 0) -> list[AgentInfo]:
-        return await self.search_client.list_agents(caller, min_seq=min_seq)
-
-    async def list_teams(self, caller: Caller, *, min_seq: int = 0) -> list[TeamInfo]:
-        return await self.search_client.list_teams(caller, min_seq=min_seq)
-
-    async def update_handoff(
-        self, caller: Caller, memory_id: str, status: str, *, expected_version: int = 0, note: str = ""
-    ) -> SaveResult:
-        return await self.ingest.update_handoff(caller, memory_id, status, expected_version=expected_version, note=note)
 
     async def run_job(self, caller: Caller, kind: str, options: dict[str, str]) -> Job:
         """Runs a consolidation job; Unavailable when this gateway was started without the consolidation service."""
@@ -171,9 +121,6 @@ class Backend:
 
     async def list(self, caller: Caller, query: ListQuery | None = None, /, **options: Any) -> Page:
         return await self.search_client.list(caller, query or ListQuery(**options))
-
-    async def index_stats(self, caller: Caller | None = None) -> IndexStats:
-        return await self.search_client.stats(caller)
 
     async def rerank_model(self) -> str:
         """The search service's reranker model id, or "" when rerank is off."""

@@ -59,7 +59,7 @@ class ConsolidationOperations(MemoryOperations):
         job = _succeeded(await self._backend.run_job(caller, kind, dict(options or {})))
         # The job wrote through ingest, not through this gateway: later reads here wait for those writes too.
         try:
-            self._cursors.observe(caller.namespace, (await self._backend.index_stats(caller)).log_last_seq)
+            self._cursors.observe(caller.namespace, (await self._backend.search_client.stats(caller)).log_last_seq)
         except EngramError as e:  # the job is done; only read-your-writes after it is not assured
             log.warning("reading the log's end after job %s failed: %s", job.id, e)
         return JobOut.of(job)

@@ -441,7 +441,7 @@ class SessionContext:
     async def get(self, caller: Caller, memory_id: str) -> Memory:
         """One memory of the caller's namespace, with its history (read-your-writes)."""
         require_scope(caller, "read")
-        return await self._backend.get(
+        return await self._backend.search_client.get(
             caller, memory_id, min_seq=self._cursors.min_seq(caller.namespace), with_history=True
         )
 

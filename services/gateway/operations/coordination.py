@@ -26,7 +26,7 @@ class CoordinationOperations(MemoryOperations):
     async def agents(self, caller: Caller) -> AgentsResult:
         """The agent registry of the caller's namespace, most recently seen first."""
         require_scope(caller, "read")
-        agents = await self._backend.list_agents(caller, min_seq=self._cursors.min_seq(caller.namespace))
+        agents = await self._backend.search_client.list_agents(caller, min_seq=self._cursors.min_seq(caller.namespace))
         agents.sort(key=lambda agent: agent.last_seen or 0.0, reverse=True)
         return AgentsResult(agents=[AgentOut.of(agent) for agent in agents])
 
@@ -35,7 +35,7 @@ class CoordinationOperations(MemoryOperations):
     ) -> TeamsResult:
         """The teams of the caller's namespace; with ``search``, also the team summaries matching it."""
         require_scope(caller, "read")
-        teams = await self._backend.list_teams(caller, min_seq=self._cursors.min_seq(caller.namespace))
+        teams = await self._backend.search_client.list_teams(caller, min_seq=self._cursors.min_seq(caller.namespace))
         result = TeamsResult(teams=[TeamOut.of(team) for team in teams])
         if search is not None:
             query = SearchRequest(query=search, limit=limit, filters=Filters(memory_type="team-summary"))
@@ -78,7 +78,7 @@ class CoordinationOperations(MemoryOperations):
     ) -> SaveResult:
         """Accepts or completes a handoff (``status``): the act of its target agent, not its owner."""
         require_scope(caller, "write")
-        outcome = await self._backend.update_handoff(
+        outcome = await self._backend.ingest.update_handoff(
             caller, memory_id, status, expected_version=request.expected_version or 0, note=request.note or ""
         )
         self._cursors.observe(caller.namespace, outcome.seq)

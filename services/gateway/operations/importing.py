@@ -55,7 +55,7 @@ class ImportOperations(MemoryOperations):
             except EngramError as e:  # the body itself failed (e.g. passed its size limit): stop reading it
                 stop = e
 
-        outcome = await self._backend.import_memories(caller, items())
+        outcome = await self._backend.ingest.import_memories(caller, items())
         if outcome.last_seq:
             self._cursors.observe(caller.namespace, outcome.last_seq)
         # Ingest stopping (log or disk gone) ends the import at its last line; lines read past it do not count.

@@ -180,7 +180,7 @@ class MemoryOperations:
         require_scope(caller, "write")
         _check_replacement(request)
         replacement = memory_input(request) if request.content is not None else None
-        outcome = await self._backend.supersede(
+        outcome = await self._backend.ingest.supersede(
             caller, memory_id, replacement=replacement, new_id=request.new_id or "",
             expected_version=request.expected_version or 0,
         )  # fmt: skip
@@ -197,7 +197,9 @@ class MemoryOperations:
     async def unsupersede(self, caller: Caller, memory_id: str, request: UnsupersedeRequest) -> UnsupersedeResult:
         """Undoes a supersession (the superseded memory's owner, or an admin): the memory is active again."""
         require_scope(caller, "write")
-        outcome = await self._backend.unsupersede(caller, memory_id, expected_version=request.expected_version or 0)
+        outcome = await self._backend.ingest.unsupersede(
+            caller, memory_id, expected_version=request.expected_version or 0
+        )
         self._cursors.observe(caller.namespace, outcome.seq)
         replacement = outcome.replacement
         return UnsupersedeResult(
@@ -210,7 +212,7 @@ class MemoryOperations:
 
     async def history(self, caller: Caller, memory_id: str, *, min_seq: int | None = None) -> HistoryResult:
         require_scope(caller, "read")
-        outcome = await self._backend.history(
+        outcome = await self._backend.search_client.history(
             caller, memory_id, min_seq=self._cursors.min_seq(caller.namespace, min_seq)
         )
         versions = [
@@ -225,7 +227,7 @@ class MemoryOperations:
         moment = _time("time", at)
         if moment is None:
             raise InvalidArgument("time", "is required: an RFC 3339 time, e.g. 2026-01-31T12:00:00Z.")
-        memory = await self._backend.memory_at(
+        memory = await self._backend.search_client.memory_at(
             caller, memory_id, moment, min_seq=self._cursors.min_seq(caller.namespace, min_seq)
         )
         return MemoryOut.of(memory)
@@ -233,7 +235,7 @@ class MemoryOperations:
     async def stats(self, caller: Caller) -> MemoryStatsOut:
         """Counts of the caller's namespace by agent, type, status and team."""
         require_scope(caller, "read")
-        outcome = await self._backend.memory_stats(caller)
+        outcome = await self._backend.search_client.memory_stats(caller)
         return MemoryStatsOut(
             namespace=caller.namespace, memories=outcome.memories, total=outcome.total, by_agent=outcome.by_agent,
             by_type=outcome.by_type, by_status=outcome.by_status, by_team=outcome.by_team,
@@ -264,7 +266,7 @@ class MemoryOperations:
 
     async def get(self, caller: Caller, memory_id: str, *, min_seq: int | None = None) -> MemoryOut:
         require_scope(caller, "read")
-        memory = await self._backend.get(
+        memory = await self._backend.search_client.get(
             caller, memory_id, min_seq=self._cursors.min_seq(caller.namespace, min_seq), with_history=True
         )
         return MemoryOut.of(memory)

@@ -248,7 +248,7 @@ def add_probes(
         readiness = await backend.readiness()
         index = None
         if readiness.services.get("search"):
-            stats = await backend.index_stats(caller)
+            stats = await backend.search_client.stats(caller)
             index = IndexOut(
                 applied_seq=stats.applied_seq,
                 log_last_seq=stats.log_last_seq,
