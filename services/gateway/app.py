@@ -88,7 +88,8 @@ def build_app(
     mcp_endpoint: Any = RequireKey(RequireKnownProfile(StreamableHTTPASGIApp(sessions)), resolver)
     app.router.routes.append(LabelledRoute(MCP_PATH, mcp_endpoint, include_in_schema=False))
     ops = Operations(backend, cursors, settings)
-    app.include_router(memories.build_router(ops, resolver, settings))
+    app.state.ops, app.state.resolver, app.state.settings = ops, resolver, settings  # the routes' dependencies
+    app.include_router(memories.router)
     app.include_router(coordination.build_router(ops, resolver))
     app.include_router(consolidation.build_router(ops, resolver))
     app.include_router(context.build_router(backend, cursors, resolver, settings))

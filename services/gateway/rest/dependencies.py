@@ -12,9 +12,11 @@ from fastapi.security import HTTPBearer
 from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
+from engram.config import Settings
 from engram.model import Caller
 from engram.names import DEVICE_PATTERN, IDENTITY_PATTERN, MAX_IDENTITY_CHARS, TEAM_PATTERN
 from engram.services.gateway.identity import REST_SOURCE, RequestIdentity, Resolver
+from engram.services.gateway.operations import Operations
 from engram.services.gateway.schemas.flat import built, flat_fields
 
 bearer = HTTPBearer(
@@ -73,8 +75,24 @@ def path_of(alias: Any) -> Any:
 
 
 def caller_dependency(resolver: Resolver) -> Callable[..., Awaitable[Caller]]:
-    """A FastAPI dependency resolving the caller of a REST request (documented in OpenAPI)."""
+    """A FastAPI dependency resolving the caller of a REST request with ``resolver`` (documented in OpenAPI)."""
+    return _caller_dependency(lambda _: resolver)
 
+
+def operations(request: Request) -> Operations:
+    """The operations of the app serving the request (build_app puts them in app.state): a route declared at module
+    level gets them injected as a parameter ``ops: Ops``."""
+    ops: Operations = request.app.state.ops
+    return ops
+
+
+def settings_of(request: Request) -> Settings:
+    """The settings of the app serving the request (app.state)."""
+    settings: Settings = request.app.state.settings
+    return settings
+
+
+def _caller_dependency(resolver_of: Callable[[Request], Resolver]) -> Callable[..., Awaitable[Caller]]:
     async def current_caller(
         request: Request,
         _credentials: Annotated[Any, Depends(bearer)],
@@ -116,6 +134,15 @@ def caller_dependency(resolver: Resolver) -> Callable[..., Awaitable[Caller]]:
     ) -> Caller:
         # The parameters document and pre-check the hints; the resolver reads them from the request itself, and
         # the raw Authorization header, not the HTTPBearer result: a non-Bearer scheme must be refused, not ignored.
+        resolver = resolver_of(request)
         return resolver.resolve(RequestIdentity.from_request(request), default_source=REST_SOURCE)
 
     return current_caller
+
+
+# The caller of a request, by the resolver of the app serving it (app.state.resolver), and the operations and
+# settings: what routes declared at module level take as parameters.
+current_caller = _caller_dependency(lambda request: request.app.state.resolver)
+CurrentCaller = Annotated[Caller, Depends(current_caller)]
+Ops = Annotated[Operations, Depends(operations)]
+CurrentSettings = Annotated[Settings, Depends(settings_of)]
