@@ -111,7 +111,8 @@ class Settings:
     embed_precision: str = "int8"
     # Runs of a bulk embed (an import's batch) at once, each on one thread; 0: one per usable core. 1 runs them one
     # after another on the intra-op threads, as a save's single run always does (engram.embed.OnnxEmbedder.embed).
-    embed_workers: int = 0
+    # 1 until a quiet machine shows the workers' gain outweighs the RSS they add (docs/benchmarks.md, issue 35).
+    embed_workers: int = 1
     qdrant_api_key: str | None = None
     qdrant_collection: str = "engram_memories"
     llm_url: str | None = None  # OpenAI-compatible base URL, e.g. http://localhost:11434/v1
