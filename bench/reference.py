@@ -42,7 +42,8 @@ def load_embedder(settings: Mapping[str, str]) -> Any:
 
     cache = Path(settings["ENGRAM_MODEL_CACHE"])
     precision = settings.get("ENGRAM_EMBED_PRECISION", DEFAULT_PRECISION)
-    workers = int(settings.get("ENGRAM_EMBED_WORKERS") or 0) or None  # as engram.config reads it (0: per core)
+    raw = settings.get("ENGRAM_EMBED_WORKERS")
+    workers = (int(raw) or None) if raw else 1  # as engram.config reads it (default 1; 0: one per core)
     return OnnxEmbedder.from_package(cache, precision=precision, workers=workers)
 
 

