@@ -68,10 +68,7 @@ async def run_console(texts: Sequence[str], options: ConsoleOptions, phases: Pha
         note(f"  console @{options.size}: first contentful paint median {out['first_contentful_paint_ms']['median']}"
              f" ms, first rows median {out['first_rows_ms']['median']} ms")  # fmt: skip
     finally:
-        problems = node.log_problems()
-        if problems:
-            out["node_log_problems"] = problems[:20]
-        out["node_exit_code"] = node.stop()
+        node.stop_into(out)
 
 
 async def _fill(client: EngramClient, texts: Sequence[str], chunk: int) -> dict[str, Any]:

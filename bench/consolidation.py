@@ -398,10 +398,7 @@ async def _run_per_pair(options: ConsolidationOptions, phases: Phases, out: dict
         out["seconds"] = round(time.monotonic() - began, 1)
         out["pairs_per_second"] = round(sum(len(s.pairs) for s in sets) / max(out["seconds"], 1e-9), 1)
     finally:
-        problems = node.log_problems()
-        if problems:
-            out["node_log_problems"] = problems[:20]
-        out["node_exit_code"] = node.stop()
+        node.stop_into(out)
 
 
 async def _run_shared(options: ConsolidationOptions, phases: Phases, out: dict[str, Any]) -> None:
@@ -446,10 +443,7 @@ async def _run_shared(options: ConsolidationOptions, phases: Phases, out: dict[s
         saved += sum(r["dedupe"][s]["pairs"] for r in out["shared"].values() for s in r.get("dedupe", {}))
         out["pairs_per_second"] = round(saved / max(out["seconds"], 1e-9), 1)
     finally:
-        problems = node.log_problems()
-        if problems:
-            out["node_log_problems"] = problems[:20]
-        out["node_exit_code"] = node.stop()
+        node.stop_into(out)
 
 
 async def _shared_namespace(

@@ -89,10 +89,7 @@ async def run_edge(texts: Sequence[str], queries: Sequence[str], options: EdgeOp
         out["rss_breakdown_restarted_bytes"] = breakdown(node.worker_pid(), node.home)
         out["queries_reused"] = pool.reused
     finally:
-        problems = node.log_problems()
-        if problems:
-            out["node_log_problems"] = problems[:20]
-        out["node_exit_code"] = node.stop()
+        node.stop_into(out)
 
 
 async def _import(client: EngramClient, texts: Sequence[str], start: int, size: int, chunk: int) -> dict[str, Any]:

@@ -69,10 +69,7 @@ async def run_events(options: EventsOptions, phases: Phases, out: dict[str, Any]
         with phases("events/slow_clients"):
             out["slow_clients"] = await _slow_clients(node, options)
     finally:
-        problems = node.log_problems()
-        if problems:
-            out["node_log_problems"] = problems[:20]
-        out["node_exit_code"] = node.stop()
+        node.stop_into(out)
 
 
 async def _latency(node: Node, saves: int) -> dict[str, Any]:

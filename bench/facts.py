@@ -327,10 +327,7 @@ async def run_facts(facts: FactSet, options: FactsOptions, phases: Phases, out: 
                                                            arguments, bar)  # fmt: skip
         out["rss_bytes"] = node.rss()
     finally:
-        problems = node.log_problems()
-        if problems:
-            out["node_log_problems"] = problems[:20]
-        out["node_exit_code"] = node.stop()
+        node.stop_into(out)
 
 
 async def _import_background(http_url: str, lines: Sequence[dict[str, Any]]) -> dict[str, Any]:

@@ -332,10 +332,7 @@ async def run_hooks(options: HooksOptions, phases: Any, out: dict[str, Any]) -> 
             with phases("hooks/pile-up"):
                 out["pile_up"] = await _pile_up(options, node, sessions, env)
     finally:
-        problems = node.log_problems()
-        if problems:
-            out["node_log_problems"] = problems[:20]
-        out["node_exit_code"] = node.stop()
+        node.stop_into(out)
 
 
 async def _pile_up(

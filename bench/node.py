@@ -201,6 +201,13 @@ class Node:
             harvest(self.home / "models-view", self.shared_models)
         return code
 
+    def stop_into(self, out: dict[str, Any]) -> None:
+        """Stops the node (``stop``) and records in ``out`` its exit code and its log's first 20 problem lines."""
+        problems = self.log_problems()
+        if problems:
+            out["node_log_problems"] = problems[:20]
+        out["node_exit_code"] = self.stop()
+
     def tail_log(self, lines: int = 40) -> str:
         return _tail(self.log_path, lines)
 

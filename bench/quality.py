@@ -194,10 +194,7 @@ async def _loaded_node(
             out["modes"] = {}
             yield client
     finally:
-        problems = node.log_problems()
-        if problems:
-            out["node_log_problems"] = problems[:20]
-        out["node_exit_code"] = node.stop()
+        node.stop_into(out)
 
 
 async def _modes(client: EngramClient, out: dict[str, Any], *, tags: list[str] | None = None) -> list[str]:

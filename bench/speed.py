@@ -172,10 +172,7 @@ async def run_speed(
                     note(f"  edge backfill failed: {e!r}")
         node = _restart_and_rebuild(node, options, phases, out)
     finally:
-        problems = node.log_problems()
-        if problems:
-            out["node_log_problems"] = problems[:20]
-        out["node_exit_code"] = node.stop()
+        node.stop_into(out)
 
 
 def _reference(

@@ -149,11 +149,7 @@ def _same(x: str, y: str) -> bool:
         return True
     if any(c in x or c in y for c in "-_./"):
         return False
-    common = 0
-    for c, d in zip(x, y, strict=False):
-        if c != d:
-            break
-        common += 1
+    common = shared_prefix(x, y)
     return common >= 4 and common >= min(len(x), len(y)) - 2
 
 
@@ -181,3 +177,13 @@ def _stem(word: str) -> str:
         if len(word) > len(suffix) + 3 and word.endswith(suffix):
             return word[: -len(suffix)]
     return word
+
+
+def shared_prefix(x: str, y: str) -> int:
+    """How many characters ``x`` and ``y`` begin with in common ("deploys", "deployed": 6)."""
+    common = 0
+    for c, d in zip(x, y, strict=False):
+        if c != d:
+            break
+        common += 1
+    return common

@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from engram.services.consolidation import spelling
+from engram.subjects import shared_prefix
 from engram.updates import states_a_change
 
 WORD = re.compile(r"[a-z0-9]+(?:['._:/-][a-z0-9]+)*")
@@ -497,11 +498,7 @@ def _same_word(x: str, y: str) -> bool:
     x, y = _flat(x), _flat(y)
     if x == y or _abbreviates(x, y) or _abbreviates(y, x):
         return True
-    common = 0
-    for c, d in zip(x, y, strict=False):
-        if c != d:
-            break
-        common += 1
+    common = shared_prefix(x, y)
     return common >= 4 and common >= min(len(x), len(y)) - 1
 
 
