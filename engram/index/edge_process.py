@@ -14,7 +14,10 @@ one at a time until it is told to close or the node goes away.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import logging
+import os
+import signal
 import socket
 import subprocess
 import threading
@@ -30,6 +33,7 @@ from engram.process.children import python_module
 log = logging.getLogger(__name__)
 
 CLOSE_WAIT = 30.0  # seconds a closing shard process may take to flush and exit before it is killed
+ENDED_WAIT = 5.0  # seconds to learn how a shard process whose socket closed ended
 
 
 class IndexProcessEnded(RuntimeError):
@@ -104,7 +108,20 @@ class ShardProcess:
         raise RuntimeError(message)  # what the shard raised (the Rust side reports any failure as a plain Exception)
 
     def _ended(self) -> IndexProcessEnded:
-        code = self._process.poll()
+        """What to raise once the process is gone. One killed by a signal takes this process with it, by the same
+        signal: with the shard in the node's process, a truncated index file (SIGBUS) or the kernel's out-of-memory
+        kill ended the node, and its supervisor (engram.services.node.supervisor) restarts it, setting the indexes
+        aside after a memory fault; a node left running without its index would answer nothing until restarted."""
+        try:
+            code = self._process.wait(ENDED_WAIT)  # the socket closes just before the exit status is known
+        except subprocess.TimeoutExpired:
+            code = None
+        if code is not None and code < 0:
+            log.critical("the index process of %s died of %s; the node stops the same way so that it is restarted",
+                         self.path, signal.Signals(-code).name)  # fmt: skip
+            with contextlib.suppress(OSError, ValueError):  # SIGKILL has no handler; only the main thread sets one
+                signal.signal(-code, signal.SIG_DFL)
+            os.kill(os.getpid(), -code)
         return IndexProcessEnded(f"the index process of {self.path} ended (exit code {code}); restart the node")
 
     def close(self) -> None:

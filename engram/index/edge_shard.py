@@ -98,6 +98,13 @@ class ShardCore:
     def set_vectors(self, point_id: str, vectors: Vectors) -> None:
         self._shard.update(qe.UpdateOperation.update_vectors([qe.PointVectors(point_id, to_edge_vectors(vectors))]))
 
+    def apply(self, writes: list[tuple[str, tuple[Any, ...]]]) -> None:
+        """Applies writes recorded elsewhere (a build's replay), in order: one call for all of them, so that a
+        replay in another process costs one round trip, not one per write, and catches up with a writer that goes on
+        (one round trip per write kept pace with the writer's own and never caught up, seen in a test)."""
+        for method, args in writes:
+            getattr(self, method)(*args)
+
     # Reads
 
     def retrieve(self, point_ids: list[str], *, vectors: bool | list[str] = False) -> list[Record]:

@@ -38,6 +38,9 @@ from engram.process.children import python_module
 log = logging.getLogger(__name__)
 
 SWAP_TAIL = 32  # the swap takes the lock once no more than this many writes made during the build wait
+# ... or after this many catch-up rounds: a writer as fast as the replay (the same writes, in another process) keeps
+# the backlog from shrinking (a test's writer with no pause did, for minutes); the rest is replayed under the lock.
+SWAP_ROUNDS = 4
 CLOSE_WAIT = 30.0  # seconds a close waits for a swap under way to drop its copy
 
 Shard = InProcess | ShardProcess
@@ -176,12 +179,12 @@ class SwapBuilds:
             log.exception("loading the built vector index failed; keeping the index as it is")
             self._drop_build(build)
             return
-        replayed = 0
+        replayed, rounds = 0, 0
         try:
-            while len(build.written) - replayed > SWAP_TAIL and self._build is build:
+            while len(build.written) - replayed > SWAP_TAIL and rounds < SWAP_ROUNDS and self._build is build:
+                rounds += 1
                 pending = len(build.written)  # the writer appends meanwhile (under the lock): a snapshot
-                for method, args in build.written[replayed:pending]:
-                    built.call(method, *args)
+                built.call("apply", build.written[replayed:pending])
                 replayed = pending
             built.call("flush")
         except Exception:
@@ -197,8 +200,7 @@ class SwapBuilds:
                 return
             tail = len(build.written) - replayed
             try:
-                for method, args in build.written[replayed:]:
-                    built.call(method, *args)
+                built.call("apply", build.written[replayed:])
             except Exception:
                 log.exception("replaying writes on the built vector index failed; keeping the index as it is")
                 built.close()

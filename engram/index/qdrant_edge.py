@@ -287,6 +287,8 @@ class EdgeIndex(SwapBuilds):
             self._shard.close()
             self._drop_alias()
         self._join_swapper()  # a swap under way finds the build gone and drops its copy
+        with self._lock:
+            self._drop_alias()  # the link a swap that ended meanwhile made, renaming the shard it had swapped in
 
     def reset(self) -> None:
         """Drops everything (the index is rebuilt from the log); a damaged copy is kept aside for inspection."""
