@@ -138,7 +138,7 @@ def captured() -> Iterator[dict[str, Any]]:
 async def breakdown(home: Path, settings: dict[str, str], queries: Queries, count: int, warmup: int) -> dict[str, Any]:
     from engram.config import Settings
     from engram.index import DENSE, QUESTIONS, SPARSE
-    from engram.index import SearchRequest as IndexRequest
+    from engram.index import IndexQuery as IndexRequest
     from engram.model import Caller, SearchQuery
     from engram.services.gateway.backend import Backend
     from engram.services.gateway.mcp.answers import answer

@@ -5,10 +5,12 @@ from __future__ import annotations
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from engram.embed.sparse import SparseVector
 from engram.model import SearchFilter
+
+if TYPE_CHECKING:  # the shard's own process (engram.index.edge_process) loads no embedder
+    from engram.embed.sparse import SparseVector
 
 DENSE = "dense"
 CREATED_TS = "_created_ts"  # creation time as epoch seconds: range filters and recent-first order
@@ -91,7 +93,7 @@ class Position:
 
 
 @dataclass(slots=True)
-class SearchRequest:
+class IndexQuery:
     namespace: str
     filter: SearchFilter
     limit: int
@@ -151,7 +153,7 @@ class MemoryIndex(Protocol):
         """Sets a memory's question vectors and their texts; False when the memory is not in namespace."""
         ...
 
-    def search(self, request: SearchRequest) -> dict[str, list[Scored]]:
+    def search(self, request: IndexQuery) -> dict[str, list[Scored]]:
         """One ranked list per vector given in the request, keyed by vector name."""
         ...
 
@@ -215,17 +217,23 @@ class MemoryIndex(Protocol):
 
 
 def stored_point(point_id: str, payload: dict[str, Any], vectors: dict[str, Any]) -> IndexPoint:
-    """An IndexPoint from what an adapter read back: named vectors, the sparse one as indices and values."""
+    """An IndexPoint from what an adapter read back: named vectors, the sparse one as indices and values (or an object
+    with both)."""
+    from engram.embed.sparse import SparseVector
+
     sparse = vectors.get(SPARSE)
     return IndexPoint(
         id=point_id,
         payload=dict(payload),
         dense=list(vectors.get(DENSE) or []),
-        sparse=SparseVector(list(sparse.indices), [float(v) for v in sparse.values])
-        if sparse is not None
-        else SparseVector([], []),
+        sparse=SparseVector([], []) if sparse is None else SparseVector(*_indices_values(sparse)),
         questions=[list(q) for q in vectors.get(QUESTIONS) or []],
     )
+
+
+def _indices_values(sparse: Any) -> tuple[list[int], list[float]]:
+    indices, values = sparse if isinstance(sparse, tuple) else (sparse.indices, sparse.values)
+    return list(indices), [float(v) for v in values]
 
 
 def point_id(namespace: str, key: str) -> str:

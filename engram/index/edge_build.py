@@ -8,7 +8,8 @@ import logging
 import os
 from pathlib import Path
 
-from engram.index.qdrant_edge import VECTOR_STORAGES, build_vector_index
+from engram.index.edge_config import VECTOR_STORAGES, ShardSettings
+from engram.index.edge_shard import ShardCore
 from engram.process.children import die_with_parent
 
 
@@ -24,18 +25,24 @@ def _yield_to_the_node() -> None:
             os.nice(19)
 
 
+def build_vector_index(path: Path, settings: ShardSettings) -> None:
+    """Loads the shard copy at ``path``, builds its vector index, flushes it and closes it."""
+    core = ShardCore(path, settings)
+    core.optimize()
+    core.close()
+
+
 def main() -> None:
     die_with_parent()  # elsewhere than Linux it runs to its end, and the node's next start removes its copy
     _yield_to_the_node()
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("path", type=Path, help="the shard copy (engram.index.qdrant_edge.BUILDING)")
+    parser.add_argument("path", type=Path, help="the shard copy (engram.index.edge_files.BUILDING)")
     parser.add_argument("--dim", type=int, required=True)
     parser.add_argument("--vectors", choices=VECTOR_STORAGES, required=True)
     parser.add_argument("--segments", required=True, help="the optimizer's segment count, segment KB, indexing KB")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING)
-    count, segment_kb, indexing_kb = (int(part) for part in args.segments.split(","))
-    build_vector_index(args.path, dim=args.dim, vectors=args.vectors, segments=(count, segment_kb, indexing_kb))
+    build_vector_index(args.path, ShardSettings.from_arguments(args.dim, args.vectors, args.segments))
 
 
 if __name__ == "__main__":

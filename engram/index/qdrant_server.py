@@ -26,9 +26,9 @@ from engram.index import (
     SPARSE,
     STATE_ID,
     IndexPoint,
+    IndexQuery,
     Position,
     Scored,
-    SearchRequest,
     filters,
     keyed,
     point_id,
@@ -186,7 +186,7 @@ class QdrantServerIndex:
             records, _ = self._client.scroll(self._collection, scroll_filter=condition, limit=limit, with_payload=True)
         return [r.payload for r in records if r.payload]
 
-    def search(self, request: SearchRequest) -> dict[str, list[Scored]]:
+    def search(self, request: IndexQuery) -> dict[str, list[Scored]]:
         """One ranked list per vector given in the request, all in one round trip (a query batch)."""
         queries = _queries(request)
         if not queries:
@@ -472,7 +472,7 @@ def _questions_op(id: str, questions: list[list[float]]) -> models.UpdateOperati
     return models.UpdateVectorsOperation(update_vectors=update)
 
 
-def _queries(request: SearchRequest) -> list[tuple[str, Any]]:
+def _queries(request: IndexQuery) -> list[tuple[str, Any]]:
     queries: list[tuple[str, Any]] = []
     if request.dense is not None:
         queries.append((DENSE, request.dense))

@@ -27,10 +27,10 @@ from engram.index import (
     SPARSE,
     VALID_FROM,
     VALID_TO,
+    IndexQuery,
     MemoryIndex,
     Position,
     Scored,
-    SearchRequest,
     version_point_id,
 )
 from engram.model import (
@@ -225,7 +225,7 @@ class MemoryReader:
             dense = self._embedder.embed([query])[0].tolist()
         terms = self._sparse.query(query)
         depth = max(self._config.candidates, limit, self._config.rerank_top_n if use_rerank else 0)
-        request = SearchRequest(
+        request = IndexQuery(
             namespace=namespace,
             filter=flt,
             limit=depth,
@@ -360,7 +360,7 @@ class MemoryReader:
                     return a, b, similarity
         return None
 
-    def _search_as_of(self, request: SearchRequest) -> dict[str, list[Scored]]:
+    def _search_as_of(self, request: IndexQuery) -> dict[str, list[Scored]]:
         """Searches the current versions and the earlier ones, each filtered to what was current at ``as_of``.
 
         A memory has one version current at any time, so the two lists never hold the same memory twice: each

@@ -107,11 +107,11 @@ def open_index(settings: Settings, dim: int, *, versions: bool = False) -> Memor
             f"{space.reserve_bytes // MIB} MiB to start (ENGRAM_DISK_RESERVE_MB)."
         )
     try:
-        return EdgeIndex(path, dim=dim, vectors=settings.index_vectors)
+        return EdgeIndex(path, dim=dim, vectors=settings.index_vectors, process=settings.index_process)
     except IndexDamaged as e:
         log.warning("%s: moving it aside and rebuilding it from the log", e)
         move_aside(path)
-        return EdgeIndex(path, dim=dim, vectors=settings.index_vectors)
+        return EdgeIndex(path, dim=dim, vectors=settings.index_vectors, process=settings.index_process)
 
 
 def pipeline_config(settings: Settings) -> PipelineConfig:

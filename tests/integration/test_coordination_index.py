@@ -301,7 +301,7 @@ async def test_an_edge_index_without_the_handoff_payload_indexes_is_rebuilt(
     await running.indexer.stop()
     assert isinstance(running.index, EdgeIndex)
     for name in (HANDOFF_TO, HANDOFF_STATUS):  # as an index created before these fields existed
-        running.index._shard.update(qe.UpdateOperation.delete_field_index(name))
+        running.index._shard.core._shard.update(qe.UpdateOperation.delete_field_index(name))  # type: ignore[union-attr]
     assert running.index.check() == f"payload indexes missing: {HANDOFF_TO}, {HANDOFF_STATUS}"
     running.index.close()
     running.versions.close()

@@ -10,7 +10,7 @@ import pytest
 
 from engram.embed.sparse import Bm25Encoder
 from engram.ids import uuid7
-from engram.index import IndexPoint, SearchRequest
+from engram.index import IndexPoint, IndexQuery, edge_config
 from engram.index import qdrant_edge as edge_module
 from engram.index.qdrant_edge import BUILDING, EMPTY, EdgeIndex
 from engram.model import SearchFilter
@@ -34,20 +34,29 @@ def points(count: int, seed: int) -> list[IndexPoint]:
 
 
 def nearest(index: EdgeIndex, point: IndexPoint) -> str:
-    request = SearchRequest(namespace="a", filter=SearchFilter(), limit=1, dense=point.dense)
+    request = IndexQuery(namespace="a", filter=SearchFilter(), limit=1, dense=point.dense)
     return index.search(request)["dense"][0].id
 
 
 @pytest.fixture
 def small_segments(monkeypatch: pytest.MonkeyPatch) -> None:
     """Segments of a few hundred points, so that the build makes graphs in a test."""
-    monkeypatch.setattr(edge_module, "INDEXING_KB", 32)
-    monkeypatch.setattr(edge_module, "SEGMENT_KB", 512)
+    monkeypatch.setattr(edge_config, "INDEXING_KB", 32)
+    monkeypatch.setattr(edge_config, "SEGMENT_KB", 512)
+
+
+def mapped_under(path: Path) -> list[str]:
+    """The files under ``path`` this process has mapped (Linux)."""
+    return [line for line in Path("/proc/self/maps").read_text().splitlines() if str(path) in line]
 
 
 @pytest.mark.usefixtures("small_segments")
-def test_a_search_answers_while_the_vector_index_builds_and_writes_meanwhile_are_kept(tmp_path: Path) -> None:
-    index = EdgeIndex(tmp_path / "index", dim=DIM, optimize_after=1)
+@pytest.mark.parametrize("process", [False, True], ids=["in-process", "shard-process"])
+def test_a_search_answers_while_the_vector_index_builds_and_writes_meanwhile_are_kept(
+    tmp_path: Path, process: bool
+) -> None:
+    """Either way the shard is loaded (the node's default: in a process of its own, ENGRAM_INDEX_PROCESS)."""
+    index = EdgeIndex(tmp_path / "index", dim=DIM, optimize_after=1, process=process)
     first = points(2000, seed=1)
     index.upsert(first)
     index.set_applied_seq(2000)
@@ -68,8 +77,10 @@ def test_a_search_answers_while_the_vector_index_builds_and_writes_meanwhile_are
     for point in (first[0], first[-1], later[0], later[-1]):
         assert nearest(index, point) == point.id
     assert index.retrieve("a", [later[3].id])[0]["metadata"] == {"k": "v"}
+    if process:  # neither the shard nor the built copy was ever loaded here: their loads held another GIL
+        assert mapped_under(tmp_path) == []
     index.close()
-    reopened = EdgeIndex(tmp_path / "index", dim=DIM)
+    reopened = EdgeIndex(tmp_path / "index", dim=DIM, process=process)
     assert reopened.check() is None and reopened.count("a") == 2050
     reopened.close()
 
@@ -88,10 +99,11 @@ def test_closing_during_a_build_stops_it_and_leaves_the_index_whole(tmp_path: Pa
 
 
 @pytest.mark.usefixtures("small_segments")
-def test_builds_follow_one_another_while_writes_go_on_and_leave_nothing_behind(tmp_path: Path) -> None:
+@pytest.mark.parametrize("process", [False, True], ids=["in-process", "shard-process"])
+def test_builds_follow_one_another_while_writes_go_on_and_leave_nothing_behind(tmp_path: Path, process: bool) -> None:
     """The built copy is loaded and swapped in by a thread of its own while the writer goes on; a second build runs
     on the swapped-in shard, and closing leaves only the shard itself."""
-    index = EdgeIndex(tmp_path / "index", dim=DIM, optimize_after=1)
+    index = EdgeIndex(tmp_path / "index", dim=DIM, optimize_after=1, process=process)
     written: list[IndexPoint] = []
     for round_ in range(2):
         batch = points(1000, seed=10 + round_)

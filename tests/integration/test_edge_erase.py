@@ -12,8 +12,7 @@ import pytest
 
 from engram.embed.sparse import Bm25Encoder
 from engram.ids import uuid7
-from engram.index import DENSE, QUESTIONS, SPARSE, IndexPoint, SearchRequest
-from engram.index import qdrant_edge as edge_module
+from engram.index import DENSE, QUESTIONS, SPARSE, IndexPoint, IndexQuery, edge_config
 from engram.index.qdrant_edge import ERASE_PENDING, ERASING, REWRITING, EdgeIndex, move_aside
 from engram.model import SearchFilter
 
@@ -41,15 +40,16 @@ def files_holding(root: Path, needle: str) -> list[str]:
 @pytest.fixture
 def small_segments(monkeypatch: pytest.MonkeyPatch) -> None:
     """Segments of a few hundred points, so that optimize() moves points into indexed segments in a test."""
-    monkeypatch.setattr(edge_module, "INDEXING_KB", 32)
-    monkeypatch.setattr(edge_module, "SEGMENT_KB", 512)
+    monkeypatch.setattr(edge_config, "INDEXING_KB", 32)
+    monkeypatch.setattr(edge_config, "SEGMENT_KB", 512)
 
 
 @pytest.mark.usefixtures("small_segments")
-def test_a_deleted_memory_leaves_no_byte_in_the_shard_and_the_rest_is_kept(tmp_path: Path) -> None:
+@pytest.mark.parametrize("process", [False, True], ids=["in-process", "shard-process"])
+def test_a_deleted_memory_leaves_no_byte_in_the_shard_and_the_rest_is_kept(tmp_path: Path, process: bool) -> None:
     rng = np.random.default_rng(7)
     path = tmp_path / "index"
-    index = EdgeIndex(path, dim=DIM, optimize_after=1)
+    index = EdgeIndex(path, dim=DIM, optimize_after=1, process=process)
     token = f"zq{uuid.uuid4().hex[:12]}"
     secret = point(f"the vault code is {token}", rng)
     kept = [point(f"memory number {n} w{n}", rng, version=1 + n % 2) for n in range(600)]  # some with questions
@@ -73,17 +73,17 @@ def test_a_deleted_memory_leaves_no_byte_in_the_shard_and_the_rest_is_kept(tmp_p
     assert (index.applied_seq(), index.skipped_count(), index.indexer_state()["agents"]) == (700, 2, {"x": 1})
     probe = kept[123]
     found = index.search(
-        SearchRequest(namespace="a", filter=SearchFilter(), limit=1, dense=probe.dense, sparse=probe.sparse)
+        IndexQuery(namespace="a", filter=SearchFilter(), limit=1, dense=probe.dense, sparse=probe.sparse)
     )
     assert found[DENSE][0].id == probe.id and found[SPARSE][0].id == probe.id
-    asked = SearchRequest(namespace="a", filter=SearchFilter(), limit=1, questions=probe.dense)
+    asked = IndexQuery(namespace="a", filter=SearchFilter(), limit=1, questions=probe.dense)
     assert index.search(asked)[QUESTIONS][0].id == probe.id  # its question vectors came along (n % 2 == 1)
     assert index.retrieve("a", [kept[5].id])[0]["tags"] == ["w5"]
     assert index.count("a", SearchFilter(tags=["w7"])) == 1  # the payload indexes came along
     assert index.check() is None
     index.close()
 
-    reopened = EdgeIndex(path, dim=DIM)
+    reopened = EdgeIndex(path, dim=DIM, process=process)
     assert reopened.point_count() == 600 and reopened.applied_seq() == 700
     reopened.upsert([point("after the rewrite wlast", rng)])
     assert reopened.point_count() == 601

@@ -10,8 +10,7 @@ import pytest
 
 from engram.embed.sparse import Bm25Encoder
 from engram.ids import uuid7
-from engram.index import IndexPoint, SearchRequest
-from engram.index import qdrant_edge as edge_module
+from engram.index import IndexPoint, IndexQuery, edge_config
 from engram.index.qdrant_edge import EdgeIndex
 from engram.model import SearchFilter
 
@@ -41,12 +40,12 @@ def fill(index: EdgeIndex, batches: list[list[IndexPoint]]) -> None:
 
 
 def segments(index: EdgeIndex) -> int:
-    count: int = index._shard.info().segments_count  # test-only peek: the adapter has no reason to publish it
+    count: int = index._shard.core._shard.info().segments_count  # type: ignore[union-attr]  # a test-only peek
     return count
 
 
 def nearest(index: EdgeIndex, point: IndexPoint) -> str:
-    request = SearchRequest(namespace="a", filter=SearchFilter(), limit=1, dense=point.dense)
+    request = IndexQuery(namespace="a", filter=SearchFilter(), limit=1, dense=point.dense)
     return index.search(request)["dense"][0].id
 
 
@@ -55,9 +54,9 @@ def test_segments_stay_small_and_a_shard_made_with_the_defaults_gets_the_bound_w
 ) -> None:
     path = tmp_path / "index"
     # A shard as before the bound: everything merged into one segment.
-    monkeypatch.setattr(edge_module, "SEGMENT_KB", 1_000_000)
-    monkeypatch.setattr(edge_module, "SEGMENTS", 1)
-    monkeypatch.setattr(edge_module, "INDEXING_KB", 32)  # a batch of 100 points gets a graph
+    monkeypatch.setattr(edge_config, "SEGMENT_KB", 1_000_000)
+    monkeypatch.setattr(edge_config, "SEGMENTS", 1)
+    monkeypatch.setattr(edge_config, "INDEXING_KB", 32)  # a batch of 100 points gets a graph
     index = EdgeIndex(path, dim=DIM, optimize_after=1)
     first = points(400, seed=1)
     fill(index, [first[i : i + 100] for i in range(0, 400, 100)])
@@ -65,7 +64,7 @@ def test_segments_stay_small_and_a_shard_made_with_the_defaults_gets_the_bound_w
     index.close()
 
     # Loaded with a bound of about 40 points per segment: batches of 100 are never merged any more.
-    monkeypatch.setattr(edge_module, "SEGMENT_KB", 64)
+    monkeypatch.setattr(edge_config, "SEGMENT_KB", 64)
     index = EdgeIndex(path, dim=DIM, optimize_after=1)
     second = points(400, seed=2)
     fill(index, [second[i : i + 100] for i in range(0, 400, 100)])

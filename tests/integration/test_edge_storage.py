@@ -12,8 +12,7 @@ import pytest
 
 from engram.embed.sparse import Bm25Encoder
 from engram.ids import uuid7
-from engram.index import DENSE, QUESTIONS, IndexPoint, SearchRequest
-from engram.index import qdrant_edge as edge_module
+from engram.index import DENSE, QUESTIONS, IndexPoint, IndexQuery, edge_config
 from engram.index.qdrant_edge import CONFIG_FILE, VECTORS_DISK, VECTORS_RAM, EdgeIndex
 from engram.model import SearchFilter
 from engram.process.heap import drop_sequential_copies
@@ -39,7 +38,7 @@ def points(count: int, seed: int) -> list[IndexPoint]:
 
 def nearest(index: EdgeIndex, point: IndexPoint, using: str = DENSE) -> str:
     vector = point.dense if using == DENSE else [point.dense]
-    request = SearchRequest(namespace="a", filter=SearchFilter(), limit=1, **{using: vector})
+    request = IndexQuery(namespace="a", filter=SearchFilter(), limit=1, **{using: vector})
     return index.search(request)[using][0].id
 
 
@@ -51,8 +50,8 @@ def stored(path: Path) -> dict[str, dict[str, object]]:
 @pytest.fixture
 def small_segments(monkeypatch: pytest.MonkeyPatch) -> None:
     """Segments of a few hundred points, so that optimize() builds graphs (and int8 copies) in a test."""
-    monkeypatch.setattr(edge_module, "INDEXING_KB", 32)
-    monkeypatch.setattr(edge_module, "SEGMENT_KB", 512)
+    monkeypatch.setattr(edge_config, "INDEXING_KB", 32)
+    monkeypatch.setattr(edge_config, "SEGMENT_KB", 512)
 
 
 @pytest.mark.usefixtures("small_segments")

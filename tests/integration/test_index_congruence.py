@@ -36,9 +36,9 @@ from engram.index import (
     WORLD_FROM,
     WORLD_TO,
     IndexPoint,
+    IndexQuery,
     MemoryIndex,
     Position,
-    SearchRequest,
     point_id,
     version_point_id,
 )
@@ -114,7 +114,7 @@ def position(payload: dict[str, Any]) -> Position:
 def search(index: MemoryIndex, text: str, *, namespace: str = "a", flt: SearchFilter | None = None,
            dense: list[float] = X, limit: int = 10) -> dict[str, list[str]]:  # fmt: skip
     """Contents per ranked list, best first."""
-    request = SearchRequest(namespace, flt or SearchFilter(), limit, dense=dense, sparse=BM25.query(text))
+    request = IndexQuery(namespace, flt or SearchFilter(), limit, dense=dense, sparse=BM25.query(text))
     return {name: [s.payload["content"] for s in ranked] for name, ranked in index.search(request).items()}
 
 
@@ -267,7 +267,7 @@ def test_update_questions_makes_the_memory_findable_by_its_questions(index: Memo
     updated = index.update_questions("a", target.id, [Y, Z], ["which postgres runs staging?", "db version?"])
 
     assert updated is True
-    hits = index.search(SearchRequest("a", SearchFilter(), 10, questions=Z)).get(QUESTIONS, [])
+    hits = index.search(IndexQuery("a", SearchFilter(), 10, questions=Z)).get(QUESTIONS, [])
     assert [h.id for h in hits] == [target.id]  # the other memory has no question vectors
     assert hits[0].score == pytest.approx(1.0, abs=1e-5)  # MaxSim: its best question is the query itself
     assert index.retrieve("a", [target.id])[0]["questions"] == ["which postgres runs staging?", "db version?"]
@@ -280,7 +280,7 @@ def test_update_questions_never_crosses_a_namespace(index: MemoryIndex) -> None:
     assert index.update_questions("b", point.id, [Y], ["leaked?"]) is False
     assert index.update_questions("a", uuid7(), [Y], ["nobody"]) is False
     assert index.retrieve("a", [point.id])[0]["questions"] == []
-    assert index.search(SearchRequest("a", SearchFilter(), 10, questions=Y)).get(QUESTIONS, []) == []
+    assert index.search(IndexQuery("a", SearchFilter(), 10, questions=Y)).get(QUESTIONS, []) == []
 
 
 def test_upsert_of_an_existing_id_replaces_it(index: MemoryIndex) -> None:
@@ -332,7 +332,7 @@ def test_both_adapters_rank_a_corpus_identically(tmp_path: Path) -> None:
             index.upsert(corpus)
         for text in RANKING_QUERIES:
             dense = [float(v) for v in rng.normal(size=DIM)]
-            request = SearchRequest("a", SearchFilter(), len(corpus), dense=dense, sparse=BM25.query(text))
+            request = IndexQuery("a", SearchFilter(), len(corpus), dense=dense, sparse=BM25.query(text))
             on_edge, on_server = edge.search(request), server.search(request)
             for name in (DENSE, SPARSE):
                 assert [s.id for s in on_edge[name]] == [s.id for s in on_server[name]], (text, name)
@@ -403,11 +403,11 @@ def test_as_of_filters_on_recorded_validity(index: MemoryIndex) -> None:
     new = _versioned(memory("is true", dense=X), version=2, valid=(20.0, 1e15))
     index.upsert([old, new])
 
-    request = SearchRequest("a", SearchFilter(as_of=15.0), 10, dense=X, with_payload=True)
+    request = IndexQuery("a", SearchFilter(as_of=15.0), 10, dense=X, with_payload=True)
     assert [s.payload["content"] for s in index.search(request)[DENSE]] == ["was true"]
-    request = SearchRequest("a", SearchFilter(as_of=25.0), 10, dense=X, with_payload=True)
+    request = IndexQuery("a", SearchFilter(as_of=25.0), 10, dense=X, with_payload=True)
     assert [s.payload["content"] for s in index.search(request)[DENSE]] == ["is true"]
-    request = SearchRequest("a", SearchFilter(as_of=5.0), 10, dense=X, with_payload=True)
+    request = IndexQuery("a", SearchFilter(as_of=5.0), 10, dense=X, with_payload=True)
     assert index.search(request)[DENSE] == []
 
 
@@ -690,7 +690,7 @@ def _listing(index: MemoryIndex, q: Questions, by: str) -> list[str]:
 
 
 def answers(index: MemoryIndex, q: Questions) -> dict[str, Any]:
-    request = SearchRequest(q.namespace, q.flt, q.limit, dense=q.dense, sparse=BM25.query("memory"))
+    request = IndexQuery(q.namespace, q.flt, q.limit, dense=q.dense, sparse=BM25.query("memory"))
     hits = index.search(request)
     return {
         "count": index.count(q.namespace, q.flt),

@@ -10,7 +10,7 @@ import pytest
 
 from engram.embed.sparse import Bm25Encoder
 from engram.ids import uuid7
-from engram.index import IndexPoint, SearchRequest
+from engram.index import IndexPoint, IndexQuery
 from engram.index.qdrant_edge import EdgeIndex
 from engram.log.events import MEMORY_SAVED, event_body
 from engram.log.nats import NatsLog
@@ -150,7 +150,7 @@ def test_index_filters_by_namespace_tags_owner_type_and_time(tmp_path: Path) -> 
     ])  # fmt: skip
 
     def contents(flt: SearchFilter, namespace: str = "a") -> set[str]:
-        lists = index.search(SearchRequest(namespace, flt, 10, dense=[1, 0, 0, 0], sparse=BM25.query("deploy")))
+        lists = index.search(IndexQuery(namespace, flt, 10, dense=[1, 0, 0, 0], sparse=BM25.query("deploy")))
         return {s.payload["content"] for ranked in lists.values() for s in ranked}
 
     assert contents(SearchFilter()) == {"deploy notes", "deploy plan"}

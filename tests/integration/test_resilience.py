@@ -148,7 +148,7 @@ async def test_index_missing_points_is_rebuilt_from_the_log(nats_server: NatsSer
         ids = await _filled_index(log, tmp_path / "index", 30)
         damaged = EdgeIndex(tmp_path / "index", dim=DIM)
         lost: list[Any] = [point_id("ns", memory_id) for memory_id in ids[:7]]  # the stored points of 7 memories
-        damaged._shard.update(qe.UpdateOperation.delete_points(lost))  # lost data, bookkeeping intact
+        damaged._shard.core._shard.update(qe.UpdateOperation.delete_points(lost))  # type: ignore[union-attr]
         assert damaged.count("ns") == 23
         damaged.close()
 
