@@ -90,8 +90,8 @@ def build_app(
     ops = Operations(backend, cursors, settings)
     app.state.ops, app.state.resolver, app.state.settings = ops, resolver, settings  # the routes' dependencies
     app.include_router(memories.router)
-    app.include_router(coordination.build_router(ops, resolver))
-    app.include_router(consolidation.build_router(ops, resolver))
+    app.include_router(coordination.router)
+    app.include_router(consolidation.router)
     app.include_router(context.build_router(backend, cursors, resolver, settings))
     app.include_router(sync.build_router(backend, resolver))
     app.include_router(packs.build_router(backend, cursors, resolver))

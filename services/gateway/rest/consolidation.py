@@ -1,16 +1,12 @@
 """REST for keeping the shared memory tidy: /v1/consolidation/jobs, /v1/consolidate and /v1/contradictions."""
 
-# No `from __future__ import annotations`: FastAPI resolves route annotations against module globals, and the
-# routes below use a dependency alias local to build_router.
+# No `from __future__ import annotations`: FastAPI reads the routes' annotations as objects.
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Query, Response
+from fastapi import APIRouter, Query, Response
 
-from engram.model import Caller
-from engram.services.gateway.identity import Resolver
-from engram.services.gateway.operations import Operations
-from engram.services.gateway.rest.dependencies import caller_dependency, description_of, path_of, query_of
+from engram.services.gateway.rest.dependencies import CurrentCaller, Ops, description_of, path_of, query_of
 from engram.services.gateway.rest.problems import ERROR_RESPONSES, NOT_FOUND, PROBLEM_MEDIA_TYPE, Problem
 from engram.services.gateway.schemas.arguments import (
     DEFAULT_CONTRADICTIONS,
@@ -54,59 +50,62 @@ _RESOLVE: dict[int | str, dict[str, Any]] = {
 _LIST_QUERY = "Comma separated (topics=a,b), or the parameter repeated."
 
 
-def build_router(ops: Operations, resolver: Resolver) -> APIRouter:
-    """Routes /v1/consolidation/jobs (run one, read one), /v1/consolidate (a summary replaces memories) and
-    /v1/contradictions (list, resolve): keeping the shared memory tidy."""
-    # Tagged "memories" too, as when these routes were part of the memories router: the OpenAPI document is unchanged.
-    router = APIRouter(prefix="/v1", tags=["memories"], responses=ERROR_RESPONSES)
-    CurrentCaller = Annotated[Caller, Depends(caller_dependency(resolver))]
+# Routes /v1/consolidation/jobs (run one, read one), /v1/consolidate (a summary replaces memories) and
+# /v1/contradictions (list, resolve): keeping the shared memory tidy. build_app includes them; each route takes the
+# app's operations and caller as injected dependencies (rest/dependencies.py).
+# Tagged "memories" too, as when these routes were part of the memories router: the OpenAPI document is unchanged.
+router = APIRouter(prefix="/v1", tags=["memories"], responses=ERROR_RESPONSES)
 
-    @router.post("/consolidation/jobs", response_model=JobOut, responses=_JOB, tags=["consolidation"],
-                 summary="Run a maintenance job on your namespace")  # fmt: skip
-    async def run_job(body: JobRequest, caller: CurrentCaller) -> JobOut:
-        """Runs the job to its end and answers it (progress: done of total, phase; its summary and result). A job
-        that fails answers its error (e.g. 409 while another runs). 503 without a consolidation service."""
-        return await ops.run_job(caller, body.kind, body.options)
 
-    @router.get("/consolidation/jobs/{job_id}", response_model=JobOut, responses=_JOB_NOT_FOUND,
-                tags=["consolidation"], summary="A job of your namespace, running or ended")  # fmt: skip
-    async def get_job(job_id: Annotated[str, path_of(JobId)], caller: CurrentCaller) -> JobOut:
-        """The job's state (running, succeeded, failed), progress, summary and result; jobs are kept a week."""
-        return await ops.get_job(caller, job_id)
+@router.post("/consolidation/jobs", response_model=JobOut, responses=_JOB, tags=["consolidation"],
+             summary="Run a maintenance job on your namespace")  # fmt: skip
+async def run_job(body: JobRequest, caller: CurrentCaller, ops: Ops) -> JobOut:
+    """Runs the job to its end and answers it (progress: done of total, phase; its summary and result). A job
+    that fails answers its error (e.g. 409 while another runs). 503 without a consolidation service."""
+    return await ops.run_job(caller, body.kind, body.options)
 
-    @router.post("/consolidate", status_code=201, response_model=ConsolidateMemoryResult,
-                 responses=_CONSOLIDATE_MEMORIES, tags=["consolidation"],
-                 summary="Replace memories with your summary of them")  # fmt: skip
-    async def consolidate(
-        body: ConsolidateRequest, caller: CurrentCaller, response: Response
-    ) -> ConsolidateMemoryResult:
-        """Saves `consolidated_content` as a new memory and archives the memories named (`memory_ids`) or selected
-        (`memory_type`, `tag`, `topic`: at most 100) with a merged-into relation to it."""
-        result = await ops.consolidate(caller, body)
-        if result.survivor is not None:
-            response.headers["Location"] = f"/v1/memories/{result.survivor.id}"
-        return result
 
-    @router.get("/contradictions", response_model=ContradictionsResult, tags=["consolidation"],
-                summary="The open contradictions of your namespace")  # fmt: skip
-    async def list_contradictions(
-        caller: CurrentCaller,
-        topics: Annotated[
-            list[str] | None, Query(description=f"{description_of(ContradictionTopics)} {_LIST_QUERY}")
-        ] = None,
-        limit: Annotated[int, query_of(ContradictionLimit)] = DEFAULT_CONTRADICTIONS,
-    ) -> ContradictionsResult:
-        """Pairs of active memories that seem to disagree, flagged by the contradictions job, most likely first;
-        resolve them with POST /v1/contradictions/resolve (admin)."""
-        wanted = [topic.strip() for value in topics or [] for topic in value.split(",") if topic.strip()]
-        return await ops.contradictions(caller, topics=wanted, limit=limit)
+@router.get("/consolidation/jobs/{job_id}", response_model=JobOut, responses=_JOB_NOT_FOUND,
+            tags=["consolidation"], summary="A job of your namespace, running or ended")  # fmt: skip
+async def get_job(job_id: Annotated[str, path_of(JobId)], caller: CurrentCaller, ops: Ops) -> JobOut:
+    """The job's state (running, succeeded, failed), progress, summary and result; jobs are kept a week."""
+    return await ops.get_job(caller, job_id)
 
-    @router.post("/contradictions/resolve", response_model=ResolveResult, responses=_RESOLVE,
-                 tags=["consolidation"], summary="Resolve a contradiction (admin)")  # fmt: skip
-    async def resolve_contradiction(body: ResolveRequest, caller: CurrentCaller) -> ResolveResult:
-        """The user's decision on a flagged pair: keep_both (with `context` and `other_context`: when each holds),
-        keep_newer (the older is archived), merge (`content` replaces both) or override (`winner_id` supersedes the
-        other). Needs an admin key."""
-        return await ops.resolve(caller, body)
 
-    return router
+@router.post("/consolidate", status_code=201, response_model=ConsolidateMemoryResult,
+             responses=_CONSOLIDATE_MEMORIES, tags=["consolidation"],
+             summary="Replace memories with your summary of them")  # fmt: skip
+async def consolidate(
+    body: ConsolidateRequest, caller: CurrentCaller, ops: Ops, response: Response
+) -> ConsolidateMemoryResult:
+    """Saves `consolidated_content` as a new memory and archives the memories named (`memory_ids`) or selected
+    (`memory_type`, `tag`, `topic`: at most 100) with a merged-into relation to it."""
+    result = await ops.consolidate(caller, body)
+    if result.survivor is not None:
+        response.headers["Location"] = f"/v1/memories/{result.survivor.id}"
+    return result
+
+
+@router.get("/contradictions", response_model=ContradictionsResult, tags=["consolidation"],
+            summary="The open contradictions of your namespace")  # fmt: skip
+async def list_contradictions(
+    caller: CurrentCaller,
+    ops: Ops,
+    topics: Annotated[
+        list[str] | None, Query(description=f"{description_of(ContradictionTopics)} {_LIST_QUERY}")
+    ] = None,
+    limit: Annotated[int, query_of(ContradictionLimit)] = DEFAULT_CONTRADICTIONS,
+) -> ContradictionsResult:
+    """Pairs of active memories that seem to disagree, flagged by the contradictions job, most likely first;
+    resolve them with POST /v1/contradictions/resolve (admin)."""
+    wanted = [topic.strip() for value in topics or [] for topic in value.split(",") if topic.strip()]
+    return await ops.contradictions(caller, topics=wanted, limit=limit)
+
+
+@router.post("/contradictions/resolve", response_model=ResolveResult, responses=_RESOLVE,
+             tags=["consolidation"], summary="Resolve a contradiction (admin)")  # fmt: skip
+async def resolve_contradiction(body: ResolveRequest, caller: CurrentCaller, ops: Ops) -> ResolveResult:
+    """The user's decision on a flagged pair: keep_both (with `context` and `other_context`: when each holds),
+    keep_newer (the older is archived), merge (`content` replaces both) or override (`winner_id` supersedes the
+    other). Needs an admin key."""
+    return await ops.resolve(caller, body)
