@@ -76,7 +76,12 @@ class ShardProcess:
         if beside is not None:
             command += ["--beside", str(beside)]
         try:
-            process = subprocess.Popen(command, stdin=subprocess.DEVNULL, pass_fds=(theirs.fileno(),))
+            # A session of its own: a terminal's Ctrl-C (or a signal to the node's process group) reaches the node,
+            # which closes its shards in order; a shard killed by it first would look like a crash and take the node
+            # down with it. The process ends with its socket if the node dies.
+            process = subprocess.Popen(
+                command, stdin=subprocess.DEVNULL, pass_fds=(theirs.fileno(),), start_new_session=True
+            )
         finally:
             theirs.close()
         shard = cls(path, process, Connection(ours.detach()))
