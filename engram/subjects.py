@@ -115,7 +115,7 @@ def tie(older: str, newer: str) -> float:
         return 0.0  # a thing on one side where the other says something else ("pgadmin on" / "Consul on")
     shared = _shared(about_a, about_b)
     smaller = min(len(about_a), len(about_b))
-    if shared < min(MIN_SHARED, smaller) or (smaller == 1 and not (a.values and b.values)):
+    if smaller == 0 or shared < min(MIN_SHARED, smaller) or (smaller == 1 and not (a.values and b.values)):
         return 0.0  # one word in common is a topic, unless both give it a value ("Planning is on Tuesdays at 10")
     share = shared / smaller
     named = any(any(_same(t, w) for w in about_b) for t in a.things)

@@ -81,3 +81,10 @@ def test_the_contradiction_job_also_compares_statements_of_one_subject_that_are_
     crowd = [f"Ravi note {k}: the payments service deploys blue-green" for k in range(MAX_GROUP + 1)]
     many = np.ones((len(crowd), 4), dtype=np.float32) / 2
     assert tied_pairs(crowd, many, 0.3, known=set()) == [], "a thing every memory names ties nothing by itself"
+
+
+@pytest.mark.parametrize("text", ["", ":", "...", "   ", "the a of"])
+def test_texts_with_no_words_to_compare_are_tied_to_nothing(text: str) -> None:
+    # A search for ":" reached this with both sides empty and divided by zero (the MCP fuzz test found it).
+    assert tie(text, text) == 0.0
+    assert tie(text, "The API dev port is back to 8000") == 0.0
