@@ -30,6 +30,9 @@ EXAMPLES = int(os.environ.get("ENGRAM_FUZZ_EXAMPLES", "20"))
 # make test runs the same examples every time (CI stays reproducible); make fuzz explores new ones each run.
 DERANDOMIZE = os.environ.get("ENGRAM_FUZZ_RANDOM", "") != "1"
 
+# uvicorn's answer to a request HTTP itself cannot frame (it never reaches the app).
+HTTP_LAYER_REFUSAL = "Invalid HTTP request received."
+
 # Rules JSON Schema cannot state (several fields, or the server's state): a schema-valid request may break
 # them, and then a 400 naming the rule is the right answer, not a drift between the schema and the server.
 CROSS_FIELD_RULES = (
@@ -75,6 +78,21 @@ def _invalid_data_rejected(ctx: CheckContext, response: schemathesis.Response, c
     return checks.negative_data_rejection(ctx, response, case)
 
 
+def _documented_content_type(
+    ctx: CheckContext, response: schemathesis.Response, case: schemathesis.Case
+) -> bool | None:
+    """Schemathesis' content_type_conformance, except for a request whose generated headers break HTTP's own
+    framing (negative mode adds a random ``Transfer-Encoding``): the HTTP server refuses it before any route
+    reads it, with its own plain-text 400, and no route of the document ever sees it."""
+    if response.status_code == 400 and _broken_framing(case) and response.text == HTTP_LAYER_REFUSAL:
+        return True
+    return checks.content_type_conformance(ctx, response, case)
+
+
+def _broken_framing(case: schemathesis.Case) -> bool:
+    return any(name.lower() in {"transfer-encoding", "content-length"} for name in (case.headers or {}))
+
+
 def _foreign_host(case: schemathesis.Case) -> bool:
     """The generated headers name a Host the node does not serve (negative mode adds random headers)."""
     return any(name.lower() == "host" for name in (case.headers or {}))
@@ -112,8 +130,12 @@ def test_rest_api_conforms_to_its_schema(secured_node: NodeHandle) -> None:
             )
             def run(case: schemathesis.Case) -> None:
                 response = case.call_and_validate(
-                    excluded_checks=[checks.positive_data_acceptance, checks.negative_data_rejection],
-                    additional_checks=[_valid_data_accepted, _invalid_data_rejected],
+                    excluded_checks=[
+                        checks.positive_data_acceptance,
+                        checks.negative_data_rejection,
+                        checks.content_type_conformance,
+                    ],
+                    additional_checks=[_valid_data_accepted, _invalid_data_rejected, _documented_content_type],
                 )
                 statuses[response.status_code] += 1
 
