@@ -50,6 +50,16 @@ INTERRUPTED_WAIT = 3.0  # how long an append whose connection dropped waits for 
 LOG_DOWN = "The log (NATS) is unreachable right now; nothing was saved. Retry in a few seconds."
 
 
+@dataclass(slots=True)
+class _Attempts:
+    """Where one append stands: the log entry its check reached, and the attempts that failed or lost a race."""
+
+    based_on: int
+    failures: int = 0
+    conflicts: int = 0
+    interrupted: bool = False
+
+
 class _Interrupted(Exception):
     """The connection dropped while an append waited for its acknowledgement."""
 
@@ -279,80 +289,98 @@ class NatsLog:
             raise Unavailable(LOG_DOWN, retry_after=2.0)
         body = scrubbed_body(event, body)  # the one step every write passes: no secret reaches the log
         async with self._lock:
-            failures = conflicts = 0
-            interrupted = False
-            while failures < DEFAULT_PUBLISH_ATTEMPTS and conflicts < MAX_CONFLICTS:
-                if not self._nc.is_connected or (not interrupted and self._state.log_down()):
-                    if not interrupted:
-                        # Publishing now would queue the message in the client until it reconnects, after the
-                        # caller was told it failed; refuse instead, so a refused write is really not stored.
-                        raise Unavailable(LOG_DOWN, retry_after=2.0)
-                    with contextlib.suppress(TimeoutError):
-                        await asyncio.wait_for(self._up.wait(), INTERRUPTED_WAIT)
-                    if not self._nc.is_connected:
-                        break
+            tries = _Attempts(based_on)
+            while tries.failures < DEFAULT_PUBLISH_ATTEMPTS and tries.conflicts < MAX_CONFLICTS:
+                if not await self._connected_for(tries):
+                    break
                 try:
-                    if self._last is None:
-                        self._last = await self.last_seq()
-                    expected = self._last
-                    if stale is not None and expected > based_on:
-                        await self._check_since(based_on, expected, stale)
-                        based_on = expected
-                    payload = json.dumps({**body, "seq": expected + 1}, ensure_ascii=False).encode()
-                    ack = await self._publish(
-                        subject(namespace, event),
-                        payload,
-                        # JetStream's duplicate window spans the stream: a message id is kept per namespace, so no
-                        # write in one namespace is ever dropped as a duplicate of another namespace's.
-                        {"Nats-Msg-Id": f"{namespace}/{msg_id}", "Nats-Expected-Last-Sequence": str(expected)},
-                    )
+                    ack = await self._publish_next(namespace, event, body, msg_id, stale, tries)
                 except nats.js.errors.APIError as e:
-                    if e.err_code == _INSUFFICIENT_RESOURCES:
-                        raise DiskFull(f"the log's store refused the write ({e.description}).") from e
-                    if e.err_code != _WRONG_LAST_SEQUENCE and not _duplicate_in_process(e):
-                        raise Unavailable(f"The log refused the write: {e.description}") from e
-                    # Another writer appended first: read the new end and retry, with jitter to break lockstep.
-                    # (In a clustered stream the attempt it refused may still hold its message id for a moment:
-                    # JetStream answers "duplicate message id is in process", and the same retry applies.)
-                    conflicts += 1
-                    self._last = None
-                    # An attempt still in process may yet be stored: the retry (same message id) is then answered
-                    # as its duplicate, with its sequence. Its proposal takes a replication round trip, so wait longer.
-                    pause = 0.02 if _duplicate_in_process(e) else 0.002 * min(conflicts, 10)
-                    await asyncio.sleep(random.uniform(0, pause))
-                    continue
+                    await self._after_refusal(e, tries)
                 except _Interrupted:
-                    interrupted = True
-                    failures += 1
-                    self._last = None
+                    self._after_failure(tries, interrupted=True)
                     log.warning("the log connection dropped during an append; retrying once it is back")
-                    continue
                 except nats.errors.TimeoutError as e:
-                    failures += 1
-                    self._last = None
-                    if self._nc.is_connected:
-                        # Connected but no acknowledgement: the server cannot store (e.g. its disk filled up).
-                        self._stalled = True
-                        self._state.log_stalled("the log is connected but does not acknowledge writes")
-                    log.warning("append attempt %d timed out: %r", failures, e)
-                    continue
+                    self._after_timeout(e, tries)
                 except _CONNECTION_ERRORS as e:
-                    failures += 1
-                    interrupted = True
-                    log.warning("append attempt %d failed: %r", failures, e)
-                    self._last = None
-                    await asyncio.sleep(min(0.05 * 2**failures, 0.5))
-                    continue
-                if self._stalled:
-                    self._stalled = False
-                    self._state.log_acknowledging()
-                self._last = None if ack.duplicate else int(ack.seq)
-                return Appended(int(ack.seq), bool(ack.duplicate))
+                    self._after_failure(tries, interrupted=True)
+                    log.warning("append attempt %d failed: %r", tries.failures, e)
+                    await asyncio.sleep(min(0.05 * 2**tries.failures, 0.5))
+                else:
+                    return self._stored(ack)
         raise Unavailable(
             "The log did not confirm the write in time; it may or may not be stored. Check with search or "
             "list_memories before saving it again.",
             retry_after=5.0,
         )
+
+    async def _connected_for(self, tries: _Attempts) -> bool:
+        """Whether to attempt now: refuses a first attempt while the log is down, and lets an interrupted one wait
+        briefly for the reconnection (False when it did not come back)."""
+        if self._nc.is_connected and (tries.interrupted or not self._state.log_down()):
+            return True
+        if not tries.interrupted:
+            # Publishing now would queue the message in the client until it reconnects, after the caller was
+            # told it failed; refuse instead, so a refused write is really not stored.
+            raise Unavailable(LOG_DOWN, retry_after=2.0)
+        with contextlib.suppress(TimeoutError):
+            await asyncio.wait_for(self._up.wait(), INTERRUPTED_WAIT)
+        return self._nc.is_connected
+
+    async def _publish_next(
+        self, namespace: str, event: str, body: dict[str, Any], msg_id: str, stale: Stale | None, tries: _Attempts
+    ) -> Any:
+        """Publishes the entry as the next of the log, after checking what was appended since it was based on."""
+        if self._last is None:
+            self._last = await self.last_seq()
+        expected = self._last
+        if stale is not None and expected > tries.based_on:
+            await self._check_since(tries.based_on, expected, stale)
+            tries.based_on = expected
+        payload = json.dumps({**body, "seq": expected + 1}, ensure_ascii=False).encode()
+        return await self._publish(
+            subject(namespace, event),
+            payload,
+            # JetStream's duplicate window spans the stream: a message id is kept per namespace, so no write in
+            # one namespace is ever dropped as a duplicate of another namespace's.
+            {"Nats-Msg-Id": f"{namespace}/{msg_id}", "Nats-Expected-Last-Sequence": str(expected)},
+        )
+
+    async def _after_refusal(self, e: nats.js.errors.APIError, tries: _Attempts) -> None:
+        """A refusal by JetStream: out of space and other errors end the append; a lost race is retried."""
+        if e.err_code == _INSUFFICIENT_RESOURCES:
+            raise DiskFull(f"the log's store refused the write ({e.description}).") from e
+        if e.err_code != _WRONG_LAST_SEQUENCE and not _duplicate_in_process(e):
+            raise Unavailable(f"The log refused the write: {e.description}") from e
+        # Another writer appended first: read the new end and retry, with jitter to break lockstep. (In a clustered
+        # stream the attempt it refused may still hold its message id for a moment: JetStream answers "duplicate
+        # message id is in process", and the same retry applies.)
+        tries.conflicts += 1
+        self._last = None
+        # An attempt still in process may yet be stored: the retry (same message id) is then answered as its
+        # duplicate, with its sequence. Its proposal takes a replication round trip, so wait longer.
+        pause = 0.02 if _duplicate_in_process(e) else 0.002 * min(tries.conflicts, 10)
+        await asyncio.sleep(random.uniform(0, pause))
+
+    def _after_failure(self, tries: _Attempts, *, interrupted: bool) -> None:
+        tries.failures += 1
+        tries.interrupted = tries.interrupted or interrupted
+        self._last = None
+
+    def _after_timeout(self, e: nats.errors.TimeoutError, tries: _Attempts) -> None:
+        self._after_failure(tries, interrupted=False)
+        if self._nc.is_connected:
+            # Connected but no acknowledgement: the server cannot store (e.g. its disk filled up).
+            self._stalled = True
+            self._state.log_stalled("the log is connected but does not acknowledge writes")
+        log.warning("append attempt %d timed out: %r", tries.failures, e)
+
+    def _stored(self, ack: Any) -> Appended:
+        if self._stalled:
+            self._stalled = False
+            self._state.log_acknowledging()
+        self._last = None if ack.duplicate else int(ack.seq)
+        return Appended(int(ack.seq), bool(ack.duplicate))
 
     async def _check_since(self, after: int, until: int, stale: Stale) -> None:
         """Raises Overtaken with the first entry in (after, until] that ``stale`` flags. A few entries are read one
