@@ -11,6 +11,7 @@ import signal
 import socket
 import time
 from collections.abc import AsyncIterator
+from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -32,6 +33,9 @@ from engram.services.node.supervisor import INDEXES, Inherited
 from engram.v1 import node_control_pb2, node_control_pb2_grpc
 
 if TYPE_CHECKING:
+    from engram.keys import KeyStore
+    from engram.services.gateway.server import RunningGateway
+    from engram.services.search.server import SearchService
     from engram.services.sync.device import DeviceSync
 
 log = logging.getLogger(__name__)
@@ -171,13 +175,7 @@ async def run_node(
     dir's lock and the gateway's bound socket and passed them on; node.json then names the supervisor's pid, the
     process to signal, and the node's own as worker_pid."""
     from engram.keys import KeyStore
-    from engram.services.consolidation.server import build_service as build_consolidation
     from engram.services.gateway.identity import check_bind
-    from engram.services.gateway.server import GatewayDeps, RunningGateway
-    from engram.services.gateway.server import build_server as build_gateway
-    from engram.services.ingest.server import build_service as build_ingest
-    from engram.services.search.server import build_service as build_search
-    from engram.services.sync.server import build_service as build_sync
 
     started = time.monotonic()
     home = settings.home
@@ -190,81 +188,118 @@ async def run_node(
     node_pid = os.getppid() if inherited is not None else os.getpid()
     lock = owner_lock(home) if inherited is None else contextlib.nullcontext()
     with lock, metrics.serving(settings.metrics_listen):
-        # Bound before anything starts, so a taken port is one line, not a half-started node.
-        if inherited is None:
-            http_socket = listen_socket(settings.host, settings.port)
-        else:
-            http_socket = socket.socket(fileno=inherited.socket_fd)
+        parts = _NodeParts.bound(settings, inherited)
         try:
-            nats = NatsServer.start(home)
-        except BaseException:
-            http_socket.close()
-            raise
-        resources: Resources | None = None
-        grpc_server: RunningServer | None = None
-        gateway: RunningGateway | None = None
-        supervisor: asyncio.Task[None] | None = None
-        device_sync: DeviceSync | None = None
-        try:
-            settings = settings.replace(nats_url=nats.url)
-            resources = Resources(settings, local_store=True)
-            resources.disk.check()  # start guarding the data dir's free space now
-            room = max(settings.disk_reserve_mb, SUPERVISOR_MIN_FREE_MB) * MIB
-            supervisor = asyncio.create_task(
-                NatsSupervisor(nats, resources.health, disk_ok=lambda: disk_space(home, room).ok).run(),
-                name="nats-supervisor",
-            )
+            settings = settings.replace(nats_url=parts.nats.url)
             control = NodeControl(home=home, idle_exit=idle_exit, stop=stop, pid=node_pid)
-            consolidation = await build_consolidation(settings, resources)
-            ingest = await build_ingest(settings, resources)
-            sync = await build_sync(settings, resources)
-            search = await build_search(settings, resources)
-            services = [ingest, search, consolidation, sync]
-
-            def bound(address: str) -> None:
-                # Consolidation writes through ingest, and ingest reads current versions from search: all here.
-                consolidation.ingest_addr = address
-                consolidation.search_addr = address
-                ingest.search_addr = address
-                sync.search_addr = address
-
-            grpc_server = await serve(services, "127.0.0.1:0", resources=resources, extra=[control], on_bound=bound)
-            deps = GatewayDeps(
-                grpc_server.address, grpc_server.address, keys, sock=http_socket,
-                consolidation_addr=grpc_server.address, sync_addr=grpc_server.address, event_log=await resources.log(),
-                searcher=search.reader if settings.search_in_process else None,
-            )  # fmt: skip
-            gateway = await build_gateway(settings, deps)
-            control.http_url, control.grpc_address = gateway.url, grpc_server.address
-            info = NodeInfo(node_pid, gateway.url, grpc_server.address, str(home), nats.url, settings.dev)
-            _write_node_file(home, info)
-            if settings.upstream:
-                device_sync = await _start_device_sync(settings, resources, grpc_server.address)
+            info = await parts.start(settings, keys, control, node_pid)
             if announce:
                 print(banner(settings, info, time.monotonic() - started), flush=True)
             log.info("node ready in %.2fs", time.monotonic() - started)
             await stop.wait()
             log.info("stopping")
         finally:
-            # In order: stop taking requests, stop the services, close the log connection, then the log itself.
             (home / NODE_FILE).unlink(missing_ok=True)
-            if device_sync is not None:
-                await device_sync.stop()
-            if gateway is not None:
-                await gateway.stop()
-            else:
-                http_socket.close()
-            if grpc_server is not None:
-                await grpc_server.stop(grace=1.0)
-            if gateway is not None:
-                await gateway.close()
-            if supervisor is not None:
-                supervisor.cancel()
-                with contextlib.suppress(asyncio.CancelledError):
-                    await supervisor
-            if resources is not None:
-                await resources.close()
-            nats.stop()
+            await parts.stop()
+
+
+@dataclass(slots=True)
+class _NodeParts:
+    """What a running node holds, started in order and stopped in the reverse order (the parts started so far)."""
+
+    http_socket: socket.socket
+    nats: NatsServer
+    resources: Resources | None = None
+    supervisor: asyncio.Task[None] | None = None
+    grpc_server: RunningServer | None = None
+    gateway: RunningGateway | None = None
+    device_sync: DeviceSync | None = None
+
+    @classmethod
+    def bound(cls, settings: Settings, inherited: Inherited | None) -> _NodeParts:
+        """The gateway's socket bound before anything starts (a taken port is one line, not a half-started node),
+        then the private nats-server."""
+        if inherited is None:
+            http_socket = listen_socket(settings.host, settings.port)
+        else:
+            http_socket = socket.socket(fileno=inherited.socket_fd)
+        try:
+            return cls(http_socket, NatsServer.start(settings.home))
+        except BaseException:
+            http_socket.close()
+            raise
+
+    async def start(self, settings: Settings, keys: KeyStore, control: NodeControl, pid: int) -> NodeInfo:
+        """Starts the services, their gRPC server and the gateway, then writes node.json; returns what it says."""
+        from engram.services.gateway.server import GatewayDeps
+        from engram.services.gateway.server import build_server as build_gateway
+
+        self.resources = resources = Resources(settings, local_store=True)
+        resources.disk.check()  # start guarding the data dir's free space now
+        room = max(settings.disk_reserve_mb, SUPERVISOR_MIN_FREE_MB) * MIB
+        self.supervisor = asyncio.create_task(
+            NatsSupervisor(self.nats, resources.health, disk_ok=lambda: disk_space(settings.home, room).ok).run(),
+            name="nats-supervisor",
+        )
+        self.grpc_server, search = await _serve_services(settings, resources, control)
+        address = self.grpc_server.address
+        deps = GatewayDeps(
+            address, address, keys, sock=self.http_socket, consolidation_addr=address, sync_addr=address,
+            event_log=await resources.log(), searcher=search.reader if settings.search_in_process else None,
+        )  # fmt: skip
+        self.gateway = await build_gateway(settings, deps)
+        control.http_url, control.grpc_address = self.gateway.url, address
+        info = NodeInfo(pid, self.gateway.url, address, str(settings.home), self.nats.url, settings.dev)
+        _write_node_file(settings.home, info)
+        if settings.upstream:
+            self.device_sync = await _start_device_sync(settings, resources, address)
+        return info
+
+    async def stop(self) -> None:
+        """In order: stop taking requests, stop the services, close the log connection, then the log itself."""
+        if self.device_sync is not None:
+            await self.device_sync.stop()
+        if self.gateway is not None:
+            await self.gateway.stop()
+        else:
+            self.http_socket.close()
+        if self.grpc_server is not None:
+            await self.grpc_server.stop(grace=1.0)
+        if self.gateway is not None:
+            await self.gateway.close()
+        if self.supervisor is not None:
+            self.supervisor.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await self.supervisor
+        if self.resources is not None:
+            await self.resources.close()
+        self.nats.stop()
+
+
+async def _serve_services(
+    settings: Settings, resources: Resources, control: NodeControl
+) -> tuple[RunningServer, SearchService]:
+    """The four services on one loopback gRPC server, each told the address of the others (this same server)."""
+    from engram.services.consolidation.server import build_service as build_consolidation
+    from engram.services.ingest.server import build_service as build_ingest
+    from engram.services.search.server import build_service as build_search
+    from engram.services.sync.server import build_service as build_sync
+
+    consolidation = await build_consolidation(settings, resources)
+    ingest = await build_ingest(settings, resources)
+    sync = await build_sync(settings, resources)
+    search = await build_search(settings, resources)
+
+    def bound(address: str) -> None:
+        # Consolidation writes through ingest, and ingest reads current versions from search: all here.
+        consolidation.ingest_addr = address
+        consolidation.search_addr = address
+        ingest.search_addr = address
+        sync.search_addr = address
+
+    services = [ingest, search, consolidation, sync]
+    server = await serve(services, "127.0.0.1:0", resources=resources, extra=[control], on_bound=bound)
+    return server, search
 
 
 async def _start_device_sync(settings: Settings, resources: Resources, grpc_address: str) -> DeviceSync:
