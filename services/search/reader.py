@@ -459,8 +459,11 @@ class MemoryReader:
             if not aside:
                 raise
             return History(memory_id, [], sorted(aside))
+        # The versions read after the current one may already hold it (an update indexed between the two reads):
+        # keep those before it, so the history is the memory as of that read, with no version twice.
+        below = int(current.get("version", 0))
         earlier = await asyncio.to_thread(self._earlier, caller.namespace, memory_id)
-        payloads = [*earlier, current]
+        payloads = [*(p for p in earlier if int(p.get("version", 0)) < below), current]
         seqs = {int(p.get("seq", 0)) for p in payloads} | {int(s) for s in current.get(ENRICHED_SEQS, [])} | aside
         return History(memory_id, [_version_of(p) for p in payloads], sorted(s for s in seqs if s))
 

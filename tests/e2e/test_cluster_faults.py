@@ -387,6 +387,7 @@ async def test_ingest_replicas_appending_to_one_memory_at_once_lose_and_reorder_
     try:
         saved = await clients[0].save(caller, MemoryInput(content="The build agent pool has 4 runners"))
         updates = 40
+        seqs: list[int] = []
 
         async def update(i: int) -> int:
             draft = MemoryInput(content=f"The build agent pool has {i + 5} runners")
@@ -397,6 +398,7 @@ async def test_ingest_replicas_appending_to_one_memory_at_once_lose_and_reorder_
             while asyncio.get_running_loop().time() < deadline:
                 try:
                     result = await clients[i % 2].update(caller, saved.memory.id, draft, ["content"])
+                    seqs.append(result.seq)
                     return result.memory.version
                 except Exception as e:
                     if not any(word in str(e).lower() for word in ("version", "retry")):
@@ -406,7 +408,8 @@ async def test_ingest_replicas_appending_to_one_memory_at_once_lose_and_reorder_
 
         versions = await asyncio.gather(*(update(i) for i in range(updates)))
         last = max(r for r in versions)
-        history = await search.history(caller, saved.memory.id, min_seq=0)
+        # Read once the search replica answering has indexed the last update (read-your-writes, as clients ask).
+        history = await search.history(caller, saved.memory.id, min_seq=max(seqs))
     finally:
         for client in clients:
             await client.close()
