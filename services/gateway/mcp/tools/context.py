@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from typing import Annotated
+from collections.abc import Callable
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import CallToolResult, TextContent
+from mcp.types import CallToolResult, TextContent, ToolAnnotations
 from pydantic import Field
 
 from engram.services.gateway.mcp.callers import CallerOf
@@ -40,25 +41,42 @@ TokenBudget = Annotated[int, Field(ge=MIN_TOKEN_BUDGET, le=MAX_TOKEN_BUDGET, des
 SessionContextReply = Annotated[CallToolResult, SessionContextOut]
 
 
-def register(server: MCPServer, context: SessionContext, caller: CallerOf) -> None:
-    """Adds the session-context and pin tools to ``server``."""
+class ContextTools:
+    """The session-context and pin tools, each declared once as a method (its name and parameters are the tool's),
+    with what they use given to the instance: the session context and how a call's caller is resolved."""
 
-    @server.tool(description=SESSION_CONTEXT_DESCRIPTION, annotations=READ)
+    def __init__(self, context: SessionContext, caller: CallerOf) -> None:
+        self._context, self._caller = context, caller
+
     async def session_context(
+        self,
         ctx: Context,
         project: SessionProject = None,
         query: SessionQuery = None,
         token_budget: TokenBudget = DEFAULT_TOKEN_BUDGET,
     ) -> SessionContextReply:
-        out = await context.build(caller(ctx), project=project, query=query, token_budget=token_budget)
+        out = await self._context.build(self._caller(ctx), project=project, query=query, token_budget=token_budget)
         return CallToolResult(
             content=[TextContent(type="text", text=out.markdown)], structured_content=out.model_dump(mode="json")
         )
 
-    @server.tool(description=PIN_DESCRIPTION, annotations=PIN)
-    async def pin_memory(id: MemoryId, ctx: Context) -> PinResult:
-        return await context.pin(caller(ctx), id, pinned=True)
+    async def pin_memory(self, id: MemoryId, ctx: Context) -> PinResult:
+        return await self._context.pin(self._caller(ctx), id, pinned=True)
 
-    @server.tool(description=UNPIN_DESCRIPTION, annotations=PIN)
-    async def unpin_memory(id: MemoryId, ctx: Context) -> PinResult:
-        return await context.pin(caller(ctx), id, pinned=False)
+    async def unpin_memory(self, id: MemoryId, ctx: Context) -> PinResult:
+        return await self._context.pin(self._caller(ctx), id, pinned=False)
+
+
+# The tools in the order tools/list gives them, with their descriptions and annotations.
+TOOLS: tuple[tuple[Callable[..., Any], str, ToolAnnotations], ...] = (
+    (ContextTools.session_context, SESSION_CONTEXT_DESCRIPTION, READ),
+    (ContextTools.pin_memory, PIN_DESCRIPTION, PIN),
+    (ContextTools.unpin_memory, UNPIN_DESCRIPTION, PIN),
+)
+
+
+def register(server: MCPServer, context: SessionContext, caller: CallerOf) -> None:
+    """Adds the session-context and pin tools to ``server``."""
+    tools = ContextTools(context, caller)
+    for method, description, hints in TOOLS:
+        server.add_tool(getattr(tools, method.__name__), description=description, annotations=hints)
