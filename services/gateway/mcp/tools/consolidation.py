@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import ToolAnnotations
 
 from engram.errors import InvalidArgument
 from engram.services.gateway.mcp.callers import CallerOf
@@ -16,6 +12,7 @@ from engram.services.gateway.mcp.descriptions import (
     READ,
     WRITE,
 )
+from engram.services.gateway.mcp.tools import ToolTable, add_tools
 from engram.services.gateway.operations import Operations
 from engram.services.gateway.operations.packs import PackService
 from engram.services.gateway.schemas.arguments import (
@@ -76,8 +73,8 @@ class ConsolidationTools:
         return await self._ops.contradictions(self._caller(ctx), topics=topics, limit=limit)
 
 
-# The tools in the order tools/list gives them, with their descriptions and annotations.
-TOOLS: tuple[tuple[Callable[..., Any], str, ToolAnnotations], ...] = (
+# The tools in the order tools/list gives them.
+TOOLS: ToolTable = (
     (ConsolidationTools.consolidate_memory, CONSOLIDATE_MEMORY_DESCRIPTION, WRITE),
     (ConsolidationTools.detect_contradictions, DETECT_CONTRADICTIONS_DESCRIPTION, READ),
 )
@@ -85,6 +82,4 @@ TOOLS: tuple[tuple[Callable[..., Any], str, ToolAnnotations], ...] = (
 
 def register(server: MCPServer, ops: Operations, packs: PackService, caller: CallerOf) -> None:
     """Adds the consolidation tools to ``server``; ``packs`` serves consolidate_memory's pack form."""
-    tools = ConsolidationTools(ops, packs, caller)
-    for method, description, hints in TOOLS:
-        server.add_tool(getattr(tools, method.__name__), description=description, annotations=hints)
+    add_tools(server, ConsolidationTools(ops, packs, caller), TOOLS)

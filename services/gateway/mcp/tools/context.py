@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Annotated, Any
+from typing import Annotated
 
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import CallToolResult, TextContent, ToolAnnotations
+from mcp.types import CallToolResult, TextContent
 from pydantic import Field
 
 from engram.services.gateway.mcp.callers import CallerOf
@@ -17,6 +16,7 @@ from engram.services.gateway.mcp.descriptions import (
     SESSION_CONTEXT_DESCRIPTION,
     UNPIN_DESCRIPTION,
 )
+from engram.services.gateway.mcp.tools import ToolTable, add_tools
 from engram.services.gateway.operations.context import (
     DEFAULT_TOKEN_BUDGET,
     MAX_TOKEN_BUDGET,
@@ -67,8 +67,8 @@ class ContextTools:
         return await self._context.pin(self._caller(ctx), id, pinned=False)
 
 
-# The tools in the order tools/list gives them, with their descriptions and annotations.
-TOOLS: tuple[tuple[Callable[..., Any], str, ToolAnnotations], ...] = (
+# The tools in the order tools/list gives them.
+TOOLS: ToolTable = (
     (ContextTools.session_context, SESSION_CONTEXT_DESCRIPTION, READ),
     (ContextTools.pin_memory, PIN_DESCRIPTION, PIN),
     (ContextTools.unpin_memory, UNPIN_DESCRIPTION, PIN),
@@ -77,6 +77,4 @@ TOOLS: tuple[tuple[Callable[..., Any], str, ToolAnnotations], ...] = (
 
 def register(server: MCPServer, context: SessionContext, caller: CallerOf) -> None:
     """Adds the session-context and pin tools to ``server``."""
-    tools = ContextTools(context, caller)
-    for method, description, hints in TOOLS:
-        server.add_tool(getattr(tools, method.__name__), description=description, annotations=hints)
+    add_tools(server, ContextTools(context, caller), TOOLS)

@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import ToolAnnotations
 
 from engram.config import DEFAULT_SEARCH_LIMIT
 from engram.services.gateway.mcp.callers import CallerOf
@@ -17,6 +13,7 @@ from engram.services.gateway.mcp.descriptions import (
     READ,
     WRITE,
 )
+from engram.services.gateway.mcp.tools import ToolTable, add_tools
 from engram.services.gateway.operations import Operations
 from engram.services.gateway.schemas.arguments import SearchLimit, TeamName, TeamSearch
 from engram.services.gateway.schemas.results import AgentsResult, ConsolidateResult, TeamsResult
@@ -41,8 +38,8 @@ class CoordinationTools:
         return await self._ops.consolidate_team(self._caller(ctx), team)
 
 
-# The tools in the order tools/list gives them, with their descriptions and annotations.
-TOOLS: tuple[tuple[Callable[..., Any], str, ToolAnnotations], ...] = (
+# The tools in the order tools/list gives them.
+TOOLS: ToolTable = (
     (CoordinationTools.list_agents, LIST_AGENTS_DESCRIPTION, READ),
     (CoordinationTools.list_teams, LIST_TEAMS_DESCRIPTION, READ),
     (CoordinationTools.consolidate_team, CONSOLIDATE_DESCRIPTION, WRITE),
@@ -51,6 +48,4 @@ TOOLS: tuple[tuple[Callable[..., Any], str, ToolAnnotations], ...] = (
 
 def register(server: MCPServer, ops: Operations, caller: CallerOf) -> None:
     """Adds the agent and team tools to ``server``."""
-    tools = CoordinationTools(ops, caller)
-    for method, description, hints in TOOLS:
-        server.add_tool(getattr(tools, method.__name__), description=description, annotations=hints)
+    add_tools(server, CoordinationTools(ops, caller), TOOLS)

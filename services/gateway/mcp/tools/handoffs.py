@@ -2,11 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from typing import Any
-
 from mcp.server.mcpserver import Context, MCPServer
-from mcp.types import ToolAnnotations
 
 from engram.services.gateway.mcp.callers import CallerOf
 from engram.services.gateway.mcp.descriptions import (
@@ -17,6 +13,7 @@ from engram.services.gateway.mcp.descriptions import (
     READ,
     WRITE,
 )
+from engram.services.gateway.mcp.tools import ToolTable, add_tools
 from engram.services.gateway.operations import Operations
 from engram.services.gateway.schemas.arguments import (
     DEFAULT_LIST_LIMIT,
@@ -93,8 +90,8 @@ class HandoffTools:
         return await self._ops.move_handoff(self._caller(ctx), id, "completed", request)
 
 
-# The tools in the order tools/list gives them, with their descriptions and annotations.
-TOOLS: tuple[tuple[Callable[..., Any], str, ToolAnnotations], ...] = (
+# The tools in the order tools/list gives them.
+TOOLS: ToolTable = (
     (HandoffTools.create_handoff, CREATE_HANDOFF_DESCRIPTION, WRITE),
     (HandoffTools.list_handoffs, LIST_HANDOFFS_DESCRIPTION, READ),
     (HandoffTools.accept_handoff, ACCEPT_HANDOFF_DESCRIPTION, WRITE),
@@ -104,6 +101,4 @@ TOOLS: tuple[tuple[Callable[..., Any], str, ToolAnnotations], ...] = (
 
 def register(server: MCPServer, ops: Operations, caller: CallerOf) -> None:
     """Adds the handoff tools to ``server``."""
-    tools = HandoffTools(ops, caller)
-    for method, description, hints in TOOLS:
-        server.add_tool(getattr(tools, method.__name__), description=description, annotations=hints)
+    add_tools(server, HandoffTools(ops, caller), TOOLS)
