@@ -161,3 +161,47 @@ def test_every_command_names_the_function_that_runs_it() -> None:
 
 def _uses_any(names: set[str], packages: tuple[str, ...]) -> bool:
     return any(_uses(name, packages) for name in names)
+
+
+MCP = GATEWAY / "mcp"
+# Each module of MCP tools, resources and prompts, and the module-level table that lists what it adds to the server.
+MCP_TABLES = {
+    **{path: "TOOLS" for path in (MCP / "tools").glob("*.py") if path.name != "__init__.py"},
+    MCP / "resources.py": "RESOURCES",
+    MCP / "prompts.py": "PROMPTS",
+}
+
+
+def _module_level_names(tree: ast.Module) -> set[str]:
+    names: set[str] = set()
+    for node in tree.body:
+        if isinstance(node, ast.Assign):
+            names.update(target.id for target in node.targets if isinstance(target, ast.Name))
+        elif isinstance(node, ast.AnnAssign) and isinstance(node.target, ast.Name):
+            names.add(node.target.id)
+    return names
+
+
+def _closures(tree: ast.Module) -> list[str]:
+    """Functions defined inside a function (a method is defined inside a class, not a function)."""
+    functions = [node for node in ast.walk(tree) if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)]
+    return [
+        f"{outer.name}.{inner.name}"
+        for outer in functions
+        for inner in ast.walk(outer)
+        if inner is not outer and isinstance(inner, ast.FunctionDef | ast.AsyncFunctionDef)
+    ]
+
+
+def test_every_mcp_tool_group_lists_its_tools_in_a_module_level_table_and_registers_no_closure() -> None:
+    """A tool (resource, prompt) is a method of its group's class, listed in the module's TOOLS (RESOURCES, PROMPTS)
+    table, its dependencies given to the instance: no tool is declared inside a `register(server, ...)` closure,
+    decorated with `@server.tool` or passed to `server.add_tool`, where a 150-line function hides every tool."""
+    trees = {path: ast.parse(path.read_text(), str(path)) for path in MCP_TABLES}
+    assert len(trees) >= 8
+    untabled = {
+        str(p.relative_to(ROOT)): MCP_TABLES[p] for p, t in trees.items() if MCP_TABLES[p] not in _module_level_names(t)
+    }
+    closures = {str(p.relative_to(ROOT)): found for p, t in trees.items() if (found := _closures(t))}
+    assert not untabled, f"no module-level table: {untabled}"
+    assert not closures, f"tools, resources or prompts declared in closures: {closures}"

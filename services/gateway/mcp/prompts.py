@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Callable
-from typing import Annotated
+from typing import Annotated, Any
 
 from mcp.server.mcpserver import Context, MCPServer
 from pydantic import Field
 
 from engram.errors import EngramError
 from engram.model import Caller
+from engram.services.gateway.mcp.callers import CallerOf
 from engram.services.gateway.operations.packs import PackService
 from engram.services.gateway.operations.packs.render import packs_prompt
 
@@ -41,21 +42,36 @@ complete_handoff when it is done.
 PromptProject = Annotated[str | None, Field(description="The project this session works on, if any.")]
 
 
-def register(server: MCPServer, caller: Callable[[Context], Caller], packs: PackService | None) -> None:
-    """Adds the prompt to ``server`` (listing the installed expert packs, with ``packs``)."""
+class Prompts:
+    """The prompts, each declared once as a method (its parameters are the prompt's arguments), with what they use
+    given to the instance: how a request's caller is resolved and the pack service (None: no packs are listed)."""
 
-    @server.prompt(name="engram-system-prompt", title="How to use Engram's shared memory",
-                   description=PROMPT_DESCRIPTION)  # fmt: skip
-    async def engram_system_prompt(ctx: Context, project: PromptProject = None) -> str:
+    def __init__(self, caller: CallerOf, packs: PackService | None) -> None:
+        self._caller, self._packs = caller, packs
+
+    async def engram_system_prompt(self, ctx: Context, project: PromptProject = None) -> str:
         try:
-            who: Caller | None = caller(ctx)
+            who: Caller | None = self._caller(ctx)
         except EngramError:  # the prompt still teaches; the tools will say how to name yourself
             who = None
         prompt = system_prompt(who, project)
-        if packs is not None and who is not None:
+        if self._packs is not None and who is not None:
             with contextlib.suppress(EngramError):  # a key that may not read: the memory part still holds
-                prompt += "\n\n" + packs_prompt(await packs.installed(who))
+                prompt += "\n\n" + packs_prompt(await self._packs.installed(who))
         return prompt
+
+
+# The prompts in the order prompts/list gives them: each one's method, name, title and description.
+PROMPTS: tuple[tuple[Callable[..., Any], str, str, str], ...] = (
+    (Prompts.engram_system_prompt, "engram-system-prompt", "How to use Engram's shared memory", PROMPT_DESCRIPTION),
+)
+
+
+def register(server: MCPServer, caller: CallerOf, packs: PackService | None) -> None:
+    """Adds the prompts to ``server`` (listing the installed expert packs, with ``packs``)."""
+    prompts = Prompts(caller, packs)
+    for method, name, title, description in PROMPTS:
+        server.prompt(name=name, title=title, description=description)(getattr(prompts, method.__name__))
 
 
 def system_prompt(who: Caller | None, project: str | None = None) -> str:

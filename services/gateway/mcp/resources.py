@@ -22,6 +22,7 @@ from engram import plural
 from engram.errors import EngramError, InvalidArgument, NotFound
 from engram.model import IMPORTANCES, Caller, Memory, SearchFilter, format_time
 from engram.services.gateway.identity import require_scope
+from engram.services.gateway.mcp.callers import CallerOf
 from engram.services.gateway.operations.context import SessionContext, listed, owner, title
 
 PROFILE_URI = "engram://profile"
@@ -90,43 +91,60 @@ def _resource_errors() -> Iterator[None]:
         raise ResourceError(str(e)) from e
 
 
-def register(server: MCPServer, context: SessionContext, caller: Callable[[Context], Caller]) -> None:
-    """Adds the resources to ``server``, read as the caller of each request."""
-    server.middleware.append(_remember_request)
+class Resources:
+    """The resources, each declared once as a method (its parameters are the URI template's), with what they use given
+    to the instance: the session context, how a request's caller is resolved, and the server (a static resource gets
+    no Context: its caller is resolved from the request ``_remember_request`` keeps)."""
 
-    def reader() -> Caller:
+    def __init__(self, server: MCPServer, context: SessionContext, caller: CallerOf) -> None:
+        self._server, self._context, self._caller = server, context, caller
+
+    def _reader(self) -> Caller:
         """The caller of the request being served, allowed to read."""
         request = _request.get()
         if request is None:
             raise ResourceError("Engram's resources are read over an MCP request, as its caller.")
-        who = caller(Context(request_context=request, mcp_server=server))
+        who = self._caller(Context(request_context=request, mcp_server=self._server))
         require_scope(who, "read")
         return who
 
-    @server.resource(PROFILE_URI, name="profile", title="Your Engram profile", description=PROFILE_DESCRIPTION,
-                     mime_type=MARKDOWN)  # fmt: skip
-    async def profile() -> str:
+    async def profile(self) -> str:
         with _resource_errors():
-            return await profile_markdown(context, reader())
+            return await profile_markdown(self._context, self._reader())
 
-    @server.resource(RECENT_URI, name="recent", title="Recent memories", description=RECENT_DESCRIPTION,
-                     mime_type=MARKDOWN)  # fmt: skip
-    async def recent() -> str:
+    async def recent(self) -> str:
         with _resource_errors():
-            return await recent_markdown(context, reader())
+            return await recent_markdown(self._context, self._reader())
 
-    @server.resource(PROJECTS_URI, name="projects", title="Projects", description=PROJECTS_DESCRIPTION,
-                     mime_type=MARKDOWN)  # fmt: skip
-    async def projects() -> str:
+    async def projects(self) -> str:
         with _resource_errors():
-            return await projects_markdown(context, reader())
+            return await projects_markdown(self._context, self._reader())
 
-    @server.resource(MEMORY_URI, name="memory", title="A memory", description=MEMORY_DESCRIPTION, mime_type=MARKDOWN)
-    async def memory(id: str, ctx: Context) -> str:
+    async def memory(self, id: str, ctx: Context) -> str:
         with _resource_errors():
-            who = caller(ctx)
+            who = self._caller(ctx)
             require_scope(who, "read")
-            return memory_markdown(await context.get(who, id))
+            return memory_markdown(await self._context.get(who, id))
+
+
+# The resources in the order resources/list gives them (the template last): each one's method (its name is the
+# resource's), URI, title and description.
+RESOURCES: tuple[tuple[Callable[..., Any], str, str, str], ...] = (
+    (Resources.profile, PROFILE_URI, "Your Engram profile", PROFILE_DESCRIPTION),
+    (Resources.recent, RECENT_URI, "Recent memories", RECENT_DESCRIPTION),
+    (Resources.projects, PROJECTS_URI, "Projects", PROJECTS_DESCRIPTION),
+    (Resources.memory, MEMORY_URI, "A memory", MEMORY_DESCRIPTION),
+)
+
+
+def register(server: MCPServer, context: SessionContext, caller: CallerOf) -> None:
+    """Adds the resources to ``server``, read as the caller of each request."""
+    server.middleware.append(_remember_request)
+    resources = Resources(server, context, caller)
+    for method, uri, heading, description in RESOURCES:
+        name = method.__name__
+        add = server.resource(uri, name=name, title=heading, description=description, mime_type=MARKDOWN)
+        add(getattr(resources, name))
 
 
 async def profile_markdown(context: SessionContext, who: Caller) -> str:

@@ -12,6 +12,7 @@ from engram.services.gateway.mcp.descriptions import (
     READ,
     WRITE,
 )
+from engram.services.gateway.mcp.tools import ToolTable, add_tools
 from engram.services.gateway.operations import Operations
 from engram.services.gateway.operations.packs import PackService
 from engram.services.gateway.schemas.arguments import (
@@ -32,11 +33,16 @@ from engram.services.gateway.schemas.arguments import (
 from engram.services.gateway.schemas.results import ConsolidateMemoryResult, ContradictionsResult, MemoryOut
 
 
-def register(server: MCPServer, ops: Operations, packs: PackService, caller: CallerOf) -> None:
-    """Adds the consolidation tools to ``server``; ``packs`` serves consolidate_memory's pack form."""
+class ConsolidationTools:
+    """The consolidation tools, each declared once as a method (its name and parameters are the tool's), with what
+    they use given to the instance: the operations, the pack service (consolidate_memory's pack form) and how a
+    call's caller is resolved."""
 
-    @server.tool(description=CONSOLIDATE_MEMORY_DESCRIPTION, annotations=WRITE)
+    def __init__(self, ops: Operations, packs: PackService, caller: CallerOf) -> None:
+        self._ops, self._packs, self._caller = ops, packs, caller
+
     async def consolidate_memory(
+        self,
         ctx: Context,
         kind: JobKindArg = None,
         consolidated_content: ConsolidatedContent = None,
@@ -52,17 +58,28 @@ def register(server: MCPServer, ops: Operations, packs: PackService, caller: Cal
         if name is not None:
             if kind is not None:
                 raise InvalidArgument("name", "only goes with consolidated_content (a pack's category summary).")
-            survivor, merged = await packs.consolidate(
-                caller(ctx), name, category or "", consolidated_content or "", summary or "", force=force
+            survivor, merged = await self._packs.consolidate(
+                self._caller(ctx), name, category or "", consolidated_content or "", summary or "", force=force
             )
             return ConsolidateMemoryResult(survivor=MemoryOut.of(survivor), merged_ids=merged, seq=survivor.seq)
-        return await ops.consolidate_memory(
-            caller(ctx), kind=kind, consolidated_content=consolidated_content, memory_ids=memory_ids,
+        return await self._ops.consolidate_memory(
+            self._caller(ctx), kind=kind, consolidated_content=consolidated_content, memory_ids=memory_ids,
             memory_type=memory_type, tag=tag, topic=topic, force=force,
         )  # fmt: skip
 
-    @server.tool(description=DETECT_CONTRADICTIONS_DESCRIPTION, annotations=READ)
     async def detect_contradictions(
-        ctx: Context, topics: ContradictionTopics = None, limit: ContradictionLimit = DEFAULT_CONTRADICTIONS
+        self, ctx: Context, topics: ContradictionTopics = None, limit: ContradictionLimit = DEFAULT_CONTRADICTIONS
     ) -> ContradictionsResult:
-        return await ops.contradictions(caller(ctx), topics=topics, limit=limit)
+        return await self._ops.contradictions(self._caller(ctx), topics=topics, limit=limit)
+
+
+# The tools in the order tools/list gives them.
+TOOLS: ToolTable = (
+    (ConsolidationTools.consolidate_memory, CONSOLIDATE_MEMORY_DESCRIPTION, WRITE),
+    (ConsolidationTools.detect_contradictions, DETECT_CONTRADICTIONS_DESCRIPTION, READ),
+)
+
+
+def register(server: MCPServer, ops: Operations, packs: PackService, caller: CallerOf) -> None:
+    """Adds the consolidation tools to ``server``; ``packs`` serves consolidate_memory's pack form."""
+    add_tools(server, ConsolidationTools(ops, packs, caller), TOOLS)

@@ -16,6 +16,7 @@ from engram.services.gateway.mcp.descriptions import (
     SESSION_CONTEXT_DESCRIPTION,
     UNPIN_DESCRIPTION,
 )
+from engram.services.gateway.mcp.tools import ToolTable, add_tools
 from engram.services.gateway.operations.context import (
     DEFAULT_TOKEN_BUDGET,
     MAX_TOKEN_BUDGET,
@@ -40,25 +41,40 @@ TokenBudget = Annotated[int, Field(ge=MIN_TOKEN_BUDGET, le=MAX_TOKEN_BUDGET, des
 SessionContextReply = Annotated[CallToolResult, SessionContextOut]
 
 
-def register(server: MCPServer, context: SessionContext, caller: CallerOf) -> None:
-    """Adds the session-context and pin tools to ``server``."""
+class ContextTools:
+    """The session-context and pin tools, each declared once as a method (its name and parameters are the tool's),
+    with what they use given to the instance: the session context and how a call's caller is resolved."""
 
-    @server.tool(description=SESSION_CONTEXT_DESCRIPTION, annotations=READ)
+    def __init__(self, context: SessionContext, caller: CallerOf) -> None:
+        self._context, self._caller = context, caller
+
     async def session_context(
+        self,
         ctx: Context,
         project: SessionProject = None,
         query: SessionQuery = None,
         token_budget: TokenBudget = DEFAULT_TOKEN_BUDGET,
     ) -> SessionContextReply:
-        out = await context.build(caller(ctx), project=project, query=query, token_budget=token_budget)
+        out = await self._context.build(self._caller(ctx), project=project, query=query, token_budget=token_budget)
         return CallToolResult(
             content=[TextContent(type="text", text=out.markdown)], structured_content=out.model_dump(mode="json")
         )
 
-    @server.tool(description=PIN_DESCRIPTION, annotations=PIN)
-    async def pin_memory(id: MemoryId, ctx: Context) -> PinResult:
-        return await context.pin(caller(ctx), id, pinned=True)
+    async def pin_memory(self, id: MemoryId, ctx: Context) -> PinResult:
+        return await self._context.pin(self._caller(ctx), id, pinned=True)
 
-    @server.tool(description=UNPIN_DESCRIPTION, annotations=PIN)
-    async def unpin_memory(id: MemoryId, ctx: Context) -> PinResult:
-        return await context.pin(caller(ctx), id, pinned=False)
+    async def unpin_memory(self, id: MemoryId, ctx: Context) -> PinResult:
+        return await self._context.pin(self._caller(ctx), id, pinned=False)
+
+
+# The tools in the order tools/list gives them.
+TOOLS: ToolTable = (
+    (ContextTools.session_context, SESSION_CONTEXT_DESCRIPTION, READ),
+    (ContextTools.pin_memory, PIN_DESCRIPTION, PIN),
+    (ContextTools.unpin_memory, UNPIN_DESCRIPTION, PIN),
+)
+
+
+def register(server: MCPServer, context: SessionContext, caller: CallerOf) -> None:
+    """Adds the session-context and pin tools to ``server``."""
+    add_tools(server, ContextTools(context, caller), TOOLS)

@@ -13,6 +13,7 @@ from engram.services.gateway.mcp.descriptions import (
     READ,
     WRITE,
 )
+from engram.services.gateway.mcp.tools import ToolTable, add_tools
 from engram.services.gateway.operations import Operations
 from engram.services.gateway.schemas.arguments import (
     DEFAULT_LIST_LIMIT,
@@ -38,11 +39,15 @@ from engram.services.gateway.schemas.requests import HandoffListRequest, Handoff
 from engram.services.gateway.schemas.results import ListResult, SaveResult
 
 
-def register(server: MCPServer, ops: Operations, caller: CallerOf) -> None:
-    """Adds the handoff tools to ``server``."""
+class HandoffTools:
+    """The handoff tools, each declared once as a method (its name and parameters are the tool's), with what they
+    use given to the instance: the operations and how a call's caller is resolved."""
 
-    @server.tool(description=CREATE_HANDOFF_DESCRIPTION, annotations=WRITE)
+    def __init__(self, ops: Operations, caller: CallerOf) -> None:
+        self._ops, self._caller = ops, caller
+
     async def create_handoff(
+        self,
         target_agent: TargetAgent,
         context: HandoffContext,
         ctx: Context,
@@ -58,10 +63,10 @@ def register(server: MCPServer, ops: Operations, caller: CallerOf) -> None:
             target_agent=target_agent, context=context, active_files=active_files, decisions_made=decisions_made,
             next_steps=next_steps, tags=tags, team=team, project=project, importance=importance,
         )  # fmt: skip
-        return await ops.create_handoff(caller(ctx), request)
+        return await self._ops.create_handoff(self._caller(ctx), request)
 
-    @server.tool(description=LIST_HANDOFFS_DESCRIPTION, annotations=READ)
     async def list_handoffs(
+        self,
         ctx: Context,
         status: HandoffStatusArg = "pending",
         role: HandoffRole = "to_me",
@@ -70,18 +75,30 @@ def register(server: MCPServer, ops: Operations, caller: CallerOf) -> None:
         detail: Detail = "compact",  # read by the MCP edge (engram.services.gateway.mcp.answers)
     ) -> ListResult:
         request = HandoffListRequest(status=status, role=role, limit=limit, page_token=page_token)
-        return await ops.handoffs(caller(ctx), request)
+        return await self._ops.handoffs(self._caller(ctx), request)
 
-    @server.tool(description=ACCEPT_HANDOFF_DESCRIPTION, annotations=WRITE)
     async def accept_handoff(
-        id: MemoryId, ctx: Context, note: HandoffNote = None, expected_version: ExpectedVersion = None
+        self, id: MemoryId, ctx: Context, note: HandoffNote = None, expected_version: ExpectedVersion = None
     ) -> SaveResult:
         request = HandoffMoveRequest(note=note, expected_version=expected_version)
-        return await ops.move_handoff(caller(ctx), id, "accepted", request)
+        return await self._ops.move_handoff(self._caller(ctx), id, "accepted", request)
 
-    @server.tool(description=COMPLETE_HANDOFF_DESCRIPTION, annotations=WRITE)
     async def complete_handoff(
-        id: MemoryId, ctx: Context, note: HandoffNote = None, expected_version: ExpectedVersion = None
+        self, id: MemoryId, ctx: Context, note: HandoffNote = None, expected_version: ExpectedVersion = None
     ) -> SaveResult:
         request = HandoffMoveRequest(note=note, expected_version=expected_version)
-        return await ops.move_handoff(caller(ctx), id, "completed", request)
+        return await self._ops.move_handoff(self._caller(ctx), id, "completed", request)
+
+
+# The tools in the order tools/list gives them.
+TOOLS: ToolTable = (
+    (HandoffTools.create_handoff, CREATE_HANDOFF_DESCRIPTION, WRITE),
+    (HandoffTools.list_handoffs, LIST_HANDOFFS_DESCRIPTION, READ),
+    (HandoffTools.accept_handoff, ACCEPT_HANDOFF_DESCRIPTION, WRITE),
+    (HandoffTools.complete_handoff, COMPLETE_HANDOFF_DESCRIPTION, WRITE),
+)
+
+
+def register(server: MCPServer, ops: Operations, caller: CallerOf) -> None:
+    """Adds the handoff tools to ``server``."""
+    add_tools(server, HandoffTools(ops, caller), TOOLS)
