@@ -274,8 +274,9 @@ class Settings:
     # Memory on small devices (docs/operations.md, "Edge devices"): ram keeps the index's dense vectors in memory and
     # Scores them exactly; disk leaves them on disk and searches int8 copies in memory (what `engram edge` uses).
     index_vectors: str = limited("ram", choices=("ram", "disk"))
-    # The index's shards each in a process of its own beside the node (engram.index.edge_process): Qdrant Edge holds
-    # the GIL for each call, and a built copy's load stopped the node's every call for 0.5-1.6 s at 50k memories.
+    # The index's shards each in a process of its own beside the node (engram.index.qdrant_edge.process): Qdrant
+    # Edge holds the GIL for each call, and a built copy's load stopped the node's every call for 0.5-1.6 s at 50k
+    # memories.
     index_process: bool = True
     # Glibc malloc arenas the native threads share (0: glibc's default, 8 per core)
     malloc_arenas: int = limited(2, ge=0, message=_MALLOC)

@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from engram.model import SearchFilter
 
-if TYPE_CHECKING:  # the shard's own process (engram.index.edge_process) loads no embedder
+if TYPE_CHECKING:  # the shard's own process (engram.index.qdrant_edge.process) loads no embedder
     from engram.embed.sparse import SparseVector
 
 DENSE = "dense"

@@ -1,7 +1,8 @@
 """The index's filters, written once: a small condition tree that each Qdrant adapter translates to its library.
 
 Both adapters (Qdrant Edge and the Qdrant server) ask the same questions of the same payloads; the tree says
-what they ask, and each adapter has one tiny translator (to_edge, to_qdrant) that says it in its library's words.
+what they ask, and each adapter has one tiny translator (qdrant_edge/payload.py's to_shard, qdrant_server.py's
+to_qdrant) that says it in its library's words.
 The semantics are Qdrant's: a match on a list field matches when any element does, a field that is absent
 matches no `Match`, `MatchAny` or `Range` (so it always satisfies a `must_not`).
 """

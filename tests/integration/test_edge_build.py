@@ -10,9 +10,9 @@ import pytest
 
 from engram.embed.sparse import Bm25Encoder
 from engram.ids import uuid7
-from engram.index import IndexPoint, IndexQuery, edge_config
-from engram.index import qdrant_edge as edge_module
-from engram.index.qdrant_edge import BUILDING, EMPTY, EdgeIndex
+from engram.index import IndexPoint, IndexQuery
+from engram.index.qdrant_edge import BUILDING, EMPTY, VECTORS_DISK, EdgeIndex
+from engram.index.qdrant_edge import settings as shard_settings
 from engram.model import SearchFilter
 
 pytestmark = pytest.mark.integration
@@ -41,8 +41,8 @@ def nearest(index: EdgeIndex, point: IndexPoint) -> str:
 @pytest.fixture
 def small_segments(monkeypatch: pytest.MonkeyPatch) -> None:
     """Segments of a few hundred points, so that the build makes graphs in a test."""
-    monkeypatch.setattr(edge_config, "INDEXING_KB", 32)
-    monkeypatch.setattr(edge_config, "SEGMENT_KB", 512)
+    monkeypatch.setattr(shard_settings, "INDEXING_KB", 32)
+    monkeypatch.setattr(shard_settings, "SEGMENT_KB", 512)
 
 
 def mapped_under(path: Path) -> list[str]:
@@ -147,7 +147,7 @@ def test_a_shard_starting_over_copies_the_kept_empty_one_made_with_the_same_sett
     index.close()
 
     (tmp_path / f"index{EMPTY}" / EMPTY_KIND).write_text("made otherwise")
-    other = EdgeIndex(tmp_path / "index", dim=DIM, vectors=edge_module.VECTORS_DISK)
+    other = EdgeIndex(tmp_path / "index", dim=DIM, vectors=VECTORS_DISK)
     other.reset()  # the kept one does not fit: created anew, and kept in its place
     assert other.check() is None and other.count("a") == 0
     assert (tmp_path / f"index{EMPTY}" / EMPTY_KIND).read_text() != kind

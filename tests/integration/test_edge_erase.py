@@ -12,8 +12,9 @@ import pytest
 
 from engram.embed.sparse import Bm25Encoder
 from engram.ids import uuid7
-from engram.index import DENSE, QUESTIONS, SPARSE, IndexPoint, IndexQuery, edge_config
+from engram.index import DENSE, QUESTIONS, SPARSE, IndexPoint, IndexQuery
 from engram.index.qdrant_edge import ERASE_PENDING, ERASING, REWRITING, EdgeIndex, move_aside
+from engram.index.qdrant_edge import settings as shard_settings
 from engram.model import SearchFilter
 
 pytestmark = pytest.mark.integration
@@ -40,8 +41,8 @@ def files_holding(root: Path, needle: str) -> list[str]:
 @pytest.fixture
 def small_segments(monkeypatch: pytest.MonkeyPatch) -> None:
     """Segments of a few hundred points, so that optimize() moves points into indexed segments in a test."""
-    monkeypatch.setattr(edge_config, "INDEXING_KB", 32)
-    monkeypatch.setattr(edge_config, "SEGMENT_KB", 512)
+    monkeypatch.setattr(shard_settings, "INDEXING_KB", 32)
+    monkeypatch.setattr(shard_settings, "SEGMENT_KB", 512)
 
 
 @pytest.mark.usefixtures("small_segments")

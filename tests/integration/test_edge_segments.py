@@ -10,8 +10,9 @@ import pytest
 
 from engram.embed.sparse import Bm25Encoder
 from engram.ids import uuid7
-from engram.index import IndexPoint, IndexQuery, edge_config
+from engram.index import IndexPoint, IndexQuery
 from engram.index.qdrant_edge import EdgeIndex
+from engram.index.qdrant_edge import settings as shard_settings
 from engram.model import SearchFilter
 
 pytestmark = pytest.mark.integration
@@ -54,9 +55,9 @@ def test_segments_stay_small_and_a_shard_made_with_the_defaults_gets_the_bound_w
 ) -> None:
     path = tmp_path / "index"
     # A shard as before the bound: everything merged into one segment.
-    monkeypatch.setattr(edge_config, "SEGMENT_KB", 1_000_000)
-    monkeypatch.setattr(edge_config, "SEGMENTS", 1)
-    monkeypatch.setattr(edge_config, "INDEXING_KB", 32)  # a batch of 100 points gets a graph
+    monkeypatch.setattr(shard_settings, "SEGMENT_KB", 1_000_000)
+    monkeypatch.setattr(shard_settings, "SEGMENTS", 1)
+    monkeypatch.setattr(shard_settings, "INDEXING_KB", 32)  # a batch of 100 points gets a graph
     index = EdgeIndex(path, dim=DIM, optimize_after=1)
     first = points(400, seed=1)
     fill(index, [first[i : i + 100] for i in range(0, 400, 100)])
@@ -64,7 +65,7 @@ def test_segments_stay_small_and_a_shard_made_with_the_defaults_gets_the_bound_w
     index.close()
 
     # Loaded with a bound of about 40 points per segment: batches of 100 are never merged any more.
-    monkeypatch.setattr(edge_config, "SEGMENT_KB", 64)
+    monkeypatch.setattr(shard_settings, "SEGMENT_KB", 64)
     index = EdgeIndex(path, dim=DIM, optimize_after=1)
     second = points(400, seed=2)
     fill(index, [second[i : i + 100] for i in range(0, 400, 100)])

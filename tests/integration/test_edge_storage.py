@@ -12,8 +12,9 @@ import pytest
 
 from engram.embed.sparse import Bm25Encoder
 from engram.ids import uuid7
-from engram.index import DENSE, QUESTIONS, IndexPoint, IndexQuery, edge_config
+from engram.index import DENSE, QUESTIONS, IndexPoint, IndexQuery
 from engram.index.qdrant_edge import CONFIG_FILE, VECTORS_DISK, VECTORS_RAM, EdgeIndex
+from engram.index.qdrant_edge import settings as shard_settings
 from engram.model import SearchFilter
 from engram.process.heap import drop_sequential_copies
 
@@ -50,8 +51,8 @@ def stored(path: Path) -> dict[str, dict[str, object]]:
 @pytest.fixture
 def small_segments(monkeypatch: pytest.MonkeyPatch) -> None:
     """Segments of a few hundred points, so that optimize() builds graphs (and int8 copies) in a test."""
-    monkeypatch.setattr(edge_config, "INDEXING_KB", 32)
-    monkeypatch.setattr(edge_config, "SEGMENT_KB", 512)
+    monkeypatch.setattr(shard_settings, "INDEXING_KB", 32)
+    monkeypatch.setattr(shard_settings, "SEGMENT_KB", 512)
 
 
 @pytest.mark.usefixtures("small_segments")

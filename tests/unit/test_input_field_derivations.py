@@ -23,7 +23,7 @@ from engram.model import (
     input_of,
     stored_name,
 )
-from engram.services.gateway.mcp.listing import lean_schema
+from engram.services.gateway.mcp.published import lean_schema
 from engram.services.gateway.mcp.server import build_mcp
 from engram.services.gateway.schemas.requests import UPDATE_FIELDS, SaveRequest, SupersedeRequest, UpdateRequest
 

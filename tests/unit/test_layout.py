@@ -1,11 +1,14 @@
 """The layout DESIGN.md asks for: the kernel never imports a service, nothing but the log adapter touches NATS, the
-gateway's operations and schemas know no transport, its MCP and REST transports never import each other, and the
-`engram` command (engram/cli/) is the kernel's only client of the node's REST API, imported by the entry points only."""
+gateway's operations and schemas know no transport, its MCP and REST transports never import each other, the
+`engram` command (engram/cli/) is the kernel's only client of the node's REST API, imported by the entry points only,
+only the Qdrant Edge adapter imports its library, the product never imports bench/ or tests/, one name means one
+thing across the kernel and the gateway, and bench/ has no import cycles. docs/design.md lists these rules."""
 
 from __future__ import annotations
 
 import argparse
 import ast
+from collections.abc import Iterator
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -205,3 +208,132 @@ def test_every_mcp_tool_group_lists_its_tools_in_a_module_level_table_and_regist
     closures = {str(p.relative_to(ROOT)): found for p, t in trees.items() if (found := _closures(t))}
     assert not untabled, f"no module-level table: {untabled}"
     assert not closures, f"tools, resources or prompts declared in closures: {closures}"
+
+
+def _product_files() -> list[Path]:
+    """Everything the wheel installs and the tools around it run: engram/, services/, bench/, tools/."""
+    return [path for folder in ("engram", "services", "bench", "tools") for path in (ROOT / folder).rglob("*.py")]
+
+
+# qdrant-edge-py (`import qdrant_edge`) is the embedded vector index: its adapter (engram/index/qdrant_edge/, one
+# module per role) speaks to it, and nothing else learns its types. The one other user takes only its BM25 tokenizer
+# (Qdrant's stemmer and stop words, so that a sparse query vector is tokenized as the shard tokenizes documents).
+QDRANT_EDGE_ADAPTER = ROOT / "engram" / "index" / "qdrant_edge"
+QDRANT_EDGE_TOKENIZER = {"engram/embed/sparse.py"}
+
+
+def test_only_the_qdrant_edge_adapter_imports_the_qdrant_edge_library() -> None:
+    users = {
+        str(path.relative_to(ROOT))
+        for path in _product_files()
+        if QDRANT_EDGE_ADAPTER not in path.parents and _uses_any(_imports(path), ("qdrant_edge",))
+    }
+    assert users <= QDRANT_EDGE_TOKENIZER, users - QDRANT_EDGE_TOKENIZER
+    assert any(_uses_any(_imports(path), ("qdrant_edge",)) for path in QDRANT_EDGE_ADAPTER.glob("*.py"))
+
+
+def test_bench_never_imports_the_tests_and_the_product_never_imports_bench_or_tests() -> None:
+    """bench/ measures the installed product with its own helpers; what it shares with the tests lives in the product
+    (engram/) or moves to bench/. The product never depends on either."""
+    rules = {"bench": ("tests", "conftest"), "engram": ("bench", "tests", "conftest")}
+    rules["services"] = rules["engram"]
+    offenders = {
+        str(path.relative_to(ROOT)): sorted(n for n in _imports(path) if _uses(n, forbidden))
+        for folder, forbidden in rules.items()
+        for path in (ROOT / folder).rglob("*.py")
+    }
+    assert not {path: names for path, names in offenders.items() if names}
+
+
+# Basenames that several modules of the kernel and the gateway share on purpose, and why. A group across layers is one
+# subject at each layer: its command (engram/cli/), REST routes (rest/), MCP tools (mcp/tools/), operation
+# (operations/), kernel module or hook. A role name is the same role in packages of one kind. Any other shared name
+# means two things (mcp/listing.py, what tools/list publishes, beside index/listing.py, a recent-first listing, was
+# renamed mcp/published.py): rename one rather than add it here.
+SHARED_NAMES = {
+    "consolidation.py": "one group across layers: keeping the memory tidy (REST, operation, MCP tools)",
+    "context.py": "one group across layers: the session context (hook, REST, operation, MCP tools)",
+    "coordination.py": "one group across layers: agents working together (command, REST, operation, MCP tools)",
+    "memories.py": "one group across layers: the memory lifecycle (command, REST, operation, MCP tools)",
+    "packs.py": "one group across layers: expert packs (command, REST, MCP tools)",
+    "quarantine.py": "one group across layers: the index's set-aside entries (REST, operation)",
+    "sync.py": "one group across layers: edge devices' sync (command, REST)",
+    "keys.py": "one group across layers: API keys (the kernel's store, its command)",
+    "vault.py": "one group across layers: the Markdown vault (its format, its command)",
+    "results.py": "one group across layers: results of the operations (the kernel's, as the gateway publishes them)",
+    "validation.py": "one group across layers: refused input (a memory's values in the kernel, a request's shape)",
+    "__main__.py": "a role name: what `python -m PACKAGE` runs",
+    "errors.py": "a role name: a package's errors (the kernel's hierarchy, the packs', their MCP translation)",
+    "catalog.py": "a role name: what Engram ships of a kind, by name (models, secret rules)",
+    "routes.py": "a role name: a transport's routes (SSE, the web console)",
+    "server.py": "a role name: a service's build_server (DESIGN.md), and the MCP server the SDK names so",
+}
+
+
+def test_no_two_kernel_or_gateway_modules_share_a_name_unless_it_is_one_group_across_layers() -> None:
+    folders = (ROOT / "engram", GATEWAY)
+    paths = [p for f in folders for p in f.rglob("*.py") if p.name != "__init__.py" and "v1" not in p.parts[-2:]]
+    by_name: dict[str, list[str]] = {}
+    for path in paths:
+        by_name.setdefault(path.name, []).append(str(path.relative_to(ROOT)))
+    shared = {name: sorted(found) for name, found in by_name.items() if len(found) > 1}
+    assert not {name: found for name, found in shared.items() if name not in SHARED_NAMES}
+    assert not set(SHARED_NAMES) - set(shared), "a name listed as shared is no longer: drop it from SHARED_NAMES"
+
+
+BENCH = ROOT / "bench"
+
+
+def _loaded_at_import(tree: ast.Module) -> Iterator[ast.Import | ast.ImportFrom]:
+    """The import statements a module runs when it is imported: not those in functions or under TYPE_CHECKING."""
+    pending: list[ast.AST] = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            yield node
+        elif isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            pending.extend(node.orelse)
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda)):
+            pending.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, ast.stmt))
+
+
+def _bench_imports(path: Path, modules: set[str]) -> set[str]:
+    """The bench modules ``path`` imports when it is imported (``bench.x``, ``from bench import x``, ``from . import
+    x``), by their names in bench/."""
+    found: set[str] = set()
+    for node in _loaded_at_import(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found.update(a.name.split(".")[1] for a in node.names if a.name.startswith("bench."))
+        elif node.level or node.module == "bench":
+            named = node.module.split(".")[0] if node.level and node.module else None
+            found.update([named] if named else [a.name for a in node.names])
+        elif node.module and node.module.startswith("bench."):
+            found.add(node.module.split(".")[1])
+    return found & modules
+
+
+def _cycle(graph: dict[str, set[str]]) -> list[str]:
+    """One import cycle of ``graph`` (a -> b -> ... -> a), or [] when there is none."""
+    done: set[str] = set()
+
+    def visit(module: str, path: list[str]) -> list[str]:
+        if module in path:
+            return [*path[path.index(module) :], module]
+        if module in done:
+            return []
+        for imported in sorted(graph[module]):
+            if cycle := visit(imported, [*path, module]):
+                return cycle
+        done.add(module)
+        return []
+
+    return next((cycle for module in sorted(graph) if (cycle := visit(module, []))), [])
+
+
+def test_bench_has_no_import_cycles() -> None:
+    """A cycle among bench/'s modules is a knot of roles (speed -> sync -> edge -> speed); an import moved into a
+    function only hides it from this test, not from a reader."""
+    modules = {path.stem for path in BENCH.glob("*.py")}
+    graph = {path.stem: _bench_imports(path, modules) - {path.stem} for path in BENCH.glob("*.py")}
+    assert sum(map(len, graph.values())) > 10  # the graph was read: bench's modules import each other
+    assert not _cycle(graph), " -> ".join(_cycle(graph))

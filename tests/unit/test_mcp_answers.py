@@ -1,5 +1,5 @@
 """What an agent reads of a tool's answer (engram.services.gateway.mcp.answers) and of tools/list
-(engram.services.gateway.mcp.listing), without a node."""
+(engram.services.gateway.mcp.published), without a node."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from pydantic import BaseModel
 
 from engram.model import Handoff, Memory, Origin
 from engram.services.gateway.mcp.answers import COMPACT_MEMORY, INTERNAL, answer, shape
-from engram.services.gateway.mcp.listing import lean_annotations, lean_schema
+from engram.services.gateway.mcp.published import lean_annotations, lean_schema
 from engram.services.gateway.schemas import results
 from engram.services.gateway.schemas.results import HitOut, MemoryOut, SaveResult, SearchResult
 

@@ -27,8 +27,8 @@ from engram.services.gateway.mcp.answers import answering
 from engram.services.gateway.mcp.callers import caller_of
 from engram.services.gateway.mcp.errors import tool_error
 from engram.services.gateway.mcp.instructions import INSTRUCTIONS
-from engram.services.gateway.mcp.listing import lean_annotations, lean_schema
 from engram.services.gateway.mcp.profiles import ToolProfiles
+from engram.services.gateway.mcp.published import lean_annotations, lean_schema
 from engram.services.gateway.mcp.tools import consolidation, coordination, handoffs, memories
 from engram.services.gateway.mcp.tools import context as session_context
 from engram.services.gateway.mcp.tools import packs as pack_tools
@@ -75,7 +75,7 @@ class EngramMCPServer(MCPServer):
 
     async def list_tools(self) -> list[MCPTool]:
         """The tools as tools/list publishes them: closed, lean input schemas; no output schemas
-        (engram.services.gateway.mcp.listing)."""
+        (engram.services.gateway.mcp.published)."""
         tools = await super().list_tools()
         return [_published(tool) for tool in tools]
 

@@ -36,7 +36,7 @@ ERASE_PENDING = "erase-pending"
 REWRITING = ".rewriting"  # the fresh copy while it is written (a leftover is incomplete: removed at open)
 ERASING = ".erasing"  # the old shard between the swap and its removal (removed at open)
 DAMAGED = ".damaged"  # a damaged shard moved aside for inspection (move_aside)
-# BUILDING is a copy while its vector index is built (engram.index.edge_swap); it is then renamed to a LOADED name,
+# BUILDING is a copy while its vector index is built (swap.py); it is then renamed to a LOADED name,
 # under which it is loaded and keeps its files open: after the swap that name stays as a symbolic link to the
 # shard's own name (Qdrant Edge names its files by the path it was loaded from), removed once that shard is closed.
 # REPLACED is the old shard after the swap. Any of them left over by a crash is removed at open.

@@ -1,4 +1,4 @@
-"""Qdrant Edge adapter: the index port on a shard in the data dir (embedded and edge modes)."""
+"""EdgeIndex: the index port on a Qdrant Edge shard in the data dir (embedded mode and edge devices)."""
 
 from __future__ import annotations
 
@@ -23,44 +23,33 @@ from engram.index import (
     IndexQuery,
     Position,
     Scored,
-    edge_config,
     filters,
     keyed,
     point_id,
     stored_point,
 )
-from engram.index.edge_config import VECTOR_STORAGES, VECTORS_DISK, VECTORS_RAM, ShardSettings
-from engram.index.edge_files import (
-    BUILDING,
-    CONFIG_FILE,
+from engram.index.filters import Filter, Range, conditions
+from engram.index.listing import recent_page
+from engram.index.qdrant_edge import settings as shard_settings
+from engram.index.qdrant_edge.disk import (
     DAMAGED,
-    EMPTY,
-    EMPTY_KIND,
     ERASE_PENDING,
     ERASING,
     REWRITING,
     copy_room,
-    load_room,
     move_aside,
     remove_leftovers,
     sibling,
     write_marker,
 )
-from engram.index.edge_process import InProcess, ShardProcess
-from engram.index.edge_shard import ShardCore
-from engram.index.edge_swap import SwapBuilds
-from engram.index.filters import Filter, Range, conditions
-from engram.index.listing import recent_page
+from engram.index.qdrant_edge.process import InProcess, ShardProcess
+from engram.index.qdrant_edge.settings import VECTORS_RAM, ShardSettings
+from engram.index.qdrant_edge.shard import ShardCore
+from engram.index.qdrant_edge.swap import SwapBuilds
 from engram.model import STATUSES, SearchFilter
 from engram.process.health import MIB
 
 log = logging.getLogger(__name__)
-
-# Re-exported: the names the search service, the supervisor and the tests know this adapter by.
-__all__ = [
-    "BUILDING", "CONFIG_FILE", "EMPTY", "EMPTY_KIND", "ERASE_PENDING", "ERASING", "REWRITING", "VECTORS_DISK",
-    "VECTORS_RAM", "VECTOR_STORAGES", "EdgeIndex", "load_room", "move_aside",
-]  # fmt: skip
 
 # The applied log sequence lives in the shard itself (META_ID), written after the points it covers, so the
 # shard's WAL recovers both together: on restart the indexer never skips an entry it did not apply. The
@@ -78,7 +67,7 @@ class EdgeIndex(SwapBuilds):
     """MemoryIndex on a Qdrant Edge shard. Thread-safe: every call holds one lock.
 
     With ``process`` (the node's default, ENGRAM_INDEX_PROCESS), the shard lives in a process of its own
-    (engram.index.edge_process), so nothing it does holds the node's GIL; otherwise in this process."""
+    (engram.index.qdrant_edge.process), so nothing it does holds the node's GIL; otherwise in this process."""
 
     def __init__(
         self,
@@ -91,9 +80,9 @@ class EdgeIndex(SwapBuilds):
         process: bool = False,
     ) -> None:
         """``segments``: the optimizer's (segment count, segment KB, indexing KB); SEGMENTS, SEGMENT_KB and
-        INDEXING_KB by default (engram.index.edge_config)."""
+        INDEXING_KB by default (engram.index.qdrant_edge.settings)."""
         # Read here, not at import: a test may set them.
-        default = (edge_config.SEGMENTS, edge_config.SEGMENT_KB, edge_config.INDEXING_KB)
+        default = (shard_settings.SEGMENTS, shard_settings.SEGMENT_KB, shard_settings.INDEXING_KB)
         settings = ShardSettings(dim, vectors, segments or default)
         super().__init__(path, settings, process=process)
         self._optimize_after = optimize_after

@@ -4,9 +4,9 @@ shard does holds the node's GIL.
 qdrant-edge-py holds the GIL for the whole of every call (no call releases it: its source has no allow_threads), and
 loading a built copy at 50k memories took 0.5-1.6 s (docs/benchmarks.md): the gateway and every service stopped
 meanwhile. In a process of its own, a load stops only that process, and the node serves from the shard it has until
-the new one is loaded (engram.index.edge_swap). Searches pay a round trip and the pickling of what crosses.
+the new one is loaded (engram.index.qdrant_edge.swap). Searches pay a round trip and the pickling of what crosses.
 
-Run as ``python -m engram.index.edge_process FD PATH --dim ...``: it loads (or creates) the shard at PATH, says
+Run as ``python -m engram.index.qdrant_edge.process FD PATH --dim ...``: it loads (or creates) the shard at PATH, says
 "ready" on the socket FD, then answers calls ((method, args, kwargs) -> ("ok", result) or ("error", kind, message))
 one at a time until it is told to close or the node goes away.
 """
@@ -26,8 +26,8 @@ from pathlib import Path
 from typing import Any
 
 from engram.index import IndexDamaged
-from engram.index.edge_config import VECTOR_STORAGES, ShardSettings
-from engram.index.edge_shard import ShardCore
+from engram.index.qdrant_edge.settings import VECTOR_STORAGES, ShardSettings
+from engram.index.qdrant_edge.shard import ShardCore
 from engram.process.children import python_module
 
 log = logging.getLogger(__name__)
@@ -72,7 +72,8 @@ class ShardProcess:
         """Starts the process and waits until it has loaded (or created) the shard; raises IndexDamaged as a load
         in this process would."""
         ours, theirs = socket.socketpair()
-        command = [*python_module("engram.index.edge_process"), str(theirs.fileno()), str(path), *settings.arguments()]
+        module = "engram.index.qdrant_edge.process"
+        command = [*python_module(module), str(theirs.fileno()), str(path), *settings.arguments()]
         if beside is not None:
             command += ["--beside", str(beside)]
         try:

@@ -47,7 +47,7 @@ def key(payload: dict[str, Any] | None, point: Any) -> str:
     return str((payload or {}).get(KEY) or point)
 
 
-def to_edge_vectors(vectors: Vectors) -> dict[str, Any]:
+def to_shard_vectors(vectors: Vectors) -> dict[str, Any]:
     """Plain vectors (see Vectors) as qdrant-edge takes them."""
     out = dict(vectors)
     if SPARSE in out:
@@ -79,7 +79,7 @@ def query_vector(name: str, vector: Any) -> Any:
     return vector
 
 
-def to_edge(flt: Filter) -> qe.Filter:
+def to_shard(flt: Filter) -> qe.Filter:
     """The filter in qdrant-edge's words."""
     return qe.Filter(must=[_condition(c) for c in flt.must], must_not=[_condition(c) for c in flt.must_not] or None)
 

@@ -1,5 +1,5 @@
 """One loaded Qdrant Edge shard and the index port's operations on it, in plain data: run in the node's process or
-in a process of its own (engram.index.edge_process), the caller holding its lock."""
+in a process of its own (engram.index.qdrant_edge.process), the caller holding its lock."""
 
 from __future__ import annotations
 
@@ -12,8 +12,8 @@ from typing import Any
 import qdrant_edge as qe
 
 from engram.index import BOOKKEEPING_IDS, DENSE, FLOAT_FIELDS, INDEXED_FIELDS, KEY, KEYWORD_FIELDS, POINT, IndexDamaged
-from engram.index.edge_config import ShardSettings
-from engram.index.edge_files import (
+from engram.index.filters import Filter
+from engram.index.qdrant_edge.disk import (
     CONFIG_FILE,
     EMPTY,
     EMPTY_KIND,
@@ -24,18 +24,18 @@ from engram.index.edge_files import (
     read_text,
     sibling,
 )
-from engram.index.edge_payload import (
+from engram.index.qdrant_edge.payload import (
     Vectors,
     dense,
     key,
     packed,
     plain_vectors,
     query_vector,
-    to_edge,
-    to_edge_vectors,
+    to_shard,
+    to_shard_vectors,
     unpacked,
 )
-from engram.index.filters import Filter
+from engram.index.qdrant_edge.settings import ShardSettings
 from engram.process.health import MIB
 from engram.process.heap import page_out
 
@@ -43,7 +43,7 @@ log = logging.getLogger(__name__)
 
 CHECK_PAGE = 256  # points per read while checking the files at start: a page of vectors is ~8 MiB as Python lists
 
-# A point to write, as plain data: its stored id, its vectors (see edge_payload.Vectors) and its payload.
+# A point to write, as plain data: its stored id, its vectors (see payload.Vectors) and its payload.
 Point = tuple[str, Vectors, dict[str, Any]]
 # A point read back: its stored id, its payload as written, its vectors (plain; {} when not asked for).
 Record = tuple[str, dict[str, Any], Vectors]
@@ -77,26 +77,26 @@ class ShardCore:
     # Writes
 
     def upsert(self, points: list[Point]) -> None:
-        edge = [qe.Point(pid, to_edge_vectors(vectors), packed(payload)) for pid, vectors, payload in points]
-        self._shard.update(qe.UpdateOperation.upsert_points(edge))
+        written = [qe.Point(pid, to_shard_vectors(vectors), packed(payload)) for pid, vectors, payload in points]
+        self._shard.update(qe.UpdateOperation.upsert_points(written))
 
     def write_records(self, records: list[Record]) -> None:
         """Writes points as another shard stored them (scroll with ``raw``): payloads already packed."""
-        edge = [qe.Point(pid, to_edge_vectors(vectors), payload) for pid, payload, vectors in records]
-        self._shard.update(qe.UpdateOperation.upsert_points(edge))
+        written = [qe.Point(pid, to_shard_vectors(vectors), payload) for pid, payload, vectors in records]
+        self._shard.update(qe.UpdateOperation.upsert_points(written))
 
     def write_raw(self, points: list[tuple[str, dict[str, Any]]]) -> None:
         """Upserts bookkeeping points as they are (no vectors, payloads not packed)."""
         self._shard.update(qe.UpdateOperation.upsert_points([qe.Point(pid, {}, payload) for pid, payload in points]))
 
     def delete(self, flt: Filter) -> None:
-        self._shard.update(qe.UpdateOperation.delete_points_by_filter(to_edge(flt)))
+        self._shard.update(qe.UpdateOperation.delete_points_by_filter(to_shard(flt)))
 
     def set_payload(self, point_ids: list[str], values: dict[str, Any]) -> None:
         self._shard.update(qe.UpdateOperation.set_payload(list[Any](point_ids), values))
 
     def set_vectors(self, point_id: str, vectors: Vectors) -> None:
-        self._shard.update(qe.UpdateOperation.update_vectors([qe.PointVectors(point_id, to_edge_vectors(vectors))]))
+        self._shard.update(qe.UpdateOperation.update_vectors([qe.PointVectors(point_id, to_shard_vectors(vectors))]))
 
     def apply(self, writes: list[tuple[str, tuple[Any, ...]]]) -> None:
         """Applies writes recorded elsewhere (a build's replay), in order: one call for all of them, so that a
@@ -130,7 +130,7 @@ class ShardCore:
         With ``raw``, every point (bookkeeping ones too) with its payload as stored (for a copy: write_records)."""
         order = qe.OrderBy(order_by, qe.Direction.Desc) if order_by else None
         request = qe.ScrollRequest(
-            offset=offset, limit=limit, filter=to_edge(flt) if flt is not None else None, with_payload=True,
+            offset=offset, limit=limit, filter=to_shard(flt) if flt is not None else None, with_payload=True,
             with_vector=vectors, order_by=order,
         )  # fmt: skip
         records, next_offset = self._shard.scroll(request)
@@ -155,7 +155,7 @@ class ShardCore:
         self, flt: Filter, limit: int, queries: list[tuple[str, Any]], with_payload: bool
     ) -> list[list[tuple[str, float, dict[str, Any]]]]:
         """Per query (vector name, vector; a sparse one as (indices, values)): its hits as (key, score, payload)."""
-        condition = to_edge(flt)
+        condition = to_shard(flt)
         batch = qe.QueryBatchRequest(
             [
                 qe.QueryRequest(
@@ -171,10 +171,10 @@ class ShardCore:
         return [[(key(p.payload, p.id), float(p.score), unpacked(p.payload or {})) for p in hits] for hits in results]
 
     def count(self, flt: Filter) -> int:
-        return int(self._shard.count(qe.CountRequest(exact=True, filter=to_edge(flt))))
+        return int(self._shard.count(qe.CountRequest(exact=True, filter=to_shard(flt))))
 
     def facet(self, field: str, flt: Filter, limit: int) -> dict[str, int]:
-        response = self._shard.facet(qe.FacetRequest(field, limit=limit, exact=True, filter=to_edge(flt)))
+        response = self._shard.facet(qe.FacetRequest(field, limit=limit, exact=True, filter=to_shard(flt)))
         return {str(hit.value): int(hit.count) for hit in response.hits if hit.value not in (None, "")}
 
     def point_count(self) -> int:

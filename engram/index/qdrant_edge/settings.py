@@ -10,12 +10,12 @@ from typing import Any
 import qdrant_edge as qe
 
 from engram.index import DENSE, FLOAT_FIELDS, KEYWORD_FIELDS, QUESTIONS, SPARSE
-from engram.index.edge_files import CONFIG_FILE
+from engram.index.qdrant_edge.disk import CONFIG_FILE
 
 # Qdrant Edge has no background optimizer: until optimize() runs, new points are searched by brute force.
 # optimize() builds the HNSW graphs of the segments it merges, and it holds the GIL meanwhile (qdrant-edge-py 0.9):
 # the whole process answers nothing until it ends (measured: a 5-8 s build of 10k points let a polling thread run
-# once). So it runs in a child process (engram.index.edge_swap), and segments are kept small: by default the
+# once). So it runs in a child process (engram.index.qdrant_edge.swap), and segments are kept small: by default the
 # optimizer merges everything into two segments and rebuilds them whole every time (11 s per 10k new points at 50k
 # on 2 cores, measured; 17-27 s in the node after a 40k import). With segments of at most SEGMENT_KB of vectors,
 # each build stays about 2.8 s per 10k new points at any size, and a dense query costs about 1 ms more at 50k.

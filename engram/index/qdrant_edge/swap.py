@@ -2,11 +2,11 @@
 is loaded and caught up beside the shard in service, then swapped in.
 
 optimize() holds the GIL for its whole run (27 s for 50k memories on 2 cores, measured; nothing else in the process
-runs meanwhile), so it runs in a child process (engram.index.edge_build) on a copy of the flushed shard, while the
+runs meanwhile), so it runs in a child process (build.py) on a copy of the flushed shard, while the
 shard goes on serving and taking writes. The writes are recorded; once the child has ended, a thread of its own loads
 the built copy and replays them on it, and the lock is held only for the last few writes and the swap itself (the
 load, 0.3 s at 50k, and the replay once held it or stopped the indexer: seconds, measured). With the shard in a
-process of its own (engram.index.edge_process), the built copy is loaded by a new such process: the load holds only
+process of its own (process.py), the built copy is loaded by a new such process: the load holds only
 that process's GIL (0.5-1.6 s at 50k, during which the node's calls stalled when it loaded in the node).
 """
 
@@ -22,8 +22,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from engram.index.edge_config import ShardSettings
-from engram.index.edge_files import (
+from engram.index.qdrant_edge.disk import (
     BUILDING,
     LOADED,
     REPLACED,
@@ -32,7 +31,8 @@ from engram.index.edge_files import (
     remove,
     sibling,
 )
-from engram.index.edge_process import InProcess, ShardProcess
+from engram.index.qdrant_edge.process import InProcess, ShardProcess
+from engram.index.qdrant_edge.settings import ShardSettings
 from engram.process.children import python_module
 
 log = logging.getLogger(__name__)
@@ -48,8 +48,8 @@ Write = tuple[str, tuple[Any, ...]]  # a write as the shard's method and its arg
 
 
 @dataclass(slots=True)
-class EdgeBuild:
-    """A vector index build in a child process (engram.index.edge_build) on a copy of the shard at ``path``."""
+class ShardBuild:
+    """A vector index build in a child process (engram.index.qdrant_edge.build) on a copy of the shard at ``path``."""
 
     path: Path
     process: subprocess.Popen[bytes]
@@ -59,8 +59,8 @@ class EdgeBuild:
     swapper: threading.Thread | None = None  # the thread swapping the built copy in, once the child has ended
 
     @classmethod
-    def start(cls, path: Path, settings: ShardSettings, *, points: int) -> EdgeBuild:
-        command = [*python_module("engram.index.edge_build"), str(path), *settings.arguments()]
+    def start(cls, path: Path, settings: ShardSettings, *, points: int) -> ShardBuild:
+        command = [*python_module("engram.index.qdrant_edge.build"), str(path), *settings.arguments()]
         process = subprocess.Popen(command, stdin=subprocess.DEVNULL)
         return cls(path, process, points)
 
@@ -90,7 +90,7 @@ class SwapBuilds:
         self._settings = settings
         self._process = process  # whether each shard is loaded in a process of its own
         self._unindexed = 0
-        self._build: EdgeBuild | None = None  # a vector index build under way in a child process, or its swap
+        self._build: ShardBuild | None = None  # a vector index build under way in a child process, or its swap
         self._alias: Path | None = None  # the LOADED link the shard was loaded from, if it was swapped in
         self._swapper: threading.Thread | None = None  # the latest swap's thread (closing waits for it)
         self._swaps = 0
@@ -129,7 +129,7 @@ class SwapBuilds:
         shutil.rmtree(building, ignore_errors=True)
         copy_tree(self._path, building)
         with self._lock:
-            self._build = EdgeBuild.start(building, self._settings, points=self._unindexed)
+            self._build = ShardBuild.start(building, self._settings, points=self._unindexed)
             self._unindexed = 0
 
     def finish_build(self, timeout: float | None = None) -> None:
@@ -163,7 +163,7 @@ class SwapBuilds:
         )
         build.swapper.start()
 
-    def _swap(self, build: EdgeBuild) -> None:
+    def _swap(self, build: ShardBuild) -> None:
         """Loads the built copy, replays on it the writes made since the copy (reads and writes go on at this shard
         meanwhile), and replaces this shard with it holding the lock only for the last SWAP_TAIL writes and the
         renames. A copy that cannot be loaded is dropped: this shard serves on and its points wait."""
@@ -238,7 +238,7 @@ class SwapBuilds:
             log.debug("no pages handed back after the swap of %s", self._path, exc_info=True)
         shutil.rmtree(replaced, ignore_errors=True)
 
-    def _drop_build(self, build: EdgeBuild) -> None:
+    def _drop_build(self, build: ShardBuild) -> None:
         with self._lock:
             if self._build is build:
                 self._build = None

@@ -8,8 +8,8 @@ import logging
 import os
 from pathlib import Path
 
-from engram.index.edge_config import VECTOR_STORAGES, ShardSettings
-from engram.index.edge_shard import ShardCore
+from engram.index.qdrant_edge.settings import VECTOR_STORAGES, ShardSettings
+from engram.index.qdrant_edge.shard import ShardCore
 from engram.process.children import die_with_parent
 
 
@@ -36,7 +36,7 @@ def main() -> None:
     die_with_parent()  # elsewhere than Linux it runs to its end, and the node's next start removes its copy
     _yield_to_the_node()
     parser = argparse.ArgumentParser(description=__doc__)
-    parser.add_argument("path", type=Path, help="the shard copy (engram.index.edge_files.BUILDING)")
+    parser.add_argument("path", type=Path, help="the shard copy (engram.index.qdrant_edge.disk.BUILDING)")
     parser.add_argument("--dim", type=int, required=True)
     parser.add_argument("--vectors", choices=VECTOR_STORAGES, required=True)
     parser.add_argument("--segments", required=True, help="the optimizer's segment count, segment KB, indexing KB")
