@@ -60,7 +60,7 @@ def query_parameters(model: type[BaseModel]) -> Callable[..., Any]:
         p.replace(annotation=Annotated[_query_type(p.annotation), query_of(p.annotation)]) for p in flat_fields(model)
     ]
 
-    def parse(**values: Any) -> Any:
+    async def parse(**values: Any) -> Any:  # async: see operations() below
         return built(model, values)
 
     parse.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
@@ -79,50 +79,52 @@ def path_of(alias: Any) -> Any:
     return Path(description=info.description, json_schema_extra=info.json_schema_extra)
 
 
-def operations(request: Request) -> Operations:
+# The dependencies below are async although they never wait: FastAPI runs a plain `def` dependency in its thread
+# pool, a hop that cost a REST request about 0.6 ms on 2 busy cores (docs/benchmarks.md, 2026-11-28).
+async def operations(request: Request) -> Operations:
     """The operations of the app serving the request (build_app puts them in app.state): a route declared at module
     level gets them injected as a parameter ``ops: Ops``."""
     ops: Operations = request.app.state.ops
     return ops
 
 
-def settings_of(request: Request) -> Settings:
+async def settings_of(request: Request) -> Settings:
     """The settings of the app serving the request (app.state)."""
     settings: Settings = request.app.state.settings
     return settings
 
 
-def backend_of(request: Request) -> Backend:
+async def backend_of(request: Request) -> Backend:
     """The clients of the services behind the app serving the request (app.state)."""
     backend: Backend = request.app.state.backend
     return backend
 
 
-def resolver_of(request: Request) -> Resolver:
+async def resolver_of(request: Request) -> Resolver:
     """The resolver of the app serving the request (app.state): who a key is, and whether the node is in dev mode."""
     resolver: Resolver = request.app.state.resolver
     return resolver
 
 
-def event_log_of(request: Request) -> Log | None:
+async def event_log_of(request: Request) -> Log | None:
     """The app's connection to the log (app.state; None for a gateway without NATS)."""
     event_log: Log | None = request.app.state.event_log
     return event_log
 
 
-def session_context(request: Request) -> SessionContext:
+async def session_context(request: Request) -> SessionContext:
     """The session context service of the app serving the request (app.state)."""
     context: SessionContext = request.app.state.session_context
     return context
 
 
-def pack_service(request: Request) -> PackService:
+async def pack_service(request: Request) -> PackService:
     """The pack operations of the app serving the request (app.state)."""
     packs: PackService = request.app.state.packs
     return packs
 
 
-def quarantine_operations(request: Request) -> QuarantineOperations:
+async def quarantine_operations(request: Request) -> QuarantineOperations:
     """The quarantine operations of the app serving the request (app.state)."""
     quarantine: QuarantineOperations = request.app.state.quarantine
     return quarantine
@@ -178,7 +180,7 @@ async def current_caller(
     OpenAPI)."""
     # The parameters document and pre-check the hints; the resolver reads them from the request itself, and
     # the raw Authorization header, not the HTTPBearer result: a non-Bearer scheme must be refused, not ignored.
-    return resolver_of(request).resolve(RequestIdentity.from_request(request), default_source=REST_SOURCE)
+    return (await resolver_of(request)).resolve(RequestIdentity.from_request(request), default_source=REST_SOURCE)
 
 
 # The caller of a request, by the resolver of the app serving it (app.state.resolver), and what else build_app puts

@@ -65,7 +65,7 @@ class EventStreamResponse(StreamingResponse):
             await self._release(self._stream)
 
 
-def event_streams(request: Request) -> EventStreams:
+async def event_streams(request: Request) -> EventStreams:
     """The streams of the app serving the request (build_app puts them in app.state; the server ends them before it
     stops)."""
     streams: EventStreams = request.app.state.event_streams
