@@ -264,6 +264,8 @@ async def healthz() -> dict[str, str]:
     responses={503: {"description": "Not ready: the body says which service or condition, with Retry-After"}},
 )
 async def readyz(backend: CurrentBackend, event_log: EventLog) -> JSONResponse:
+    # No docstring: it would become the route's description in the OpenAPI document. The services are asked, and
+    # the log itself (event_log, the gateway's connection; None without NATS) whether it answers.
     started = time.monotonic()
     readiness = await _readiness_now(backend, event_log)
     body = _readiness_body(readiness)
