@@ -23,7 +23,9 @@ from engram.services.gateway.http.request_metrics import HttpMetricsMiddleware, 
 from engram.services.gateway.identity import Resolver
 from engram.services.gateway.mcp.server import build_mcp
 from engram.services.gateway.operations import Operations
+from engram.services.gateway.operations.context import SessionContext
 from engram.services.gateway.operations.cursors import CursorTracker
+from engram.services.gateway.operations.packs import PackService
 from engram.services.gateway.operations.quarantine import QuarantineOperations
 from engram.services.gateway.rest import (
     consolidation,
@@ -40,8 +42,25 @@ from engram.services.gateway.rest.bodies import IMPORT_PATH, reads_json_body
 from engram.services.gateway.rest.problems import add_error_handlers
 from engram.services.gateway.schemas.results import ENGRAM_VERSION
 from engram.services.gateway.sse import routes as sse
+from engram.services.gateway.sse.streams import EventStreams
 
 MCP_PATH = "/mcp"
+
+# Every router of the app, in the order they are included: the OpenAPI document lists their routes in this order.
+ROUTERS = (
+    memories.router,
+    coordination.router,
+    consolidation.router,
+    context.router,
+    sync.router,
+    packs.router,
+    console.router,
+    quarantine.router,
+    docs.router,
+    sse.router,
+    status.probes,
+    status.router,
+)
 
 DESCRIPTION = """\
 Shared memory for AI agents. MCP clients connect to `/mcp` (streamable HTTP); the CLI and the web console
@@ -87,21 +106,9 @@ def build_app(
     # first, so an MCP call is not matched against every REST route before its own.
     mcp_endpoint: Any = RequireKey(RequireKnownProfile(StreamableHTTPASGIApp(sessions)), resolver)
     app.router.routes.append(LabelledRoute(MCP_PATH, mcp_endpoint, include_in_schema=False))
-    ops = Operations(backend, cursors, settings)
-    app.state.ops, app.state.resolver, app.state.settings = ops, resolver, settings  # the routes' dependencies
-    app.include_router(memories.router)
-    app.include_router(coordination.router)
-    app.include_router(consolidation.router)
-    app.include_router(context.build_router(backend, cursors, resolver, settings))
-    app.include_router(sync.build_router(backend, resolver))
-    app.include_router(packs.build_router(backend, cursors, resolver))
-    app.include_router(console.build_router(backend, resolver))
-    app.include_router(quarantine.build_router(QuarantineOperations(backend), resolver))
-    app.include_router(docs.build_router(app.title))
-    events = sse.build_router(resolver, settings, event_log)
-    app.include_router(events)
-    app.state.event_streams = events.streams  # the server ends open streams before it stops (server.py)
-    status.add_probes(app, backend, resolver, event_log=event_log, settings=settings)
+    _put_dependencies(app, settings, backend, resolver, cursors, event_log)
+    for router in ROUTERS:
+        app.include_router(router)
     add_metrics(app, resolver)
     edge = BodyPolicy(
         max_request_bytes=settings.max_request_bytes,
@@ -115,6 +122,23 @@ def build_app(
     app.add_middleware(HostGuardMiddleware, guard=guard)  # added last, so it runs first
     _document_problems_not_422(app)
     return app
+
+
+def _put_dependencies(
+    app: FastAPI,
+    settings: Settings,
+    backend: Backend,
+    resolver: Resolver,
+    cursors: CursorTracker,
+    event_log: Log | None,
+) -> None:
+    """What the module-level routes take as injected dependencies (rest/dependencies.py, sse/routes.py), set once."""
+    app.state.ops, app.state.resolver, app.state.settings = Operations(backend, cursors, settings), resolver, settings
+    app.state.backend, app.state.event_log = backend, event_log
+    app.state.session_context = SessionContext(backend, cursors, settings)
+    app.state.packs = PackService(backend, cursors)
+    app.state.quarantine = QuarantineOperations(backend)
+    app.state.event_streams = EventStreams(event_log, settings)  # the server ends open streams before it stops
 
 
 def _document_problems_not_422(app: FastAPI) -> None:

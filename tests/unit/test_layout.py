@@ -337,3 +337,41 @@ def test_bench_has_no_import_cycles() -> None:
     graph = {path.stem: _bench_imports(path, modules) - {path.stem} for path in BENCH.glob("*.py")}
     assert sum(map(len, graph.values())) > 10  # the graph was read: bench's modules import each other
     assert not _cycle(graph), " -> ".join(_cycle(graph))
+
+
+ROUTE_METHODS = {"get", "post", "put", "patch", "delete", "head", "options", "api_route", "route", "websocket"}
+
+
+def _declares_route(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Decorated ``@<router>.get(...)`` (or post, api_route...)."""
+    return any(
+        isinstance(d, ast.Call) and isinstance(d.func, ast.Attribute) and d.func.attr in ROUTE_METHODS
+        for d in function.decorator_list
+    )
+
+
+def _routes_in_functions(tree: ast.Module) -> list[str]:
+    """The routes declared inside a function (a registration closure), by name."""
+    functions = [n for n in ast.walk(tree) if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef)]
+    return [
+        inner.name
+        for outer in functions
+        for inner in ast.walk(outer)
+        if inner is not outer and isinstance(inner, ast.FunctionDef | ast.AsyncFunctionDef) and _declares_route(inner)
+    ]
+
+
+def test_gateway_routes_are_declared_at_module_level_on_a_module_router() -> None:
+    """Routes of a module-level `router`, their dependencies injected: no route hides inside a build_router closure."""
+    files = [*(GATEWAY / "rest").glob("*.py"), GATEWAY / "sse" / "routes.py", GATEWAY / "console" / "routes.py"]
+    routing = 0
+    for path in files:
+        tree = ast.parse(path.read_text(), str(path))
+        nested = _routes_in_functions(tree)
+        assert not nested, f"{path.relative_to(ROOT)} declares routes inside a function: {nested}"
+        top = [n for n in tree.body if isinstance(n, ast.FunctionDef | ast.AsyncFunctionDef) and _declares_route(n)]
+        if top:
+            routing += 1
+            names = {t.id for n in tree.body if isinstance(n, ast.Assign) for t in n.targets if isinstance(t, ast.Name)}
+            assert "router" in names, f"{path.relative_to(ROOT)} declares routes but no module-level `router`"
+    assert routing >= 11  # the test looks where the routes are

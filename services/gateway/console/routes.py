@@ -1,28 +1,27 @@
 """The web console: its static files at /console (plain ES modules, no build step), under a strict Content Security
 Policy, and the two reads it needs beyond the agents' API: recent consolidation jobs and memories per day per agent."""
 
-# No `from __future__ import annotations`: FastAPI resolves route annotations against module globals, and the
-# routes below use a dependency alias local to build_router.
+# No `from __future__ import annotations`: FastAPI reads the routes' annotations as objects.
 
 import datetime as dt
 import hashlib
 import math
 import time
 from dataclasses import dataclass
+from functools import cache
 from pathlib import Path
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, Query, Request
+from fastapi import APIRouter, Query, Request
 from fastapi.responses import RedirectResponse, Response
 from pydantic import BaseModel, Field
 
 from engram.config import MAX_SEARCH_LIMIT
 from engram.errors import Unavailable
-from engram.model import Caller, format_time
-from engram.services.gateway.backend import Backend
-from engram.services.gateway.identity import Resolver, require_scope
+from engram.model import format_time
+from engram.services.gateway.identity import require_scope
 from engram.services.gateway.operations.consolidation import NO_CONSOLIDATION
-from engram.services.gateway.rest.dependencies import caller_dependency
+from engram.services.gateway.rest.dependencies import CurrentBackend, CurrentCaller
 from engram.services.gateway.rest.problems import ERROR_RESPONSES, problem
 from engram.services.gateway.schemas.results import JobOut
 
@@ -65,9 +64,11 @@ class Asset:
     etag: str
 
 
+@cache
 def load_assets(folder: Path = CONSOLE_DIR) -> dict[str, Asset]:
-    """Every servable file of the console by its path under the folder, read once: they ship in the package and
-    change only with it. Only these paths are ever served, so no request path reaches the file system."""
+    """Every servable file of the console by its path under the folder, read once (at the first request for one):
+    they ship in the package and change only with it. Only these paths are ever served, so no request path reaches
+    the file system."""
     assets = {}
     for path in sorted(folder.rglob("*")):
         media_type = CONTENT_TYPES.get(path.suffix)
@@ -130,66 +131,69 @@ def activity_result(counts: list[tuple[float, dict[str, int]]], utc_offset_minut
     return ActivityResult(days=days, agents=agents, utc_offset_minutes=utc_offset_minutes)
 
 
-def build_router(backend: Backend, resolver: Resolver) -> APIRouter:
-    """GET / (a redirect to the console), GET /console (and /console/static/<file>), GET /v1/consolidation/jobs and
-    GET /v1/activity."""
-    router = APIRouter()
-    assets = load_assets()
-    CurrentCaller = Annotated[Caller, Depends(caller_dependency(resolver))]
+# GET / (a redirect to the console), GET /console (and /console/static/<file>), GET /v1/consolidation/jobs and
+# GET /v1/activity. build_app includes them; the two reads take the app's backend and the caller as injected
+# dependencies (rest/dependencies.py).
+router = APIRouter()
 
-    @router.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
-    async def root(request: Request) -> RedirectResponse:
-        """The node's address in a browser opens the console (people type it, and older docs sent them there)."""
-        return RedirectResponse(request.scope.get("root_path", "") + CONSOLE_PATH, status_code=307)
 
-    @router.api_route(CONSOLE_PATH, methods=["GET", "HEAD"], include_in_schema=False)
-    @router.api_route(f"{CONSOLE_PATH}/", methods=["GET", "HEAD"], include_in_schema=False)
-    async def console_index(request: Request) -> Response:
-        """The console's page; it signs in with a key kept in session storage (none needed in dev mode)."""
-        return asset_response(request, assets[INDEX])
+@router.api_route("/", methods=["GET", "HEAD"], include_in_schema=False)
+async def root(request: Request) -> RedirectResponse:
+    """The node's address in a browser opens the console (people type it, and older docs sent them there)."""
+    return RedirectResponse(request.scope.get("root_path", "") + CONSOLE_PATH, status_code=307)
 
-    @router.api_route(STATIC_PREFIX + "{name:path}", methods=["GET", "HEAD"], include_in_schema=False)
-    async def console_file(name: str, request: Request) -> Response:
-        asset = assets.get(name)
-        if asset is None:
-            return problem(404, f"The console has no file {name[:80]!r}. Open {CONSOLE_PATH} to start it.")
-        return asset_response(request, asset)
 
-    @router.get("/v1/consolidation/jobs", response_model=JobsResult, responses=ERROR_RESPONSES,
-                tags=["consolidation"], summary="The recent jobs of your namespace")  # fmt: skip
-    async def list_jobs(
-        caller: CurrentCaller,
-        limit: Annotated[int, Query(ge=1, le=MAX_SEARCH_LIMIT, description="Number of jobs (1-100).")] = DEFAULT_JOBS,
-    ) -> JobsResult:
-        """Running and ended jobs (kept a week) of every consolidation replica, newest first, with their progress
-        (done of total, phase). 503 without a consolidation service."""
-        require_scope(caller, "read")
-        if backend.consolidation is None:
-            raise Unavailable(NO_CONSOLIDATION)
-        jobs = await backend.consolidation.list_jobs(caller, limit=limit)
-        return JobsResult(jobs=[JobOut.of(job) for job in jobs])
+@router.api_route(CONSOLE_PATH, methods=["GET", "HEAD"], include_in_schema=False)
+@router.api_route(f"{CONSOLE_PATH}/", methods=["GET", "HEAD"], include_in_schema=False)
+async def console_index(request: Request) -> Response:
+    """The console's page; it signs in with a key kept in session storage (none needed in dev mode)."""
+    return asset_response(request, load_assets()[INDEX])
 
-    @router.get("/v1/activity", response_model=ActivityResult, responses=ERROR_RESPONSES, tags=["status"],
-                summary="Memories created per day, by agent")  # fmt: skip
-    async def activity(
-        caller: CurrentCaller,
-        days: Annotated[
-            int, Query(ge=1, le=MAX_ACTIVITY_DAYS, description=f"Days up to today (1-{MAX_ACTIVITY_DAYS}).")
-        ] = DEFAULT_ACTIVITY_DAYS,
-        utc_offset_minutes: Annotated[
-            int,
-            Query(
-                ge=-MAX_UTC_OFFSET_MINUTES,
-                le=MAX_UTC_OFFSET_MINUTES,
-                description="Your time zone's offset from UTC in minutes (UTC+2: 120), so days start at your midnight.",
-            ),
-        ] = 0,
-    ) -> ActivityResult:
-        """Memories of your namespace created on each day, by owning agent, whatever their status now (archived
-        and superseded ones were created too). Counted by the index, never by reading the memories."""
-        require_scope(caller, "read")
-        start = first_day_start(time.time(), days, utc_offset_minutes)
-        counts = await backend.search_client.activity(caller, start=start, days=days)
-        return activity_result(counts, utc_offset_minutes)
 
-    return router
+@router.api_route(STATIC_PREFIX + "{name:path}", methods=["GET", "HEAD"], include_in_schema=False)
+async def console_file(name: str, request: Request) -> Response:
+    asset = load_assets().get(name)
+    if asset is None:
+        return problem(404, f"The console has no file {name[:80]!r}. Open {CONSOLE_PATH} to start it.")
+    return asset_response(request, asset)
+
+
+@router.get("/v1/consolidation/jobs", response_model=JobsResult, responses=ERROR_RESPONSES,
+            tags=["consolidation"], summary="The recent jobs of your namespace")  # fmt: skip
+async def list_jobs(
+    caller: CurrentCaller,
+    backend: CurrentBackend,
+    limit: Annotated[int, Query(ge=1, le=MAX_SEARCH_LIMIT, description="Number of jobs (1-100).")] = DEFAULT_JOBS,
+) -> JobsResult:
+    """Running and ended jobs (kept a week) of every consolidation replica, newest first, with their progress
+    (done of total, phase). 503 without a consolidation service."""
+    require_scope(caller, "read")
+    if backend.consolidation is None:
+        raise Unavailable(NO_CONSOLIDATION)
+    jobs = await backend.consolidation.list_jobs(caller, limit=limit)
+    return JobsResult(jobs=[JobOut.of(job) for job in jobs])
+
+
+@router.get("/v1/activity", response_model=ActivityResult, responses=ERROR_RESPONSES, tags=["status"],
+            summary="Memories created per day, by agent")  # fmt: skip
+async def activity(
+    caller: CurrentCaller,
+    backend: CurrentBackend,
+    days: Annotated[
+        int, Query(ge=1, le=MAX_ACTIVITY_DAYS, description=f"Days up to today (1-{MAX_ACTIVITY_DAYS}).")
+    ] = DEFAULT_ACTIVITY_DAYS,
+    utc_offset_minutes: Annotated[
+        int,
+        Query(
+            ge=-MAX_UTC_OFFSET_MINUTES,
+            le=MAX_UTC_OFFSET_MINUTES,
+            description="Your time zone's offset from UTC in minutes (UTC+2: 120), so days start at your midnight.",
+        ),
+    ] = 0,
+) -> ActivityResult:
+    """Memories of your namespace created on each day, by owning agent, whatever their status now (archived
+    and superseded ones were created too). Counted by the index, never by reading the memories."""
+    require_scope(caller, "read")
+    start = first_day_start(time.time(), days, utc_offset_minutes)
+    counts = await backend.search_client.activity(caller, start=start, days=days)
+    return activity_result(counts, utc_offset_minutes)

@@ -4,7 +4,7 @@ path parameters with the descriptions and constraints of the shared argument typ
 # No `from __future__ import annotations`: FastAPI resolves the dependency's annotations against module globals.
 
 import inspect
-from collections.abc import Awaitable, Callable
+from collections.abc import Callable
 from typing import Annotated, Any, get_args, get_origin
 
 from fastapi import Depends, Header, Path, Query, Request
@@ -13,10 +13,15 @@ from pydantic import BaseModel
 from pydantic.fields import FieldInfo
 
 from engram.config import Settings
+from engram.log import Log
 from engram.model import Caller
 from engram.names import DEVICE_PATTERN, IDENTITY_PATTERN, MAX_IDENTITY_CHARS, TEAM_PATTERN
+from engram.services.gateway.backend import Backend
 from engram.services.gateway.identity import REST_SOURCE, RequestIdentity, Resolver
 from engram.services.gateway.operations import Operations
+from engram.services.gateway.operations.context import SessionContext
+from engram.services.gateway.operations.packs import PackService
+from engram.services.gateway.operations.quarantine import QuarantineOperations
 from engram.services.gateway.schemas.flat import built, flat_fields
 
 bearer = HTTPBearer(
@@ -55,7 +60,7 @@ def query_parameters(model: type[BaseModel]) -> Callable[..., Any]:
         p.replace(annotation=Annotated[_query_type(p.annotation), query_of(p.annotation)]) for p in flat_fields(model)
     ]
 
-    def parse(**values: Any) -> Any:
+    async def parse(**values: Any) -> Any:  # async: see operations() below
         return built(model, values)
 
     parse.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
@@ -74,75 +79,118 @@ def path_of(alias: Any) -> Any:
     return Path(description=info.description, json_schema_extra=info.json_schema_extra)
 
 
-def caller_dependency(resolver: Resolver) -> Callable[..., Awaitable[Caller]]:
-    """A FastAPI dependency resolving the caller of a REST request with ``resolver`` (documented in OpenAPI)."""
-    return _caller_dependency(lambda _: resolver)
-
-
-def operations(request: Request) -> Operations:
+# The dependencies below are async although they never wait: FastAPI runs a plain `def` dependency in its thread
+# pool, a hop that cost a REST request about 0.6 ms on 2 busy cores (docs/benchmarks.md, 2026-11-28).
+async def operations(request: Request) -> Operations:
     """The operations of the app serving the request (build_app puts them in app.state): a route declared at module
     level gets them injected as a parameter ``ops: Ops``."""
     ops: Operations = request.app.state.ops
     return ops
 
 
-def settings_of(request: Request) -> Settings:
+async def settings_of(request: Request) -> Settings:
     """The settings of the app serving the request (app.state)."""
     settings: Settings = request.app.state.settings
     return settings
 
 
-def _caller_dependency(resolver_of: Callable[[Request], Resolver]) -> Callable[..., Awaitable[Caller]]:
-    async def current_caller(
-        request: Request,
-        _credentials: Annotated[Any, Depends(bearer)],
-        _agent_header: Annotated[
-            str | None,
-            Header(
-                alias="X-Engram-Agent-ID",
-                pattern=f"^{IDENTITY_PATTERN}$",
-                max_length=MAX_IDENTITY_CHARS,
-                description="The agent acting, as agent or agent@device (a shared key); a key created with "
-                "--agent acts as its agent and refuses another name.",
-            ),
-        ] = None,
-        _agent_query: Annotated[
-            str | None,
-            Query(
-                alias="agent_id",
-                pattern=f"^{IDENTITY_PATTERN}$",
-                max_length=MAX_IDENTITY_CHARS,
-                description="The agent acting, when a header is impractical.",
-            ),
-        ] = None,
-        _device_header: Annotated[
-            str | None,
-            Header(
-                alias="X-Engram-Device",
-                pattern=f"^{DEVICE_PATTERN}$",
-                description="The device the agent runs on (its host name, e.g. laptop).",
-            ),
-        ] = None,
-        _team_header: Annotated[
-            str | None,
-            Header(
-                alias="X-Engram-Team",
-                pattern=f"^{TEAM_PATTERN}$",
-                description="The agent's team; its saves are tagged team:<name>.",
-            ),
-        ] = None,
-    ) -> Caller:
-        # The parameters document and pre-check the hints; the resolver reads them from the request itself, and
-        # the raw Authorization header, not the HTTPBearer result: a non-Bearer scheme must be refused, not ignored.
-        resolver = resolver_of(request)
-        return resolver.resolve(RequestIdentity.from_request(request), default_source=REST_SOURCE)
-
-    return current_caller
+async def backend_of(request: Request) -> Backend:
+    """The clients of the services behind the app serving the request (app.state)."""
+    backend: Backend = request.app.state.backend
+    return backend
 
 
-# The caller of a request, by the resolver of the app serving it (app.state.resolver), and the operations and
-# settings: what routes declared at module level take as parameters.
-current_caller = _caller_dependency(lambda request: request.app.state.resolver)
+async def resolver_of(request: Request) -> Resolver:
+    """The resolver of the app serving the request (app.state): who a key is, and whether the node is in dev mode."""
+    resolver: Resolver = request.app.state.resolver
+    return resolver
+
+
+async def event_log_of(request: Request) -> Log | None:
+    """The app's connection to the log (app.state; None for a gateway without NATS)."""
+    event_log: Log | None = request.app.state.event_log
+    return event_log
+
+
+async def session_context(request: Request) -> SessionContext:
+    """The session context service of the app serving the request (app.state)."""
+    context: SessionContext = request.app.state.session_context
+    return context
+
+
+async def pack_service(request: Request) -> PackService:
+    """The pack operations of the app serving the request (app.state)."""
+    packs: PackService = request.app.state.packs
+    return packs
+
+
+async def quarantine_operations(request: Request) -> QuarantineOperations:
+    """The quarantine operations of the app serving the request (app.state)."""
+    quarantine: QuarantineOperations = request.app.state.quarantine
+    return quarantine
+
+
+# The hints a REST caller may give about itself, documented and pre-checked as current_caller's parameters.
+AgentHeader = Annotated[
+    str | None,
+    Header(
+        alias="X-Engram-Agent-ID",
+        pattern=f"^{IDENTITY_PATTERN}$",
+        max_length=MAX_IDENTITY_CHARS,
+        description="The agent acting, as agent or agent@device (a shared key); a key created with "
+        "--agent acts as its agent and refuses another name.",
+    ),
+]
+AgentQuery = Annotated[
+    str | None,
+    Query(
+        alias="agent_id",
+        pattern=f"^{IDENTITY_PATTERN}$",
+        max_length=MAX_IDENTITY_CHARS,
+        description="The agent acting, when a header is impractical.",
+    ),
+]
+DeviceHeader = Annotated[
+    str | None,
+    Header(
+        alias="X-Engram-Device",
+        pattern=f"^{DEVICE_PATTERN}$",
+        description="The device the agent runs on (its host name, e.g. laptop).",
+    ),
+]
+TeamHeader = Annotated[
+    str | None,
+    Header(
+        alias="X-Engram-Team",
+        pattern=f"^{TEAM_PATTERN}$",
+        description="The agent's team; its saves are tagged team:<name>.",
+    ),
+]
+
+
+async def current_caller(
+    request: Request,
+    _credentials: Annotated[Any, Depends(bearer)],
+    _agent_header: AgentHeader = None,
+    _agent_query: AgentQuery = None,
+    _device_header: DeviceHeader = None,
+    _team_header: TeamHeader = None,
+) -> Caller:
+    """The caller of a REST request, by the resolver of the app serving it (a FastAPI dependency, documented in
+    OpenAPI)."""
+    # The parameters document and pre-check the hints; the resolver reads them from the request itself, and
+    # the raw Authorization header, not the HTTPBearer result: a non-Bearer scheme must be refused, not ignored.
+    return (await resolver_of(request)).resolve(RequestIdentity.from_request(request), default_source=REST_SOURCE)
+
+
+# The caller of a request, by the resolver of the app serving it (app.state.resolver), and what else build_app puts
+# in app.state: what routes declared at module level take as parameters.
 CurrentCaller = Annotated[Caller, Depends(current_caller)]
 Ops = Annotated[Operations, Depends(operations)]
 CurrentSettings = Annotated[Settings, Depends(settings_of)]
+CurrentBackend = Annotated[Backend, Depends(backend_of)]
+CurrentResolver = Annotated[Resolver, Depends(resolver_of)]
+EventLog = Annotated[Log | None, Depends(event_log_of)]
+Context = Annotated[SessionContext, Depends(session_context)]
+Packs = Annotated[PackService, Depends(pack_service)]
+Quarantine = Annotated[QuarantineOperations, Depends(quarantine_operations)]

@@ -1,21 +1,15 @@
 """REST for expert packs: /v1/packs (list, install) and /v1/packs/{name} (the whole pack in its folder layout),
 used by `engram packs`."""
 
-# No `from __future__ import annotations`: FastAPI resolves route annotations against module globals, and the
-# routes below use a dependency alias local to build_router.
+# No `from __future__ import annotations`: FastAPI reads the routes' annotations as objects.
 
 from typing import Annotated, Any
 
-from fastapi import APIRouter, Depends, Path
+from fastapi import APIRouter, Path
 from pydantic import BaseModel, ConfigDict, Field
 
-from engram.model import Caller
 from engram.packs.format import MAX_NAME_CHARS, NAME_PATTERN, Pack
-from engram.services.gateway.backend import Backend
-from engram.services.gateway.identity import Resolver
-from engram.services.gateway.operations.cursors import CursorTracker
-from engram.services.gateway.operations.packs import PackService
-from engram.services.gateway.rest.dependencies import caller_dependency
+from engram.services.gateway.rest.dependencies import CurrentCaller, Packs
 from engram.services.gateway.rest.problems import ERROR_RESPONSES, PROBLEM_MEDIA_TYPE, Problem
 
 
@@ -67,29 +61,29 @@ _NO_PACK: dict[int | str, dict[str, Any]] = {
 }
 
 
-def build_router(backend: Backend, cursors: CursorTracker, resolver: Resolver) -> APIRouter:
-    router = APIRouter(prefix="/v1", tags=["packs"], responses=ERROR_RESPONSES)
-    packs = PackService(backend, cursors)
-    CurrentCaller = Annotated[Caller, Depends(caller_dependency(resolver))]
-    PackName = Annotated[
-        str, Path(min_length=1, max_length=MAX_NAME_CHARS, pattern=NAME_PATTERN, description="The pack's name.")
-    ]
+# Routes /v1/packs and /v1/packs/{name}. build_app includes them; each takes the app's pack service and the caller
+# as injected dependencies (rest/dependencies.py).
+router = APIRouter(prefix="/v1", tags=["packs"], responses=ERROR_RESPONSES)
+PackName = Annotated[
+    str, Path(min_length=1, max_length=MAX_NAME_CHARS, pattern=NAME_PATTERN, description="The pack's name.")
+]
 
-    @router.get("/packs", response_model=PacksResult, summary="The expert packs installed in your namespace")
-    async def list_packs(caller: CurrentCaller) -> PacksResult:
-        return PacksResult(packs=[PackSummaryOut(**p) for p in await packs.installed(caller)])
 
-    @router.post("/packs", response_model=InstalledOut, responses=_EXISTS,
-                 summary="Install (or with replace, update) an expert pack")  # fmt: skip
-    async def install_pack(body: PackIn, caller: CurrentCaller) -> InstalledOut:
-        """Needs a key with the packs (or admin) scope. Paths are checked (nothing outside the pack); 409 when
-        the pack exists and replace is false."""
-        pack = Pack(name=body.name, meta=body.meta, files=body.files)
-        return InstalledOut(**await packs.install(caller, pack, replace=body.replace))
+@router.get("/packs", response_model=PacksResult, summary="The expert packs installed in your namespace")
+async def list_packs(caller: CurrentCaller, packs: Packs) -> PacksResult:
+    return PacksResult(packs=[PackSummaryOut(**p) for p in await packs.installed(caller)])
 
-    @router.get("/packs/{name}", response_model=PackOut, responses=_NO_PACK, summary="One pack in its folder layout")
-    async def get_pack(name: PackName, caller: CurrentCaller) -> PackOut:
-        pack = await packs.export(caller, name)
-        return PackOut(name=pack.name, meta=pack.meta, files=pack.files)
 
-    return router
+@router.post("/packs", response_model=InstalledOut, responses=_EXISTS,
+             summary="Install (or with replace, update) an expert pack")  # fmt: skip
+async def install_pack(body: PackIn, caller: CurrentCaller, packs: Packs) -> InstalledOut:
+    """Needs a key with the packs (or admin) scope. Paths are checked (nothing outside the pack); 409 when
+    the pack exists and replace is false."""
+    pack = Pack(name=body.name, meta=body.meta, files=body.files)
+    return InstalledOut(**await packs.install(caller, pack, replace=body.replace))
+
+
+@router.get("/packs/{name}", response_model=PackOut, responses=_NO_PACK, summary="One pack in its folder layout")
+async def get_pack(name: PackName, caller: CurrentCaller, packs: Packs) -> PackOut:
+    pack = await packs.export(caller, name)
+    return PackOut(name=pack.name, meta=pack.meta, files=pack.files)

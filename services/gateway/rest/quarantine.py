@@ -1,18 +1,15 @@
 """REST for the log entries the search index set aside (admin): /v1/index/quarantine, its retry and its purge."""
 
-# No `from __future__ import annotations`: FastAPI resolves route annotations against module globals, and the
-# routes below use a dependency alias local to build_router.
+# No `from __future__ import annotations`: FastAPI reads the routes' annotations as objects.
 
 from typing import Annotated
 
-from fastapi import APIRouter, Depends
+from fastapi import APIRouter
 from pydantic import BaseModel, Field
 
-from engram.model import Caller, format_time
+from engram.model import format_time
 from engram.results import Quarantined
-from engram.services.gateway.identity import Resolver
-from engram.services.gateway.operations.quarantine import QuarantineOperations
-from engram.services.gateway.rest.dependencies import caller_dependency
+from engram.services.gateway.rest.dependencies import CurrentCaller, Quarantine
 from engram.services.gateway.rest.problems import ERROR_RESPONSES
 from engram.services.gateway.schemas.arguments import MAX_SEQ
 
@@ -67,33 +64,31 @@ class PurgeResult(BaseModel):
     erased: list[str] = Field(description="The memories purged (with erase).")
 
 
-def build_router(ops: QuarantineOperations, resolver: Resolver) -> APIRouter:
-    """Routes /v1/index/quarantine (list), /v1/index/quarantine/retry and /v1/index/quarantine/purge (admin)."""
-    router = APIRouter(prefix="/v1/index", tags=["index"], responses=ERROR_RESPONSES)
-    CurrentCaller = Annotated[Caller, Depends(caller_dependency(resolver))]
+# Routes /v1/index/quarantine (list), /v1/index/quarantine/retry and /v1/index/quarantine/purge (admin). build_app
+# includes them; each takes the app's quarantine operations and the caller as injected dependencies.
+router = APIRouter(prefix="/v1/index", tags=["index"], responses=ERROR_RESPONSES)
 
-    @router.get("/quarantine", response_model=QuarantineList,
-                summary="Log entries the search index could not apply (admin)")  # fmt: skip
-    async def list_quarantine(caller: CurrentCaller) -> QuarantineList:
-        """Entries set aside so that the index goes on: each with its sequence, namespace, memory, event and error.
-        Readiness reports them (degraded, still serving) until they are retried or purged."""
-        entries, total = await ops.entries(caller)
-        return QuarantineList(entries=[QuarantinedOut.of(e) for e in entries], total=total)
 
-    @router.post("/quarantine/retry", response_model=RetryResult,
-                 summary="Apply quarantined log entries again (admin)")  # fmt: skip
-    async def retry_quarantine(body: RetryRequest, caller: CurrentCaller) -> RetryResult:
-        """Reads the entries from the log and applies them again (after a fix or an upgrade)."""
-        applied, failed = await ops.retry(caller, body.seqs)
-        return RetryResult(
-            applied=[QuarantinedOut.of(e) for e in applied], failed=[QuarantinedOut.of(e) for e in failed]
-        )
+@router.get("/quarantine", response_model=QuarantineList,
+            summary="Log entries the search index could not apply (admin)")  # fmt: skip
+async def list_quarantine(caller: CurrentCaller, ops: Quarantine) -> QuarantineList:
+    """Entries set aside so that the index goes on: each with its sequence, namespace, memory, event and error.
+    Readiness reports them (degraded, still serving) until they are retried or purged."""
+    entries, total = await ops.entries(caller)
+    return QuarantineList(entries=[QuarantinedOut.of(e) for e in entries], total=total)
 
-    @router.post("/quarantine/purge", response_model=PurgeResult,
-                 summary="Drop quarantined log entries, optionally purging their memories (admin)")  # fmt: skip
-    async def purge_quarantine(body: PurgeRequest, caller: CurrentCaller) -> PurgeResult:
-        """Takes the entries out of the quarantine; with `erase`, purges their memories first."""
-        purged = await ops.purge(caller, body.seqs, erase=body.erase)
-        return PurgeResult(dropped=[QuarantinedOut.of(e) for e in purged.dropped], erased=purged.erased)
 
-    return router
+@router.post("/quarantine/retry", response_model=RetryResult,
+             summary="Apply quarantined log entries again (admin)")  # fmt: skip
+async def retry_quarantine(body: RetryRequest, caller: CurrentCaller, ops: Quarantine) -> RetryResult:
+    """Reads the entries from the log and applies them again (after a fix or an upgrade)."""
+    applied, failed = await ops.retry(caller, body.seqs)
+    return RetryResult(applied=[QuarantinedOut.of(e) for e in applied], failed=[QuarantinedOut.of(e) for e in failed])
+
+
+@router.post("/quarantine/purge", response_model=PurgeResult,
+             summary="Drop quarantined log entries, optionally purging their memories (admin)")  # fmt: skip
+async def purge_quarantine(body: PurgeRequest, caller: CurrentCaller, ops: Quarantine) -> PurgeResult:
+    """Takes the entries out of the quarantine; with `erase`, purges their memories first."""
+    purged = await ops.purge(caller, body.seqs, erase=body.erase)
+    return PurgeResult(dropped=[QuarantinedOut.of(e) for e in purged.dropped], erased=purged.erased)

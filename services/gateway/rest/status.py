@@ -1,15 +1,14 @@
 """Probes and status: /healthz (the process is up), /readyz (every service ready, or why not) and /v1/status
 (node, readiness, index lag, counts, disk, sync) for people and scripts (`engram status`)."""
 
-# No `from __future__ import annotations`: FastAPI resolves route annotations against module globals, and the
-# routes below use a dependency alias local to add_probes.
+# No `from __future__ import annotations`: FastAPI reads the routes' annotations as objects.
 
 import asyncio
 import dataclasses
 import time
-from typing import Annotated, Any
+from typing import Any
 
-from fastapi import APIRouter, Depends, FastAPI
+from fastapi import APIRouter
 from fastapi.responses import JSONResponse
 from pydantic import BaseModel, Field
 
@@ -19,8 +18,14 @@ from engram.log import Log
 from engram.model import Caller, format_time
 from engram.process.health import LOG
 from engram.services.gateway.backend import Backend, ProblemReport, Readiness
-from engram.services.gateway.identity import Resolver, require_scope
-from engram.services.gateway.rest.dependencies import caller_dependency
+from engram.services.gateway.identity import require_scope
+from engram.services.gateway.rest.dependencies import (
+    CurrentBackend,
+    CurrentCaller,
+    CurrentResolver,
+    CurrentSettings,
+    EventLog,
+)
 from engram.services.gateway.rest.problems import ERROR_RESPONSES
 
 SYNC_SERVED = "serves edge devices: they sync with `engram edge --upstream <this URL> --key <a sync key>`"
@@ -186,95 +191,112 @@ async def _quarantine_newest(backend: Backend, caller: Caller) -> QuarantinedNew
     return QuarantinedNewest(seq=newest.seq, namespace=newest.namespace, event=newest.event, error=newest.error)
 
 
-def _sync_state(backend: Backend, settings: Settings | None) -> str:
+def _sync_state(backend: Backend, settings: Settings) -> str:
     """An edge node: its sync with the cluster, in a line; else whether this gateway serves edge devices."""
-    if settings is not None and settings.upstream:
+    if settings.upstream:
         from engram.services.sync.device import STATE_FILE, SyncState
 
         return SyncState.load(settings.home / "sync" / STATE_FILE).line(settings.upstream)
     return SYNC_SERVED if backend.sync is not None else SYNC_NONE
 
 
-def add_probes(
-    app: FastAPI,
-    backend: Backend,
-    resolver: Resolver,
-    *,
-    event_log: Log | None = None,
-    settings: Settings | None = None,
-) -> None:
-    """/healthz and /readyz (unauthenticated: orchestrators call them) and the authenticated /v1/status.
+def _readiness_body(readiness: Readiness) -> dict[str, Any]:
+    """/readyz's answer without the reranker: each service, the problems, and whether it is ready."""
+    return {
+        # degraded: ready (200), with problems that stop nothing, e.g. log entries the index set aside
+        "status": ("degraded" if readiness.degraded else "ready") if readiness.ready else "unavailable",
+        "services": _services(readiness),
+        "problems": [p.model_dump() for p in _problems(readiness)],
+        "rerank": "off",
+    }
 
-    ``event_log``: the gateway's connection to the log, which /readyz asks whether it answers; ``settings``: an
-    edge node's (its status shows its sync with the cluster)."""
 
-    @app.get("/healthz", tags=["probes"], summary="Liveness: the process is up")
-    async def healthz() -> dict[str, str]:
-        return {"status": "ok"}
+async def _rerank_fields(backend: Backend, timeout: float) -> dict[str, Any]:
+    """Whether search reranks, and with which model ("unknown" when the search service does not say in time)."""
+    model = await _rerank_model(backend, max(0.05, timeout))
+    return {"rerank": "unknown" if model is None else "on" if model else "off", "rerank_model": model or None}
 
-    @app.get(
-        "/readyz",
-        tags=["probes"],
-        summary="Readiness: every service is ready, or why not",
-        responses={503: {"description": "Not ready: the body says which service or condition, with Retry-After"}},
+
+def _not_ready(readiness: Readiness) -> str:
+    reasons = "; ".join(f"{p.condition}: {p.detail}" for p in readiness.problems) or "a service is down"
+    return f"Not ready: {reasons}"
+
+
+def _node_out(readiness: Readiness) -> NodeOut:
+    return NodeOut(
+        version=readiness.version,
+        pid=readiness.pid,
+        started_at=format_time(readiness.started_at),
+        uptime_seconds=round(time.time() - readiness.started_at, 1) if readiness.started_at else None,
     )
-    async def readyz() -> JSONResponse:
-        started = time.monotonic()
-        readiness = await _readiness_now(backend, event_log)
-        body: dict[str, Any] = {
-            # degraded: ready (200), with problems that stop nothing, e.g. log entries the index set aside
-            "status": ("degraded" if readiness.degraded else "ready") if readiness.ready else "unavailable",
-            "services": _services(readiness),
-            "problems": [p.model_dump() for p in _problems(readiness)],
-            "rerank": "off",
-        }
-        if readiness.services.get("search"):
-            model = await _rerank_model(backend, max(0.05, READYZ_SECONDS - (time.monotonic() - started)))
-            body["rerank"] = "unknown" if model is None else "on" if model else "off"
-            body["rerank_model"] = model or None
-        if not readiness.ready:
-            reasons = "; ".join(f"{p.condition}: {p.detail}" for p in readiness.problems) or "a service is down"
-            body["detail"] = f"Not ready: {reasons}"
-        headers = None if readiness.ready else {"Retry-After": "2"}
-        return JSONResponse(body, status_code=200 if readiness.ready else 503, headers=headers)
 
-    router = APIRouter(prefix="/v1", tags=["status"], responses=ERROR_RESPONSES)
-    CurrentCaller = Annotated[Caller, Depends(caller_dependency(resolver))]
 
-    @router.get("/status", response_model=StatusOut, summary="Node status: readiness, index lag, counts, disk, sync")
-    async def status(caller: CurrentCaller) -> StatusOut:
-        """What `engram status` prints. Needs the read scope; the disk figures need admin (or dev mode)."""
-        require_scope(caller, "read")
-        readiness = await backend.readiness()
-        index = None
-        if readiness.services.get("search"):
-            stats = await backend.search_client.stats(caller)
-            index = IndexOut(
-                applied_seq=stats.applied_seq,
-                log_last_seq=stats.log_last_seq,
-                lag=max(0, stats.log_last_seq - stats.applied_seq),
-                memories=stats.memories,
-                embedding_model=stats.embedding_model,
-                reranker_model=stats.reranker_model or None,
-                quarantined=stats.quarantined,
-            )
-            if stats.quarantined and (resolver.dev or "admin" in caller.scopes):
-                index.quarantine_newest = await _quarantine_newest(backend, caller)
-        show_disk = resolver.dev or "admin" in caller.scopes
-        return StatusOut(
-            ready=readiness.ready,
-            services=_services(readiness),
-            problems=_problems(readiness),
-            node=NodeOut(
-                version=readiness.version,
-                pid=readiness.pid,
-                started_at=format_time(readiness.started_at),
-                uptime_seconds=round(time.time() - readiness.started_at, 1) if readiness.started_at else None,
-            ),
-            index=index,
-            disk=DiskOut(**readiness.disk) if readiness.disk and show_disk else None,
-            sync=SyncOut(state=_sync_state(backend, settings)),
-            caller=await _caller_out(backend, caller, dev=resolver.dev),
-        )
+async def _index_out(backend: Backend, caller: Caller, *, newest: bool) -> IndexOut:
+    """The search index's figures; with ``newest`` (admin keys and dev mode), the newest entry it set aside."""
+    stats = await backend.search_client.stats(caller)
+    index = IndexOut(
+        applied_seq=stats.applied_seq,
+        log_last_seq=stats.log_last_seq,
+        lag=max(0, stats.log_last_seq - stats.applied_seq),
+        memories=stats.memories,
+        embedding_model=stats.embedding_model,
+        reranker_model=stats.reranker_model or None,
+        quarantined=stats.quarantined,
+    )
+    if stats.quarantined and newest:
+        index.quarantine_newest = await _quarantine_newest(backend, caller)
+    return index
 
-    app.include_router(router)
+
+# /healthz and /readyz, unauthenticated: orchestrators call them. build_app includes them first, then `router`.
+probes = APIRouter()
+
+
+@probes.get("/healthz", tags=["probes"], summary="Liveness: the process is up")
+async def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@probes.get(
+    "/readyz",
+    tags=["probes"],
+    summary="Readiness: every service is ready, or why not",
+    responses={503: {"description": "Not ready: the body says which service or condition, with Retry-After"}},
+)
+async def readyz(backend: CurrentBackend, event_log: EventLog) -> JSONResponse:
+    # No docstring: it would become the route's description in the OpenAPI document. The services are asked, and
+    # the log itself (event_log, the gateway's connection; None without NATS) whether it answers.
+    started = time.monotonic()
+    readiness = await _readiness_now(backend, event_log)
+    body = _readiness_body(readiness)
+    if readiness.services.get("search"):
+        body.update(await _rerank_fields(backend, READYZ_SECONDS - (time.monotonic() - started)))
+    if not readiness.ready:
+        body["detail"] = _not_ready(readiness)
+    headers = None if readiness.ready else {"Retry-After": "2"}
+    return JSONResponse(body, status_code=200 if readiness.ready else 503, headers=headers)
+
+
+# The authenticated /v1/status; it takes the app's backend, resolver and settings (an edge node's status shows its
+# sync with the cluster) and the caller as injected dependencies (rest/dependencies.py).
+router = APIRouter(prefix="/v1", tags=["status"], responses=ERROR_RESPONSES)
+
+
+@router.get("/status", response_model=StatusOut, summary="Node status: readiness, index lag, counts, disk, sync")
+async def status(
+    caller: CurrentCaller, backend: CurrentBackend, resolver: CurrentResolver, settings: CurrentSettings
+) -> StatusOut:
+    """What `engram status` prints. Needs the read scope; the disk figures need admin (or dev mode)."""
+    require_scope(caller, "read")
+    readiness = await backend.readiness()
+    privileged = resolver.dev or "admin" in caller.scopes
+    return StatusOut(
+        ready=readiness.ready,
+        services=_services(readiness),
+        problems=_problems(readiness),
+        node=_node_out(readiness),
+        index=await _index_out(backend, caller, newest=privileged) if readiness.services.get("search") else None,
+        disk=DiskOut(**readiness.disk) if readiness.disk and privileged else None,
+        sync=SyncOut(state=_sync_state(backend, settings)),
+        caller=await _caller_out(backend, caller, dev=resolver.dev),
+    )

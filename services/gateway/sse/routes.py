@@ -1,23 +1,19 @@
 """GET /events/stream: the caller's namespace's events as Server-Sent Events, resumable from Last-Event-ID."""
 
-# No `from __future__ import annotations`: FastAPI resolves route annotations against module globals, and the
-# routes below use a dependency alias local to build_router.
+# No `from __future__ import annotations`: FastAPI reads the routes' annotations as objects.
 
 from collections.abc import Awaitable, Callable, Iterable
-from typing import Annotated, Any
+from typing import Annotated
 
-from fastapi import APIRouter, Depends, Header, Query
+from fastapi import APIRouter, Depends, Header, Query, Request
 from starlette.responses import StreamingResponse
 from starlette.types import Receive, Scope, Send
 
-from engram.config import Settings
 from engram.errors import InvalidArgument
-from engram.log import Log
 from engram.log.events import EVENTS
-from engram.model import Caller
 from engram.names import IDENTITY_PATTERN, MAX_IDENTITY_CHARS
-from engram.services.gateway.identity import Resolver, require_scope
-from engram.services.gateway.rest.dependencies import caller_dependency
+from engram.services.gateway.identity import require_scope
+from engram.services.gateway.rest.dependencies import CurrentCaller
 from engram.services.gateway.rest.problems import ERROR_RESPONSES
 from engram.services.gateway.schemas.arguments import MAX_SEQ, ImportanceName
 from engram.services.gateway.sse.streams import GAP_EVENT, QUIET_EVENTS, EventFilter, EventStream, EventStreams
@@ -69,85 +65,92 @@ class EventStreamResponse(StreamingResponse):
             await self._release(self._stream)
 
 
-class EventsRouter(APIRouter):
-    """The SSE route, with the streams it has open (the server ends them before it stops)."""
+async def event_streams(request: Request) -> EventStreams:
+    """The streams of the app serving the request (build_app puts them in app.state; the server ends them before it
+    stops)."""
+    streams: EventStreams = request.app.state.event_streams
+    return streams
 
-    def __init__(self, streams: EventStreams, **kwargs: Any) -> None:
-        super().__init__(**kwargs)
-        self.streams = streams
+
+Streams = Annotated[EventStreams, Depends(event_streams)]
+
+# The stream's parameters, as the route declares them (OpenAPI documents each).
+Topics = Annotated[
+    list[str] | None,
+    Query(description="Only events about any of these topics (repeat it, or separate them with commas)."),
+]
+MinImportance = Annotated[ImportanceName | None, Query(description="Only events of memories at least this important.")]
+EventNames = Annotated[
+    list[str] | None,
+    Query(
+        description="Only these events (repeat it, or separate them with commas): "
+        + ", ".join(EVENTS)
+        + f". Default: all but {', '.join(sorted(QUIET_EVENTS))}."
+    ),
+]
+WrittenBy = Annotated[
+    str | None,
+    Query(
+        pattern=f"^{IDENTITY_PATTERN}$",
+        max_length=MAX_IDENTITY_CHARS,
+        description="Only events written by this agent (its id, or agent@device).",
+    ),
+]
+ExcludeSelf = Annotated[
+    bool, Query(description="Skip the events you wrote yourself (same agent, and same device if known).")
+]
+LastEventId = Annotated[
+    int | None,
+    Query(
+        ge=0,
+        le=MAX_SEQ,
+        description="Resume after this event id, for clients that cannot set the Last-Event-ID header "
+        "(the header wins when both are given).",
+    ),
+]
+LastEventIdHeader = Annotated[
+    str | None,
+    Header(
+        alias="Last-Event-ID",
+        description="Resume after this event id (a log sequence): the missed events are replayed first.",
+    ),
+]
+
+# GET /events/stream, scoped to the caller's namespace by its key. build_app includes it; the route takes the app's
+# streams and the caller as injected dependencies.
+router = APIRouter(tags=["events"], responses=ERROR_RESPONSES)
 
 
-def build_router(resolver: Resolver, settings: Settings, event_log: Log | None) -> EventsRouter:
-    """GET /events/stream, scoped to the caller's namespace by its key."""
-    router = EventsRouter(EventStreams(event_log, settings), tags=["events"], responses=ERROR_RESPONSES)
-    CurrentCaller = Annotated[Caller, Depends(caller_dependency(resolver))]
-
-    @router.get(
-        STREAM_PATH,
-        response_class=EventStreamResponse,
-        status_code=200,
-        summary="Live events of your namespace (Server-Sent Events)",
-        description=STREAM_DESCRIPTION,
-        responses={200: {"description": "An endless stream of events, heartbeats and gap notices."}},
+@router.get(
+    STREAM_PATH,
+    response_class=EventStreamResponse,
+    status_code=200,
+    summary="Live events of your namespace (Server-Sent Events)",
+    description=STREAM_DESCRIPTION,
+    responses={200: {"description": "An endless stream of events, heartbeats and gap notices."}},
+)
+async def stream_events(
+    caller: CurrentCaller,
+    streams: Streams,
+    topics: Topics = None,
+    importance: MinImportance = None,
+    events: EventNames = None,
+    agent: WrittenBy = None,
+    exclude_self: ExcludeSelf = False,
+    last_event_id: LastEventId = None,
+    last_event_id_header: LastEventIdHeader = None,
+) -> EventStreamResponse:
+    require_scope(caller, "read")
+    wanted = EventFilter(
+        events=_event_names(events),
+        topics=_listed("topics", topics),
+        importance=importance,
+        agent=agent,
+        exclude=(caller.agent_id, caller.device) if exclude_self else None,
     )
-    async def stream_events(
-        caller: CurrentCaller,
-        topics: Annotated[
-            list[str] | None,
-            Query(description="Only events about any of these topics (repeat it, or separate them with commas)."),
-        ] = None,
-        importance: Annotated[
-            ImportanceName | None, Query(description="Only events of memories at least this important.")
-        ] = None,
-        events: Annotated[
-            list[str] | None,
-            Query(
-                description="Only these events (repeat it, or separate them with commas): "
-                + ", ".join(EVENTS)
-                + f". Default: all but {', '.join(sorted(QUIET_EVENTS))}."
-            ),
-        ] = None,
-        agent: Annotated[
-            str | None,
-            Query(
-                pattern=f"^{IDENTITY_PATTERN}$",
-                max_length=MAX_IDENTITY_CHARS,
-                description="Only events written by this agent (its id, or agent@device).",
-            ),
-        ] = None,
-        exclude_self: Annotated[
-            bool, Query(description="Skip the events you wrote yourself (same agent, and same device if known).")
-        ] = False,
-        last_event_id: Annotated[
-            int | None,
-            Query(
-                ge=0,
-                le=MAX_SEQ,
-                description="Resume after this event id, for clients that cannot set the Last-Event-ID header "
-                "(the header wins when both are given).",
-            ),
-        ] = None,
-        last_event_id_header: Annotated[
-            str | None,
-            Header(
-                alias="Last-Event-ID",
-                description="Resume after this event id (a log sequence): the missed events are replayed first.",
-            ),
-        ] = None,
-    ) -> EventStreamResponse:
-        require_scope(caller, "read")
-        wanted = EventFilter(
-            events=_event_names(events),
-            topics=_listed("topics", topics),
-            importance=importance,
-            agent=agent,
-            exclude=(caller.agent_id, caller.device) if exclude_self else None,
-        )
-        after = _resume_after(last_event_id_header, last_event_id)
-        stream = await router.streams.open(caller.namespace, wanted, after)
-        return EventStreamResponse(stream, router.streams.release)
-
-    return router
+    after = _resume_after(last_event_id_header, last_event_id)
+    stream = await streams.open(caller.namespace, wanted, after)
+    return EventStreamResponse(stream, streams.release)
 
 
 def _listed(field: str, values: Iterable[str] | None) -> frozenset[str]:
