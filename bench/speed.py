@@ -335,6 +335,8 @@ class Probes:
         self._url, self._size = client.http_url, size
         self._stopped = asyncio.Event()
         self._waits: dict[str, list[float]] = {"search": [], "save": []}
+        self._began = time.perf_counter()
+        self._slowest: dict[str, list[tuple[float, float]]] = {"search": [], "save": []}  # (s into the import, wait)
         self._errors: dict[str, list[str]] = {"search": [], "save": []}
 
     def stop(self) -> None:
@@ -365,12 +367,17 @@ class Probes:
         except Exception as e:  # a lost connection is a stall's worst outcome: recorded, not raised
             self._errors[kind].append(repr(e)[:200])
             return
-        self._waits[kind].append(time.perf_counter() - began)
+        wait = time.perf_counter() - began
+        self._waits[kind].append(wait)
+        self._slowest[kind] = sorted([*self._slowest[kind], (began - self._began, wait)], key=lambda t: -t[1])[:10]
 
     def summary(self) -> dict[str, Any]:
         out: dict[str, Any] = {"interval_ms": PROBE_INTERVAL_SECONDS * 1000, "transport": "REST"}
         for kind, waits in self._waits.items():
             out[kind] = dataclasses.asdict(LatencySummary.of(waits)) | {"errors": len(self._errors[kind])}
+            # When the longest waits began (seconds into the import) and how long they were (ms): a stall shows
+            # as several calls waiting at one moment, to set beside the node's log (a graph build's swap, a GC).
+            out[kind]["slowest"] = [[round(at, 1), round(wait * 1000)] for at, wait in self._slowest[kind]]
             if self._errors[kind]:
                 out[kind]["error_examples"] = sorted(set(self._errors[kind]))[:3]
         return out
