@@ -4,7 +4,7 @@ path parameters with the descriptions and constraints of the shared argument typ
 # No `from __future__ import annotations`: FastAPI resolves the dependency's annotations against module globals.
 
 import inspect
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, get_args, get_origin
 
 from fastapi import Depends, Header, Path, Query, Request
@@ -60,7 +60,7 @@ def query_parameters(model: type[BaseModel]) -> Callable[..., Any]:
         p.replace(annotation=Annotated[_query_type(p.annotation), query_of(p.annotation)]) for p in flat_fields(model)
     ]
 
-    async def parse(**values: Any) -> Any:  # async: see operations() below
+    async def parse(**values: Any) -> Any:  # async: see app_state() below
         return built(model, values)
 
     parse.__signature__ = inspect.Signature(parameters)  # type: ignore[attr-defined]
@@ -79,55 +79,17 @@ def path_of(alias: Any) -> Any:
     return Path(description=info.description, json_schema_extra=info.json_schema_extra)
 
 
-# The dependencies below are async although they never wait: FastAPI runs a plain `def` dependency in its thread
-# pool, a hop that cost a REST request about 0.6 ms on 2 busy cores (docs/benchmarks.md, 2026-11-28).
-async def operations(request: Request) -> Operations:
-    """The operations of the app serving the request (build_app puts them in app.state): a route declared at module
-    level gets them injected as a parameter ``ops: Ops``."""
-    ops: Operations = request.app.state.ops
-    return ops
+def app_state(name: str) -> Callable[[Request], Awaitable[Any]]:
+    """A dependency that answers what build_app put in the serving app's state under ``name``: a route declared at
+    module level gets it injected as a parameter (``ops: Ops``). Async although it never waits: FastAPI runs a plain
+    `def` dependency in its thread pool, a hop that cost a REST request about 0.6 ms on 2 busy cores
+    (docs/benchmarks.md, 2026-11-28)."""
 
+    async def dependency(request: Request) -> Any:
+        return getattr(request.app.state, name)
 
-async def settings_of(request: Request) -> Settings:
-    """The settings of the app serving the request (app.state)."""
-    settings: Settings = request.app.state.settings
-    return settings
-
-
-async def backend_of(request: Request) -> Backend:
-    """The clients of the services behind the app serving the request (app.state)."""
-    backend: Backend = request.app.state.backend
-    return backend
-
-
-async def resolver_of(request: Request) -> Resolver:
-    """The resolver of the app serving the request (app.state): who a key is, and whether the node is in dev mode."""
-    resolver: Resolver = request.app.state.resolver
-    return resolver
-
-
-async def event_log_of(request: Request) -> Log | None:
-    """The app's connection to the log (app.state; None for a gateway without NATS)."""
-    event_log: Log | None = request.app.state.event_log
-    return event_log
-
-
-async def session_context(request: Request) -> SessionContext:
-    """The session context service of the app serving the request (app.state)."""
-    context: SessionContext = request.app.state.session_context
-    return context
-
-
-async def pack_service(request: Request) -> PackService:
-    """The pack operations of the app serving the request (app.state)."""
-    packs: PackService = request.app.state.packs
-    return packs
-
-
-async def quarantine_operations(request: Request) -> QuarantineOperations:
-    """The quarantine operations of the app serving the request (app.state)."""
-    quarantine: QuarantineOperations = request.app.state.quarantine
-    return quarantine
+    dependency.__name__ = f"app_state_{name}"
+    return dependency
 
 
 # The hints a REST caller may give about itself, documented and pre-checked as current_caller's parameters.
@@ -180,17 +142,18 @@ async def current_caller(
     OpenAPI)."""
     # The parameters document and pre-check the hints; the resolver reads them from the request itself, and
     # the raw Authorization header, not the HTTPBearer result: a non-Bearer scheme must be refused, not ignored.
-    return (await resolver_of(request)).resolve(RequestIdentity.from_request(request), default_source=REST_SOURCE)
+    resolver: Resolver = request.app.state.resolver
+    return resolver.resolve(RequestIdentity.from_request(request), default_source=REST_SOURCE)
 
 
 # The caller of a request, by the resolver of the app serving it (app.state.resolver), and what else build_app puts
 # in app.state: what routes declared at module level take as parameters.
 CurrentCaller = Annotated[Caller, Depends(current_caller)]
-Ops = Annotated[Operations, Depends(operations)]
-CurrentSettings = Annotated[Settings, Depends(settings_of)]
-CurrentBackend = Annotated[Backend, Depends(backend_of)]
-CurrentResolver = Annotated[Resolver, Depends(resolver_of)]
-EventLog = Annotated[Log | None, Depends(event_log_of)]
-Context = Annotated[SessionContext, Depends(session_context)]
-Packs = Annotated[PackService, Depends(pack_service)]
-Quarantine = Annotated[QuarantineOperations, Depends(quarantine_operations)]
+Ops = Annotated[Operations, Depends(app_state("ops"))]
+CurrentSettings = Annotated[Settings, Depends(app_state("settings"))]
+CurrentBackend = Annotated[Backend, Depends(app_state("backend"))]
+CurrentResolver = Annotated[Resolver, Depends(app_state("resolver"))]
+EventLog = Annotated[Log | None, Depends(app_state("event_log"))]  # None for a gateway without NATS
+Context = Annotated[SessionContext, Depends(app_state("session_context"))]
+Packs = Annotated[PackService, Depends(app_state("packs"))]
+Quarantine = Annotated[QuarantineOperations, Depends(app_state("quarantine"))]
