@@ -109,7 +109,7 @@ def build_app(
     _put_dependencies(app, settings, backend, resolver, cursors, event_log)
     for router in ROUTERS:
         app.include_router(router)
-    add_metrics(app, resolver)
+    add_metrics(app)
     edge = BodyPolicy(
         max_request_bytes=settings.max_request_bytes,
         max_import_bytes=settings.max_import_bytes,

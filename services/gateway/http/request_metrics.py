@@ -89,23 +89,26 @@ def _method(scope: Scope) -> str:
     return method if method in METHODS else OTHER_METHOD  # any token is a method to HTTP: keep the label bounded
 
 
-def add_metrics(app: FastAPI, resolver: Resolver) -> None:
+async def metrics_endpoint(request: Request) -> Response:
     """GET /metrics: the process's metrics (every service's, in the embedded node) for a caller on this machine or
-    with an admin key. The address of ENGRAM_METRICS_LISTEN serves the same without a key, for Prometheus."""
+    with an admin key (by the resolver build_app put in app.state). The address of ENGRAM_METRICS_LISTEN serves the
+    same without a key, for Prometheus."""
+    host = request.client.host if request.client is not None else None
+    if not _is_loopback_peer(host):
+        authorization = request.headers.get("authorization") or ""
+        resolver: Resolver = request.app.state.resolver
+        try:
+            key = resolver.authenticate(authorization) if authorization.strip() else None
+        except Unauthenticated as e:
+            return unauthenticated(str(e))
+        if key is None:  # no key, or a dev-mode node reached through a proxy
+            return unauthenticated(NEEDS_ADMIN)
+        if not key.allows("admin"):
+            return problem(403, f"This API key may not read metrics. {NEEDS_ADMIN}", code="permission_denied")
+    body = await asyncio.to_thread(metrics.exposition)  # samples are read under locks: not on the event loop
+    return Response(body, media_type=metrics.CONTENT_TYPE)
 
-    async def metrics_endpoint(request: Request) -> Response:
-        host = request.client.host if request.client is not None else None
-        if not _is_loopback_peer(host):
-            authorization = request.headers.get("authorization") or ""
-            try:
-                key = resolver.authenticate(authorization) if authorization.strip() else None
-            except Unauthenticated as e:
-                return unauthenticated(str(e))
-            if key is None:  # no key, or a dev-mode node reached through a proxy
-                return unauthenticated(NEEDS_ADMIN)
-            if not key.allows("admin"):
-                return problem(403, f"This API key may not read metrics. {NEEDS_ADMIN}", code="permission_denied")
-        body = await asyncio.to_thread(metrics.exposition)  # samples are read under locks: not on the event loop
-        return Response(body, media_type=metrics.CONTENT_TYPE)
 
+def add_metrics(app: FastAPI) -> None:
+    """Serves GET /metrics (metrics_endpoint) on ``app``."""
     app.add_route(METRICS_PATH, metrics_endpoint, methods=["GET"], include_in_schema=False)
