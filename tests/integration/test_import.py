@@ -190,3 +190,34 @@ def test_an_admin_import_stores_the_dense_vector_a_line_brings_and_others_are_re
     reasons = [r["reason"] for r in wrong["rejected"]]
     assert "vectors.model" in reasons[0] and "vectors.dense" in reasons[1] and "finite" in reasons[2]
     assert "vectors.dense" in reasons[3] and "base64" in reasons[3] and "model" in reasons[4]
+
+
+def test_a_line_with_a_vector_holds_the_imports_boundaries(secured_node: NodeHandle) -> None:
+    """A line bringing its vector passes the import's own checks: the key's agent may not claim another agent, a
+    secret in the text is scrubbed, and then the node embeds the scrubbed text itself instead of taking the vector
+    made from the text with the secret. (Import lines take no memory id: the server chooses every id.)"""
+    namespace = unique("vecb")
+    admin = secured_node.create_key(namespace, "loader", scopes=("read", "write", "admin"))
+    url = f"{secured_node.http_url}/v1/memories:import"
+    first = httpx.post(url, content=_ndjson([{"content": "cats and dogs play in the garden"}]), headers=bearer(admin))
+    pulled = httpx.get(f"{secured_node.http_url}/v1/sync/pull", params={"device": "t", "limit": 10},
+                       headers=bearer(admin), timeout=60)  # fmt: skip
+    assert first.status_code == 200 and pulled.status_code == 200, (first.text, pulled.text)
+    vectors = pulled.json()["changes"][0]["body"]["vectors"]
+    given = {"model": vectors["model"], "dense": vectors["dense"]}
+
+    claim = httpx.post(url, content=_ndjson([{"content": "as bob", "vectors": given}]),
+                       headers={**bearer(admin), "X-Engram-Agent-ID": "bob"}, timeout=60)  # fmt: skip
+    assert claim.status_code == 403, claim.text
+
+    token = "ghp_" + "Zq7" * 12
+    line = {"content": f"the deploy token is {token}", "vectors": given}
+    answer = httpx.post(url, content=_ndjson([line]), headers=bearer(admin), timeout=60)
+    assert answer.status_code == 200 and answer.json()["imported"] == 1, answer.text
+    assert token not in answer.text
+    changes = httpx.get(f"{secured_node.http_url}/v1/sync/pull", params={"device": "t", "limit": 10},
+                        headers=bearer(admin), timeout=60).json()["changes"]  # fmt: skip
+    stored = changes[-1]["body"]
+    assert token not in json.dumps(stored) and stored["memory"]["content"].startswith("the deploy token is ")
+    assert stored["memory"]["owner_agent"] == "loader"
+    assert stored["vectors"]["dense"] != given["dense"], "the vector of the unscrubbed text was kept"
