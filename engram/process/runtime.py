@@ -28,7 +28,7 @@ from engram.log.leases import Leases
 from engram.log.nats import NatsCredentials, NatsLog
 from engram.log.syncstore import SyncStore
 from engram.process.health import DISK, LOG, MIB, DiskSpace, Health, disk_space
-from engram.process.heap import Heap, page_out
+from engram.process.heap import Heap, freeze_startup_objects, page_out
 from engram.process.natsd import LOG_STORE
 from engram.v1 import readiness_pb2, readiness_pb2_grpc
 
@@ -321,6 +321,7 @@ async def serve(
             await service.stop()
         await server.stop(0)
         raise
+    freeze_startup_objects()
 
     serving = health_pb2.HealthCheckResponse.SERVING
     not_serving = health_pb2.HealthCheckResponse.NOT_SERVING

@@ -15,6 +15,7 @@ from engram.config import Settings
 from engram.grpc.local import Searcher
 from engram.keys import KeyStore
 from engram.log import Log
+from engram.process.heap import freeze_startup_objects
 from engram.process.ports import listen_socket
 from engram.services.gateway.app import build_app
 from engram.services.gateway.backend import Backend
@@ -101,6 +102,7 @@ async def start_http(
             task.result()  # raises the startup error
             raise OSError(f"the HTTP server did not start on {host}:{port}")
         await asyncio.sleep(0.01)
+    freeze_startup_objects()
     bound = sock.getsockname()[1]
     shown = f"[{host}]" if ":" in host else host
     return server, task, f"http://{shown}:{bound}"

@@ -3,6 +3,7 @@ the build are in the built index once it is swapped in."""
 
 from __future__ import annotations
 
+import pickle
 from pathlib import Path
 
 import numpy as np
@@ -175,4 +176,19 @@ def test_a_search_asks_for_questions_only_once_a_point_holds_some(tmp_path: Path
     assert index.holds_questions()
     index.reset()
     assert not index.holds_questions()
+    index.close()
+
+
+def test_a_replayed_write_is_one_of_the_shards_writes_and_nothing_else(tmp_path: Path) -> None:
+    """The writes recorded during a build cross to the built copy pickled (ShardCore.apply): a recorded write is
+    applied as the live one was, and a pickled call that is not a write (a close, a read) is refused."""
+    index = EdgeIndex(tmp_path / "index", dim=DIM)
+    core = index._shard.core  # in the test's process (process=False by default)
+    stored = (uuid7(), {"note": "kept"})
+    core.apply([pickle.dumps(("write_raw", ([stored],)))])
+    assert core.raw(stored[0]) == {"note": "kept"}
+    for refused in ("close", "flush", "retrieve", "__init__"):
+        with pytest.raises(ValueError, match="not a write of the shard"):
+            core.apply([pickle.dumps((refused, ()))])
+    assert core.raw(stored[0]) == {"note": "kept"}  # still open: the close was not called
     index.close()

@@ -6,11 +6,13 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import ctypes
+import gc
+from pathlib import Path
 
 import pytest
 
 from engram.config import Settings, SettingsError
-from engram.process.heap import Heap, resident_bytes
+from engram.process.heap import Heap, freeze_startup_objects, resident_bytes
 
 BLOCK = 64 * 1024  # below glibc's mmap threshold: served from an arena, kept there when freed
 BLOCKS = 1600  # 100 MiB
@@ -57,3 +59,39 @@ def test_heap_settings_are_read_and_checked() -> None:
     assert Settings.from_env({"ENGRAM_INDEX_VECTORS": "disk"}).index_vectors == "disk"
     with pytest.raises(SettingsError, match="ENGRAM_INDEX_VECTORS must be 'ram' or 'disk'"):
         Settings.from_env({"ENGRAM_INDEX_VECTORS": "ssd"})
+
+
+def test_a_serving_process_keeps_what_it_started_with_out_of_full_collections() -> None:
+    """freeze_startup_objects: what the process holds when it starts serving moves to the collector's permanent
+    generation, so a full collection during the work that follows (an import) walks only what was made since."""
+    started_with = [[i, []] for i in range(1000)]  # containers of containers: tracked by the collector
+    try:
+        freeze_startup_objects()
+        assert gc.get_freeze_count() >= len(started_with)
+        tracked = {id(o) for o in gc.get_objects()}
+        assert not any(id(o) in tracked for o in started_with)
+        made_since: list[list[int]] = [[]]
+        assert id(made_since) in {id(o) for o in gc.get_objects()}
+    finally:
+        gc.unfreeze()  # the test's process goes on collecting as before
+
+
+@pytest.mark.anyio
+async def test_the_grpc_services_and_the_gateway_freeze_once_they_serve(tmp_path: Path) -> None:
+    """Both places a process starts serving call it: the gRPC services (runtime.serve) and the HTTP gateway."""
+    from fastapi import FastAPI
+
+    from engram.process.runtime import Resources, serve
+    from engram.services.gateway.server import start_http, stop_http
+
+    try:
+        gc.unfreeze()
+        server = await serve([], "127.0.0.1:0", resources=Resources(Settings(home=tmp_path)))
+        assert gc.get_freeze_count() > 0
+        await server.stop(0)
+        gc.unfreeze()
+        http, task, _ = await start_http(FastAPI(), "127.0.0.1", 0)
+        assert gc.get_freeze_count() > 0
+        await stop_http(http, task)
+    finally:
+        gc.unfreeze()

@@ -4,6 +4,7 @@ in a process of its own (engram.index.qdrant_edge.process), the caller holding i
 from __future__ import annotations
 
 import logging
+import pickle
 import shutil
 import time
 from pathlib import Path
@@ -47,6 +48,7 @@ CHECK_PAGE = 256  # points per read while checking the files at start: a page of
 Point = tuple[str, Vectors, dict[str, Any]]
 # A point read back: its stored id, its payload as written, its vectors (plain; {} when not asked for).
 Record = tuple[str, dict[str, Any], Vectors]
+WRITES = frozenset({"upsert", "delete", "set_payload", "set_vectors", "write_raw"})  # what apply() replays
 
 
 class ShardCore:
@@ -98,11 +100,16 @@ class ShardCore:
     def set_vectors(self, point_id: str, vectors: Vectors) -> None:
         self._shard.update(qe.UpdateOperation.update_vectors([qe.PointVectors(point_id, to_shard_vectors(vectors))]))
 
-    def apply(self, writes: list[tuple[str, tuple[Any, ...]]]) -> None:
+    def apply(self, writes: list[bytes]) -> None:
         """Applies writes recorded elsewhere (a build's replay), in order: one call for all of them, so that a
         replay in another process costs one round trip, not one per write, and catches up with a writer that goes on
-        (one round trip per write kept pace with the writer's own and never caught up, seen in a test)."""
-        for method, args in writes:
+        (one round trip per write kept pace with the writer's own and never caught up, seen in a test). Each write
+        is the pickled method name and arguments (engram.index.qdrant_edge.swap), from the node that started this
+        process: the socket pair it came over already carries pickles (multiprocessing.connection)."""
+        for write in writes:
+            method, args = pickle.loads(write)
+            if method not in WRITES:
+                raise ValueError(f"not a write of the shard: {method!r}")
             getattr(self, method)(*args)
 
     # Reads
