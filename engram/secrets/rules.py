@@ -42,6 +42,10 @@ _POSIX_CLASSES = {
 # Go's unbounded `.*` can make Python's engine retry a whole line from every place it may start (RE2 never
 # backtracks); a secret and its surroundings never need more than this many characters.
 MAX_SPAN = 256
+# Characters of a match's line, on each side of it, that an allowlist reading the line sees. A minified file's line
+# can be megabytes, and reading all of it for every match made a scrub quadratic: a 200 KB line of key
+# assignments took 2.7-4.4 s for the generic-api-key rule alone (tests/unit/test_secret_rules.py).
+LINE_REACH = 1_000
 
 Span = tuple[int, int]
 # A rule's further test: given the match and its secret's span, the span to redact or None.
@@ -206,9 +210,11 @@ class SecretRule:
             if self.widen:
                 start -= len(_PREFIX_CHARS.search(text, max(0, start - 50), start).group(0))  # type: ignore[union-attr]
             match = text[start : m.end()].strip("\n")
-            line_start = text.rfind("\n", 0, m.start()) + 1
-            line_end = text.find("\n", m.end())
-            line = text[line_start : len(text) if line_end < 0 else line_end]
+            # The match's line, read no further than LINE_REACH either side of it.
+            reach_start, reach_end = max(0, m.start() - LINE_REACH), min(len(text), m.end() + LINE_REACH)
+            line_start = text.rfind("\n", reach_start, m.start()) + 1 or reach_start
+            line_end = text.find("\n", m.end(), reach_end)
+            line = text[line_start : reach_end if line_end < 0 else line_end]
             if any(a.allows(secret, match, line) for a in self.allowlists):
                 return None
         return span
