@@ -69,7 +69,9 @@ class Writer:
             except httpx.TransportError as e:
                 self.failures.append((0, time.monotonic() - started, None, repr(e)))
                 continue
-            if response.status_code == 201:
+            # 200: stored already, as the same content (duplicate_of); a save in flight when nats-server died can find
+            # its own first attempt stored once the log is back, and then answers with that memory.
+            if response.status_code in (200, 201):
                 body = response.json()
                 self.acked[body["id"]] = body["seq"]
             else:
