@@ -241,3 +241,18 @@ def test_the_api_docs_list_every_kind() -> None:
     section = (ROOT / "docs" / "api.md").read_text().split("## Secret scrubbing", 1)[1].split("\n## ", 1)[0]
     documented = set(re.findall(r"^\| `([a-z_]+)` \|", section, re.MULTILINE))
     assert documented == set(KINDS)
+
+
+def test_a_line_allowlist_still_reads_the_line_around_a_match_on_a_very_long_line() -> None:
+    """secret_span reads at most LINE_REACH characters of the line either side of a match (a whole minified line for
+    every match was quadratic); a line allowlist's marker beside the match is still seen on a line far longer."""
+    rule = next(r for r in RULES if r.id == "generic-api-key")
+    found = EXAMPLES[rule.id]
+    assert found is not None
+    padding = "x " * 5_000  # one line, ten times the reach, before the match
+    for text, reported in (
+        (padding + found.text, True),
+        (padding + "RUN --mount=type=secret,id=k " + found.text, False),
+    ):
+        spans = [rule.secret_span(m) for m in rule.pattern.finditer(text)]
+        assert any(span is not None for span in spans) is reported, (text[-80:], spans)
