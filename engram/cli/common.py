@@ -7,6 +7,7 @@ import os
 import sys
 
 from engram import plainjson
+from engram.vocab import IMPORTANCES, SAVABLE_TYPES
 
 # Neither typing nor engram.config (nor dataclasses below) is imported to run a command: together they were about a
 # third of `engram search`'s start; the annotations are strings (PEP 563), read by mypy only. Nor are argparse (with
@@ -356,3 +357,39 @@ def _problem(response: Response, body: dict[str, Any], call: Call) -> str:
     if response.status == 403 and detail.startswith("Memory owned by"):
         detail += " From the CLI, act as the owner with --agent (or a key of that agent)."
     return f"{detail} (HTTP {response.status})"
+
+
+# --- the fields of a memory a command gives (save, update, supersede --content) --------------------------------------
+
+_EXPIRES_HELP = "expiry: an RFC 3339 time, or a duration from now: 30d, 12h, 45m, 90s, 2w"
+_FIELDS = ("summary", "tags", "topics", "memory_type", "importance", "team", "project", "metadata", "expires_at")
+
+
+def memory_fields(parser: argparse.ArgumentParser) -> None:
+    """The fields a new version may change (update, and supersede --content), and a save may give."""
+    parser.add_argument("--summary", help="one-line summary")
+    parser.add_argument("--tag", action="append", dest="tags", metavar="TAG", help="a tag (repeat for several)")
+    parser.add_argument("--topic", action="append", dest="topics", metavar="TOPIC", help="a topic (repeatable)")
+    parser.add_argument("--type", dest="memory_type", choices=SAVABLE_TYPES, help="kind of memory")
+    parser.add_argument("--importance", choices=IMPORTANCES)
+    parser.add_argument("--team")
+    parser.add_argument("--project")
+    parser.add_argument("--metadata", type=_json_object, help="metadata as a JSON object (replaces it whole)")
+    parser.add_argument("--expires", dest="expires_at", metavar="WHEN", help=_EXPIRES_HELP)
+
+
+def _json_object(text: str) -> dict[str, Any]:
+    try:
+        import json  # here: its errors say where the text goes wrong
+
+        value = json.loads(text)
+    except ValueError as e:
+        raise bad_value(f"not JSON: {e}") from e
+    if not isinstance(value, dict):
+        raise bad_value('must be a JSON object, e.g. {"ticket": "ENG-12"}')
+    return value
+
+
+def given_fields(args: argparse.Namespace, *extra: str) -> dict[str, Any]:
+    """The memory fields the command line gives (memory_fields' and ``extra``), by their request names."""
+    return {name: getattr(args, name) for name in (*extra, *_FIELDS) if getattr(args, name) is not None}

@@ -18,6 +18,8 @@ from engram.cli.common import (
     build_call,
     call_node,
     fetch,
+    given_fields,
+    memory_fields,
     node_options,
     node_url,
     preview,
@@ -25,7 +27,6 @@ from engram.cli.common import (
     sub,
     terminal_columns,
 )
-from engram.cli.memories import given_fields, memory_fields, render_history
 from engram.cli.shortids import ID_HELP, expand_ids
 from engram.cli.urls import quote
 from engram.vocab import (
@@ -310,6 +311,8 @@ def get_memory(
     """`engram get`: the memory (with --history, then every version as `engram history` shows them)."""
     if not history:
         return run_call(args, base_url, api_key=api_key, out=out, err=err)
+    from engram.cli.memories import render_history  # here: the group of the lifecycle commands, for --history only
+
     out, err = out or sys.stdout, err or sys.stderr
     if (code := expand_ids(args, base_url, api_key=api_key, err=err)) != EXIT_OK:
         return code

@@ -11,8 +11,9 @@ from engram.cli.common import (
     EXIT_USAGE,
     Call,
     UsageError,
-    bad_value,
     call_node,
+    given_fields,
+    memory_fields,
     node_options,
     node_url,
     preview,
@@ -20,7 +21,6 @@ from engram.cli.common import (
 )
 from engram.cli.shortids import ID_HELP
 from engram.cli.urls import quote
-from engram.vocab import IMPORTANCES, SAVABLE_TYPES
 
 # typing and engram.config stay out of a command's start (PEP 563 annotations, for mypy), and so do argparse, json
 # and urllib.parse (engram save and get, parsed by engram.cli.quick, use this module's fields and rendering).
@@ -31,7 +31,6 @@ if TYPE_CHECKING:
 
     from engram.config import Settings
 
-_EXPIRES_HELP = "expiry: an RFC 3339 time, or a duration from now: 30d, 12h, 45m, 90s, 2w"
 _VERSION_HELP = "change it only if it is still at version N (else nothing changes and the current version is named)"
 _ADMIN_HINT = "Set ENGRAM_API_KEY to a key with the admin scope."
 
@@ -95,31 +94,6 @@ def register(subparsers: Any) -> None:
     purge.set_defaults(func=_purge, build=_purge_call, id_fields=("id",))
 
 
-def memory_fields(parser: argparse.ArgumentParser) -> None:
-    """The fields a new version may change (update, and supersede --content), and a save may give."""
-    parser.add_argument("--summary", help="one-line summary")
-    parser.add_argument("--tag", action="append", dest="tags", metavar="TAG", help="a tag (repeat for several)")
-    parser.add_argument("--topic", action="append", dest="topics", metavar="TOPIC", help="a topic (repeatable)")
-    parser.add_argument("--type", dest="memory_type", choices=SAVABLE_TYPES, help="kind of memory")
-    parser.add_argument("--importance", choices=IMPORTANCES)
-    parser.add_argument("--team")
-    parser.add_argument("--project")
-    parser.add_argument("--metadata", type=_json_object, help="metadata as a JSON object (replaces it whole)")
-    parser.add_argument("--expires", dest="expires_at", metavar="WHEN", help=_EXPIRES_HELP)
-
-
-def _json_object(text: str) -> dict[str, Any]:
-    try:
-        import json  # here: its errors say where the text goes wrong
-
-        value = json.loads(text)
-    except ValueError as e:
-        raise bad_value(f"not JSON: {e}") from e
-    if not isinstance(value, dict):
-        raise bad_value('must be a JSON object, e.g. {"ticket": "ENG-12"}')
-    return value
-
-
 def _purge(args: argparse.Namespace, settings: Settings) -> int:
     """`engram admin purge`: the whole id found, then asks first (unless --yes), then sends the purge."""
     from engram.cli.shortids import expand_ids
@@ -145,8 +119,6 @@ def _ask(question: str) -> bool:
 
 
 # --- the request of each command ----------------------------------------------------------------------------
-
-_FIELDS = ("summary", "tags", "topics", "memory_type", "importance", "team", "project", "metadata", "expires_at")
 
 
 def _memory(args: argparse.Namespace) -> str:
@@ -192,11 +164,6 @@ def _stats(args: argparse.Namespace) -> Call:
 
 def _purge_call(args: argparse.Namespace) -> Call:
     return Call("DELETE", _memory(args), render_delete, params={"purge": "true"}, hint_403=_ADMIN_HINT)
-
-
-def given_fields(args: argparse.Namespace, *extra: str) -> dict[str, Any]:
-    """The memory fields the command line gives (memory_fields' and ``extra``), by their request names."""
-    return {name: getattr(args, name) for name in (*extra, *_FIELDS) if getattr(args, name) is not None}
 
 
 def _versioned(values: dict[str, Any], args: argparse.Namespace) -> dict[str, Any]:

@@ -5,6 +5,7 @@ stand-in server that records each request's bytes and answers canned ones."""
 from __future__ import annotations
 
 import http.client
+import json
 import os
 import socket
 import subprocess
@@ -15,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+import engram
 from engram import cli, plainhttp
 
 JSON = b'{"memories": []}'
@@ -133,11 +135,35 @@ def test_the_command_says_a_garbled_answer_as_before(stand_in: StandIn, capsys: 
 )  # fmt: skip
 def test_a_request_that_cannot_be_sent_is_one_line(argv: list[str], said: str, tmp_path: Path) -> None:
     """In a fresh interpreter: main's ssl-less http.client made these end in an ImportError from urllib.request."""
-    run = "import sys; from engram.cli import main; sys.exit(main())"
+    run = "from engram.cli import run; run()"  # what the `engram` script runs
     env = {name: value for name, value in os.environ.items() if not name.startswith("ENGRAM_")}
     done = subprocess.run([sys.executable, "-c", run, "search", "x", *argv], capture_output=True, text=True,
                           cwd=tmp_path, env=env | {"ENGRAM_HOME": str(tmp_path)}, timeout=60)  # fmt: skip
     assert (done.returncode, done.stdout, done.stderr) == (1, "", said)
+
+
+def test_the_script_leaves_quickly_with_its_whole_answer_printed_and_its_atexit_handlers_run(
+    stand_in: StandIn, tmp_path: Path
+) -> None:
+    """engram.cli.run, the `engram` script: an everyday command ends in os._exit (no interpreter teardown) with the
+    collector off, yet a long answer reaches a pipe whole and atexit handlers still run; other commands exit as
+    before, collector on."""
+    memories = [{"id": f"{i:08d}", "content": "x" * 200} for i in range(300)]  # ~70 KB: several buffer flushes
+    body = json.dumps({"memories": memories, "next_page_token": None}).encode()
+    stand_in.answer = b"HTTP/1.1 200 OK\r\nContent-Length: %d\r\n\r\n" % len(body) + body
+    run = ("import atexit, gc, sys; atexit.register(lambda: print('atexit, collector on:', gc.isenabled(), "
+           "file=sys.stderr)); from engram.cli import run; run()")  # fmt: skip
+    env = {name: value for name, value in os.environ.items() if not name.startswith("ENGRAM_")}
+    env |= {"ENGRAM_HOME": str(tmp_path)}
+    url = f"http://127.0.0.1:{stand_in.port}"
+    done = subprocess.run([sys.executable, "-c", run, "list", "--json", "--url", url], capture_output=True,
+                          text=True, cwd=tmp_path, env=env, timeout=60)  # fmt: skip
+    assert (done.returncode, done.stderr) == (0, "atexit, collector on: False\n")
+    assert json.loads(done.stdout) == json.loads(body)
+    done = subprocess.run([sys.executable, "-c", run, "--version"], capture_output=True, text=True, cwd=tmp_path,
+                          env=env, timeout=60)  # fmt: skip
+    assert (done.returncode, done.stdout, done.stderr) == (0, f"engram {engram.__version__}\n",
+                                                           "atexit, collector on: True\n")  # fmt: skip
 
 
 def test_control_characters_are_refused_as_http_client_refuses_them(stand_in: StandIn) -> None:
