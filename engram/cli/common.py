@@ -29,6 +29,8 @@ EXIT_REFUSED = 1  # the node answered with an error
 EXIT_USAGE = 2  # nothing was sent: no node answers, or the command is incomplete
 DEFAULT_TIMEOUT = 30.0
 HOME_HELP = "data dir (ENGRAM_HOME, default ~/.engram)"
+# A memory id argument's help: engram.cli.shortids makes a short one whole (imported by the commands that take ids).
+ID_HELP = "the memory's id: whole, or the last 8 characters tables show (any unique end or start of it)"
 URL_HELP = "gateway URL (default: the running node of --home, else http://127.0.0.1:8765)"
 _PREVIEW_CHARS = 200
 

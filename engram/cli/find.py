@@ -11,6 +11,7 @@ from engram import plainjson
 from engram.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
+    ID_HELP,
     Call,
     UsageError,
     bad_value,
@@ -27,7 +28,6 @@ from engram.cli.common import (
     sub,
     terminal_columns,
 )
-from engram.cli.shortids import ID_HELP, expand_ids
 from engram.cli.urls import quote
 from engram.vocab import (
     DEFAULT_SEARCH_LIMIT,
@@ -312,6 +312,7 @@ def get_memory(
     if not history:
         return run_call(args, base_url, api_key=api_key, out=out, err=err)
     from engram.cli.memories import render_history  # here: the group of the lifecycle commands, for --history only
+    from engram.cli.shortids import expand_ids  # here: it imports engram.cli.common, and only ids need it
 
     out, err = out or sys.stdout, err or sys.stderr
     if (code := expand_ids(args, base_url, api_key=api_key, err=err)) != EXIT_OK:

@@ -9,6 +9,7 @@ from engram import plural
 from engram.cli.common import (
     EXIT_OK,
     EXIT_USAGE,
+    ID_HELP,
     Call,
     UsageError,
     call_node,
@@ -19,7 +20,6 @@ from engram.cli.common import (
     preview,
     sub,
 )
-from engram.cli.shortids import ID_HELP
 from engram.cli.urls import quote
 
 # typing and engram.config stay out of a command's start (PEP 563 annotations, for mypy), and so do argparse, json

@@ -15,7 +15,6 @@ if TYPE_CHECKING:
     from typing import IO, Any
 
 MIN_CHARS = 4
-ID_HELP = "the memory's id: whole, or the last 8 characters tables show (any unique end or start of it)"
 PAGE = 100  # memories per list request (the API's most)
 MAX_SCANNED = 20_000  # a short id is looked up among this many memories at most; past that, the whole id is asked for
 _HEX = frozenset("0123456789abcdef-")
