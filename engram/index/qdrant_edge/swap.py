@@ -126,6 +126,7 @@ class SwapBuilds:
         if self._build is not None:
             self._swap_if_built()
             return
+        started = time.monotonic()
         with self._lock:
             if self._unindexed < self._optimize_after:
                 return
@@ -134,12 +135,17 @@ class SwapBuilds:
             if shutil.disk_usage(self._path).free < copy_room(self._path):
                 self._optimize_here()  # no room for a copy: the old way, where the shard is loaded
                 return
+        flushed = time.monotonic()
         # Without the lock: reads go on; the caller (the indexer, the only writer) does not write meanwhile.
         shutil.rmtree(building, ignore_errors=True)
         copy_tree(self._path, building)
+        copied = time.monotonic()
         with self._lock:
-            self._build = ShardBuild.start(building, self._settings, points=self._unindexed)
+            build = self._build = ShardBuild.start(building, self._settings, points=self._unindexed)
             self._unindexed = 0
+        log.info("building the vector index of %d points in a child process: flushed in %.3fs holding the lock, "
+                 "copied in %.2fs, started in %.3fs", build.points, flushed - started, copied - flushed,
+                 time.monotonic() - copied)  # fmt: skip
 
     def finish_build(self, timeout: float | None = None) -> None:
         """Waits for a build under way to end and be swapped in (for a caller that must see it done: tests)."""
