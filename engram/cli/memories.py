@@ -23,7 +23,7 @@ from engram.cli.common import (
 from engram.cli.urls import quote
 
 # typing and engram.config stay out of a command's start (PEP 563 annotations, for mypy), and so do argparse, json
-# and urllib.parse (engram save and get, parsed by engram.cli.quick, use this module's fields and rendering).
+# and urllib.parse (`engram get --history`, parsed by engram.cli.quick, uses this module's rendering).
 TYPE_CHECKING = False
 if TYPE_CHECKING:
     import argparse
