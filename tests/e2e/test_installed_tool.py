@@ -146,7 +146,7 @@ def test_the_wheel_installs_nothing_of_the_checkout_and_the_folders_engram_is_no
     assert tool.run("engram", "--version", env=env, cwd=project).returncode == 0
 
 
-async def _mcp(tool: Tool, url: str, key: str, home: Path, project: Path, env: dict[str, str]) -> None:
+async def _mcp(tool: Tool, url: str, key: str, home: Path, project: Path, env: dict[str, str]) -> str:
     """Saves over streamable HTTP, finds it again over stdio (`engram mcp` started in the project, as clients do)."""
     async with http_client(f"{url}/mcp", key=key, name="claude-code") as client:
         saved = await call(client, "save_memory", content="The staging database is reached through the bastion host")
@@ -155,6 +155,7 @@ async def _mcp(tool: Tool, url: str, key: str, home: Path, project: Path, env: d
     async with Client(stdio, client_info=Implementation(name="codex", version="1.0")) as client:
         found = await call(client, "search_memory", query="how is the staging database reached?")
     assert found["hits"][0]["id"] == saved["id"]
+    return str(saved["id"])
 
 
 def _commands(settings: Path, event: str) -> list[str]:
@@ -191,7 +192,13 @@ def test_serve_mcp_and_hooks_of_the_installed_tool_work_from_a_project_holding_a
     tool: Tool, served: tuple[str, str, Path, Path, dict[str, str]], tmp_path: Path
 ) -> None:
     url, key, home, project, env = served
-    asyncio.run(_mcp(tool, url, key, home, project, env))
+    saved = asyncio.run(_mcp(tool, url, key, home, project, env))
+    # The script's quick path (engram.cli.run: no collector, os._exit) answers whole into a pipe, from the project.
+    question = "how is the staging database reached?"
+    searched = tool.run("engram", "search", question, "--url", url, "--agent", "me", "--json",
+                        env=env | {"ENGRAM_API_KEY": key}, cwd=project)  # fmt: skip
+    assert searched.returncode == 0, searched.stderr
+    assert json.loads(searched.stdout)["hits"][0]["memory"]["id"] == saved
 
     # Hooks at both scopes, delivering to the node through --url / --key (the data dir of the hooks is the user's
     # default one, ~/.engram, not the node's: as on a laptop whose node runs elsewhere).

@@ -256,3 +256,16 @@ def test_a_line_allowlist_still_reads_the_line_around_a_match_on_a_very_long_lin
     ):
         spans = [rule.secret_span(m) for m in rule.pattern.finditer(text)]
         assert any(span is not None for span in spans) is reported, (text[-80:], spans)
+
+
+def test_no_line_allowlist_is_anchored_so_reading_less_of_a_line_only_exempts_less() -> None:
+    """An allowlist reads at most LINE_REACH of a long line either side of a match: unanchored, whatever it finds in
+    that part it finds in the whole line, so the cut can only report more, never hide a secret; an anchor (^, $,
+    \\A, \\Z, \\b) would match where the part is cut and exempt what the whole line does not."""
+    for rule in RULES:
+        for allowlist in rule.allowlists:
+            if allowlist.target != "line":
+                continue
+            for regex in allowlist.regexes:
+                bare = re.sub(r"\\[^AZzbB]|\[\^", "", regex.pattern)  # escapes and negated classes are no anchors
+                assert not re.search(r"[$^]|\\[AZzbB]", bare), (rule.id, regex.pattern)
