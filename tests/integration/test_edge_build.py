@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import pickle
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pytest
@@ -192,36 +191,4 @@ def test_a_replayed_write_is_one_of_the_shards_writes_and_nothing_else(tmp_path:
         with pytest.raises(ValueError, match="not a write of the shard"):
             core.apply([pickle.dumps((refused, ()))])
     assert core.raw(stored[0]) == {"note": "kept"}  # still open: the close was not called
-    index.close()
-
-
-@pytest.mark.usefixtures("small_segments")
-def test_a_build_copies_the_shard_without_flushing_it_and_loses_nothing_the_wal_held(tmp_path: Path) -> None:
-    """A flush held the shard (every read) for 0.15-0.48 s at each build; what was not flushed is in the WAL, copied
-    with the shard and replayed by the build's load."""
-    index = EdgeIndex(tmp_path / "index", dim=DIM, optimize_after=1, process=True)
-    flushed = points(500, seed=20)
-    index.upsert(flushed)
-    index.flush()
-    unflushed = points(700, seed=21)
-    index.upsert(unflushed)
-    index.set_fields("a", {flushed[3].id: {"status": "archived"}})
-    index.set_applied_seq(1200)
-    before = index.point_count()
-    calls: list[str] = []
-    shard_call = index._shard.call
-
-    def spied(method: str, *args: Any, **kwargs: Any) -> Any:
-        calls.append(method)
-        return shard_call(method, *args, **kwargs)
-
-    index._shard.call = spied  # type: ignore[method-assign]
-    index.maintain()
-    assert index.building and "flush" not in calls
-    index.finish_build(timeout=300)
-    assert not index.building and index.applied_seq() == 1200
-    assert index.count("a") == 1199 and index.point_count() == before  # the archived one left out of count
-    for point in (flushed[0], unflushed[0], unflushed[-1]):
-        assert nearest(index, point) == point.id
-    assert index.retrieve("a", [flushed[3].id])[0]["status"] == "archived"
     index.close()

@@ -79,8 +79,8 @@ def read_text(path: Path) -> str | None:
 
 
 def copy_tree(source: Path, target: Path) -> None:
-    """Copies a shard (flushed or not: its WAL goes with it); its sparse files stay sparse where cp can do it (the
-    vector storages are mostly holes: copied whole they would take several times the disk)."""
+    """Copies a flushed shard; its sparse files stay sparse where cp can do it (the vector storages are mostly
+    holes: copied whole they would take several times the disk)."""
     try:
         subprocess.run(["cp", "-a", "--sparse=always", str(source), str(target)], check=True, capture_output=True)
     except (OSError, subprocess.CalledProcessError):

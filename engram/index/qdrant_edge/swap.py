@@ -2,7 +2,7 @@
 is loaded and caught up beside the shard in service, then swapped in.
 
 optimize() holds the GIL for its whole run (27 s for 50k memories on 2 cores, measured; nothing else in the process
-runs meanwhile), so it runs in a child process (build.py) on a copy of the shard (its WAL with it), while the
+runs meanwhile), so it runs in a child process (build.py) on a copy of the flushed shard, while the
 shard goes on serving and taking writes. The writes are recorded; once the child has ended, a thread of its own loads
 the built copy and replays them on it, and the lock is held only for the last few writes and the swap itself (the
 load, 0.3 s at 50k, and the replay once held it or stopped the indexer: seconds, measured). With the shard in a
@@ -122,33 +122,30 @@ class SwapBuilds:
 
     def maintain(self) -> None:
         """Builds the vector index of the points written since the last build, in a child process on a copy of the
-        shard (see BUILDING); a later call (or write) swaps the built copy in once the child has ended.
-
-        The copy is taken without a flush: what the shard has not flushed is in its WAL, copied with it, and the
-        child's load replays it, as a load after a crash would (a test checks it). The flush held the shard, so
-        every read, for 0.15-0.48 s at each build during a 30k import (measured)."""
+        shard (see BUILDING); a later call (or write) swaps the built copy in once the child has ended."""
         if self._build is not None:
             self._swap_if_built()
             return
+        started = time.monotonic()
         with self._lock:
             if self._unindexed < self._optimize_after:
                 return
-        building = sibling(self._path, BUILDING)
-        if shutil.disk_usage(self._path).free < copy_room(self._path):  # not holding the lock: it stats every file
-            with self._lock:
+            self._shard.call("flush")
+            building = sibling(self._path, BUILDING)
+            if shutil.disk_usage(self._path).free < copy_room(self._path):
                 self._optimize_here()  # no room for a copy: the old way, where the shard is loaded
-            return
-        # Without the lock: reads go on; the caller (the indexer, the only writer) does not write meanwhile, so the
-        # files and the WAL stay as they are while they are copied.
-        started = time.monotonic()
+                return
+        flushed = time.monotonic()
+        # Without the lock: reads go on; the caller (the indexer, the only writer) does not write meanwhile.
         shutil.rmtree(building, ignore_errors=True)
         copy_tree(self._path, building)
         copied = time.monotonic()
         with self._lock:
             build = self._build = ShardBuild.start(building, self._settings, points=self._unindexed)
             self._unindexed = 0
-        log.info("building the vector index of %d points in a child process: copied in %.2fs, started in %.3fs",
-                 build.points, copied - started, time.monotonic() - copied)  # fmt: skip
+        log.info("building the vector index of %d points in a child process: flushed in %.3fs holding the lock, "
+                 "copied in %.2fs, started in %.3fs", build.points, flushed - started, copied - flushed,
+                 time.monotonic() - copied)  # fmt: skip
 
     def finish_build(self, timeout: float | None = None) -> None:
         """Waits for a build under way to end and be swapped in (for a caller that must see it done: tests)."""
