@@ -76,6 +76,7 @@ IDLE_SECONDS = 1.0
 # from its cluster never idles, and the index's unindexed segments (and the memory they hold) would grow with all
 # of it until the end (a 50k backfill: 288 MiB of malloc arenas and a 1.6 GiB peak in its one late optimize).
 BUSY_MAINTAIN_ENTRIES = 10_000
+SLOW_SECONDS = 0.25  # an apply or a maintenance this long is logged (INFO): reads waiting for the log wait for it
 PROGRESS_SECONDS = 1.0  # how often catch-up progress is reported
 RETRY_FIRST_SECONDS = 0.5
 RETRY_MAX_SECONDS = 10.0
@@ -487,14 +488,24 @@ class Indexer:
         rebuilding segments needs room."""
         if self._disk is not None and self._disk.index_space_problem() is not None:
             return
+        steps = [time.monotonic()]  # the log is applied again only once they are done: reads waiting wait for them
         try:
             await self._save_registry()
+            steps.append(time.monotonic())
             await asyncio.to_thread(self._erase_deleted)  # one that waited for room
+            steps.append(time.monotonic())
             await asyncio.to_thread(self._index.maintain)
+            steps.append(time.monotonic())
             if self._versions is not None:
                 await asyncio.to_thread(self._versions.maintain)
+            steps.append(time.monotonic())
         except Exception:
             log.exception("index maintenance failed; it is retried when idle again")
+            return
+        if steps[-1] - steps[0] >= SLOW_SECONDS:
+            log.info("index maintenance held the log's application for %.2fs: registry %.2fs, erasing %.2fs, "
+                     "memories %.2fs, versions %.2fs", steps[-1] - steps[0], *itertools.starmap(
+                         lambda a, b: b - a, itertools.pairwise(steps)))  # fmt: skip
 
     async def _apply_with_retry(self, batch: list[LogEntry]) -> None:
         """Applies a batch, waiting out a full disk and retrying while the index's storage refuses writes. When
@@ -525,6 +536,7 @@ class Indexer:
         save = time.monotonic() - self._registry_saved >= REGISTRY_SAVE_SECONDS
         async with self._applying:
             before = Applied(self._skipped, self._registry, self._quarantine)
+            started = time.monotonic()
             try:
                 after, stored = await asyncio.to_thread(self._apply, batch, before, save_registry=save)
             except BaseException as e:  # a Rust panic in the index is a BaseException: it would end the indexer
@@ -532,6 +544,9 @@ class Indexer:
                     raise
                 raise IndexPanic(f"the index panicked on log entries {batch[0].seq}-{batch[-1].seq}: {e}") from e
             await self._commit(batch[-1].seq, after, stored=stored)
+        if (took := time.monotonic() - started) >= SLOW_SECONDS and self._caught_up.is_set():  # not a rebuild's
+            log.info("applying log entries %d-%d (%d) to the index took %.2fs", batch[0].seq, batch[-1].seq,
+                     len(batch), took)  # fmt: skip
 
     async def _commit(self, seq: int, after: Applied, *, stored: bool) -> None:
         """Makes what was written to the index (up to seq) the indexer's own, and wakes the reads waiting for it."""
