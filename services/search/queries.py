@@ -45,6 +45,8 @@ def query_kind(query: str) -> QueryKind:
     ('question', 'question')
     >>> query_kind("When did Caroline go to the support group?"), query_kind("Vitamin D lowers the risk of falls")
     ('named', 'named')
+    >>> query_kind("what do we know about ERR_CART_LOCKED?"), query_kind("what is the minimum TLS version?")
+    ('named', 'question')
     """
     words = query.split()
     if not words:
@@ -55,8 +57,12 @@ def query_kind(query: str) -> QueryKind:
     if identifiers / len(words) >= IDENTIFIER_SHARE or command:
         return "identifier"
     asks = query.rstrip().endswith("?") or words[0].lower() in _QUESTION_WORDS
-    # A capital after the first word names someone or something (the first word is capitalised anyway).
-    names = any(w[:1].isupper() and not w.isupper() for w in words[1:])
+    # A capital after the first word names someone or something (the first word is capitalised anyway), and so does
+    # an identifier ("what do we know about 3f2a9c1?", "at what time does orders_daily run?"), but not an acronym
+    # (TLS, UI), which questions use as words.
+    names = any(w[:1].isupper() and not w.isupper() for w in words[1:]) or any(
+        _IDENTIFIER_WORD.fullmatch(w) and not (w.isalpha() and w.isupper()) for w in stripped
+    )
     return "question" if asks and not names else "named"
 
 

@@ -17,6 +17,9 @@ from engram.services.search.queries import query_kind
         ("what coding tools do I use", "question"), ("why did we change the date library?", "question"),
         ("where is the brand palette defined for the UI kit?", "question"),  # an acronym names nothing
         ("When did Caroline go to the support group?", "named"), ("Vitamin D lowers the risk of falls", "named"),
+        ("what do we know about useInfiniteQuery?", "named"), ("at what time does orders_daily run?", "named"),
+        ("which iOS version is the minimum?", "named"), ("what does ERR_CART_LOCKED mean?", "named"),  # identifiers
+        ("what is the minimum TLS version on the public endpoints?", "question"),  # acronyms are words
         ("", "named"),
     ],
 )  # fmt: skip
