@@ -75,6 +75,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     if len(argv) == 1 and argv[0] in VERSION_FLAGS:  # answered before any group is imported
         return _answered(lambda: print_version(with_name=argv[0] == "--version"))
+    if not argv:  # `engram` alone: what it can do, not argparse's one line about a missing argument
+        from engram.cli.common import EXIT_USAGE
+
+        build_parser().print_help()
+        return EXIT_USAGE
     args = _quickly_parsed(argv) or build_parser(command_of(argv)).parse_args(argv)
     args.argv = argv  # serve and edge hand their own command line to the node's supervisor
     try:

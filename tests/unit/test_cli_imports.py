@@ -119,6 +119,12 @@ def test_version_flag_and_command_print_the_version(capsys: pytest.CaptureFixtur
     assert cli.main(["version"]) == 0 and capsys.readouterr().out == f"{__version__}\n"
 
 
+def test_engram_alone_prints_every_command_with_what_it_does(capsys: pytest.CaptureFixture[str]) -> None:
+    assert cli.main([]) == 2
+    out = capsys.readouterr().out
+    assert out.startswith("usage: engram") and "find memories by meaning and by words" in out and "serve" in out
+
+
 # What save, search, list and get do without for a plain http node (each ~2-30 ms of a start): http.client and the
 # email parser it imports, and the socket module (a request on _socket: engram.plainhttp), ssl, dataclasses and
 # typing, the settings' and the memory model's modules (engram.cli.common.NodeSettings, engram.vocab), and shutil
