@@ -133,7 +133,7 @@ def hook_on_path() -> str | None:
 
 def slow_launcher(path: str) -> bool:
     """True when the launcher at ``path`` imports re before Engram's first line, as those of pip before 26.0 do
-    (distlib's template: `import re` to tidy sys.argv[0]): ~7 ms of each hook event, a third of it
+    (distlib's template: `import re` to tidy sys.argv[0]): ~7 ms of each hook event, a third of its time
     (docs/benchmarks.md). uv, pipx and pip 26 write launchers without it."""
     try:
         with open(path, "rb") as launcher:

@@ -9,7 +9,12 @@ import pytest
 
 from engram.process.natsd import NATS_MEMORY_LIMIT, NatsServer
 
-pytestmark = pytest.mark.integration
+pytestmark = [
+    pytest.mark.integration,
+    pytest.mark.skipif(
+        not Path("/proc/self/environ").exists(), reason="reads a process's environment in /proc (Linux)"
+    ),
+]
 
 
 def _environment(server: NatsServer) -> list[bytes]:
