@@ -306,6 +306,9 @@ async def _facts(
     out["shared"] = {}
     for size in sizes:  # issue 36: the set inside a namespace that holds other projects' memories too
         lines = background.for_facts(size, locomo=config.locomo)
+        if len(lines) < size:  # said, not skipped silently: the figures are not those of a shared namespace then
+            note(f"  facts: a background of {len(lines)} memories instead of {size}: LoCoMo is not at {config.locomo} "
+                 "(--locomo PATH)")  # fmt: skip
         options = FactsOptions(home_root=home_root, settings=settings, background=lines, name=f"facts-{size}")
         run: dict[str, Any] = {}
         await run_facts(facts, options, phases, run)

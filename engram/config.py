@@ -256,6 +256,7 @@ class Settings:
     rerank_top_n: int = 20
     min_relevance: float = limited(DEFAULT_MIN_RELEVANCE, ge=0, le=1, message=_MIN_RELEVANCE)  # 0: no floor
     subject_first: bool = True  # the newest statement of a subject ranks first (issue 36; services/search/latest.py)
+    superseded_match: bool = True  # a superseded memory's match counts for the one that replaced it (docs/search.md)
     # The embedded node's gateway asks its own search service for searches directly (no gRPC hop; issue 35); off: over
     # gRPC, as a gateway of the cluster does (kept to measure one against the other, docs/benchmarks.md).
     search_in_process: bool = True

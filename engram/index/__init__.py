@@ -101,6 +101,7 @@ class IndexQuery:
     sparse: SparseVector | None = None
     questions: list[float] | None = None
     with_payload: bool = True  # False: ids and scores only (the caller fetches payloads of the hits it keeps)
+    fields: tuple[str, ...] = ()  # without the payload: these payload fields of each hit all the same
 
 
 class MemoryIndex(Protocol):

@@ -198,7 +198,7 @@ class QdrantServerIndex:
                 using=name,
                 filter=flt,
                 limit=request.limit,
-                with_payload=True if request.with_payload else [KEY],
+                with_payload=True if request.with_payload else [KEY, *request.fields],
             )
             for name, vector in queries
         ]

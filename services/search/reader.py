@@ -7,7 +7,7 @@ import asyncio
 import logging
 import time
 from collections.abc import AsyncIterator, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
@@ -73,6 +73,9 @@ SESSION_SUMMARY = "session-summary"  # the memory type of a captured session's s
 SOURCES = (DENSE, SPARSE, QUESTIONS)
 FUSED = "fused"
 RERANK = "rerank"
+SUPERSEDED = "superseded"  # a memory's status once another replaced it; explain: what an outdated version lent it
+LEND_DEPTH = 20  # a superseded memory among the first this many of a retriever's list lends its match (_lend)
+CHAIN_DEPTH = 4  # supersessions followed from a superseded hit to the memory that replaced it last
 NEWER = "newer"  # explain: (the rank it held before it passed an older version of itself, their similarity)
 FLOOR = "floor"  # explain: (1 passed by meaning, 2 passed by exact match; the memory's cosine to the query)
 EXACT_MATCH = 0.5  # a hit whose BM25 score is this share of the query's reach passes the floor whatever its meaning
@@ -108,6 +111,9 @@ class PipelineConfig:
     # score of EXACT_MATCH of the reach), the hits that do not, scoring under `tail_ratio` of the best, are noise.
     # Only there: fused scores are min-max normalised, so elsewhere a low one may still be close in meaning.
     tail_ratio: float = 0.25
+    # A superseded memory matches a query for the memory that replaced it: retrieved with the active ones, it lends
+    # its fused score to its successor when that one was found too, then leaves (ENGRAM_SUPERSEDED_MATCH).
+    superseded_match: bool = True
 
 
 @dataclass(slots=True)
@@ -221,14 +227,18 @@ class MemoryReader:
         """The query's dense vector (None without a dense retriever), BM25's reach, and the fused hits with their
         memories, before the floor."""
         dense = None
+        # Superseded memories are retrieved too, to lend their match to what replaced them (see _lend), unless the
+        # caller chose statuses or a point in time (which searches what was current then), or pasted an identifier
+        # (who pastes an old port or version wants the memory that says it, as the subject step has it).
+        lend = self._config.superseded_match and flt.as_of is None and not flt.statuses and kind != "identifier"
         if DENSE in chosen or QUESTIONS in chosen:
             dense = self._embedder.embed([query])[0].tolist()
         terms = self._sparse.query(query)
         depth = max(self._config.candidates, limit, self._config.rerank_top_n if use_rerank else 0)
         request = IndexQuery(
             namespace=namespace,
-            filter=flt,
-            limit=depth,
+            filter=replace(flt, statuses=["active", SUPERSEDED]) if lend else flt,
+            limit=depth + LEND_DEPTH if lend else depth,  # as many active ones as without them, unless many more
             dense=dense if DENSE in chosen else None,
             sparse=terms if SPARSE in chosen else None,
             # None when no memory has questions (an LLM adds them): the retriever would scan for nothing
@@ -236,15 +246,84 @@ class MemoryReader:
             if QUESTIONS in chosen and (flt.as_of is not None or self._index.holds_questions())
             else None,
             with_payload=False,  # converting 2 x 100 payloads costs more than fetching the few we keep
+            fields=("status",) if lend else (),
         )
         lists = self._index.search(request) if flt.as_of is None else self._search_as_of(request)
+        lists, lent = self._lend(namespace, lists, depth) if lend else (lists, {})
         ranked_lists = {name: [(s.id, s.score) for s in ranked] for name, ranked in lists.items()}
         reachable = reach(len(terms.indices), self._point_count())
         fused = self._fuse(ranked_lists, kind, reachable)
         # The memories read: what the answer, newest-first and the reranker (when it runs) look at, and as many again,
         # since the floor may drop some. Each costs a payload read and conversion (docs/benchmarks.md).
         keep = max(limit, self._config.rerank_top_n if use_rerank else 0, self._config.newer_depth) + limit
-        return dense, reachable, self._candidates(namespace, fused[:keep], flt.as_of)
+        return dense, reachable, self._candidates(namespace, fused[:keep], flt.as_of, lent)
+
+    def _lend(
+        self, namespace: str, lists: dict[str, list[Scored]], depth: int
+    ) -> tuple[dict[str, list[Scored]], dict[str, tuple[int, float]]]:
+        """The retrievers' lists without superseded memories, each of which first lends its match to the memory that
+        replaced it (the last of its chain of supersessions) when the same search found that one too (so it passed
+        the same filters): in each list the replacement takes the better of its own score and the outdated
+        version's. So a question worded like an outdated fact finds the fact that replaced it, however that one is
+        worded ("which executor does Airflow use?": "Airflow runs the CeleryExecutor", superseded by "Airflow
+        switched to the KubernetesExecutor"). Only those among the first LEND_DEPTH of a list lend: below, what
+        they lend would not reach the answer. Also what was lent to whom: (the lender's best rank in a list, its
+        cosine to the query).
+
+        Each list keeps its first ``depth``: with nothing to lend (and fewer than LEND_DEPTH superseded memories
+        among the first ``depth`` + LEND_DEPTH of each list) they are those the active memories alone gave, so fusion
+        is as without this step (its normalisation reads each list's last score)."""
+        superseded = {s.id for ranked in lists.values() for s in ranked if s.payload.get("status") == SUPERSEDED}
+        if not superseded:
+            return {name: ranked[:depth] for name, ranked in lists.items()}, {}
+        lenders: dict[str, int] = {}  # id -> its best rank in a list
+        for ranked in lists.values():
+            for rank, scored in enumerate(ranked[:LEND_DEPTH], start=1):
+                if scored.id in superseded:
+                    lenders[scored.id] = min(rank, lenders.get(scored.id, rank))
+        heads = self._heads(namespace, list(lenders), {s.id for r in lists.values() for s in r} - superseded)
+        lent: dict[str, tuple[int, float]] = {}
+        out: dict[str, list[Scored]] = {}
+        for name, ranked in lists.items():
+            best: dict[str, Scored] = {}
+            for scored in ranked:
+                target = heads.get(scored.id, "") if scored.id in superseded else scored.id
+                if target and (target not in best or scored.score > best[target].score):
+                    best[target] = Scored(target, scored.score, {})
+            out[name] = sorted(best.values(), key=lambda scored: scored.score, reverse=True)[:depth]
+        dense = {scored.id: scored.score for scored in lists.get(DENSE, ())}
+        for lender, head in heads.items():
+            rank, meaning = lenders[lender], dense.get(lender, 0.0)
+            if head not in lent or (rank, -meaning) < (lent[head][0], -lent[head][1]):
+                lent[head] = (rank, meaning)
+        return out, lent
+
+    def _heads(self, namespace: str, lenders: list[str], found: set[str]) -> dict[str, str]:
+        """For each superseded memory of ``lenders``, the last memory of its chain of supersessions, when that one is
+        in ``found`` (the active memories a search found)."""
+        successor: dict[str, str] = {}
+        unread = lenders
+        for _ in range(CHAIN_DEPTH):
+            if not unread:
+                break
+            next_unread = []
+            for payload in self._index.retrieve(namespace, unread):
+                if payload.get("status") != SUPERSEDED:
+                    continue  # restored meanwhile, or a replacement the search did not find
+                after = str(payload.get("superseded_by") or "")
+                successor[str(payload.get("id"))] = after
+                if after and after not in found and after not in successor:
+                    next_unread.append(after)  # superseded in turn, or not found by the search: read to know
+            unread = next_unread
+        heads = {}
+        for lender in lenders:
+            head, seen = successor.get(lender, ""), {lender}
+            while head and head not in found and head not in seen:
+                seen.add(head)
+                head = successor.get(head, "")
+            if head in found:
+                heads[lender] = head
+        return heads
 
     def _fuse(self, lists: dict[str, list[tuple[str, float]]], kind: str, reachable: float) -> list[Fused]:
         if self._config.fusion == "rrf":
@@ -284,7 +363,9 @@ class MemoryReader:
             self._points = (now, points)
         return points
 
-    def _candidates(self, namespace: str, top: list[Fused], as_of: float | None) -> list[_Candidate]:
+    def _candidates(
+        self, namespace: str, top: list[Fused], as_of: float | None, lent: dict[str, tuple[int, float]]
+    ) -> list[_Candidate]:
         """The fused hits with their memories and dense vectors; a memory archived meanwhile, or one that cannot be
         served, is left out. A point-in-time search's earlier versions come without vectors."""
         ids = [item.id for item in top]
@@ -299,6 +380,8 @@ class MemoryReader:
             point = found.get(item.id)
             vector = np.asarray(point.dense, dtype=np.float32) if point is not None and point.dense else None
             hit = Hit(memory, item.score, _stages(item.ranks, item.scores, rank, item.score))
+            if item.id in lent:
+                hit.explain[SUPERSEDED] = lent[item.id]
             out.append(_Candidate(hit, vector, item.scores.get(SPARSE, 0.0)))
         return out
 

@@ -123,6 +123,7 @@ def pipeline_config(settings: Settings) -> PipelineConfig:
         rerank_by_default=settings.rerank,
         min_relevance=settings.min_relevance,
         subject_depth=latest.DEPTH if settings.subject_first else 0,
+        superseded_match=settings.superseded_match,
     )
 
 

@@ -131,6 +131,41 @@ async def test_a_superseded_memory_leaves_search_but_as_of_before_still_finds_it
     assert old["id"] in team.search(f"{word} lab feeds the fish", new["seq"], as_of=as_of)
 
 
+def explained(team: Team, query: str, min_seq: int, **extra: Any) -> list[dict[str, Any]]:
+    body = {"query": query, "limit": 10, "min_seq": min_seq, "explain": True, **extra}
+    found = team.rest("POST", "/v1/memories:search", "carol", json=body)
+    assert found.status_code == 200, found.text
+    hits: list[dict[str, Any]] = found.json()["hits"]
+    return hits
+
+
+async def test_a_question_worded_like_an_outdated_fact_finds_the_fact_that_replaced_it(team: Team) -> None:
+    word = unique("dagrunner")
+    old = team.save("alice", f"The {word} scheduler runs the CeleryExecutor with 4 workers")
+    team.save("alice", f"The {word} scheduler UI is at https://{word}.example.net behind Google SSO")
+    new = team.supersede("bob", old["id"], f"{word} switched to Kubernetes pods; the Celery queue is gone")
+    query = f"which executor does the {word} scheduler run?"
+
+    hits = explained(team, query, new["seq"])
+    ids = [hit["memory"]["id"] for hit in hits]
+    assert ids[0] == new["id"] and old["id"] not in ids
+    lent = hits[0]["explain"]["superseded"]  # the old fact's best rank in a retriever's list, and its cosine
+    assert lent["rank"] == 1 and hits[0]["explain"]["dense"]["score"] == pytest.approx(lent["score"])
+
+    # A chain of supersessions: the last replacement gets the match.
+    last = team.supersede("carol", new["id"], f"{word} runs on Kubernetes pods with autoscaling, 2 to 12")
+    ids = [hit["memory"]["id"] for hit in explained(team, query, last["seq"])]
+    assert ids[0] == last["id"] and not {old["id"], new["id"]} & set(ids)
+
+    # The replacement must pass the search's filters itself: owner_agent alice finds neither bob's nor carol's.
+    ids = [hit["memory"]["id"] for hit in explained(team, query, last["seq"], filters={"owner_agent": "alice"})]
+    assert not {old["id"], new["id"], last["id"]} & set(ids)
+    # Asking for superseded memories finds them as they are, lending nothing.
+    hits = explained(team, query, last["seq"], filters={"status": ["superseded"]})
+    assert {hit["memory"]["id"] for hit in hits} == {old["id"], new["id"]}
+    assert all("superseded" not in hit["explain"] for hit in hits)
+
+
 async def test_the_owner_or_an_admin_undoes_a_supersession_and_nobody_else(
     team: Team, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:

@@ -196,7 +196,8 @@ class EdgeIndex(SwapBuilds):
         if request.questions is not None:
             queries.append((QUESTIONS, request.questions))
         flt = conditions(request.namespace, request.filter)
-        results = self._read("search", flt, request.limit, queries, request.with_payload) if queries else []
+        selected = True if request.with_payload else list(request.fields)
+        results = self._read("search", flt, request.limit, queries, selected) if queries else []
         return {
             name: [Scored(key, score, payload) for key, score, payload in hits]
             for (name, _), hits in zip(queries, results, strict=True)

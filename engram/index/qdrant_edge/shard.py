@@ -159,9 +159,11 @@ class ShardCore:
         return [(payload, dense(vectors) if with_vectors else []) for _, payload, vectors in page], next_offset
 
     def search(
-        self, flt: Filter, limit: int, queries: list[tuple[str, Any]], with_payload: bool
+        self, flt: Filter, limit: int, queries: list[tuple[str, Any]], with_payload: bool | list[str]
     ) -> list[list[tuple[str, float, dict[str, Any]]]]:
-        """Per query (vector name, vector; a sparse one as (indices, values)): its hits as (key, score, payload)."""
+        """Per query (vector name, vector; a sparse one as (indices, values)): its hits as (key, score, payload).
+        ``with_payload``: True, the whole payload; otherwise the key and the (top-level) fields it lists."""
+        selector = True if with_payload is True else qe.PayloadSelector.Include([KEY, *(with_payload or ())])
         condition = to_shard(flt)
         batch = qe.QueryBatchRequest(
             [
@@ -169,7 +171,7 @@ class ShardCore:
                     limit=limit,
                     query=qe.Query.Nearest(query_vector(name, vector), using=name),
                     filter=condition,
-                    with_payload=True if with_payload else qe.PayloadSelector.Include([KEY]),
+                    with_payload=selector,
                 )
                 for name, vector in queries
             ]
