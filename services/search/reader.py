@@ -228,16 +228,19 @@ class MemoryReader:
         memories, before the floor."""
         dense = None
         # Superseded memories are retrieved too, to lend their match to what replaced them (see _lend), unless the
-        # caller chose statuses or a point in time (which searches what was current then), or pasted an identifier
-        # (who pastes an old port or version wants the memory that says it, as the subject step has it).
-        lend = self._config.superseded_match and flt.as_of is None and not flt.statuses and kind != "identifier"
+        # caller asks for them itself or for a point in time (which searches what was current then), or pasted an
+        # identifier (who pastes an old port or version wants the memory that says it, as the subject step has it).
+        statuses = flt.statuses or ["active"]
+        lend = (
+            self._config.superseded_match and flt.as_of is None and SUPERSEDED not in statuses and kind != "identifier"
+        )
         if DENSE in chosen or QUESTIONS in chosen:
             dense = self._embedder.embed([query])[0].tolist()
         terms = self._sparse.query(query)
         depth = max(self._config.candidates, limit, self._config.rerank_top_n if use_rerank else 0)
         request = IndexQuery(
             namespace=namespace,
-            filter=replace(flt, statuses=["active", SUPERSEDED]) if lend else flt,
+            filter=replace(flt, statuses=[*statuses, SUPERSEDED]) if lend else flt,
             limit=depth + LEND_DEPTH if lend else depth,  # as many active ones as without them, unless many more
             dense=dense if DENSE in chosen else None,
             sparse=terms if SPARSE in chosen else None,

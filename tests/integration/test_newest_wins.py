@@ -156,6 +156,8 @@ async def test_a_question_worded_like_an_outdated_fact_finds_the_fact_that_repla
     last = team.supersede("carol", new["id"], f"{word} runs on Kubernetes pods with autoscaling, 2 to 12")
     ids = [hit["memory"]["id"] for hit in explained(team, query, last["seq"])]
     assert ids[0] == last["id"] and not {old["id"], new["id"]} & set(ids)
+    ids = [hit["memory"]["id"] for hit in explained(team, query, last["seq"], filters={"include_archived": True})]
+    assert ids[0] == last["id"] and not {old["id"], new["id"]} & set(ids)
 
     # The replacement must pass the search's filters itself: owner_agent alice finds neither bob's nor carol's.
     ids = [hit["memory"]["id"] for hit in explained(team, query, last["seq"], filters={"owner_agent": "alice"})]
