@@ -112,7 +112,7 @@ class PipelineConfig:
     # Only there: fused scores are min-max normalised, so elsewhere a low one may still be close in meaning.
     tail_ratio: float = 0.25
     # A superseded memory matches a query for the memory that replaced it: retrieved with the active ones, it lends
-    # its fused score to its successor when that one was found too, then leaves (ENGRAM_SUPERSEDED_MATCH).
+    # its retrievers' scores to its successor when that one was found too, then leaves (ENGRAM_SUPERSEDED_MATCH).
     superseded_match: bool = True
 
 
