@@ -75,7 +75,7 @@ FUSED = "fused"
 RERANK = "rerank"
 SUPERSEDED = "superseded"  # a memory's status once another replaced it; explain: what an outdated version lent it
 LEND_DEPTH = 20  # a superseded memory among the first this many of a retriever's list lends its match (_lend)
-CHAIN_DEPTH = 4  # supersessions followed from a superseded hit to the memory that replaced it last
+CHAIN_DEPTH = 4  # supersessions a search follows from a superseded hit to the memory that replaced it last
 NEWER = "newer"  # explain: (the rank it held before it passed an older version of itself, their similarity)
 FLOOR = "floor"  # explain: (1 passed by meaning, 2 passed by exact match; the memory's cosine to the query)
 EXACT_MATCH = 0.5  # a hit whose BM25 score is this share of the query's reach passes the floor whatever its meaning
@@ -284,7 +284,9 @@ class MemoryReader:
             for rank, scored in enumerate(ranked[:LEND_DEPTH], start=1):
                 if scored.id in superseded:
                     lenders[scored.id] = min(rank, lenders.get(scored.id, rank))
-        heads = self._heads(namespace, list(lenders), {s.id for r in lists.values() for s in r} - superseded)
+        found = {scored.id for ranked in lists.values() for scored in ranked} - superseded
+        ends = self._chain_ends(namespace, list(lenders), max_links=CHAIN_DEPTH)
+        heads = {lender: head for lender, end in ends.items() if (head := str(end.get("id"))) in found}
         lent: dict[str, tuple[int, float]] = {}
         out: dict[str, list[Scored]] = {}
         for name, ranked in lists.items():
@@ -300,33 +302,6 @@ class MemoryReader:
             if head not in lent or (rank, -meaning) < (lent[head][0], -lent[head][1]):
                 lent[head] = (rank, meaning)
         return out, lent
-
-    def _heads(self, namespace: str, lenders: list[str], found: set[str]) -> dict[str, str]:
-        """For each superseded memory of ``lenders``, the last memory of its chain of supersessions, when that one is
-        in ``found`` (the active memories a search found)."""
-        successor: dict[str, str] = {}
-        unread = lenders
-        for _ in range(CHAIN_DEPTH):
-            if not unread:
-                break
-            next_unread = []
-            for payload in self._index.retrieve(namespace, unread):
-                if payload.get("status") != SUPERSEDED:
-                    continue  # restored meanwhile, or a replacement the search did not find
-                after = str(payload.get("superseded_by") or "")
-                successor[str(payload.get("id"))] = after
-                if after and after not in found and after not in successor:
-                    next_unread.append(after)  # superseded in turn, or not found by the search: read to know
-            unread = next_unread
-        heads = {}
-        for lender in lenders:
-            head, seen = successor.get(lender, ""), {lender}
-            while head and head not in found and head not in seen:
-                seen.add(head)
-                head = successor.get(head, "")
-            if head in found:
-                heads[lender] = head
-        return heads
 
     def _fuse(self, lists: dict[str, list[tuple[str, float]]], kind: str, reachable: float) -> list[Fused]:
         if self._config.fusion == "rrf":
@@ -575,20 +550,46 @@ class MemoryReader:
         return found[0]
 
     def _head(self, namespace: str, memory_id: str) -> dict[str, Any]:
-        """The payload at the end of ``memory_id``'s supersession chain: one index read per link, in this thread (no
-        call per link), so a long chain costs microseconds per link. A chain that loops (which no write path makes)
-        ends where it would repeat itself."""
-        payload = self._current(namespace, memory_id)
-        seen = {memory_id}
-        while payload.get("status") == "superseded" and (nxt := str(payload.get("superseded_by") or "")):
-            if nxt in seen:
+        """The payload at the end of ``memory_id``'s supersession chain (see _chain_ends)."""
+        end = self._chain_ends(namespace, [memory_id]).get(memory_id)
+        if end is None:
+            raise NotFound(memory_id)  # also for other namespaces' ids: never confirm they exist
+        return end
+
+    def _chain_ends(
+        self, namespace: str, memory_ids: list[str], *, max_links: int | None = None
+    ) -> dict[str, dict[str, Any]]:
+        """The payload at the end of each one's supersession chain (a memory not superseded is its own end), for those
+        of ``memory_ids`` that exist: one index read per link, in this thread, the chains' links of one step read
+        together. A chain that loops (which no write path makes) ends where it would repeat itself, one whose
+        replacement was purged where it breaks, and one longer than ``max_links`` (a search's bound: a fact
+        superseded every day makes long chains) at a superseded memory."""
+        if not memory_ids:
+            return {}
+        ends = {str(payload.get("id")): payload for payload in self._index.retrieve(namespace, memory_ids)}
+        seen = {memory_id: {memory_id} for memory_id in ends}
+        following = set(ends)
+        links = 0
+        while max_links is None or links < max_links:
+            step: dict[str, str] = {}
+            for memory_id in sorted(following):
+                end = ends[memory_id]
+                after = str(end.get("superseded_by") or "")
+                if end.get("status") != SUPERSEDED or not after or after in seen[memory_id]:
+                    following.discard(memory_id)
+                    continue
+                seen[memory_id].add(after)
+                step[memory_id] = after
+            if not step:
                 break
-            seen.add(nxt)
-            try:
-                payload = self._current(namespace, nxt)
-            except NotFound:
-                break  # its replacement was purged: the chain ends here
-        return payload
+            links += 1
+            read = {str(p.get("id")): p for p in self._index.retrieve(namespace, sorted(set(step.values())))}
+            for memory_id, after in step.items():
+                if after in read:
+                    ends[memory_id] = read[after]
+                else:
+                    following.discard(memory_id)  # its replacement was purged: the chain ends here
+        return ends
 
     def _earlier(self, namespace: str, memory_id: str) -> list[dict[str, Any]]:
         if self._versions is None:
