@@ -38,10 +38,24 @@ _CHANGE = frozenset({
     "took", "taken", "returned", "returns", "reverted", "anymore", "longer", "instead", "now", "back"
 })  # fmt: skip
 _DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
+# Months are a date's parts ("calibrated on 8 January" / "recalibrated 11 March"), not things: "may" is a stop word.
+_MONTHS = (
+    "january", "february", "march", "april", "june", "july", "august", "september", "october", "november", "december",
+    "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
+)  # fmt: skip
+# The first part of a hyphenated English word (on-call, bi-hourly, self-hosted, read-only): a word, not a name such
+# as tally-web or db-main, whose parts are the project's own.
+_COMPOUND_HEADS = frozenset({
+    "on", "off", "in", "out", "up", "down", "over", "under", "by", "bi", "co", "re", "pre", "post", "non", "self",
+    "semi", "multi", "anti", "well", "long", "short", "full", "half", "mid", "sub", "cross", "inter", "ex", "un",
+    "read", "write", "high", "low", "all", "part", "one", "two", "three", "four", "single", "double", "first", "last",
+    "end", "day", "week", "year", "time", "open", "close", "hands", "follow", "opt", "check", "sign", "log",
+})  # fmt: skip
 _VALUE_WORDS = frozenset(
-    {*_DAYS, *(d + "s" for d in _DAYS), "daily", "weekly", "monthly", "nightly", "hourly", "morning", "mornings",
-     "afternoon", "evening", "evenings", "night", "noon", "midnight", "am", "pm", "utc", "enabled", "disabled", "on",
-     "true", "false", "percent", "gb", "mb", "kb", "tb", "ms", "seconds", "minutes", "hours", "days", "weeks"}
+    {*_DAYS, *(d + "s" for d in _DAYS), *_MONTHS, "daily", "weekly", "monthly", "nightly", "hourly", "morning",
+     "mornings", "afternoon", "evening", "evenings", "night", "noon", "midnight", "am", "pm", "utc", "enabled",
+     "disabled", "on", "true", "false", "percent", "gb", "mb", "kb", "tb", "ms", "seconds", "minutes", "hours", "days",
+     "weeks"}
 )  # fmt: skip
 MIN_SHARED = 2  # words about the subject both statements have, at least
 MIN_FRAME_SHARE = 0.6  # the share of the smaller set of such words both have, when they name a thing in common
@@ -162,9 +176,11 @@ def _is_value(word: str) -> bool:
 
 
 def _is_thing(token: str, starts: bool) -> bool:
-    """A name (capitalized inside a sentence, or mixed case) or an identifier (db-main, checkout.events.v2)."""
+    """A name (capitalized inside a sentence, or mixed case) or an identifier (db-main, checkout.events.v2); not a
+    hyphenated English word (on-call, bi-hourly)."""
     if any(c in token for c in "-_/.") and any(c.isalpha() for c in token):
-        return True
+        head, dash, rest = token.partition("-")
+        return not (dash and head.lower() in _COMPOUND_HEADS and rest.isalpha() and rest.islower())
     if token.isupper() and len(token) <= 4:
         return False  # API, UI, URL, CI: a kind of thing, not one
     if any(c.isupper() for c in token[1:]):

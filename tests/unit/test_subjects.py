@@ -17,12 +17,17 @@ SAME = [
     ("Leo swims on Mondays at 18:00", "Leo's swimming moved to Thursdays 17:30"),
     ("design-system unit tests run on Jest", "design-system moved its unit tests from Jest to Vitest"),
     ("PgBouncer for staging listens on 6432", "Staging PgBouncer moved to port 6543 after the pooler rebuild"),
+    # A date's month is a value, not a thing each statement names on its own.
+    ("Lidar calibration done on 4 February, error 0.8 mm", "Lidar recalibrated 20 June (after a crash), error 0.4 mm"),
+    # A hyphenated English word (on-call) is no name the newer statement would have to repeat.
+    ("On-call alerts go through Opsgenie", "We moved alerting from Opsgenie to incident.io"),
 ]
 OTHER = [
     ("Storefront .nvmrc pins Node 18.19", "Storefront production URL is shop.acme.com"),
     ("Rotated the Cloudflare API token (2026-02-14)", "Rotated the Zendesk API token (2026-02-08)"),
     ("pgadmin on logs-1.internal: port 5050", "Consul on logs-1.internal: port 8500"),
     ("Kwame reviews the mobile pull requests", "Lucia reviews the mobile pull requests"),
+    ("Rotated the Zendesk API token in March", "Rotated the Figma API token in March"),
 ]
 
 
@@ -42,6 +47,13 @@ def test_values_and_change_words_are_what_differs_not_what_a_memory_is_about() -
     assert subject("tally-web moved from npm to pnpm 9").changes
 
 
+def test_months_are_values_and_hyphenated_english_words_are_not_names() -> None:
+    read = subject("Lidar calibration done on 4 February, error 0.8 mm")
+    assert "february" in read.values and read.things == {"lidar"}
+    assert subject("On-call paging moved to the bi-hourly rota").things == frozenset()
+    assert subject("tally-web moved its cache to db-main").things == {"tally-web", "db-main"}
+
+
 def _hit(content: str, created: float, score: float, memory_id: str) -> Hit:
     return Hit(Memory(id=memory_id, namespace="n", content=content, owner_agent="a", created_at=created), score)
 
@@ -55,6 +67,20 @@ def test_the_newest_statement_of_a_subject_takes_the_place_of_an_older_one_ranke
     ordered = newest_of_subject(hits, "question")
     assert [h.memory.id for h in ordered] == ["new", "old", "neighbour"]
     assert ordered[0].score == 0.9 and ordered[0].explain[SUBJECT][0] == 3
+
+
+def test_a_newer_statement_is_found_below_the_first_ten_when_its_older_one_ranks_among_them() -> None:
+    # "which tool pages the on-call engineer?": the replacement, worded unlike the question, ranks 12th by its own
+    # match; the older statement it is tied to ranks first.
+    others = [_hit(f"Note {k} about something else entirely", 2.0, 0.8 - k / 100, f"n{k}") for k in range(30)]
+    old = _hit("On-call paging goes through Opsgenie", 1.0, 0.9, "old")
+    new = _hit("We moved paging from Opsgenie to PagerDuty", 3.0, 0.3, "new")
+    ordered = newest_of_subject([old, *others[:10], new, *others[10:]], "question")
+    assert [h.memory.id for h in ordered[:2]] == ["new", "old"] and ordered[0].explain[SUBJECT][0] == 12
+    too_far = newest_of_subject([old, *others[:25], _hit(new.memory.content, 3.0, 0.3, "new")], "question")
+    assert too_far[0].memory.id == "old", "beyond twice the depth a statement is not what the query matched"
+    below = newest_of_subject([*others[:10], old, new], "question")
+    assert [h.memory.id for h in below[10:]] == ["old", "new"], "an older statement below the first ten moves nothing"
 
 
 def test_an_identifier_query_and_an_older_statement_below_keep_their_order() -> None:
