@@ -49,6 +49,10 @@ SKIPPED_TYPES = ("handoff", "team-summary")  # never merged, flagged or decayed 
 BLOCK_ROWS = 1024  # rows of the similarity matrix computed at once (1024 x 50k float32 = 200 MB)
 DUPLICATE_NEIGHBOURS = 32  # candidates per memory at most (over the similarity threshold, most similar first)
 CONTRADICTION_NEIGHBOURS = 16
+# A memory that gives another value of its frame against this many others in one run is a record of a series ("Run
+# 246: pick the glossy box, 3/5 succeeded", "TRIAL REGISTRATION clinicaltrials.gov Identifier: NCT00403806"): a log
+# of one template, not one attribute's value, which a few statements at most give before one supersedes the rest.
+SERIES = 5
 DAY = 86400.0
 RESOLVED = "resolved"
 DEFAULT_LISTED, MAX_LISTED = 20, 100  # open contradictions listed at once
@@ -703,8 +707,27 @@ def _conflicts(corpus: Corpus) -> tuple[int, int, list[tuple[Memory, Memory, sta
         conflict = stance.conflict(older.content, newer.content, similarity, shared_topics=shared)
         if conflict is not None and conflict.score >= stance.CONTRADICTION_THRESHOLD:
             found.append((newer, older, conflict))
+    found = _without_series(found)
     found.sort(key=lambda item: -item[2].score)  # stable: equal scores keep the most similar first
     return len(pairs), apart, found
+
+
+def _without_series(
+    found: list[tuple[Memory, Memory, stance.Conflict]],
+) -> list[tuple[Memory, Memory, stance.Conflict]]:
+    """``found`` without the "another value" contradictions of a memory that gives another value against SERIES
+    others or more: the records of one series (a run's result, a trial's registry number) differ in value by what
+    they are. Its other rules' candidates stay, and so do updates (the newer says it changed what the older says)."""
+    values: dict[str, int] = {}
+    for newer, older, conflict in found:
+        if conflict.rule == "value":
+            values[newer.id] = values.get(newer.id, 0) + 1
+            values[older.id] = values.get(older.id, 0) + 1
+    return [
+        (newer, older, conflict)
+        for newer, older, conflict in found
+        if conflict.rule != "value" or conflict.kind == "update" or max(values[newer.id], values[older.id]) < SERIES
+    ]
 
 
 def _tied(corpus: Corpus, pairs: list[tuple[int, int, float]]) -> list[tuple[int, int, float]]:

@@ -240,6 +240,9 @@ SAYS_MORE = 1.6  # a text with more than this many times the other's content wor
 CONTAINED_LONGER = 1.6  # ... and the longer at most this many times as many (more is more information, not a note)
 CONTRADICTION_SIMILARITY = 0.55  # dense cosine from which a pair is about the same thing
 CONTRADICTION_THRESHOLD = 0.5  # the score from which a pair is flagged
+# Values one side gives that the other does not, at most, for "another value of the same attribute": an attribute
+# has a value or two (a port; a day and a time); a statement that differs in more reports a set of measurements.
+MAX_VALUES = 3
 UPDATE_COVERAGE = 0.4  # an update repeats at least this share of the older memory's content words
 UPDATE_MAX_WORDS = 12  # ... of an older memory of at most this many content words (a fact, not a paragraph)
 SCOPE_PENALTY = 0.55  # what a finding's score keeps when each side also names something the other does not
@@ -421,11 +424,18 @@ def content_words(text: str) -> set[str]:
     return {w for w in words(text) if w not in STOPWORDS and w not in NEGATIONS}
 
 
+# A record's number: letters, then five digits or more (nct00403806, isrctn23885553, ord1234567). It names the
+# record (a trial, an order) as db-main names a database, so two statements that differ in it speak about two records.
+_RECORD = re.compile(r"[a-z]{2,}[0-9]{5,}")
+
+
 @lru_cache(maxsize=65536)
 def is_value(word: str) -> bool:
-    """A word that names a value: has a digit (8080, 3.11, v2, db-prod-1, 01:00), or is a day, a month, a unit."""
+    """A word that names a value: has a digit (8080, 3.11, v2, 01:00), or is a day, a month, a unit."""
     if any(c.isalpha() for c in word) and any(c in word for c in "-_/@"):
         return False  # an identifier names a thing (cache-1, mob-812, db-main-r1), not a value of it
+    if _RECORD.fullmatch(word):
+        return False
     return word in VALUE_WORDS or any(c.isdigit() for c in word)
 
 
@@ -561,7 +571,10 @@ def _other_entities(a: Reading, b: Reading) -> str | None:
 
     def things(one: Reading, other: Reading) -> set[str]:
         only = one.content - other.content
-        named = {w for w in only if (w in one.names or _is_identifier(w)) and not _stance_word(w) and not is_value(w)}
+        named = {
+            w for w in only
+            if (w in one.names or _is_identifier(w) or _RECORD.fullmatch(w)) and not _stance_word(w) and not is_value(w)
+        }  # fmt: skip
         return {w for w in named if not any(_same_word(w, y) for y in other.content)}
 
     left, right = things(a, b), things(b, a)
@@ -719,15 +732,15 @@ def _set_aside(ra: Reading, rb: Reading) -> set[str]:
 
 def _value_change(ra: Reading, rb: Reading, frame: float) -> str | None:
     """Another value of the same kind (a time for a time, a day for a day) in the same frame: "port 8080" / "port
-    9090"; or a value one side adds where the frame is the same ("every week" / "every 2 weeks")."""
+    9090", "every week" / "every 2 weeks" (weekly / biweekly). A value only one side gives is a detail the other
+    leaves out ("Backups run nightly" / "... nightly at 02:00"), not another value: no labelled pair needed it, and
+    on the bench's 50k corpus it raised most of the background's candidates (docs/benchmarks.md)."""
     values_a, values_b = _values(ra.content - rb.content), _values(rb.content - ra.content)
-    if values_a and values_b:
-        kinds_a, kinds_b = {_value_kind(w) for w in values_a}, {_value_kind(w) for w in values_b}
-        if frame >= 0.4 and kinds_a & kinds_b:
-            return f"{', '.join(sorted(values_a))} against {', '.join(sorted(values_b))}"
-        return None
-    if (values_a or values_b) and frame >= 0.6 and not _other_scope(ra.content - rb.content, rb.content - ra.content):
-        return f"{', '.join(sorted(values_a)) or 'none'} against {', '.join(sorted(values_b)) or 'none'}"
+    if not (values_a and values_b) or len(values_a) > MAX_VALUES or len(values_b) > MAX_VALUES:
+        return None  # more than a few: a report of measurements (a study's rates and intervals), not one attribute's
+    kinds_a, kinds_b = {_value_kind(w) for w in values_a}, {_value_kind(w) for w in values_b}
+    if frame >= 0.4 and kinds_a & kinds_b:
+        return f"{', '.join(sorted(values_a))} against {', '.join(sorted(values_b))}"
     return None
 
 

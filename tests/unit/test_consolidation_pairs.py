@@ -80,3 +80,28 @@ def test_a_store_that_cannot_be_reached_makes_the_run_compare_everything_and_fai
         return await checkpoints.get("ns")
 
     assert asyncio.run(both()) == Checkpoint()
+
+
+def test_records_of_a_series_are_not_contradictions_of_each_other_but_an_attributes_values_and_updates_are() -> None:
+    from engram.services.consolidation import stance
+    from engram.services.consolidation.maintenance import SERIES, _without_series
+
+    def memory(key: str, content: str, created: float) -> Memory:
+        return Memory(id=key, namespace="ns", content=content, owner_agent="a", created_at=created)
+
+    runs = [memory(f"run{k}", f"Run {200 + k}: press the elevator button - {k % 5}/5 succeeded", k) for k in range(8)]
+    runs.append(memory("fixed", "Run 208: press the elevator button - now 5/5 succeeded", 8.0))  # states a change
+    port = [memory("old", "The API dev server listens on port 8080", 100.0),
+            memory("new", "The API dev server listens on port 9090", 101.0),
+            memory("moved", "The API dev server moved to port 7070", 102.0)]  # fmt: skip
+    found = []
+    for group in (runs, port):
+        for i, older in enumerate(group):
+            for newer in group[i + 1 :]:
+                conflict = stance.conflict(older.content, newer.content, 0.95)
+                if conflict is not None:
+                    found.append((newer, older, conflict))
+    assert sum(1 for _, o, c in found if o.id.startswith("run") and c.rule == "value") >= SERIES
+    kept = {(newer.id, older.id) for newer, older, _ in _without_series(found)}
+    assert {newer for newer, older in kept if older.startswith("run")} == {"fixed"}, "records differ by what they are"
+    assert {("new", "old"), ("moved", "old"), ("moved", "new")} <= kept, "an attribute's few values stay"

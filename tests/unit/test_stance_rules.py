@@ -37,6 +37,18 @@ def test_each_rule_names_itself_and_an_update_is_its_own_kind(older: str, newer:
         ("We use pnpm, not npm, for the web portal.", "The web portal installs packages with pnpm."),
         ("Daniel reviews the backend pull requests.", "Chidi reviews the frontend pull requests."),
         ("Feature flags are enabled on staging.", "Feature flags are disabled on production."),
+        # A record's number names the record: two trials, two orders, not two values of one.
+        (
+            "TRIAL REGISTRATION clinicaltrials.gov Identifier: NCT00403806.",
+            "TRIAL REGISTRATION clinicaltrials.gov Identifier: NCT00404079.",
+        ),
+        ("Order ORD1234567 shipped to Lisbon", "Order ORD7654321 shipped to Lisbon"),
+        # A value only one side gives is a detail the other leaves out; many values are a report, not one attribute.
+        ("Backups run nightly", "Backups run nightly at 02:00"),
+        (
+            "The incidence was 26% at 3 months, 30% at 6 months, 40% at 1 year and 45% at 5 years.",
+            "The incidence was 5% at 3 months, 14% at 6 months, 24% at 1 year and 29% at 5 years.",
+        ),
     ],
 )
 def test_scope_time_and_other_entities_raise_no_flag(a: str, b: str) -> None:
