@@ -734,7 +734,7 @@ def _value_change(ra: Reading, rb: Reading, frame: float) -> str | None:
     """Another value of the same kind (a time for a time, a day for a day) in the same frame: "port 8080" / "port
     9090", "every week" / "every 2 weeks" (weekly / biweekly). A value only one side gives is a detail the other
     leaves out ("Backups run nightly" / "... nightly at 02:00"), not another value: no labelled pair needed it, and
-    on the bench's 50k corpus it raised most of the background's candidates (docs/benchmarks.md)."""
+    on the bench's 50k corpus it raised a quarter of the background's candidates (docs/benchmarks.md)."""
     values_a, values_b = _values(ra.content - rb.content), _values(rb.content - ra.content)
     if not (values_a and values_b) or len(values_a) > MAX_VALUES or len(values_b) > MAX_VALUES:
         return None  # more than a few: a report of measurements (a study's rates and intervals), not one attribute's
