@@ -38,11 +38,15 @@ _CHANGE = frozenset({
     "took", "taken", "returned", "returns", "reverted", "anymore", "longer", "instead", "now", "back"
 })  # fmt: skip
 _DAYS = ("monday", "tuesday", "wednesday", "thursday", "friday", "saturday", "sunday")
-# Months are a date's parts ("calibrated on 8 January" / "recalibrated 11 March"), not things: "may" is a stop word.
-_MONTHS = (
-    "january", "february", "march", "april", "june", "july", "august", "september", "october", "november", "december",
-    "jan", "feb", "mar", "apr", "jun", "jul", "aug", "sep", "sept", "oct", "nov", "dec",
+MONTHS = (
+    "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november",
+    "december",
 )  # fmt: skip
+# Months are a date's parts ("calibrated on 8 January" / "recalibrated 11 March"), not things; "may" is a stop word.
+_MONTHS = tuple(m for m in MONTHS if m != "may") + tuple(m[:3] for m in MONTHS if m != "may") + ("sept",)
+# A record's number: letters, then five digits or more (nct00403806, isrctn23885553, ord1234567). It names the
+# record (a trial, an order) as db-main names a database (services/consolidation/stance.py reads it so).
+RECORD = re.compile(r"[a-z]{2,}[0-9]{5,}")
 # The first part of a hyphenated English word (on-call, bi-hourly, self-hosted, read-only): a word, not a name such
 # as tally-web or db-main, whose parts are the project's own.
 _COMPOUND_HEADS = frozenset({

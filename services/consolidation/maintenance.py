@@ -50,8 +50,8 @@ BLOCK_ROWS = 1024  # rows of the similarity matrix computed at once (1024 x 50k 
 DUPLICATE_NEIGHBOURS = 32  # candidates per memory at most (over the similarity threshold, most similar first)
 CONTRADICTION_NEIGHBOURS = 16
 # A memory that gives another value of its frame against this many others in one run is a record of a series ("Run
-# 246: pick the glossy box, 3/5 succeeded", "TRIAL REGISTRATION clinicaltrials.gov Identifier: NCT00403806"): a log
-# of one template, not one attribute's value, which a few statements at most give before one supersedes the rest.
+# 246: pick the glossy box, 3/5 succeeded"): a log of one template, not one attribute's value, which a few
+# statements at most give before one supersedes the rest.
 SERIES = 5
 DAY = 86400.0
 RESOLVED = "resolved"

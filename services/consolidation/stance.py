@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from functools import lru_cache
 
 from engram.services.consolidation import spelling
-from engram.subjects import shared_prefix
+from engram.subjects import MONTHS, RECORD, shared_prefix
 from engram.updates import states_a_change
 
 WORD = re.compile(r"[a-z0-9]+(?:['._:/-][a-z0-9]+)*")
@@ -176,16 +176,12 @@ ANTONYMS = (
 VALUE_WORDS = frozenset({
     "zero", "once", "twice", "single", "double", "half", "monday", "tuesday", "wednesday", "thursday", "friday",
     "saturday", "sunday", "mondays", "tuesdays", "wednesdays", "thursdays", "fridays", "saturdays", "sundays",
-    "january", "february", "march", "april", "june", "july", "august", "september", "october", "november",
-    "december", "daily", "weekly", "monthly", "yearly", "nightly", "hourly", "biweekly", "quarterly", "utc", "cet",
+    *(m for m in MONTHS if m != "may"), "daily", "weekly", "monthly", "yearly", "nightly", "hourly", "biweekly",
+    "quarterly", "utc", "cet",
     "pst", "est", "gmt", "top", "bottom", "left", "right", "first", "celsius", "fahrenheit", "noon", "midnight",
     "am", "pm", "morning", "mornings", "afternoon", "afternoons", "evening", "evenings", "night", "nights",
 })  # fmt: skip
 DAYS = frozenset(d for d in VALUE_WORDS if d.endswith(("day", "days")) and d not in ("daily",))
-MONTHS = frozenset({
-    "january", "february", "march", "april", "may", "june", "july", "august", "september", "october", "november",
-    "december",
-})  # fmt: skip
 FREQUENCIES = frozenset({"once", "twice", "daily", "weekly", "monthly", "yearly", "nightly", "hourly", "biweekly",
                          "quarterly"})  # fmt: skip
 DAYTIMES = frozenset({"morning", "mornings", "afternoon", "afternoons", "evening", "evenings", "night", "nights",
@@ -424,17 +420,12 @@ def content_words(text: str) -> set[str]:
     return {w for w in words(text) if w not in STOPWORDS and w not in NEGATIONS}
 
 
-# A record's number: letters, then five digits or more (nct00403806, isrctn23885553, ord1234567). It names the
-# record (a trial, an order) as db-main names a database, so two statements that differ in it speak about two records.
-_RECORD = re.compile(r"[a-z]{2,}[0-9]{5,}")
-
-
 @lru_cache(maxsize=65536)
 def is_value(word: str) -> bool:
     """A word that names a value: has a digit (8080, 3.11, v2, 01:00), or is a day, a month, a unit."""
     if any(c.isalpha() for c in word) and any(c in word for c in "-_/@"):
         return False  # an identifier names a thing (cache-1, mob-812, db-main-r1), not a value of it
-    if _RECORD.fullmatch(word):
+    if RECORD.fullmatch(word):
         return False
     return word in VALUE_WORDS or any(c.isdigit() for c in word)
 
@@ -573,7 +564,7 @@ def _other_entities(a: Reading, b: Reading) -> str | None:
         only = one.content - other.content
         named = {
             w for w in only
-            if (w in one.names or _is_identifier(w) or _RECORD.fullmatch(w)) and not _stance_word(w) and not is_value(w)
+            if (w in one.names or _is_identifier(w) or RECORD.fullmatch(w)) and not _stance_word(w) and not is_value(w)
         }  # fmt: skip
         return {w for w in named if not any(_same_word(w, y) for y in other.content)}
 
