@@ -4,7 +4,8 @@ By default (issue 36) each set runs inside ONE namespace that also holds backgro
 agents (bench/background.py; hundreds, then thousands), as a user's namespace does: the background is imported
 first, then every pair's ``a``, then every pair's ``b`` (so ``b`` is the newer), and the jobs find their candidates
 among all those neighbours, as in production; then each pair's two memories are read back (their relations: a
-``contradicts`` flag between them with its kind and rule, a ``merged-into`` one into the other). Flags and merges
+``contradicts`` flag between them with its kind and rule, a ``merged-into`` one into the other, or both ending in
+one third memory through their merged-into relations, which leaves them one memory as a merge does). Flags and merges
 that join a pair's memory to anything else are counted apart. ``--consolidation-per-pair`` is the older diagnostic:
 each pair is saved into a namespace of its own (one API key per pair) on a fresh node, ``a`` then ``b`` (``b`` is
 the newer), and the consolidation jobs run through REST as a node runs them: for the contradiction task the
@@ -55,6 +56,7 @@ NODE_SETTINGS = {"ENGRAM_CONSOLIDATION_INTERVAL_SECONDS": "0"}  # no scheduled `
 # Shared namespaces: every candidate the detectors keep is flagged in one run (the per-run cap only spreads them over
 # runs), so each pair's verdict is read after one job, and the candidates per 1,000 memories are the detector's.
 SHARED_SETTINGS = {"ENGRAM_CONSOLIDATION_MAX_PROPOSALS": "1000000"}
+MAX_MERGE_CHAIN = 8  # merged-into relations followed from a pair's memory to the one it ends in
 JOB_POLL_SECONDS = 1.0  # how often a job that outlived its call is asked again
 SAVE_CONCURRENCY = 4  # saves in flight while filling a shared namespace (all of a side before the other)
 # What kind of disagreement a contradiction pair is, from its `why` (the readers' note; detectors never read it).
@@ -545,8 +547,23 @@ async def _read_back(
                         proposed, rule = note.get("kind") or "contradiction", note.get("rule") or ""
                     elif target not in ids:
                         flags_elsewhere += 1
+        if not merged and await _survivor(http, headers, one) == await _survivor(http, headers, two):
+            merged = "yes"  # both merged into a third memory: the namespace holds them as one, as a merge would
         verdicts.append(Verdict(proposed=proposed, rule=rule, merged=bool(merged)))
     return verdicts, {"merged_pair_to_other": merged_elsewhere, "flags_pair_to_other": flags_elsewhere}
+
+
+async def _survivor(http: httpx.AsyncClient, headers: dict[str, str], memory: dict[str, Any]) -> str:
+    """The id of the memory ``memory`` ends in through its merged-into relations (itself when it was not merged)."""
+    seen = {memory["id"]}
+    for _ in range(MAX_MERGE_CHAIN):
+        target = next((r.get("memory_id") for r in memory.get("relations") or [] if r.get("kind") == "merged-into"),
+                      None)  # fmt: skip
+        if not target or target in seen:
+            break
+        seen.add(target)
+        memory = await _memory(http, headers, target)
+    return str(memory["id"])
 
 
 async def _memory(http: httpx.AsyncClient, headers: dict[str, str], memory_id: str) -> dict[str, Any]:
