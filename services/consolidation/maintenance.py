@@ -335,7 +335,7 @@ class Maintenance:
         corpus.since(since)
         corpus.gated = gated
         loaded = time.perf_counter()
-        floor = min(stance.CONTRADICTION_SIMILARITY, stance.CLOSE_DUPLICATE_SIMILARITY)
+        floor = min(stance.CONTRADICTION_SIMILARITY, stance.SPELLED_SIMILARITY)
         await asyncio.to_thread(corpus.pairs, floor, max(DUPLICATE_NEIGHBOURS, CONTRADICTION_NEIGHBOURS))
         seconds = {"load": round(loaded - started, 2), "compare": round(time.perf_counter() - loaded, 2)}
         steps = []
@@ -657,7 +657,7 @@ def _listed(rows_i: list[np.ndarray], rows_j: list[np.ndarray], sims: list[np.nd
 def _duplicates(corpus: Corpus, force: bool) -> tuple[int, list[tuple[Memory, Memory, str]]]:
     """How many similar pairs were compared, and the merges to make: (survivor, duplicate, why), most similar
     first; a memory merged away is not compared again."""
-    pairs = corpus.pairs(stance.CLOSE_DUPLICATE_SIMILARITY, DUPLICATE_NEIGHBOURS)
+    pairs = corpus.pairs(stance.SPELLED_SIMILARITY, DUPLICATE_NEIGHBOURS)
     merged: set[str] = set()
     found = []
     for i, j, similarity in pairs:

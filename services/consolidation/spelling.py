@@ -10,7 +10,7 @@ it), except ``rewrite``, which keeps the case (names are read from capitals).
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 _NUMBER = r"(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 _EVERY = r"(?:every|each|per|a|once\s+a|once\s+per|once\s+every)"
@@ -42,6 +42,17 @@ RANGES = (
 )
 ORDINAL = re.compile(r"\b(\d+)(?:st|nd|rd|th)\b", re.IGNORECASE)
 WHOLE = re.compile(r"\b(\d+)\.0\b(?!\.\d)")  # "16.0" is 16 (not "1.0.3")
+# A date written in words ("2 Nov 2025", "November 2, 2025", after ORDINAL) is the ISO date it names ("2025-11-02").
+_MONTH = (
+    r"(january|february|march|april|may|june|july|august|september|october|november|december"
+    r"|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)\b\.?"
+)
+DATES = (
+    (re.compile(rf"\b(\d{{1,2}})\s+{_MONTH},?\s+((?:19|20)\d\d)\b", re.IGNORECASE), (3, 2, 1)),
+    (re.compile(rf"\b{_MONTH}\s+(\d{{1,2}}),?\s+((?:19|20)\d\d)\b", re.IGNORECASE), (3, 1, 2)),
+)
+MONTH_NUMBERS = {m: n for n, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct",
+                                             "nov", "dec"), start=1)}  # fmt: skip
 MIN_ACRONYM, MAX_ACRONYM = 2, 5  # letters
 
 
@@ -52,10 +63,26 @@ def rewrite(text: str) -> str:
         text = pattern.sub(lambda m: f"from {m.group(1)} to {m.group(2)}", text)
     text = ORDINAL.sub(lambda m: m.group(1), text)
     text = WHOLE.sub(lambda m: m.group(1), text)
+    for pattern, order in DATES:
+        text = pattern.sub(_dated(order), text)
     text = _FALL.sub(lambda m: f"{m.group(1)} autumn", text)
     for pattern, replacement in PERIODS:
         text = pattern.sub(replacement, text)
     return text
+
+
+def _dated(order: tuple[int, int, int]) -> Callable[[re.Match[str]], str]:
+    """What a match of a DATES pattern is written as: the ISO date of its groups (year, month, day) in ``order``."""
+    return lambda match: _iso(*(match.group(k) for k in order)) or match.group(0)
+
+
+def _iso(*parts: str) -> str:
+    """The ISO date of (a year, a month's name, a day), or "" when the day is not one of a month."""
+    year, month, day = parts
+    number = MONTH_NUMBERS[month[:3].lower()]
+    if not 1 <= int(day) <= 31:
+        return ""
+    return f"{year}-{number:02d}-{int(day):02d}"
 
 
 def acronym_of(word: str) -> str:
@@ -67,33 +94,69 @@ def acronym_of(word: str) -> str:
     return letters
 
 
-def fold_acronyms(one: Sequence[str], other: Sequence[str], *, skip: frozenset[str] = frozenset()) -> list[str]:
-    """``other``'s words with each run of words whose initials spell an acronym ``one`` uses written as that acronym:
-    one = ["hilt", "handles", "di"], other = [..., "dependency", "injection"] -> [..., "di"]. Words in ``skip`` (stop
-    words) are neither acronyms nor counted in a run; a run is of 2 words at least, and ``other`` must not use the
-    acronym itself."""
+def fold_acronyms(
+    one: Sequence[str],
+    other: Sequence[str],
+    *,
+    skip: frozenset[str] = frozenset(),
+    capitals: frozenset[str] = frozenset(),
+) -> list[str]:
+    """``other``'s words with each run of words that spells an acronym ``one`` uses written as that acronym:
+    one = ["hilt", "handles", "di"], other = [..., "dependency", "injection"] -> [..., "di"]. Each word of the run
+    gives its initial, and each part of a hyphenated word its own ("single sign-on" is "sso"); an acronym written in
+    capitals (``capitals``: its lowercase letters) may also take later letters of a word, in order ("data warehouse"
+    is "DWH"). Words in ``skip`` (stop words) are neither acronyms nor counted in a run; a run is of 2 words or parts
+    at least, and ``other`` must not use the acronym itself."""
     wanted = {acronym_of(w): w for w in one if w not in skip and w not in other and acronym_of(w)}
-    initials = "".join(w[0] if w and w not in skip else " " for w in other)
-    wanted = {letters: word for letters, word in wanted.items() if letters in initials}
+    starts = {w[0] for w in other if w and w not in skip}
+    wanted = {letters: word for letters, word in wanted.items() if letters[0] in starts}
     if not wanted:
         return list(other)
     out: list[str] = []
     i = 0
     while i < len(other):
         for letters, word in wanted.items():
-            run = other[i : i + len(letters)]
-            if (
-                len(run) == len(letters)
-                and not any(w in skip or not w[:1].isalpha() for w in run)
-                and "".join(w[0] for w in run) == letters
-            ):
+            size = _run_spelling(letters, other[i:], skip, inner=letters in capitals or word in capitals)
+            if size:
                 out.append(word)
-                i += len(letters)
+                i += size
                 break
         else:
             out.append(other[i])
             i += 1
     return out
+
+
+def _run_spelling(letters: str, words: Sequence[str], skip: frozenset[str], *, inner: bool) -> int:
+    """How many of the first ``words`` spell ``letters`` (0: none): the shortest such run of 2 parts or more."""
+    for size in range(1, len(letters) + 1):
+        run = words[:size]
+        if len(run) < size or any(w in skip or not w[:1].isalpha() for w in run):
+            return 0
+        parts = [part for w in run for part in w.split("-") if part]
+        if len(parts) >= 2 and all(p.isalpha() for p in parts) and _spells(letters, parts, inner=inner):
+            return size
+    return 0
+
+
+def _spells(letters: str, parts: Sequence[str], *, inner: bool) -> bool:
+    """Whether each part gives ``letters`` its initial in turn (and, with ``inner``, more of its letters in order)."""
+    if not parts:
+        return not letters
+    if not letters or letters[0] != parts[0][0]:
+        return False
+    rest, tail = letters[1:], parts[0][1:]
+    for taken in range(len(rest) + 1 if inner else 1):
+        if taken and not _in_order(rest[:taken], tail):
+            return False
+        if _spells(rest[taken:], parts[1:], inner=inner):
+            return True
+    return False
+
+
+def _in_order(letters: str, word: str) -> bool:
+    remaining = iter(word)
+    return all(c in remaining for c in letters)
 
 
 def fold_joined(one: Sequence[str], other: Sequence[str]) -> list[str]:

@@ -25,6 +25,7 @@ from engram.updates import states_a_change
 
 WORD = re.compile(r"[a-z0-9]+(?:['._:/-][a-z0-9]+)*")
 CASED_WORD = re.compile(r"[A-Za-z0-9]+(?:['._:/-][A-Za-z0-9]+)*")
+CAPITALS = re.compile(r"\b[A-Z]{2,5}s?\b")  # an acronym as written: "DWH", "SSO", "VMs"
 NEGATIONS = frozenset({
     "not", "no", "never", "none", "nobody", "nothing", "without", "cannot", "can't", "don't", "doesn't", "didn't",
     "isn't", "aren't", "wasn't", "weren't", "won't", "shouldn't", "mustn't", "avoid", "avoids", "stop", "stopped",
@@ -227,6 +228,7 @@ DUPLICATE_SIMILARITY = 0.86  # dense cosine from which a pair may be the same in
 CLOSE_DUPLICATE_SIMILARITY = 0.74  # ... when nearly all their words are the same once written alike
 DUPLICATE_OVERLAP = 0.5  # the share of content words both have (Jaccard) at DUPLICATE_SIMILARITY
 CLOSE_DUPLICATE_OVERLAP = 0.7  # ... and at CLOSE_DUPLICATE_SIMILARITY
+SPELLED_SIMILARITY = 0.55  # ... from which one spelling out the other's acronym is read as at the closer floor
 REWORDED_SIMILARITY = 0.95  # dense cosine from which one plain word for another is a rewording
 REWORDED_PARAPHRASE = 0.95  # ... or the paraphrase score (cosine raised by the words shared) from which it is
 PARAPHRASE_WORDS = 0.2  # what the share of words (Jaccard, 0.5 neutral) adds to the cosine in the paraphrase score
@@ -287,6 +289,7 @@ def forget() -> None:
     (a Reading holds the text and five sets of its words): kept between jobs, that was about 350 MiB of a node of
     50k memories (docs/benchmarks.md, lean memory)."""
     _reading.cache_clear()
+    _named_inside.cache_clear()
     is_value.cache_clear()
     _same_word.cache_clear()
 
@@ -296,8 +299,12 @@ def readings(a: str, b: str) -> tuple[Reading, Reading]:
     -> "di" beside "Hilt handles DI")."""
     ra, rb = Reading.of(a), Reading.of(b)
     skip = STOPWORDS | NEGATIONS
-    folded_b = tuple(spelling.fold_joined(ra.all_words, spelling.fold_acronyms(ra.all_words, rb.all_words, skip=skip)))
-    folded_a = tuple(spelling.fold_joined(rb.all_words, spelling.fold_acronyms(rb.all_words, ra.all_words, skip=skip)))
+    folded_b = tuple(spelling.fold_joined(
+        ra.all_words, spelling.fold_acronyms(ra.all_words, rb.all_words, skip=skip, capitals=_capitals(a))
+    ))  # fmt: skip
+    folded_a = tuple(spelling.fold_joined(
+        rb.all_words, spelling.fold_acronyms(rb.all_words, ra.all_words, skip=skip, capitals=_capitals(b))
+    ))  # fmt: skip
     if folded_a != ra.all_words:
         ra = ra.with_words(folded_a)
     if folded_b != rb.all_words:
@@ -414,6 +421,12 @@ def _names(text: str) -> frozenset[str]:
             found.update(words(token))
         starts = False
     return frozenset(found)
+
+
+def _capitals(text: str) -> frozenset[str]:
+    """The words ``text`` writes in capitals as an acronym ("DWH", "VMs"), lowercase: they may stand for more than
+    their words' initials (spelling.fold_acronyms)."""
+    return frozenset(m.group(0).lower() for m in CAPITALS.finditer(text))
 
 
 def content_words(text: str) -> set[str]:
@@ -574,6 +587,40 @@ def _other_entities(a: Reading, b: Reading) -> str | None:
     return None
 
 
+def _named_by_one(one: Reading, other: Reading) -> set[str]:
+    """The people, products or identifiers ``one`` names and ``other`` does not in any form ("in English and Spanish"
+    / "in Spanish"): merged into the other, that would be lost. A capital that starts a sentence names nothing by
+    itself ("Both ...", "Infra incidents ..."), and a word of a name the other has is that name written longer
+    ("Apache Flink" / "Flink")."""
+    only = one.content - other.content
+    inside = _named_inside(one.text)
+    named = {w for w in only if (w in inside or _is_identifier(w)) and not _stance_word(w) and not is_value(w)}
+    named = {w for w in named if not any(_same_word(w, y) for y in other.content)}
+    every = one.all_words
+    beside = {
+        every[k] for k in range(len(every))
+        if any(0 <= n < len(every) and every[n] in other.names and every[n] in one.names for n in (k - 1, k + 1))
+    }  # fmt: skip
+    return named - beside
+
+
+@lru_cache(maxsize=65536)
+def _named_inside(text: str) -> frozenset[str]:
+    """The capitalized words of ``text`` that do not start a sentence (_names without the sentences' first words)."""
+    found: set[str] = set()
+    starts = True
+    for match in re.finditer(r"[.!?:;]\s+|" + CASED_WORD.pattern, spelling.rewrite(text)):
+        token = match.group(0)
+        if not token[0].isalnum():
+            starts = True
+            continue
+        mixed = not token[0].isupper() and any(c.isupper() for c in token)
+        if mixed or (token[0].isupper() and not token.isupper() and not starts):
+            found.update(words(token))
+        starts = False
+    return frozenset(found)
+
+
 def _single_role(a: Reading, b: Reading) -> bool:
     return bool((a.content | b.content) & ROLES)
 
@@ -581,14 +628,20 @@ def _single_role(a: Reading, b: Reading) -> bool:
 def is_duplicate(a: str, b: str, similarity: float) -> tuple[bool, str]:
     """Whether ``b`` restates ``a``: close in meaning, mostly the same words once written alike, and nothing that
     changes the information: a value, a negation, an antonym, a person or thing, a scope or time, a stated change."""
-    if similarity < CLOSE_DUPLICATE_SIMILARITY:
+    if similarity < CLOSE_DUPLICATE_SIMILARITY and (
+        similarity < SPELLED_SIMILARITY or not (CAPITALS.search(a) or CAPITALS.search(b))
+    ):  # no acronym the other may spell out: not read (the cheap refusal of most of a job's pairs)
         return False, f"similarity {similarity:.2f} < {CLOSE_DUPLICATE_SIMILARITY}"
     return _duplicate(*readings(a, b), similarity)
 
 
 def _duplicate(ra: Reading, rb: Reading, similarity: float) -> tuple[bool, str]:
     if similarity < CLOSE_DUPLICATE_SIMILARITY:
-        return False, f"similarity {similarity:.2f} < {CLOSE_DUPLICATE_SIMILARITY}"
+        if similarity < SPELLED_SIMILARITY or not _spelled_out(ra, rb):
+            return False, f"similarity {similarity:.2f} < {CLOSE_DUPLICATE_SIMILARITY}"
+        # The embedder does not know that DWH is a data warehouse: the words, acronym folded, are read as at the
+        # closer floor (most of them the same, nothing that changes the information).
+        similarity = CLOSE_DUPLICATE_SIMILARITY
     share, contained = word_match(ra.stems, rb.stems)
     wanted = DUPLICATE_OVERLAP if similarity >= DUPLICATE_SIMILARITY else CLOSE_DUPLICATE_OVERLAP
     shorter, longer = sorted((len(ra.stems), len(rb.stems)))
@@ -597,11 +650,24 @@ def _duplicate(ra: Reading, rb: Reading, similarity: float) -> tuple[bool, str]:
         return False, f"one says more: {longer} content words against {shorter}"
     if share < wanted and not note:
         return False, f"word overlap {share:.2f} < {wanted} at similarity {similarity:.2f}"
-    # Under REWORDED_SIMILARITY a swap is a rewording only when the sentence is rephrased around it (not in place).
-    rephrased = similarity < REWORDED_SIMILARITY and paraphrase(similarity, share) >= REWORDED_PARAPHRASE
+    # Under REWORDED_SIMILARITY a swap is a rewording only when the sentence is rephrased around it (not in place):
+    # close in meaning and in words (the paraphrase score), or at DUPLICATE_SIMILARITY with the shared words in
+    # another order ("The app sends analytics to Amplitude" / "Amplitude receives the app's analytics events").
+    rephrased = similarity < REWORDED_SIMILARITY and (
+        paraphrase(similarity, share) >= REWORDED_PARAPHRASE or similarity >= DUPLICATE_SIMILARITY
+    )
     if why := _differs(ra, rb, reworded=similarity >= REWORDED_SIMILARITY or rephrased, rephrased=rephrased):
         return False, why
     return True, f"similarity {similarity:.2f}, word overlap {share:.2f}"
+
+
+def _spelled_out(ra: Reading, rb: Reading) -> bool:
+    """Whether one writes in capitals an acronym that the other spells out (folded into its words by readings)."""
+    for one, other in ((ra, rb), (rb, ra)):
+        folded = set(other.all_words) - set(Reading.of(other.text).all_words)
+        if folded & _capitals(one.text):
+            return True
+    return False
 
 
 def word_match(a: set[str] | frozenset[str], b: set[str] | frozenset[str]) -> tuple[float, float]:
@@ -647,6 +713,8 @@ def _differs(ra: Reading, rb: Reading, *, reworded: bool = False, rephrased: boo
         return f"one sets aside what the other chose: {', '.join(sorted(_set_aside(ra, rb)))}"
     if (things := _other_entities(ra, rb)) is not None:
         return f"other people or things: {things}"
+    if named := _named_by_one(ra, rb) | _named_by_one(rb, ra):
+        return f"one names what the other does not: {', '.join(sorted(named))}"
     swap = _substitution(ra.stems - rb.stems, rb.stems - ra.stems)
     if swap is not None and (not reworded or _choice(ra, rb) or (rephrased and _in_place(ra, rb))):
         return f"one word for another: {swap}"

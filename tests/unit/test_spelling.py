@@ -95,3 +95,73 @@ def test_a_sentence_is_never_merged_into_a_text_that_repeats_it_and_says_more() 
     paragraph = f"{sentence} Their migration depends on CXCL12 signalling and declines with age in mice."
     same, why = stance.is_duplicate(sentence, paragraph, 0.9)
     assert not same and "says more" in why
+
+
+@pytest.mark.parametrize(
+    ("text", "written"),
+    [
+        ("The wildcard cert expires 2 Nov 2025.", "The wildcard cert expires 2025-11-02."),
+        ("It expires on November 2nd, 2025.", "It expires on 2025-11-02."),
+        ("Renewed 3 Sept. 2024 by Ana.", "Renewed 2024-09-03 by Ana."),
+    ],
+)
+def test_a_date_written_in_words_is_the_iso_date_it_names(text: str, written: str) -> None:
+    assert spelling.rewrite(text) == written
+
+
+def test_what_only_looks_like_a_date_is_left_alone() -> None:
+    for text in ("Marketing 3 2024 plan", "the 2 mars 2024 note", "since 45 May 2024", "Run 3 of 2024"):
+        assert spelling.rewrite(text) == text
+
+
+def test_an_acronym_in_capitals_may_take_later_letters_and_a_hyphen_splits_initials() -> None:
+    # "DWH": d(ata) w(are)h(ouse), only for an acronym its memory writes in capitals
+    assert spelling.fold_acronyms(["dwh"], ["the", "data", "warehouse"], skip=frozenset({"the"}),
+                                  capitals=frozenset({"dwh"})) == ["the", "dwh"]  # fmt: skip
+    assert spelling.fold_acronyms(["dwh"], ["data", "warehouse"]) == ["data", "warehouse"]
+    assert spelling.fold_acronyms(["app"], ["apple", "pie"]) == ["apple", "pie"]
+    assert spelling.fold_acronyms(["sso"], ["via", "single", "sign-on"], capitals=frozenset({"sso"})) == ["via", "sso"]
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "similarity"),
+    [
+        # one spells out the acronym the other writes: the embedder does not know it, the words do
+        ("CDC from the orders Postgres DB uses Debezium.",
+         "Debezium does change data capture from the orders Postgres database.", 0.673),
+        ("The data warehouse bills are reviewed monthly by Samuel.", "Samuel reviews the DWH bills every month.",
+         0.639),
+        # the shared words in another order: one plain word for another is part of the rewording
+        ("The app sends analytics to Amplitude.", "Amplitude receives the app's analytics events.", 0.925),
+        ("The Android app is written in Kotlin.", "Kotlin is the language of the Android app.", 0.869),
+        ("The wildcard cert for *.corp.example.com expires on 2025-11-02.",
+         "Wildcard certificate *.corp.example.com expires 2 Nov 2025.", 0.96),
+    ],
+)  # fmt: skip
+def test_acronyms_spelled_out_reordered_sentences_and_dates_are_duplicates(a: str, b: str, similarity: float) -> None:
+    same, why = stance.is_duplicate(a, b, similarity)
+    assert same, why
+
+
+@pytest.mark.parametrize(
+    ("a", "b", "similarity"),
+    [
+        ("The portal is available in English and Spanish.", "The portal is available in Spanish.", 0.95),
+        ("Customer dashboards live in the DWH.", "Customer dashboards live in the data lake.", 0.7),  # no spelling
+        ("The onboarding flow has 3 screens.", "The onboarding flow has 3 steps.", 0.9),  # in place: another word
+        ("Staff log in through Okta SSO.", "Staff log in through Okta without SSO.", 0.6),  # spelled out, negated
+    ],
+)  # fmt: skip
+def test_a_name_only_one_gives_or_a_swap_in_place_keeps_the_two(a: str, b: str, similarity: float) -> None:
+    same, why = stance.is_duplicate(a, b, similarity)
+    assert not same, why
+
+
+def test_a_longer_form_of_a_name_and_a_capital_that_starts_a_sentence_lose_nothing() -> None:
+    for a, b, similarity in (
+        ("The fraud detection job runs on Apache Flink.", "The fraud detection job runs on Flink.", 0.93),
+        ("The Android app supports phones and tablets.", "Both phones and tablets are supported by the Android app.",
+         0.912),
+    ):  # fmt: skip
+        same, why = stance.is_duplicate(a, b, similarity)
+        assert same, why
