@@ -664,7 +664,8 @@ def _duplicates(corpus: Corpus, force: bool) -> tuple[int, list[tuple[Memory, Me
         a, b = corpus.memories[i], corpus.memories[j]
         if a.id in merged or b.id in merged or not _mergeable(a, b, force=force):
             continue
-        same, why = stance.is_duplicate(a.content, b.content, similarity)
+        older, newer = (a, b) if (a.created_at or 0.0) <= (b.created_at or 0.0) else (b, a)
+        same, why = stance.is_duplicate(older.content, newer.content, similarity)
         if same:
             survivor, duplicate = _survivor(a, b)
             merged.add(duplicate.id)

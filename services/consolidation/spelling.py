@@ -116,6 +116,8 @@ def fold_acronyms(
     i = 0
     while i < len(other):
         for letters, word in wanted.items():
+            if other[i][:1] != letters[0]:
+                continue  # a run starts with the acronym's first letter (most words start none of them)
             size = _run_spelling(letters, other[i:], skip, inner=letters in capitals or word in capitals)
             if size:
                 out.append(word)

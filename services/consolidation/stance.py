@@ -25,6 +25,7 @@ from engram.updates import states_a_change
 
 WORD = re.compile(r"[a-z0-9]+(?:['._:/-][a-z0-9]+)*")
 CASED_WORD = re.compile(r"[A-Za-z0-9]+(?:['._:/-][A-Za-z0-9]+)*")
+SENTENCE = re.compile(r"(?<=[.!?;])\s+")  # where a sentence ends (a clause after a semicolon is one too)
 CAPITALS = re.compile(r"\b[A-Z]{2,5}s?\b")  # an acronym as written: "DWH", "SSO", "VMs"
 NEGATIONS = frozenset({
     "not", "no", "never", "none", "nobody", "nothing", "without", "cannot", "can't", "don't", "doesn't", "didn't",
@@ -229,6 +230,7 @@ CLOSE_DUPLICATE_SIMILARITY = 0.74  # ... when nearly all their words are the sam
 DUPLICATE_OVERLAP = 0.5  # the share of content words both have (Jaccard) at DUPLICATE_SIMILARITY
 CLOSE_DUPLICATE_OVERLAP = 0.7  # ... and at CLOSE_DUPLICATE_SIMILARITY
 SPELLED_SIMILARITY = 0.55  # ... from which one spelling out the other's acronym is read as at the closer floor
+SPELLED_MAX_WORDS = 16  # ... in two statements of at most this many words
 REWORDED_SIMILARITY = 0.95  # dense cosine from which one plain word for another is a rewording
 REWORDED_PARAPHRASE = 0.95  # ... or the paraphrase score (cosine raised by the words shared) from which it is
 PARAPHRASE_WORDS = 0.2  # what the share of words (Jaccard, 0.5 neutral) adds to the cosine in the paraphrase score
@@ -243,6 +245,10 @@ CONTRADICTION_THRESHOLD = 0.5  # the score from which a pair is flagged
 MAX_VALUES = 3
 UPDATE_COVERAGE = 0.4  # an update repeats at least this share of the older memory's content words
 UPDATE_MAX_WORDS = 12  # ... of an older memory of at most this many content words (a fact, not a paragraph)
+# ... and adds at most this many words the older does not have: what changed (the new value or choice, a reason), not
+# another statement about the subject ("Simvastatin reduces platelet adhesion" / a finding of 15 more words)
+UPDATE_MAX_ADDED = 5
+NEGATION_FRAME = 0.4  # the share of words (Jaccard) a negated sentence has with the other memory, as the frame
 SCOPE_PENALTY = 0.55  # what a finding's score keeps when each side also names something the other does not
 
 
@@ -290,6 +296,8 @@ def forget() -> None:
     50k memories (docs/benchmarks.md, lean memory)."""
     _reading.cache_clear()
     _named_inside.cache_clear()
+    _capitals.cache_clear()
+    _long.cache_clear()
     is_value.cache_clear()
     _same_word.cache_clear()
 
@@ -423,6 +431,7 @@ def _names(text: str) -> frozenset[str]:
     return frozenset(found)
 
 
+@lru_cache(maxsize=65536)
 def _capitals(text: str) -> frozenset[str]:
     """The words ``text`` writes in capitals as an acronym ("DWH", "VMs"), lowercase: they may stand for more than
     their words' initials (spelling.fold_acronyms)."""
@@ -589,9 +598,9 @@ def _other_entities(a: Reading, b: Reading) -> str | None:
 
 def _named_by_one(one: Reading, other: Reading) -> set[str]:
     """The people, products or identifiers ``one`` names and ``other`` does not in any form ("in English and Spanish"
-    / "in Spanish"): merged into the other, that would be lost. A capital that starts a sentence names nothing by
-    itself ("Both ...", "Infra incidents ..."), and a word of a name the other has is that name written longer
-    ("Apache Flink" / "Flink")."""
+    / "in Spanish"): merged into the other, that would be lost (or it was dropped since: a change, not a
+    restatement). A capital that starts a sentence names nothing by itself ("Both ...", "Infra incidents ..."), and
+    a word of a name the other has is that name written longer ("Apache Flink" / "Flink")."""
     only = one.content - other.content
     inside = _named_inside(one.text)
     named = {w for w in only if (w in inside or _is_identifier(w)) and not _stance_word(w) and not is_value(w)}
@@ -626,11 +635,12 @@ def _single_role(a: Reading, b: Reading) -> bool:
 
 
 def is_duplicate(a: str, b: str, similarity: float) -> tuple[bool, str]:
-    """Whether ``b`` restates ``a``: close in meaning, mostly the same words once written alike, and nothing that
-    changes the information: a value, a negation, an antonym, a person or thing, a scope or time, a stated change."""
+    """Whether ``b`` (the newer) restates ``a`` (the older): close in meaning, mostly the same words once written
+    alike, and nothing that changes the information: a value, a negation, an antonym, a person or thing, a scope or
+    time, a stated change, or a name only the older gives (merged into the newer, it would be lost)."""
     if similarity < CLOSE_DUPLICATE_SIMILARITY and (
-        similarity < SPELLED_SIMILARITY or not (CAPITALS.search(a) or CAPITALS.search(b))
-    ):  # no acronym the other may spell out: not read (the cheap refusal of most of a job's pairs)
+        similarity < SPELLED_SIMILARITY or not _may_spell_out(a, b)
+    ):  # the cheap refusal of most of a job's pairs
         return False, f"similarity {similarity:.2f} < {CLOSE_DUPLICATE_SIMILARITY}"
     return _duplicate(*readings(a, b), similarity)
 
@@ -659,6 +669,21 @@ def _duplicate(ra: Reading, rb: Reading, similarity: float) -> tuple[bool, str]:
     if why := _differs(ra, rb, reworded=similarity >= REWORDED_SIMILARITY or rephrased, rephrased=rephrased):
         return False, why
     return True, f"similarity {similarity:.2f}, word overlap {share:.2f}"
+
+
+def _may_spell_out(a: str, b: str) -> bool:
+    """Whether a pair under CLOSE_DUPLICATE_SIMILARITY may be one spelling out the other's acronym: two short
+    statements (a fact of SPELLED_MAX_WORDS words at most, where one acronym moves the cosine; in a longer text it
+    does not) of which one writes an acronym in capitals. Counted without reading them: most pairs of a job stop
+    here."""
+    if _long(a) or _long(b):
+        return False
+    return bool(_capitals(a) or _capitals(b))
+
+
+@lru_cache(maxsize=65536)
+def _long(text: str) -> bool:
+    return len(text.split()) > SPELLED_MAX_WORDS
 
 
 def _spelled_out(ra: Reading, rb: Reading) -> bool:
@@ -713,8 +738,8 @@ def _differs(ra: Reading, rb: Reading, *, reworded: bool = False, rephrased: boo
         return f"one sets aside what the other chose: {', '.join(sorted(_set_aside(ra, rb)))}"
     if (things := _other_entities(ra, rb)) is not None:
         return f"other people or things: {things}"
-    if named := _named_by_one(ra, rb) | _named_by_one(rb, ra):
-        return f"one names what the other does not: {', '.join(sorted(named))}"
+    if named := _named_by_one(ra, rb):  # the newer naming more loses nothing: it survives the merge
+        return f"the older names what the newer does not: {', '.join(sorted(named))}"
     swap = _substitution(ra.stems - rb.stems, rb.stems - ra.stems)
     if swap is not None and (not reworded or _choice(ra, rb) or (rephrased and _in_place(ra, rb))):
         return f"one word for another: {swap}"
@@ -762,7 +787,7 @@ def _reasons(ra: Reading, rb: Reading, similarity: float) -> list[tuple[float, s
         rule = "preference" if pair[2] else "antonym"
         score = (0.55 + 0.4 * similarity) * (SCOPE_PENALTY if scoped or entities else 1.0)
         found.append((score, rule, f"opposite words: '{pair[0]}' against '{pair[1]}'"))
-    if ra.negated != rb.negated and frame >= 0.4 and not subjects:
+    if ra.negated != rb.negated and frame >= 0.4 and not subjects and _negation_shared(ra, rb):
         negated = "the newer" if rb.negated else "the older"
         score = (0.55 + 0.4 * frame) * (SCOPE_PENALTY if entities or scoped else 1.0)
         found.append((score, "negation", f"{negated} negates what the other states"))
@@ -782,6 +807,23 @@ def _reasons(ra: Reading, rb: Reading, similarity: float) -> list[tuple[float, s
     if not found and rb.change and not subjects and _updates(ra, rb):
         found.append((0.75, "update", "the newer states a change of what the older says"))
     return found
+
+
+def _negation_shared(ra: Reading, rb: Reading) -> bool:
+    """Whether the negation is in what the two say alike: the negated side's sentences that hold a negation share
+    the frame with the other (NEGATION_FRAME). A text that repeats the other and adds a sentence with a "not" of its
+    own ("B23 is altered in many cancers. Its molecular function is not fully understood.") negates nothing the
+    other states."""
+    negated, other = (ra, rb) if ra.negated else (rb, ra)
+    sentences = [s for s in SENTENCE.split(negated.text) if s.strip()]
+    if len(sentences) < 2:
+        return True
+    said = [s for s in sentences if _negated(spelling.rewrite(s))]
+    if not said:
+        return True  # negated by "without" what the other names (readings): the frame already tells
+    stems = {_stem(w) for s in said for w in content_words(spelling.rewrite(s))}
+    frame = overlap({w for w in stems if not is_value(w)}, {w for w in other.stems if not is_value(w)})
+    return frame >= NEGATION_FRAME
 
 
 def _set_aside(ra: Reading, rb: Reading) -> set[str]:
@@ -865,4 +907,5 @@ def _updates(ra: Reading, rb: Reading) -> bool:
         return False  # a long text shares words with many others; an update restates a short fact and its change
     covered = sum(any(_same_word(w, y) for y in rb.stems) for w in older) / len(older)
     added = {w for w in rb.stems - ra.stems if w not in CHANGE_WORDS and _stem(w) not in CHANGE_WORDS}
-    return covered >= UPDATE_COVERAGE and bool(added)
+    added = {w for w in added if not any(_same_word(w, y) for y in ra.stems)}
+    return covered >= UPDATE_COVERAGE and 0 < len(added) <= UPDATE_MAX_ADDED

@@ -56,6 +56,36 @@ def test_scope_time_and_other_entities_raise_no_flag(a: str, b: str) -> None:
 
 
 @pytest.mark.parametrize(
+    ("older", "newer"),
+    [
+        # the newer repeats the older and adds a sentence with a negation of its own
+        ("Altered protein expression or genomic mutation of B23 is encountered in many different forms of cancer.",
+         "Altered protein expression or genomic mutation of B23 is encountered in many different forms of cancer. "
+         "Although described as multifunctional, a genuine molecular function of B23 is not fully understood."),
+        # a finding of many more words about the subject, not the older's fact and what changed
+        ("Simvastatin reduces platelet-endocardium adhesion in atrial fibrillation.",
+         "Addition of simvastatin significantly reduced CD40 expression as well as platelet adhesion to fibrillating "
+         "atria; its efficacy was not reversed by the addition of mevalonic acid."),
+        ("Microtubule nucleation is the best known function of centrosomes.",
+         "At the onset of mitosis, centrosomes undergo a structural reorganization, termed maturation, which leads to "
+         "increased microtubule nucleation activity."),
+    ],
+)  # fmt: skip
+def test_a_negation_in_an_added_sentence_and_a_longer_finding_are_neither_contradiction_nor_update(
+    older: str, newer: str
+) -> None:
+    found = stance.conflict(older, newer, 0.9)
+    assert found is None or found.score < stance.CONTRADICTION_THRESHOLD, found
+
+
+def test_a_negation_in_the_sentence_both_say_is_still_one() -> None:
+    older = "Staging deploys need a manual approval. The pipeline runs on GitHub Actions."
+    newer = "Staging deploys do not need a manual approval. The pipeline runs on GitHub Actions."
+    found = stance.conflict(older, newer, 0.93)
+    assert found is not None and found.rule == "negation", found
+
+
+@pytest.mark.parametrize(
     ("a", "b"),
     [
         ("Kubernetes runs the staging cluster.", "k8s runs the staging cluster."),
