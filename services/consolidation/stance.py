@@ -298,6 +298,8 @@ def forget() -> None:
     _named_inside.cache_clear()
     _capitals.cache_clear()
     _long.cache_clear()
+    _canonical.cache_clear()
+    _negated_sentences.cache_clear()
     is_value.cache_clear()
     _same_word.cache_clear()
 
@@ -343,6 +345,7 @@ def words(text: str) -> list[str]:
     return [_canonical(w) for w in WORD.findall(lowered)]
 
 
+@lru_cache(maxsize=65536)  # a namespace's texts use a few tens of thousands of words, again and again
 def _canonical(word: str) -> str:
     if word.endswith("'s") and len(word) > 3:
         word = word[:-2]
@@ -576,7 +579,10 @@ def _value_kind(word: str) -> str:
 
 
 def _stance_word(word: str) -> bool:
-    return any(word in x or word in y for x, y in ANTONYMS) or word in CHANGE_WORDS or word in ROLES
+    return word in _STANCE_WORDS
+
+
+_STANCE_WORDS = frozenset({w for pair in ANTONYMS for side in pair for w in side} | CHANGE_WORDS | ROLES)
 
 
 def _other_entities(a: Reading, b: Reading) -> str | None:
@@ -815,15 +821,24 @@ def _negation_shared(ra: Reading, rb: Reading) -> bool:
     own ("B23 is altered in many cancers. Its molecular function is not fully understood.") negates nothing the
     other states."""
     negated, other = (ra, rb) if ra.negated else (rb, ra)
-    sentences = [s for s in SENTENCE.split(negated.text) if s.strip()]
-    if len(sentences) < 2:
+    stems = _negated_sentences(negated.text)
+    if stems is None:
         return True
-    said = [s for s in sentences if _negated(spelling.rewrite(s))]
-    if not said:
-        return True  # negated by "without" what the other names (readings): the frame already tells
-    stems = {_stem(w) for s in said for w in content_words(spelling.rewrite(s))}
     frame = overlap({w for w in stems if not is_value(w)}, {w for w in other.stems if not is_value(w)})
     return frame >= NEGATION_FRAME
+
+
+@lru_cache(maxsize=65536)
+def _negated_sentences(text: str) -> frozenset[str] | None:
+    """The content stems of the sentences of ``text`` that hold a negation; None when it is one sentence, or none of
+    its sentences does (negated by "without" what the other names: the frame already tells)."""
+    sentences = [s for s in SENTENCE.split(text) if s.strip()]
+    if len(sentences) < 2:
+        return None
+    said = [spelling.rewrite(s) for s in sentences if _negated(spelling.rewrite(s))]
+    if not said:
+        return None
+    return frozenset(_stem(w) for s in said for w in content_words(s))
 
 
 def _set_aside(ra: Reading, rb: Reading) -> set[str]:
@@ -853,11 +868,10 @@ def _other_scope(only_a: set[str] | frozenset[str], only_b: set[str] | frozenset
         return {w for w in only if not is_value(w) and w not in UNITS and not _stance_word(w)}
 
     left, right = rest(only_a), rest(only_b)
-    left, right = (
-        {x for x in left if not any(_same_word(x, y) for y in right)},
-        {y for y in right if not any(_same_word(x, y) for x in left)},
+    # Stops at the first word of each side that the other names in no form (a job asks this of every close pair).
+    return any(not any(_same_word(x, y) for y in right) for x in left) and any(
+        not any(_same_word(x, y) for x in left) for y in right
     )
-    return bool(left) and bool(right)
 
 
 def _names_subject(ra: Reading, rb: Reading) -> bool:
