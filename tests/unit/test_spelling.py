@@ -152,9 +152,16 @@ def test_acronyms_spelled_out_reordered_sentences_and_dates_are_duplicates(a: st
         ("Staff log in through Okta SSO.", "Staff log in through Okta without SSO.", 0.6),  # spelled out, negated
     ],
 )  # fmt: skip
-def test_a_name_only_one_gives_or_a_swap_in_place_keeps_the_two(a: str, b: str, similarity: float) -> None:
+def test_a_name_only_the_older_gives_or_a_swap_in_place_keeps_the_two(a: str, b: str, similarity: float) -> None:
     same, why = stance.is_duplicate(a, b, similarity)
     assert not same, why
+
+
+def test_a_newer_memory_that_names_more_restates_the_older_and_survives_its_merge() -> None:
+    older, newer = "The portal is available in Spanish.", "The portal is available in English and Spanish."
+    same, why = stance.is_duplicate(older, newer, 0.95)
+    assert same, why
+    assert "older names" in stance.is_duplicate(newer, older, 0.95)[1]
 
 
 def test_a_longer_form_of_a_name_and_a_capital_that_starts_a_sentence_lose_nothing() -> None:
