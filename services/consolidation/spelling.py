@@ -12,6 +12,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
+from engram.subjects import MONTHS
+
 _NUMBER = r"(?:\d+|one|two|three|four|five|six|seven|eight|nine|ten|eleven|twelve)"
 _EVERY = r"(?:every|each|per|a|once\s+a|once\s+per|once\s+every)"
 # (pattern, replacement): case-insensitive, whole words; the first that matches a span wins.
@@ -43,16 +45,12 @@ RANGES = (
 ORDINAL = re.compile(r"\b(\d+)(?:st|nd|rd|th)\b", re.IGNORECASE)
 WHOLE = re.compile(r"\b(\d+)\.0\b(?!\.\d)")  # "16.0" is 16 (not "1.0.3")
 # A date written in words ("2 Nov 2025", "November 2, 2025", after ORDINAL) is the ISO date it names ("2025-11-02").
-_MONTH = (
-    r"(january|february|march|april|may|june|july|august|september|october|november|december"
-    r"|jan|feb|mar|apr|jun|jul|aug|sept|sep|oct|nov|dec)\b\.?"
-)
+_MONTH = rf"({'|'.join(MONTHS)}|sept|{'|'.join(m[:3] for m in MONTHS if m != 'may')})\b\.?"  # a name, or short
 DATES = (
     (re.compile(rf"\b(\d{{1,2}})\s+{_MONTH},?\s+((?:19|20)\d\d)\b", re.IGNORECASE), (3, 2, 1)),
     (re.compile(rf"\b{_MONTH}\s+(\d{{1,2}}),?\s+((?:19|20)\d\d)\b", re.IGNORECASE), (3, 1, 2)),
 )
-MONTH_NUMBERS = {m: n for n, m in enumerate(("jan", "feb", "mar", "apr", "may", "jun", "jul", "aug", "sep", "oct",
-                                             "nov", "dec"), start=1)}  # fmt: skip
+MONTH_NUMBERS = {month[:3]: number for number, month in enumerate(MONTHS, start=1)}
 MIN_ACRONYM, MAX_ACRONYM = 2, 5  # letters
 
 

@@ -418,8 +418,9 @@ def _split_contrast(text: str) -> tuple[str, str]:
     return text[: match.start()] + " " + rest[cut:], rest[:cut]
 
 
-def _names(text: str) -> frozenset[str]:
-    """Capitalized words that do not start a sentence (Daniel, Postgres, BigQuery), canonical and lowercase."""
+def _names(text: str, *, inside_only: bool = False) -> frozenset[str]:
+    """Capitalized words that do not start a sentence (Daniel, Postgres, BigQuery), canonical and lowercase; a
+    capital at a sentence's start counts too unless it is a stop word, or with ``inside_only``, never."""
     found = set()
     starts = True
     for match in re.finditer(r"[.!?:;]\s+|" + CASED_WORD.pattern, text):
@@ -428,7 +429,8 @@ def _names(text: str) -> frozenset[str]:
             starts = True
             continue
         mixed = not token[0].isupper() and any(c.isupper() for c in token)  # camelCase, iOS, macOS
-        if mixed or (token[0].isupper() and not token.isupper() and (not starts or token.lower() not in STOPWORDS)):
+        at_start = starts and (inside_only or token.lower() in STOPWORDS)
+        if mixed or (token[0].isupper() and not token.isupper() and not at_start):
             found.update(words(token))
         starts = False
     return frozenset(found)
@@ -621,19 +623,8 @@ def _named_by_one(one: Reading, other: Reading) -> set[str]:
 
 @lru_cache(maxsize=65536)
 def _named_inside(text: str) -> frozenset[str]:
-    """The capitalized words of ``text`` that do not start a sentence (_names without the sentences' first words)."""
-    found: set[str] = set()
-    starts = True
-    for match in re.finditer(r"[.!?:;]\s+|" + CASED_WORD.pattern, spelling.rewrite(text)):
-        token = match.group(0)
-        if not token[0].isalnum():
-            starts = True
-            continue
-        mixed = not token[0].isupper() and any(c.isupper() for c in token)
-        if mixed or (token[0].isupper() and not token.isupper() and not starts):
-            found.update(words(token))
-        starts = False
-    return frozenset(found)
+    """The capitalized words of ``text`` that do not start a sentence (read as a memory is read)."""
+    return _names(spelling.rewrite(text), inside_only=True)
 
 
 def _single_role(a: Reading, b: Reading) -> bool:
